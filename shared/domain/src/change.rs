@@ -1,0 +1,547 @@
+//! Every write to a run, as a pure function of the run's current state.
+//!
+//! Stores apply a `RunChange` atomically: the new run row, its events (seqs assigned by the
+//! store), the iteration, docs, scratchpad entry and the per-user active counter, all or nothing.
+//! Because the change is recomputed from the freshest run on every attempt, an adapter that
+//! loses an optimistic race simply re-reads and calls the same function again.
+
+use serde_json::json;
+
+use crate::decide::{Outcome, Verdict, check_budgets};
+use crate::record::{Doc, DocMeta, EventDraft, EventKind, IterationRecord, PadEntry};
+use crate::report::build_report;
+use crate::run::{
+    BudgetsInput, LastIteration, Lease, PlanStep, Run, RunStatus, Spend, StopType, StoppingReason,
+    Streaks, UserAnswer,
+};
+
+/// How a change moves the owner's active-run counter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ActiveDelta {
+    None,
+    /// Take a slot, refused when the owner already has `limit` active runs.
+    Acquire { limit: u32 },
+    Release,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunChange {
+    pub run: Run,
+    pub events: Vec<EventDraft>,
+    pub iteration: Option<IterationRecord>,
+    pub docs: Vec<Doc>,
+    pub pad: Option<PadEntry>,
+    pub active: ActiveDelta,
+}
+
+impl RunChange {
+    fn of(run: Run, events: Vec<EventDraft>) -> Self {
+        RunChange {
+            run,
+            events,
+            iteration: None,
+            docs: vec![],
+            pad: None,
+            active: ActiveDelta::None,
+        }
+    }
+}
+
+/// Why a change was not applied. Not an error of the store: the state says no.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum Rejection {
+    #[error("run not found")]
+    NotFound,
+    #[error("iteration already committed (run is at {iteration})")]
+    AlreadyCommitted { iteration: u32 },
+    #[error("iteration {got} is out of order; the next is {expected}")]
+    OutOfOrder { expected: u32, got: u32 },
+    #[error("run is {status}; it cannot be worked on")]
+    NotRunnable { status: RunStatus },
+    #[error("another worker holds the lease until {expires_at}")]
+    LeaseHeld { expires_at: i64 },
+    #[error("the lease was lost; another worker owns this iteration")]
+    LeaseLost,
+    #[error("active run limit of {limit} reached")]
+    LimitExceeded { limit: u32 },
+    #[error("{0}")]
+    Conflict(String),
+}
+
+pub fn create(run: Run, active_limit: u32) -> RunChange {
+    let payload = json!({
+        "objective": run.objective,
+        "budgets": run.budgets,
+        "model": run.model,
+        "parent_run_id": run.parent_run_id,
+    });
+    RunChange {
+        active: ActiveDelta::Acquire {
+            limit: active_limit,
+        },
+        ..RunChange::of(run, vec![EventDraft::new(EventKind::RunCreated, payload)])
+    }
+}
+
+/// Fenced claim of iteration `n` (DESIGN §5 step 2).
+pub fn claim(
+    run: &Run,
+    n: u32,
+    owner: &str,
+    now: i64,
+    lease_ms: u64,
+) -> Result<RunChange, Rejection> {
+    if run.iteration >= n {
+        return Err(Rejection::AlreadyCommitted {
+            iteration: run.iteration,
+        });
+    }
+    if n != run.iteration + 1 {
+        return Err(Rejection::OutOfOrder {
+            expected: run.iteration + 1,
+            got: n,
+        });
+    }
+    if !run.status.is_claimable() {
+        return Err(Rejection::NotRunnable { status: run.status });
+    }
+    if let Some(lease) = &run.lease
+        && lease.expires_at > now
+        && lease.owner != owner
+    {
+        return Err(Rejection::LeaseHeld {
+            expires_at: lease.expires_at,
+        });
+    }
+    let reclaimed = run.lease.is_some();
+    let mut next = run.clone();
+    next.status = RunStatus::Running;
+    next.lease = Some(Lease {
+        owner: owner.to_string(),
+        iteration: n,
+        expires_at: now + lease_ms as i64,
+    });
+    next.updated_at = now;
+    let event = EventDraft::new(
+        EventKind::IterationStarted,
+        json!({"iteration": n, "reclaimed": reclaimed}),
+    );
+    Ok(RunChange::of(next, vec![event]))
+}
+
+/// Adds one LLM call's real spend. Not fenced: money spent by a crashed or superseded attempt
+/// was still spent, and budgets must see it.
+pub fn record_spend(run: &Run, n: u32, spend: &Spend, now: i64) -> RunChange {
+    let mut next = run.clone();
+    next.metrics.add_spend(spend);
+    next.updated_at = now;
+    let mut events = vec![EventDraft::new(
+        EventKind::IterationCostUpdate,
+        json!({
+            "iteration": n,
+            "role": spend.role,
+            "model": spend.model,
+            "input_tokens": spend.input_tokens,
+            "output_tokens": spend.output_tokens,
+            "cached_tokens": spend.cached_tokens,
+            "cost_usd": spend.cost_usd,
+            "latency_ms": spend.latency_ms,
+            "run_tokens": next.metrics.tokens(),
+            "run_cost_usd": next.metrics.cost_usd,
+        }),
+    )];
+    if spend.cost_usd.is_none() && run.metrics.by_model.get(&spend.model).is_none() {
+        events.push(EventDraft::new(
+            EventKind::Warning,
+            json!({"message": format!("no price known for model {}; its cost is recorded as unknown", spend.model)}),
+        ));
+    }
+    RunChange::of(next, events)
+}
+
+/// Everything iteration `n` staged, ready to be committed in one transaction.
+#[derive(Clone, Debug)]
+pub struct CommitPlan {
+    pub n: u32,
+    pub owner: String,
+    pub verdict: Verdict,
+    pub plan: Vec<PlanStep>,
+    pub remaining_work: Vec<String>,
+    pub last_iteration: LastIteration,
+    pub answers_consumed: bool,
+    pub running_ms: u64,
+    pub record: IterationRecord,
+    pub docs: Vec<Doc>,
+    pub pad: PadEntry,
+    pub summary: String,
+    /// The whole workspace after this commit, for the report.
+    pub workspace: Vec<DocMeta>,
+    pub evidence: Vec<String>,
+    pub now: i64,
+}
+
+impl CommitPlan {
+    /// Fenced on the lease: only the claimant of iteration `n` may commit it.
+    pub fn apply(&self, run: &Run) -> Result<RunChange, Rejection> {
+        if run.iteration >= self.n {
+            return Err(Rejection::AlreadyCommitted {
+                iteration: run.iteration,
+            });
+        }
+        match &run.lease {
+            Some(l) if l.owner == self.owner && l.iteration == self.n => {}
+            _ => return Err(Rejection::LeaseLost),
+        }
+        let status = self.verdict.outcome.status();
+        let mut next = run.clone();
+        next.iteration = self.n;
+        next.status = status;
+        next.lease = None;
+        next.plan = self.plan.clone();
+        next.streaks = self.verdict.streaks.clone();
+        next.hints = self.verdict.hints.clone();
+        next.remaining_work = self.remaining_work.clone();
+        next.last_iteration = Some(self.last_iteration.clone());
+        next.metrics.iterations += 1;
+        next.metrics.running_ms += self.running_ms;
+        next.updated_at = self.now;
+        if self.answers_consumed {
+            next.pending_answers.clear();
+        }
+
+        let mut record = self.record.clone();
+        record.outcome = status;
+        let mut events = vec![EventDraft::new(
+            EventKind::IterationCommitted,
+            json!({
+                "iteration": self.n,
+                "status": status,
+                "summary": self.summary,
+                "progress": record.progress,
+                "created_docs": record.created_docs,
+                "updated_docs": record.updated_docs,
+                "tokens": next.metrics.tokens(),
+                "cost_usd": next.metrics.cost_usd,
+            }),
+        )];
+        let mut active = ActiveDelta::None;
+        match &self.verdict.outcome {
+            Outcome::Continue => {}
+            Outcome::Wait { questions } => {
+                next.questions = questions.clone();
+                let reason = StoppingReason::new(
+                    StopType::WaitingOnUser,
+                    format!("waiting for answers to {} question(s)", questions.len()),
+                );
+                next.stopping_reason = Some(reason.clone());
+                next.notified = false;
+                next.report = Some(build_report(
+                    &next,
+                    &self.workspace,
+                    &self.summary,
+                    &self.evidence,
+                    self.now,
+                ));
+                record.stopping_reason = Some(reason);
+                events.push(EventDraft::new(
+                    EventKind::RunWaiting,
+                    json!({"questions": questions}),
+                ));
+            }
+            Outcome::Finish(reason) => {
+                next.stopping_reason = Some(reason.clone());
+                next.ended_at = Some(self.now);
+                next.notified = false;
+                next.report = Some(build_report(
+                    &next,
+                    &self.workspace,
+                    &self.summary,
+                    &self.evidence,
+                    self.now,
+                ));
+                record.stopping_reason = Some(reason.clone());
+                if let Some(kind) = EventKind::for_status(status) {
+                    events.push(EventDraft::new(kind, json!({"stopping_reason": reason})));
+                }
+                if status.is_ended() && !run.status.is_ended() {
+                    active = ActiveDelta::Release;
+                }
+            }
+        }
+        Ok(RunChange {
+            run: next,
+            events,
+            iteration: Some(record),
+            docs: self.docs.clone(),
+            pad: Some(self.pad.clone()),
+            active,
+        })
+    }
+}
+
+/// Ends a run that is not inside an iteration (queued, waiting): canceled now.
+/// A running run gets `cancel_requested`; its worker stops before its next LLM call.
+pub fn request_cancel(run: &Run, workspace: &[DocMeta], now: i64) -> Result<RunChange, Rejection> {
+    if run.status.is_ended() {
+        return Err(Rejection::Conflict(format!(
+            "run is already {}; only active runs can be canceled",
+            run.status
+        )));
+    }
+    let mut next = run.clone();
+    next.updated_at = now;
+    let requested = EventDraft::new(EventKind::CancelRequested, json!({}));
+    if run.status == RunStatus::Running {
+        if run.cancel_requested {
+            return Err(Rejection::Conflict("cancel already requested".into()));
+        }
+        next.cancel_requested = true;
+        return Ok(RunChange::of(next, vec![requested]));
+    }
+    let reason = StoppingReason::new(StopType::Canceled, "canceled by the user");
+    next.status = RunStatus::Canceled;
+    next.cancel_requested = true;
+    next.questions.clear();
+    next.stopping_reason = Some(reason.clone());
+    next.ended_at = Some(now);
+    next.notified = false;
+    let summary = format!("Canceled after {} iteration(s).", run.iteration);
+    next.report = Some(build_report(&next, workspace, &summary, &[], now));
+    Ok(RunChange {
+        active: ActiveDelta::Release,
+        ..RunChange::of(
+            next,
+            vec![
+                requested,
+                EventDraft::new(EventKind::RunCanceled, json!({"stopping_reason": reason})),
+            ],
+        )
+    })
+}
+
+pub const MAX_ANSWER_BYTES: usize = 16 * 1024;
+
+/// The user's answer moves a waiting run back to the queue.
+pub fn respond(run: &Run, answer: &str, now: i64) -> Result<RunChange, Rejection> {
+    if run.status != RunStatus::WaitingOnUser {
+        return Err(Rejection::Conflict(format!(
+            "run is {}; answers are accepted only while waiting_on_user",
+            run.status
+        )));
+    }
+    let mut next = run.clone();
+    next.status = RunStatus::Queued;
+    next.pending_answers.push(UserAnswer {
+        text: answer.to_string(),
+        at: now,
+    });
+    let questions = std::mem::take(&mut next.questions);
+    next.stopping_reason = None;
+    next.report = None;
+    next.updated_at = now;
+    let event = EventDraft::new(
+        EventKind::UserResponded,
+        json!({"questions": questions, "answer": answer}),
+    );
+    Ok(RunChange::of(next, vec![event]))
+}
+
+/// Continue a stopped run with raised budgets; spend never resets.
+pub fn continue_run(
+    run: &Run,
+    budgets: &BudgetsInput,
+    active_limit: u32,
+    now: i64,
+) -> Result<RunChange, Rejection> {
+    if run.status != RunStatus::Stopped {
+        return Err(Rejection::Conflict(format!(
+            "run is {}; only stopped runs can be continued",
+            run.status
+        )));
+    }
+    let raised = budgets
+        .resolve(&run.budgets)
+        .map_err(|e| Rejection::Conflict(e.to_string()))?;
+    if let Some(b) = check_budgets(&raised, &run.metrics, run.iteration + 1, run.metrics.running_ms)
+    {
+        return Err(Rejection::Conflict(format!(
+            "the run would stop again at once: raise {}",
+            b.detail
+        )));
+    }
+    let mut next = run.clone();
+    next.budgets = raised;
+    next.status = RunStatus::Queued;
+    next.streaks = Streaks::default();
+    next.stopping_reason = None;
+    next.report = None;
+    next.ended_at = None;
+    next.cancel_requested = false;
+    next.updated_at = now;
+    let event = EventDraft::new(
+        EventKind::RunContinued,
+        json!({"budgets": next.budgets, "from_iteration": run.iteration}),
+    );
+    Ok(RunChange {
+        active: ActiveDelta::Acquire {
+            limit: active_limit,
+        },
+        ..RunChange::of(next, vec![event])
+    })
+}
+
+/// After the outcome was published.
+pub fn mark_notified(run: &Run) -> Option<Run> {
+    if run.notified {
+        return None;
+    }
+    let mut next = run.clone();
+    next.notified = true;
+    Some(next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decide::Outcome;
+    use crate::testing::sample_run;
+
+    #[test]
+    fn a_claim_is_refused_while_another_owner_holds_a_live_lease() {
+        let mut run = sample_run();
+        run.lease = Some(Lease {
+            owner: "w1".into(),
+            iteration: 1,
+            expires_at: 100,
+        });
+        assert_eq!(
+            claim(&run, 1, "w2", 50, 30).unwrap_err(),
+            Rejection::LeaseHeld { expires_at: 100 }
+        );
+        let change = claim(&run, 1, "w2", 100, 30).unwrap();
+        assert_eq!(change.run.lease.unwrap().owner, "w2");
+    }
+
+    #[test]
+    fn a_committed_iteration_cannot_be_claimed_again() {
+        let mut run = sample_run();
+        run.iteration = 3;
+        assert_eq!(
+            claim(&run, 3, "w", 0, 10).unwrap_err(),
+            Rejection::AlreadyCommitted { iteration: 3 }
+        );
+        assert!(matches!(
+            claim(&run, 5, "w", 0, 10).unwrap_err(),
+            Rejection::OutOfOrder { .. }
+        ));
+    }
+
+    #[test]
+    fn cancel_of_a_waiting_run_ends_it_and_frees_the_slot() {
+        let mut run = sample_run();
+        run.status = RunStatus::WaitingOnUser;
+        let change = request_cancel(&run, &[], 5).unwrap();
+        assert_eq!(change.run.status, RunStatus::Canceled);
+        assert_eq!(change.active, ActiveDelta::Release);
+        assert!(change.run.report.is_some());
+    }
+
+    #[test]
+    fn cancel_of_a_running_run_only_requests_it() {
+        let change = request_cancel(&sample_run(), &[], 5).unwrap();
+        assert_eq!(change.run.status, RunStatus::Running);
+        assert!(change.run.cancel_requested);
+        assert_eq!(change.active, ActiveDelta::None);
+    }
+
+    #[test]
+    fn continue_needs_a_raised_budget() {
+        let mut run = sample_run();
+        run.status = RunStatus::Stopped;
+        run.iteration = 25;
+        let err = continue_run(&run, &BudgetsInput::default(), 3, 0).unwrap_err();
+        assert!(err.to_string().contains("max_iterations"), "{err}");
+        let raised = BudgetsInput {
+            max_iterations: Some(30),
+            ..Default::default()
+        };
+        let change = continue_run(&run, &raised, 3, 0).unwrap();
+        assert_eq!(change.run.status, RunStatus::Queued);
+        assert_eq!(change.active, ActiveDelta::Acquire { limit: 3 });
+    }
+
+    #[test]
+    fn spend_is_recorded_even_without_the_lease() {
+        let run = sample_run();
+        let spend = Spend {
+            model: "m".into(),
+            role: "planner".into(),
+            input_tokens: 10,
+            output_tokens: 5,
+            cached_tokens: 0,
+            cost_usd: Some(0.01),
+            latency_ms: 1,
+        };
+        let change = record_spend(&run, 1, &spend, 0);
+        assert_eq!(change.run.metrics.tokens(), 15);
+        assert_eq!(change.events[0].kind, EventKind::IterationCostUpdate);
+    }
+
+    #[test]
+    fn a_commit_by_a_worker_that_lost_the_lease_is_rejected() {
+        let mut run = sample_run();
+        run.lease = Some(Lease {
+            owner: "thief".into(),
+            iteration: 1,
+            expires_at: 10,
+        });
+        let plan = CommitPlan {
+            n: 1,
+            owner: "me".into(),
+            verdict: Verdict {
+                outcome: Outcome::Continue,
+                streaks: Streaks::default(),
+                hints: vec![],
+            },
+            plan: vec![],
+            remaining_work: vec![],
+            last_iteration: LastIteration::default(),
+            answers_consumed: false,
+            running_ms: 0,
+            record: IterationRecord {
+                run_id: run.id.clone(),
+                n: 1,
+                outcome: RunStatus::Running,
+                summary: String::new(),
+                status_block: None,
+                tool_results: vec![],
+                executor_results: vec![],
+                created_docs: vec![],
+                updated_docs: vec![],
+                metrics: Default::default(),
+                error: None,
+                progress: false,
+                hints: vec![],
+                stopping_reason: None,
+                started_at: 0,
+                committed_at: 0,
+            },
+            docs: vec![],
+            pad: PadEntry {
+                n: 1,
+                at: 0,
+                summary: String::new(),
+                actions: vec![],
+                results: vec![],
+                artifacts: vec![],
+                plan_changes: vec![],
+                remaining_work: vec![],
+            },
+            summary: String::new(),
+            workspace: vec![],
+            evidence: vec![],
+            now: 0,
+        };
+        assert_eq!(plan.apply(&run).unwrap_err(), Rejection::LeaseLost);
+    }
+}

@@ -1,0 +1,26 @@
+//! longrun's pure domain: it decides, it never does IO.
+
+pub mod change;
+pub mod decide;
+pub mod fingerprint;
+pub mod planner;
+pub mod record;
+pub mod report;
+pub mod run;
+
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+
+pub use change::{CommitPlan, Rejection, RunChange};
+pub use decide::{IterationFacts, Outcome, Verdict, decide};
+pub use record::{Doc, DocMeta, Event, EventDraft, EventKind, IterationRecord, PadEntry};
+pub use report::Report;
+pub use run::{Budgets, BudgetsInput, Run, RunStatus, StopType, StoppingReason, Thresholds};
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DomainError {
+    #[error("illegal status transition {from} -> {to}")]
+    IllegalTransition { from: RunStatus, to: RunStatus },
+    #[error("{field} {message}")]
+    InvalidField { field: &'static str, message: String },
+}

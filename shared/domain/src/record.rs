@@ -1,0 +1,187 @@
+//! What a run leaves behind: events, workspace docs, iterations, scratchpad entries.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::decide::IterationError;
+use crate::planner::StatusBlock;
+use crate::run::{ExecutorBrief, RunStatus, StoppingReason, ToolResultBrief};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    RunCreated,
+    IterationStarted,
+    IterationCostUpdate,
+    IterationCommitted,
+    RunWaiting,
+    RunCompleted,
+    RunStopped,
+    RunCanceled,
+    RunFailed,
+    CancelRequested,
+    UserResponded,
+    RunContinued,
+    Warning,
+}
+
+impl EventKind {
+    /// The final event of an iteration that ends or pauses the run.
+    pub fn for_status(status: RunStatus) -> Option<EventKind> {
+        match status {
+            RunStatus::Completed => Some(EventKind::RunCompleted),
+            RunStatus::Stopped => Some(EventKind::RunStopped),
+            RunStatus::Canceled => Some(EventKind::RunCanceled),
+            RunStatus::Failed => Some(EventKind::RunFailed),
+            RunStatus::WaitingOnUser | RunStatus::WaitingOnChildren => Some(EventKind::RunWaiting),
+            RunStatus::Queued | RunStatus::Running => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct EventDraft {
+    #[serde(rename = "type")]
+    pub kind: EventKind,
+    pub payload: serde_json::Value,
+}
+
+impl EventDraft {
+    pub fn new(kind: EventKind, payload: serde_json::Value) -> Self {
+        EventDraft { kind, payload }
+    }
+}
+
+/// One entry of a run's gapless event log: seqs are 1, 2, 3, … with no holes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Event {
+    pub run_id: String,
+    pub seq: u64,
+    #[serde(rename = "type")]
+    pub kind: EventKind,
+    pub payload: serde_json::Value,
+    pub at: i64,
+}
+
+pub const MAX_DOC_BYTES: usize = 64 * 1024;
+pub const MAX_DOC_PATH: usize = 256;
+
+/// A workspace document. Paths are `/`-separated; the parent is the path's directory.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Doc {
+    pub path: String,
+    pub title: String,
+    pub content: String,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    pub created_iteration: u32,
+    pub updated_iteration: u32,
+    pub version: u32,
+    pub updated_at: i64,
+}
+
+impl Doc {
+    pub fn meta(&self) -> DocMeta {
+        DocMeta {
+            path: self.path.clone(),
+            title: self.title.clone(),
+            bytes: self.content.len(),
+            created_iteration: self.created_iteration,
+            updated_iteration: self.updated_iteration,
+            version: self.version,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DocMeta {
+    pub path: String,
+    pub title: String,
+    pub bytes: usize,
+    pub created_iteration: u32,
+    pub updated_iteration: u32,
+    pub version: u32,
+}
+
+/// Normalizes a workspace path or says why it is not acceptable.
+pub fn normalize_doc_path(path: &str) -> Result<String, String> {
+    let trimmed = path.trim().trim_start_matches('/');
+    if trimmed.is_empty() {
+        return Err("path must not be empty".into());
+    }
+    if trimmed.len() > MAX_DOC_PATH {
+        return Err(format!("path must be at most {MAX_DOC_PATH} bytes"));
+    }
+    let mut parts = vec![];
+    for part in trimmed.split('/') {
+        match part {
+            "" | "." => continue,
+            ".." => return Err("path must not contain '..'".into()),
+            p if p.chars().any(|c| c.is_control()) => {
+                return Err("path must not contain control characters".into());
+            }
+            p => parts.push(p),
+        }
+    }
+    if parts.is_empty() {
+        return Err("path must name a document".into());
+    }
+    Ok(parts.join("/"))
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct IterationMetrics {
+    pub llm_calls: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_usd: f64,
+    pub running_ms: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct IterationRecord {
+    pub run_id: String,
+    pub n: u32,
+    /// The run status this iteration committed.
+    pub outcome: RunStatus,
+    pub summary: String,
+    pub status_block: Option<StatusBlock>,
+    pub tool_results: Vec<ToolResultBrief>,
+    pub executor_results: Vec<ExecutorBrief>,
+    pub created_docs: Vec<String>,
+    pub updated_docs: Vec<String>,
+    pub metrics: IterationMetrics,
+    #[schemars(with = "Option<serde_json::Value>")]
+    pub error: Option<IterationError>,
+    pub progress: bool,
+    pub hints: Vec<String>,
+    pub stopping_reason: Option<StoppingReason>,
+    pub started_at: i64,
+    pub committed_at: i64,
+}
+
+/// The scratchpad entry of one iteration: the journal the next planner reads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PadEntry {
+    pub n: u32,
+    pub at: i64,
+    pub summary: String,
+    pub actions: Vec<String>,
+    pub results: Vec<String>,
+    pub artifacts: Vec<String>,
+    pub plan_changes: Vec<String>,
+    pub remaining_work: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doc_paths_are_normalized_and_traversal_is_refused() {
+        assert_eq!(normalize_doc_path("/notes//a/./b.md").unwrap(), "notes/a/b.md");
+        assert!(normalize_doc_path("../etc/passwd").is_err());
+        assert!(normalize_doc_path("  ").is_err());
+        assert!(normalize_doc_path(&"a".repeat(300)).is_err());
+    }
+}

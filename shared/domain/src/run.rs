@@ -1,0 +1,554 @@
+//! The run: its status machine, budgets, thresholds, metrics and plan.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::DomainError;
+use crate::report::Report;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Queued,
+    Running,
+    WaitingOnUser,
+    WaitingOnChildren,
+    Completed,
+    Stopped,
+    Canceled,
+    Failed,
+}
+
+impl RunStatus {
+    pub const ALL: [RunStatus; 8] = [
+        RunStatus::Queued,
+        RunStatus::Running,
+        RunStatus::WaitingOnUser,
+        RunStatus::WaitingOnChildren,
+        RunStatus::Completed,
+        RunStatus::Stopped,
+        RunStatus::Canceled,
+        RunStatus::Failed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Queued => "queued",
+            RunStatus::Running => "running",
+            RunStatus::WaitingOnUser => "waiting_on_user",
+            RunStatus::WaitingOnChildren => "waiting_on_children",
+            RunStatus::Completed => "completed",
+            RunStatus::Stopped => "stopped",
+            RunStatus::Canceled => "canceled",
+            RunStatus::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RunStatus> {
+        RunStatus::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+
+    /// Ended runs hold no slot in the per-user active counter. `stopped` can still be continued.
+    pub fn is_ended(self) -> bool {
+        matches!(
+            self,
+            RunStatus::Completed | RunStatus::Stopped | RunStatus::Canceled | RunStatus::Failed
+        )
+    }
+
+    /// Final: nothing can move the run out of these.
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            RunStatus::Completed | RunStatus::Canceled | RunStatus::Failed
+        )
+    }
+
+    /// A worker may claim the next iteration only in these.
+    pub fn is_claimable(self) -> bool {
+        matches!(self, RunStatus::Queued | RunStatus::Running)
+    }
+
+    pub fn is_waiting(self) -> bool {
+        matches!(
+            self,
+            RunStatus::WaitingOnUser | RunStatus::WaitingOnChildren
+        )
+    }
+
+    pub fn can_transition_to(self, to: RunStatus) -> bool {
+        use RunStatus::*;
+        match self {
+            Queued => matches!(to, Running | Canceled | Failed),
+            Running => matches!(
+                to,
+                Running | WaitingOnUser | WaitingOnChildren | Completed | Stopped | Canceled | Failed
+            ),
+            WaitingOnUser | WaitingOnChildren => matches!(to, Queued | Canceled | Failed),
+            Stopped => matches!(to, Queued),
+            Completed | Canceled | Failed => false,
+        }
+    }
+
+    pub fn transition(self, to: RunStatus) -> Result<RunStatus, DomainError> {
+        if self.can_transition_to(to) {
+            Ok(to)
+        } else {
+            Err(DomainError::IllegalTransition { from: self, to })
+        }
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+pub const DEFAULT_MAX_ITERATIONS: u32 = 25;
+pub const DEFAULT_MAX_RUNNING_MS: u64 = 60 * 60 * 1000;
+
+/// Hard limits of a run. Waiting time never counts against `max_running_ms`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Budgets {
+    #[serde(default = "default_max_iterations")]
+    pub max_iterations: u32,
+    #[serde(default = "default_max_running_ms")]
+    pub max_running_ms: u64,
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+    #[serde(default)]
+    pub max_cost_usd: Option<f64>,
+}
+
+fn default_max_iterations() -> u32 {
+    DEFAULT_MAX_ITERATIONS
+}
+fn default_max_running_ms() -> u64 {
+    DEFAULT_MAX_RUNNING_MS
+}
+
+impl Default for Budgets {
+    fn default() -> Self {
+        Budgets {
+            max_iterations: DEFAULT_MAX_ITERATIONS,
+            max_running_ms: DEFAULT_MAX_RUNNING_MS,
+            max_tokens: None,
+            max_cost_usd: None,
+        }
+    }
+}
+
+/// Budget values as a user may send them: every field optional, negatives rejected by validation
+/// (not by the type) so the error can name the field and the value.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetsInput {
+    pub max_iterations: Option<i64>,
+    pub max_running_ms: Option<i64>,
+    pub max_tokens: Option<i64>,
+    pub max_cost_usd: Option<f64>,
+}
+
+pub const MAX_ITERATIONS_CEILING: i64 = 10_000;
+
+impl BudgetsInput {
+    /// Fills defaults and checks ranges. `base` supplies the values that are not given.
+    pub fn resolve(&self, base: &Budgets) -> Result<Budgets, DomainError> {
+        fn positive(field: &'static str, v: i64, max: i64) -> Result<u64, DomainError> {
+            if v <= 0 || v > max {
+                return Err(DomainError::InvalidField {
+                    field,
+                    message: format!("must be between 1 and {max}, got {v}"),
+                });
+            }
+            Ok(v as u64)
+        }
+        let mut out = base.clone();
+        if let Some(v) = self.max_iterations {
+            out.max_iterations = positive("budgets.max_iterations", v, MAX_ITERATIONS_CEILING)? as u32;
+        }
+        if let Some(v) = self.max_running_ms {
+            out.max_running_ms = positive("budgets.max_running_ms", v, 30 * 24 * 3_600_000)?;
+        }
+        if let Some(v) = self.max_tokens {
+            out.max_tokens = Some(positive("budgets.max_tokens", v, i64::MAX)?);
+        }
+        if let Some(v) = self.max_cost_usd {
+            if !v.is_finite() || v <= 0.0 || v > 1_000_000.0 {
+                return Err(DomainError::InvalidField {
+                    field: "budgets.max_cost_usd",
+                    message: format!("must be a number > 0 and ≤ 1000000, got {v}"),
+                });
+            }
+            out.max_cost_usd = Some(v);
+        }
+        Ok(out)
+    }
+}
+
+/// Breaker thresholds, configurable per run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Thresholds {
+    /// Consecutive iterations without progress before `no_progress`.
+    #[serde(default = "default_no_progress")]
+    pub no_progress_limit: u32,
+    /// Consecutive iterations failing with the same error fingerprint before `repeated_error`.
+    #[serde(default = "default_repeated_error")]
+    pub repeated_error_limit: u32,
+    /// Consecutive repeats of the same action set without progress before `no_progress`
+    /// (the first repeat only earns an anti-repetition hint).
+    #[serde(default = "default_repeat")]
+    pub repeated_action_limit: u32,
+}
+
+fn default_no_progress() -> u32 {
+    3
+}
+fn default_repeated_error() -> u32 {
+    5
+}
+fn default_repeat() -> u32 {
+    2
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            no_progress_limit: default_no_progress(),
+            repeated_error_limit: default_repeated_error(),
+            repeated_action_limit: default_repeat(),
+        }
+    }
+}
+
+impl Thresholds {
+    pub fn validate(&self) -> Result<(), DomainError> {
+        for (field, v) in [
+            ("thresholds.no_progress_limit", self.no_progress_limit),
+            ("thresholds.repeated_error_limit", self.repeated_error_limit),
+            ("thresholds.repeated_action_limit", self.repeated_action_limit),
+        ] {
+            if v == 0 || v > 1000 {
+                return Err(DomainError::InvalidField {
+                    field,
+                    message: format!("must be between 1 and 1000, got {v}"),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ModelMetrics {
+    pub calls: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_usd: f64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Metrics {
+    /// Committed iterations.
+    pub iterations: u32,
+    pub llm_calls: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cached_tokens: u64,
+    pub cost_usd: f64,
+    /// Calls whose model had no price: their cost is unknown, never counted as zero silently.
+    pub unpriced_calls: u64,
+    /// Time spent inside iterations (claim to commit), never waiting time.
+    pub running_ms: u64,
+    pub by_model: BTreeMap<String, ModelMetrics>,
+}
+
+impl Metrics {
+    pub fn tokens(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+
+    pub fn add_spend(&mut self, spend: &Spend) {
+        self.llm_calls += 1;
+        self.input_tokens += spend.input_tokens;
+        self.output_tokens += spend.output_tokens;
+        self.cached_tokens += spend.cached_tokens;
+        match spend.cost_usd {
+            Some(c) => self.cost_usd += c,
+            None => self.unpriced_calls += 1,
+        }
+        let m = self.by_model.entry(spend.model.clone()).or_default();
+        m.calls += 1;
+        m.input_tokens += spend.input_tokens;
+        m.output_tokens += spend.output_tokens;
+        m.cost_usd += spend.cost_usd.unwrap_or(0.0);
+    }
+}
+
+/// The real spend of one LLM call, added to the run as soon as the call returns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Spend {
+    pub model: String,
+    pub role: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cached_tokens: u64,
+    pub cost_usd: Option<f64>,
+    pub latency_ms: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    Pending,
+    InProgress,
+    Done,
+    Blocked,
+}
+
+impl StepStatus {
+    pub fn is_open(self) -> bool {
+        matches!(self, StepStatus::Pending | StepStatus::InProgress)
+    }
+    fn rank(self) -> u8 {
+        match self {
+            StepStatus::Pending => 0,
+            StepStatus::InProgress => 1,
+            StepStatus::Blocked => 1,
+            StepStatus::Done => 2,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PlanStep {
+    pub id: String,
+    pub title: String,
+    pub status: StepStatus,
+    pub iteration_last_touched: u32,
+}
+
+pub const MAX_PLAN_STEPS: usize = 50;
+
+/// Applies plan updates; returns whether any step advanced (new step, or status moved forward).
+pub fn apply_plan_updates(
+    plan: &mut Vec<PlanStep>,
+    updates: &[(String, String, StepStatus)],
+    iteration: u32,
+) -> bool {
+    let mut advanced = false;
+    for (id, title, status) in updates {
+        if let Some(step) = plan.iter_mut().find(|s| &s.id == id) {
+            if status.rank() > step.status.rank() {
+                advanced = true;
+            }
+            if step.status != *status || (!title.is_empty() && &step.title != title) {
+                step.status = *status;
+                if !title.is_empty() {
+                    step.title = title.clone();
+                }
+                step.iteration_last_touched = iteration;
+            }
+        } else if plan.len() < MAX_PLAN_STEPS {
+            plan.push(PlanStep {
+                id: id.clone(),
+                title: title.clone(),
+                status: *status,
+                iteration_last_touched: iteration,
+            });
+            advanced = true;
+        }
+    }
+    advanced
+}
+
+/// Consecutive-iteration counters behind the breakers.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Streaks {
+    pub no_progress: u32,
+    pub error: u32,
+    pub last_error_fingerprint: Option<String>,
+    pub repeat: u32,
+    pub last_action_fingerprint: Option<String>,
+}
+
+/// A fenced claim on one iteration. Only the owner may commit iteration `iteration`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Lease {
+    pub owner: String,
+    pub iteration: u32,
+    pub expires_at: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct UserAnswer {
+    pub text: String,
+    pub at: i64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StopType {
+    Completed,
+    WaitingOnUser,
+    Budget,
+    MaxIterations,
+    NoProgress,
+    RepeatedError,
+    Canceled,
+    Error,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StoppingReason {
+    #[serde(rename = "type")]
+    pub kind: StopType,
+    pub detail: String,
+}
+
+impl StoppingReason {
+    pub fn new(kind: StopType, detail: impl Into<String>) -> Self {
+        StoppingReason {
+            kind,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// What the planner is told about the previous iteration. Bounded so prompts stay flat.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LastIteration {
+    pub iteration: u32,
+    pub tool_results: Vec<ToolResultBrief>,
+    pub executor_results: Vec<ExecutorBrief>,
+    pub created_docs: Vec<String>,
+    pub updated_docs: Vec<String>,
+    pub progress_delta: bool,
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolResultBrief {
+    pub name: String,
+    pub ok: bool,
+    pub result: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub repaired: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExecutorBrief {
+    pub title: String,
+    pub summary: String,
+    pub tool_results: Vec<ToolResultBrief>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Run {
+    pub id: String,
+    pub user_id: String,
+    pub objective: String,
+    pub status: RunStatus,
+    /// Last committed iteration (0 before the first commit).
+    pub iteration: u32,
+    pub model: String,
+    pub budgets: Budgets,
+    pub thresholds: Thresholds,
+    pub metrics: Metrics,
+    pub plan: Vec<PlanStep>,
+    pub streaks: Streaks,
+    pub lease: Option<Lease>,
+    pub cancel_requested: bool,
+    /// Number of events appended so far; the next event gets `event_seq + 1`.
+    pub event_seq: u64,
+    pub parent_run_id: Option<String>,
+    pub depth: u32,
+    /// Answers from the user not yet shown to the planner.
+    pub pending_answers: Vec<UserAnswer>,
+    /// Open questions while `waiting_on_user`.
+    pub questions: Vec<String>,
+    /// Guidance for the next planner prompt (failed exit-gate conditions, anti-repetition).
+    pub hints: Vec<String>,
+    pub remaining_work: Vec<String>,
+    pub last_iteration: Option<LastIteration>,
+    pub stopping_reason: Option<StoppingReason>,
+    pub report: Option<Report>,
+    pub notified: bool,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub ended_at: Option<i64>,
+}
+
+impl Run {
+    pub fn lease_is_live(&self, now: i64) -> bool {
+        self.lease.as_ref().is_some_and(|l| l.expires_at > now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn final_statuses_accept_no_transition() {
+        for from in [RunStatus::Completed, RunStatus::Canceled, RunStatus::Failed] {
+            for to in RunStatus::ALL {
+                assert!(from.transition(to).is_err(), "{from} -> {to} must be rejected");
+            }
+        }
+    }
+
+    #[test]
+    fn a_stopped_run_can_only_be_requeued() {
+        let allowed: Vec<_> = RunStatus::ALL
+            .into_iter()
+            .filter(|to| RunStatus::Stopped.can_transition_to(*to))
+            .collect();
+        assert_eq!(allowed, vec![RunStatus::Queued]);
+    }
+
+    #[test]
+    fn a_queued_run_cannot_jump_to_completed() {
+        assert!(matches!(
+            RunStatus::Queued.transition(RunStatus::Completed),
+            Err(DomainError::IllegalTransition { .. })
+        ));
+    }
+
+    #[test]
+    fn negative_budgets_are_rejected_with_the_field_named() {
+        let input = BudgetsInput {
+            max_tokens: Some(-5),
+            ..Default::default()
+        };
+        let err = input.resolve(&Budgets::default()).unwrap_err();
+        assert!(err.to_string().contains("budgets.max_tokens"), "{err}");
+        assert!(err.to_string().contains("-5"), "{err}");
+    }
+
+    #[test]
+    fn missing_budgets_take_the_defaults() {
+        let b = BudgetsInput::default().resolve(&Budgets::default()).unwrap();
+        assert_eq!(b.max_iterations, 25);
+        assert_eq!(b.max_running_ms, 3_600_000);
+        assert_eq!(b.max_tokens, None);
+        assert_eq!(b.max_cost_usd, None);
+    }
+
+    #[test]
+    fn plan_updates_report_advance_only_when_a_step_moves_forward() {
+        let mut plan = vec![];
+        let add = [("s1".to_string(), "a".to_string(), StepStatus::Pending)];
+        assert!(apply_plan_updates(&mut plan, &add, 1));
+        assert!(!apply_plan_updates(&mut plan, &add, 2));
+        let done = [("s1".to_string(), String::new(), StepStatus::Done)];
+        assert!(apply_plan_updates(&mut plan, &done, 3));
+        assert_eq!(plan[0].iteration_last_touched, 3);
+        assert_eq!(plan[0].title, "a");
+    }
+}
