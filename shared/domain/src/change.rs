@@ -35,7 +35,7 @@ pub struct RunChange {
 }
 
 impl RunChange {
-    fn of(run: Run, events: Vec<EventDraft>) -> Self {
+    pub fn of(run: Run, events: Vec<EventDraft>) -> Self {
         RunChange {
             run,
             events,
@@ -204,6 +204,7 @@ impl CommitPlan {
         next.last_iteration = Some(self.last_iteration.clone());
         next.metrics.iterations += 1;
         next.metrics.running_ms += self.running_ms;
+        next.metrics.docs += self.record.created_docs.len() as u32;
         next.updated_at = self.now;
         if self.answers_consumed {
             next.pending_answers.clear();

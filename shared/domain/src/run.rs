@@ -265,6 +265,8 @@ pub struct Metrics {
     pub unpriced_calls: u64,
     /// Time spent inside iterations (claim to commit), never waiting time.
     pub running_ms: u64,
+    /// Workspace documents created by the run.
+    pub docs: u32,
     pub by_model: BTreeMap<String, ModelMetrics>,
 }
 

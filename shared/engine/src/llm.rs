@@ -1,0 +1,131 @@
+//! The `LlmClient` port: one chat call in, content and exact usage out.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LlmRole {
+    Planner,
+    Executor,
+    Repair,
+}
+
+impl LlmRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LlmRole::Planner => "planner",
+            LlmRole::Executor => "executor",
+            LlmRole::Repair => "repair",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: String,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn system(content: impl Into<String>) -> Self {
+        ChatMessage {
+            role: "system".into(),
+            content: content.into(),
+        }
+    }
+    pub fn user(content: impl Into<String>) -> Self {
+        ChatMessage {
+            role: "user".into(),
+            content: content.into(),
+        }
+    }
+    pub fn assistant(content: impl Into<String>) -> Self {
+        ChatMessage {
+            role: "assistant".into(),
+            content: content.into(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChatRequest {
+    pub run_id: String,
+    pub iteration: u32,
+    pub role: LlmRole,
+    /// `provider:model`, e.g. `openai:gpt-4.1-mini` or `script:demo.json`.
+    pub model: String,
+    pub messages: Vec<ChatMessage>,
+    /// JSON Schema the answer must follow, for providers with structured output.
+    pub json_schema: Option<serde_json::Value>,
+    pub max_output_tokens: Option<u32>,
+    /// `{run_id}#{iteration}#{call}`: a redelivered iteration repeats the same keys.
+    pub idempotency_key: String,
+}
+
+/// Normalized usage of one call. `input_tokens` excludes cache reads and writes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    pub reasoning_tokens: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChatResponse {
+    pub content: String,
+    pub usage: Usage,
+    pub provider: String,
+    pub model: String,
+    pub latency_ms: u64,
+    /// `None` when no price is known for the model.
+    pub cost_usd: Option<f64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LlmErrorKind {
+    RateLimited,
+    Server,
+    Timeout,
+    Auth,
+    Quota,
+    BadRequest,
+    /// The provider answered something that is not a valid response.
+    Malformed,
+}
+
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{kind:?}: {message}")]
+pub struct LlmError {
+    pub kind: LlmErrorKind,
+    pub message: String,
+    pub retry_after_ms: Option<u64>,
+}
+
+impl LlmError {
+    pub fn new(kind: LlmErrorKind, message: impl Into<String>) -> Self {
+        LlmError {
+            kind,
+            message: message.into(),
+            retry_after_ms: None,
+        }
+    }
+
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self.kind,
+            LlmErrorKind::RateLimited
+                | LlmErrorKind::Server
+                | LlmErrorKind::Timeout
+                | LlmErrorKind::Malformed
+        )
+    }
+}
+
+#[async_trait]
+pub trait LlmClient: Send + Sync {
+    async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError>;
+}

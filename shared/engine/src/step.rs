@@ -1,0 +1,695 @@
+//! One bounded iteration (DESIGN §5): load → claim → planner → tools → repair → executors →
+//! scratchpad → decide → one fenced commit → enqueue next or publish the outcome.
+
+use std::sync::{Arc, Mutex};
+
+use futures_util::StreamExt;
+use longrun_domain::change::{self, CommitPlan};
+use longrun_domain::decide::{IterationError, IterationFacts, Outcome, Progress, check_budgets};
+use longrun_domain::fingerprint;
+use longrun_domain::planner::{
+    ExecutorOutput, ExecutorTask, PlannerOutput, RepairOutput, ToolCall, parse_contract,
+    parse_planner_output, planner_schema,
+};
+use longrun_domain::record::{IterationMetrics, IterationRecord, PadEntry};
+use longrun_domain::run::{
+    ExecutorBrief, LastIteration, Metrics, Run, RunStatus, Spend, ToolResultBrief,
+};
+use longrun_domain::{Rejection, RunChange, decide};
+use serde_json::json;
+use tracing::{info, warn};
+
+use crate::llm::{ChatMessage, ChatRequest, ChatResponse, LlmClient, LlmError, LlmRole};
+use crate::ports::{
+    Clock, FaultPoint, Faults, Notifier, NotifyError, OutcomeMessage, QueueError, RunStore,
+    StepMessage, StepQueue, StepReason, StoreError,
+};
+use crate::prompt::{self, SCRATCHPAD_TAIL, clip};
+use crate::tools::{EXECUTOR_TOOLS, Staging, ToolOutcome, ToolRegistry};
+
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// How long a claim holds; a crashed worker's iteration is re-claimable after it.
+    pub lease_ms: u64,
+    pub max_tool_calls: usize,
+    pub max_executor_tasks: usize,
+    pub executor_concurrency: usize,
+    pub executor_tool_calls: usize,
+    pub repair_max_calls: usize,
+    /// Base of the deep links in notifications: `{app_base_url}/runs/{run_id}`.
+    pub app_base_url: String,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            lease_ms: 5 * 60 * 1000,
+            max_tool_calls: 8,
+            max_executor_tasks: 4,
+            executor_concurrency: 3,
+            executor_tool_calls: 3,
+            repair_max_calls: 2,
+            app_base_url: "http://127.0.0.1:8080".into(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Queue(#[from] QueueError),
+    #[error(transparent)]
+    Notify(#[from] NotifyError),
+    #[error("worker crashed at {0:?} (fault injection)")]
+    Crashed(FaultPoint),
+}
+
+impl EngineError {
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            EngineError::Store(e) => e.is_retryable(),
+            EngineError::Queue(e) => e.is_retryable(),
+            EngineError::Notify(_) => true,
+            EngineError::Crashed(_) => false,
+        }
+    }
+}
+
+/// What the trigger should do with the message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StepOutcome {
+    /// Iteration committed (or healed): delete the message.
+    Done,
+    /// Nothing to do for this message (stale, duplicate, run ended): delete it.
+    Dropped(String),
+    /// Another worker holds the run: make the message visible again later.
+    Retry { delay_ms: u64 },
+}
+
+/// Sends what follows a commit: the next step, or the outcome notification. Shared by the
+/// worker and the API (respond, continue, cancel).
+#[derive(Clone)]
+pub struct Dispatch {
+    pub store: Arc<dyn RunStore>,
+    pub queue: Arc<dyn StepQueue>,
+    pub notifier: Arc<dyn Notifier>,
+    pub clock: Arc<dyn Clock>,
+    pub app_base_url: String,
+}
+
+impl Dispatch {
+    pub fn link(&self, run_id: &str) -> String {
+        format!("{}/runs/{run_id}", self.app_base_url.trim_end_matches('/'))
+    }
+
+    pub async fn enqueue_next(&self, run: &Run, reason: StepReason) -> Result<(), EngineError> {
+        let msg = StepMessage::new(&run.id, run.iteration + 1, reason);
+        self.queue.enqueue(&msg, &msg.dedup_id(), 0).await?;
+        Ok(())
+    }
+
+    /// Publishes the run's outcome once, then records that it was sent. A crash in between
+    /// publishes again later; notification ids make that harmless downstream.
+    pub async fn publish_outcome(&self, run: &Run) -> Result<(), EngineError> {
+        if run.notified {
+            return Ok(());
+        }
+        let summary = run
+            .report
+            .as_ref()
+            .map(|r| r.summary.clone())
+            .unwrap_or_default();
+        let msg = OutcomeMessage {
+            run_id: run.id.clone(),
+            user_id: run.user_id.clone(),
+            iteration: run.iteration,
+            status: run.status,
+            stopping_reason: run.stopping_reason.clone(),
+            summary,
+            link: self.link(&run.id),
+            iterations: run.metrics.iterations,
+            tokens: run.metrics.tokens(),
+            cost_usd: run.metrics.cost_usd,
+            at: self.clock.now_ms(),
+        };
+        self.notifier.publish(&msg).await?;
+        let marked = self
+            .store
+            .update_run(&run.id, &|r| {
+                change::mark_notified(r)
+                    .map(|next| RunChange::of(next, vec![]))
+                    .ok_or(Rejection::Conflict("already notified".into()))
+            })
+            .await;
+        match marked {
+            Ok(_) | Err(StoreError::Rejected(_)) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// What must follow a committed iteration: the next message, or the outcome.
+    pub async fn follow_up(&self, run: &Run) -> Result<(), EngineError> {
+        match run.status {
+            RunStatus::Running => self.enqueue_next(run, StepReason::Continue).await,
+            RunStatus::Queued => self.enqueue_next(run, StepReason::Resume).await,
+            _ => self.publish_outcome(run).await,
+        }
+    }
+}
+
+pub struct Engine {
+    pub dispatch: Dispatch,
+    pub llm: Arc<dyn LlmClient>,
+    pub tools: Arc<ToolRegistry>,
+    pub faults: Arc<dyn Faults>,
+    pub config: EngineConfig,
+}
+
+/// Per-iteration accounting shared by concurrent executors.
+struct Spent {
+    calls: u32,
+    iteration: IterationMetrics,
+    run: Metrics,
+    budget: Option<longrun_domain::decide::BudgetExhausted>,
+}
+
+struct Iter<'a> {
+    run: &'a Run,
+    n: u32,
+    started_at: i64,
+    spent: Mutex<Spent>,
+}
+
+impl Iter<'_> {
+    fn spent(&self) -> std::sync::MutexGuard<'_, Spent> {
+        self.spent.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+enum Llm {
+    Answer(ChatResponse),
+    Failed(LlmError),
+    /// A budget ran out before the call; it was not made.
+    OutOfBudget,
+}
+
+impl Engine {
+    fn store(&self) -> &Arc<dyn RunStore> {
+        &self.dispatch.store
+    }
+
+    fn now(&self) -> i64 {
+        self.dispatch.clock.now_ms()
+    }
+
+    fn crash(&self, point: FaultPoint, run_id: &str, n: u32) -> Result<(), EngineError> {
+        if self.faults.crash_at(point, run_id, n) {
+            return Err(EngineError::Crashed(point));
+        }
+        Ok(())
+    }
+
+    #[tracing::instrument(name = "step", skip_all, fields(run_id = %msg.run_id, iteration = msg.iteration))]
+    pub async fn step(&self, msg: &StepMessage, owner: &str) -> Result<StepOutcome, EngineError> {
+        let n = msg.iteration;
+        let Some(run) = self.store().get_run(&msg.run_id).await? else {
+            return Ok(StepOutcome::Dropped("run not found".into()));
+        };
+        if run.iteration >= n {
+            // Redelivery of a committed iteration: heal a crash between commit and send.
+            if run.iteration == n {
+                self.dispatch.follow_up(&run).await?;
+            }
+            return Ok(StepOutcome::Dropped(format!("iteration {n} already committed")));
+        }
+        let now = self.now();
+        let claimed = self
+            .store()
+            .update_run(&run.id, &|r| change::claim(r, n, owner, now, self.config.lease_ms))
+            .await;
+        let run = match claimed {
+            Ok(run) => run,
+            Err(StoreError::Rejected(Rejection::LeaseHeld { expires_at })) => {
+                let delay_ms = (expires_at - now).clamp(1_000, 60_000) as u64;
+                return Ok(StepOutcome::Retry { delay_ms });
+            }
+            Err(StoreError::Rejected(r)) => return Ok(StepOutcome::Dropped(r.to_string())),
+            Err(e) => return Err(e.into()),
+        };
+        self.crash(FaultPoint::AfterClaim, &run.id, n)?;
+
+        let plan = self.work(&run, n, owner, now).await?;
+        let committed = self.store().update_run(&run.id, &|r| plan.apply(r)).await;
+        let run = match committed {
+            Ok(run) => run,
+            Err(StoreError::Rejected(r)) => {
+                warn!(reason = %r, "commit refused; another attempt owns this iteration");
+                return Ok(StepOutcome::Dropped(r.to_string()));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        info!(status = %run.status, tokens = run.metrics.tokens(), "iteration committed");
+        self.crash(FaultPoint::AfterCommit, &run.id, n)?;
+        self.dispatch.follow_up(&run).await?;
+        self.crash(FaultPoint::AfterEnqueue, &run.id, n)?;
+        Ok(StepOutcome::Done)
+    }
+
+    async fn call_llm(
+        &self,
+        it: &Iter<'_>,
+        role: LlmRole,
+        messages: Vec<ChatMessage>,
+        json_schema: Option<serde_json::Value>,
+    ) -> Result<Llm, EngineError> {
+        let call = {
+            let mut s = it.spent();
+            let running = it.run.metrics.running_ms + (self.now() - it.started_at).max(0) as u64;
+            if s.budget.is_none() {
+                s.budget = check_budgets(&it.run.budgets, &s.run, it.n, running);
+            }
+            if s.budget.is_some() {
+                return Ok(Llm::OutOfBudget);
+            }
+            s.calls += 1;
+            s.calls
+        };
+        let req = ChatRequest {
+            run_id: it.run.id.clone(),
+            iteration: it.n,
+            role,
+            model: it.run.model.clone(),
+            messages,
+            json_schema,
+            max_output_tokens: Some(4_096),
+            idempotency_key: format!("{}#{}#{}", it.run.id, it.n, call),
+        };
+        let resp = match self.llm.chat(&req).await {
+            Ok(resp) => resp,
+            Err(e) => return Ok(Llm::Failed(e)),
+        };
+        let spend = Spend {
+            model: format!("{}:{}", resp.provider, resp.model),
+            role: role.as_str().to_string(),
+            input_tokens: resp.usage.input_tokens + resp.usage.cache_read_tokens + resp.usage.cache_write_tokens,
+            output_tokens: resp.usage.output_tokens,
+            cached_tokens: resp.usage.cache_read_tokens,
+            cost_usd: resp.cost_usd,
+            latency_ms: resp.latency_ms,
+        };
+        let now = self.now();
+        self.store()
+            .update_run(&it.run.id, &|r| Ok(change::record_spend(r, it.n, &spend, now)))
+            .await?;
+        {
+            let mut s = it.spent();
+            s.run.add_spend(&spend);
+            s.iteration.llm_calls += 1;
+            s.iteration.input_tokens += spend.input_tokens;
+            s.iteration.output_tokens += spend.output_tokens;
+            s.iteration.cost_usd += spend.cost_usd.unwrap_or(0.0);
+        }
+        self.crash(FaultPoint::AfterLlmCall, &it.run.id, it.n)?;
+        Ok(Llm::Answer(resp))
+    }
+
+    async fn cancel_requested(&self, run_id: &str) -> Result<bool, EngineError> {
+        Ok(self
+            .store()
+            .get_run(run_id)
+            .await?
+            .is_some_and(|r| r.cancel_requested))
+    }
+
+    /// Planner with one corrective retry. Returns the output or the iteration's error.
+    async fn plan(
+        &self,
+        it: &Iter<'_>,
+        pad: &[PadEntry],
+    ) -> Result<Result<Option<PlannerOutput>, IterationError>, EngineError> {
+        let specs = self.tools.specs(None);
+        let mut correction: Option<(String, String)> = None;
+        for attempt in 0..2 {
+            let messages = prompt::planner_messages(
+                it.run,
+                it.n,
+                pad,
+                &specs,
+                correction.as_ref().map(|(a, e)| (a.as_str(), e.as_str())),
+            );
+            let resp = match self.call_llm(it, LlmRole::Planner, messages, Some(planner_schema())).await? {
+                Llm::Answer(r) => r,
+                Llm::OutOfBudget => return Ok(Ok(None)),
+                Llm::Failed(e) => return Ok(Err(llm_error(&e))),
+            };
+            match parse_planner_output(&resp.content) {
+                Ok(out) => return Ok(Ok(Some(out))),
+                Err(err) if attempt == 0 => {
+                    correction = Some((resp.content, err.to_string()));
+                }
+                Err(err) => {
+                    let message = format!("planner output invalid after a corrective retry: {err}");
+                    return Ok(Err(IterationError {
+                        fingerprint: fingerprint::of_error(&format!("contract {}", err.path)),
+                        message,
+                        fatal: false,
+                    }));
+                }
+            }
+        }
+        Ok(Ok(None))
+    }
+
+    async fn run_tools(
+        &self,
+        staging: &Staging,
+        calls: &[ToolCall],
+        allowed: Option<&[&str]>,
+        limit: usize,
+    ) -> Vec<ToolOutcome> {
+        let mut out = Vec::with_capacity(calls.len().min(limit));
+        for (i, call) in calls.iter().enumerate() {
+            if i >= limit {
+                out.push(ToolOutcome {
+                    name: call.name.clone(),
+                    args: call.args.clone(),
+                    result: Err(format!("skipped: at most {limit} tool calls per turn")),
+                });
+                continue;
+            }
+            out.push(self.tools.invoke(staging, call, allowed).await);
+        }
+        out
+    }
+
+    async fn repair(
+        &self,
+        it: &Iter<'_>,
+        staging: &Staging,
+        failed: &[ToolOutcome],
+    ) -> Result<Vec<ToolOutcome>, EngineError> {
+        let max = self.config.repair_max_calls;
+        let failures: Vec<_> = failed
+            .iter()
+            .map(|f| (f.name.clone(), f.args.clone(), f.result.clone().err().unwrap_or_default()))
+            .collect();
+        let messages = prompt::repair_messages(&failures, &self.tools.specs(None), max);
+        let resp = match self.call_llm(it, LlmRole::Repair, messages, None).await? {
+            Llm::Answer(r) => r,
+            _ => return Ok(vec![]),
+        };
+        let Ok(repair) = parse_contract::<RepairOutput>(&resp.content) else {
+            return Ok(vec![]);
+        };
+        let calls: Vec<ToolCall> = repair.tool_calls.into_iter().take(max).collect();
+        Ok(self.run_tools(staging, &calls, None, max).await)
+    }
+
+    async fn execute(
+        &self,
+        it: &Iter<'_>,
+        staging: &Staging,
+        task: &ExecutorTask,
+    ) -> Result<ExecutorBrief, EngineError> {
+        let allowed: Vec<&str> = EXECUTOR_TOOLS
+            .into_iter()
+            .filter(|t| task.tools.is_empty() || task.tools.iter().any(|x| x == t))
+            .collect();
+        let max = self.config.executor_tool_calls;
+        let messages = prompt::executor_messages(
+            &it.run.objective,
+            &task.title,
+            &task.instructions,
+            &self.tools.specs(Some(&allowed)),
+            max,
+        );
+        let brief = |summary: String, tool_results| ExecutorBrief {
+            title: clip(&task.title, 200),
+            summary,
+            tool_results,
+        };
+        let resp = match self.call_llm(it, LlmRole::Executor, messages, None).await? {
+            Llm::Answer(r) => r,
+            Llm::OutOfBudget => return Ok(brief("not run: budget exhausted".into(), vec![])),
+            Llm::Failed(e) => return Ok(brief(format!("failed: {e}"), vec![])),
+        };
+        let out = match parse_contract::<ExecutorOutput>(&resp.content) {
+            Ok(out) => out,
+            Err(e) => return Ok(brief(format!("answer did not follow the contract: {e}"), vec![])),
+        };
+        let results = self.run_tools(staging, &out.tool_calls, Some(&allowed), max).await;
+        Ok(brief(clip(&out.summary, 500), results.iter().map(|r| brief_of(r, false)).collect()))
+    }
+
+    /// Does the iteration's work against staged state and decides; nothing is written except
+    /// live spend.
+    async fn work(&self, run: &Run, n: u32, owner: &str, started_at: i64) -> Result<CommitPlan, EngineError> {
+        let it = Iter {
+            run,
+            n,
+            started_at,
+            spent: Mutex::new(Spent {
+                calls: 0,
+                iteration: IterationMetrics::default(),
+                run: run.metrics.clone(),
+                budget: None,
+            }),
+        };
+        let staging = Staging::new(self.store().clone(), &run.id, n, run.plan.clone(), started_at);
+        let mut cancel = run.cancel_requested;
+        let mut error = None;
+        let mut planner = None;
+        let mut tool_results: Vec<ToolResultBrief> = vec![];
+        let mut executor_results = vec![];
+        let mut actions = vec![];
+
+        if !cancel {
+            let pad = self.store().scratchpad(&run.id, SCRATCHPAD_TAIL).await?;
+            match self.plan(&it, &pad).await? {
+                Ok(out) => planner = out,
+                Err(e) => error = Some(e),
+            }
+        }
+        if let Some(out) = &planner {
+            let updates: Vec<_> = out
+                .plan_updates
+                .iter()
+                .map(|u| (u.id.clone(), u.title.clone(), u.status))
+                .collect();
+            staging.update_plan(&updates);
+            actions.extend(out.tool_calls.iter().map(|c| format!("{} {}", c.name, clip(&c.args.to_string(), 150))));
+            actions.extend(out.executor_tasks.iter().map(|t| format!("executor: {}", t.title)));
+
+            let outcomes = self.run_tools(&staging, &out.tool_calls, None, self.config.max_tool_calls).await;
+            let failed: Vec<ToolOutcome> = outcomes.iter().filter(|o| o.result.is_err()).cloned().collect();
+            tool_results.extend(outcomes.iter().map(|o| brief_of(o, false)));
+
+            let more_llm = !failed.is_empty() || !out.executor_tasks.is_empty();
+            if more_llm && self.cancel_requested(&run.id).await? {
+                cancel = true;
+            }
+            if !failed.is_empty() && !cancel {
+                let repaired = self.repair(&it, &staging, &failed).await?;
+                tool_results.extend(repaired.iter().map(|o| brief_of(o, true)));
+            }
+            if !cancel {
+                let tasks = out.executor_tasks.iter().take(self.config.max_executor_tasks);
+                let briefs: Vec<Result<ExecutorBrief, EngineError>> = futures_util::stream::iter(tasks)
+                    .map(|task| self.execute(&it, &staging, task))
+                    .buffered(self.config.executor_concurrency.max(1))
+                    .collect()
+                    .await;
+                for b in briefs {
+                    executor_results.push(b?);
+                }
+            }
+        }
+
+        // Evidence is checked against the workspace as it will be after this commit.
+        let mut evidence_docs = 0;
+        let evidence = planner.as_ref().map(|p| p.status.completion_evidence.clone()).unwrap_or_default();
+        for item in &evidence {
+            for token in path_like_tokens(item) {
+                if staging.doc_exists(&token).await {
+                    evidence_docs += 1;
+                    break;
+                }
+            }
+        }
+        let staged = staging.finish();
+        let status = planner.as_ref().map(|p| p.status.clone());
+        let remaining_work = status.as_ref().map(|s| s.remaining_work.clone()).unwrap_or_else(|| run.remaining_work.clone());
+        let progress = Progress {
+            docs_changed: (staged.created.len() + staged.updated.len()) as u32,
+            plan_advanced: staged.plan_advanced,
+            remaining_shrank: status.is_some() && remaining_work.len() < run.remaining_work.len(),
+            answers_consumed: planner.is_some() && !run.pending_answers.is_empty(),
+        };
+        let mut questions = staged.questions.clone();
+        if let Some(s) = &status
+            && s.needs_user_input
+        {
+            questions.extend(s.blocking_questions.iter().cloned());
+            if questions.is_empty() {
+                questions.push(format!("The agent needs your input: {}", clip(&s.progress_summary, 500)));
+            }
+        }
+        let action_fingerprint = planner.as_ref().map(|p| {
+            fingerprint::of_json(&json!({
+                "tools": p.tool_calls.iter().map(|c| json!([c.name, c.args])).collect::<Vec<_>>(),
+                "executors": p.executor_tasks.iter().map(|t| json!([t.title, t.instructions])).collect::<Vec<_>>(),
+            }))
+        });
+        let spent = it.spent();
+        let facts = IterationFacts {
+            iteration: n,
+            status: status.clone(),
+            plan: staged.plan.clone(),
+            progress: progress.clone(),
+            action_fingerprint,
+            error: error.clone(),
+            budget: spent.budget.clone(),
+            cancel_requested: cancel,
+            questions: (!questions.is_empty()).then_some(questions),
+            workspace_docs: run.metrics.docs as usize + staged.created.len(),
+            evidence_docs,
+        };
+        let verdict = decide(run, &facts);
+        let now = self.now();
+        let running_ms = (now - started_at).max(0) as u64;
+        let summary = match (&status, &error, &verdict.outcome) {
+            (_, _, Outcome::Finish(r)) if r.kind == longrun_domain::StopType::Canceled && status.is_none() => {
+                "Canceled before the iteration's work.".to_string()
+            }
+            (Some(s), _, _) => clip(&s.progress_summary, 2_000),
+            (None, Some(e), _) => clip(&e.message, 2_000),
+            (None, None, _) => match &spent.budget {
+                Some(b) => format!("No work done: {}", b.detail),
+                None => "No work done.".to_string(),
+            },
+        };
+        let workspace = if matches!(verdict.outcome, Outcome::Continue) {
+            vec![]
+        } else {
+            let mut all = self.store().docs(&run.id, "", 10_000).await?;
+            for d in &staged.docs {
+                match all.iter_mut().find(|m| m.path == d.path) {
+                    Some(m) => *m = d.meta(),
+                    None => all.push(d.meta()),
+                }
+            }
+            all.sort_by(|a, b| a.path.cmp(&b.path));
+            all
+        };
+        let last_iteration = LastIteration {
+            iteration: n,
+            tool_results: tool_results.iter().take(12).cloned().collect(),
+            executor_results: executor_results.iter().take(6).cloned().collect(),
+            created_docs: staged.created.iter().take(20).cloned().collect(),
+            updated_docs: staged.updated.iter().take(20).cloned().collect(),
+            progress_delta: progress.made(),
+            error: error.as_ref().map(|e| clip(&e.message, 500)),
+        };
+        let mut results: Vec<String> = tool_results
+            .iter()
+            .map(|r| format!("{} {}: {}", r.name, if r.ok { "ok" } else { "failed" }, clip(&r.result, 200)))
+            .collect();
+        results.extend(executor_results.iter().map(|e| format!("executor {}: {}", e.title, clip(&e.summary, 200))));
+        let mut artifacts: Vec<String> = staged.created.iter().map(|p| format!("created {p}")).collect();
+        artifacts.extend(staged.updated.iter().map(|p| format!("updated {p}")));
+        let pad = PadEntry {
+            n,
+            at: now,
+            summary: summary.clone(),
+            actions,
+            results,
+            artifacts,
+            plan_changes: staged.plan_changes.clone(),
+            remaining_work: remaining_work.clone(),
+        };
+        let record = IterationRecord {
+            run_id: run.id.clone(),
+            n,
+            outcome: verdict.outcome.status(),
+            summary: summary.clone(),
+            status_block: status,
+            tool_results,
+            executor_results,
+            created_docs: staged.created.clone(),
+            updated_docs: staged.updated.clone(),
+            metrics: IterationMetrics {
+                running_ms,
+                ..spent.iteration.clone()
+            },
+            error,
+            progress: progress.made(),
+            hints: verdict.hints.clone(),
+            stopping_reason: None,
+            started_at,
+            committed_at: now,
+        };
+        drop(spent);
+        Ok(CommitPlan {
+            n,
+            owner: owner.to_string(),
+            verdict,
+            plan: staged.plan,
+            remaining_work,
+            last_iteration,
+            answers_consumed: progress.answers_consumed,
+            running_ms,
+            record,
+            docs: staged.docs,
+            pad,
+            summary,
+            workspace,
+            evidence,
+            now,
+        })
+    }
+}
+
+fn llm_error(e: &LlmError) -> IterationError {
+    IterationError {
+        fingerprint: fingerprint::of_error(&format!("llm {:?} {}", e.kind, e.message)),
+        message: format!("model call failed: {e}"),
+        fatal: !e.is_retryable(),
+    }
+}
+
+fn brief_of(o: &ToolOutcome, repaired: bool) -> ToolResultBrief {
+    ToolResultBrief {
+        name: o.name.clone(),
+        ok: o.result.is_ok(),
+        result: match &o.result {
+            Ok(v) => clip(&v.to_string(), 400),
+            Err(e) => clip(e, 400),
+        },
+        repaired,
+    }
+}
+
+/// Words of an evidence item that look like workspace paths (`notes/a.md`, `report.md`).
+fn path_like_tokens(item: &str) -> Vec<String> {
+    item.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '"' | '\'' | '`' | '[' | ']'))
+        .map(|t| t.trim_matches(|c: char| matches!(c, '.' | ':' | '!' | '?')).trim_start_matches('/'))
+        .filter(|t| !t.is_empty() && (t.contains('/') || t.contains('.')))
+        .map(str::to_string)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evidence_paths_are_found_inside_prose() {
+        assert_eq!(
+            path_like_tokens("Wrote `notes/summary.md` and report.md."),
+            vec!["notes/summary.md", "report.md"]
+        );
+        assert!(path_like_tokens("all done").is_empty());
+    }
+}

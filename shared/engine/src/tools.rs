@@ -1,0 +1,608 @@
+//! Built-in tools and the registry that validates calls against each tool's JSON schema.
+//!
+//! Tools never write to the store: they stage changes in `Staging`, which the iteration
+//! commits in its single transaction (or drops, if the worker crashes).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use longrun_domain::planner::ToolCall;
+use longrun_domain::record::{MAX_DOC_BYTES, normalize_doc_path};
+use longrun_domain::run::{PlanStep, StepStatus, apply_plan_updates};
+use longrun_domain::{Doc, DocMeta};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::ports::{DocHit, RunStore};
+
+const LIST_LIMIT: usize = 100;
+
+/// Everything an iteration changes, kept in memory until commit.
+pub struct Staging {
+    pub run_id: String,
+    pub iteration: u32,
+    pub now: i64,
+    store: Arc<dyn RunStore>,
+    inner: Mutex<StagingInner>,
+}
+
+#[derive(Default)]
+struct StagingInner {
+    /// New version of each doc written this iteration, and the committed one it replaces.
+    docs: BTreeMap<String, (Doc, Option<Doc>)>,
+    plan: Vec<PlanStep>,
+    plan_advanced: bool,
+    plan_changes: Vec<String>,
+    questions: Vec<String>,
+}
+
+/// What the iteration staged, ready for the commit.
+pub struct Staged {
+    pub docs: Vec<Doc>,
+    pub created: Vec<String>,
+    pub updated: Vec<String>,
+    pub plan: Vec<PlanStep>,
+    pub plan_advanced: bool,
+    pub plan_changes: Vec<String>,
+    pub questions: Vec<String>,
+}
+
+impl Staging {
+    pub fn new(
+        store: Arc<dyn RunStore>,
+        run_id: &str,
+        iteration: u32,
+        plan: Vec<PlanStep>,
+        now: i64,
+    ) -> Self {
+        Staging {
+            run_id: run_id.to_string(),
+            iteration,
+            now,
+            store,
+            inner: Mutex::new(StagingInner {
+                plan,
+                ..Default::default()
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, StagingInner> {
+        // A poisoned lock only means a tool panicked mid-update; the data is still usable.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub async fn read_doc(&self, path: &str) -> Result<Option<Doc>, String> {
+        if let Some((doc, _)) = self.lock().docs.get(path) {
+            return Ok(Some(doc.clone()));
+        }
+        self.store
+            .doc(&self.run_id, path)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    pub async fn doc_exists(&self, path: &str) -> bool {
+        matches!(self.read_doc(path).await, Ok(Some(_)))
+    }
+
+    async fn write_doc(&self, path: &str, title: Option<&str>, content: &str) -> Result<Value, String> {
+        let staged_base = self.lock().docs.get(path).map(|(_, base)| base.clone());
+        let base = match staged_base {
+            Some(base) => base,
+            None => self
+                .store
+                .doc(&self.run_id, path)
+                .await
+                .map_err(|e| e.to_string())?,
+        };
+        let title = title
+            .map(str::to_string)
+            .or_else(|| base.as_ref().map(|b| b.title.clone()))
+            .unwrap_or_else(|| path.rsplit('/').next().unwrap_or(path).to_string());
+        if let Some(b) = &base
+            && b.content == content
+            && b.title == title
+        {
+            self.lock().docs.remove(path);
+            return Ok(json!({"path": path, "changed": false, "version": b.version}));
+        }
+        let doc = Doc {
+            path: path.to_string(),
+            title,
+            content: content.to_string(),
+            tags: base.as_ref().map(|b| b.tags.clone()).unwrap_or_default(),
+            created_iteration: base.as_ref().map_or(self.iteration, |b| b.created_iteration),
+            updated_iteration: self.iteration,
+            version: base.as_ref().map_or(1, |b| b.version + 1),
+            updated_at: self.now,
+        };
+        let created = base.is_none();
+        let version = doc.version;
+        self.lock().docs.insert(path.to_string(), (doc, base));
+        Ok(json!({"path": path, "created": created, "changed": true, "version": version}))
+    }
+
+    async fn list_docs(&self, prefix: &str) -> Result<Vec<DocMeta>, String> {
+        let committed = self
+            .store
+            .docs(&self.run_id, prefix, LIST_LIMIT)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut by_path: BTreeMap<String, DocMeta> =
+            committed.into_iter().map(|d| (d.path.clone(), d)).collect();
+        for (path, (doc, _)) in self.lock().docs.iter() {
+            if path.starts_with(prefix) {
+                by_path.insert(path.clone(), doc.meta());
+            }
+        }
+        Ok(by_path.into_values().take(LIST_LIMIT).collect())
+    }
+
+    async fn search(&self, query: &str) -> Result<Vec<DocHit>, String> {
+        let mut hits = self
+            .store
+            .search_docs(&self.run_id, query, 20)
+            .await
+            .map_err(|e| e.to_string())?;
+        let needle = query.to_lowercase();
+        for (path, (doc, _)) in self.lock().docs.iter() {
+            hits.retain(|h| &h.path != path);
+            let hay = doc.content.to_lowercase();
+            if let Some(pos) = hay.find(&needle).or_else(|| doc.title.to_lowercase().find(&needle).map(|_| 0)) {
+                hits.push(DocHit {
+                    path: path.clone(),
+                    title: doc.title.clone(),
+                    snippet: snippet(&doc.content, pos),
+                });
+            }
+        }
+        Ok(hits)
+    }
+
+    pub fn plan(&self) -> Vec<PlanStep> {
+        self.lock().plan.clone()
+    }
+
+    pub fn update_plan(&self, updates: &[(String, String, StepStatus)]) {
+        let mut inner = self.lock();
+        let iteration = self.iteration;
+        let before = inner.plan.clone();
+        if apply_plan_updates(&mut inner.plan, updates, iteration) {
+            inner.plan_advanced = true;
+        }
+        let changes: Vec<String> = inner
+            .plan
+            .iter()
+            .filter(|s| !before.contains(s))
+            .map(|s| format!("{} [{}] {:?}", s.id, s.title, s.status))
+            .collect();
+        inner.plan_changes.extend(changes);
+    }
+
+    fn ask(&self, questions: &[String]) {
+        self.lock().questions.extend(questions.iter().cloned());
+    }
+
+    pub fn finish(self) -> Staged {
+        let inner = self.inner.into_inner().unwrap_or_else(|e| e.into_inner());
+        let mut created = vec![];
+        let mut updated = vec![];
+        let mut docs = vec![];
+        for (path, (doc, base)) in inner.docs {
+            if base.is_some() {
+                updated.push(path);
+            } else {
+                created.push(path);
+            }
+            docs.push(doc);
+        }
+        Staged {
+            docs,
+            created,
+            updated,
+            plan: inner.plan,
+            plan_advanced: inner.plan_advanced,
+            plan_changes: inner.plan_changes,
+            questions: inner.questions,
+        }
+    }
+}
+
+pub fn snippet(content: &str, byte_pos: usize) -> String {
+    let start = content
+        .char_indices()
+        .map(|(i, _)| i)
+        .filter(|i| *i + 60 <= byte_pos)
+        .last()
+        .unwrap_or(0);
+    content[start..].chars().take(160).collect()
+}
+
+#[async_trait]
+pub trait Tool: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn description(&self) -> &'static str;
+    fn schema(&self) -> Value;
+    /// Called only with arguments that passed the schema.
+    async fn call(&self, staging: &Staging, args: Value) -> Result<Value, String>;
+}
+
+fn schema_of<T: JsonSchema>() -> Value {
+    serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default()
+}
+
+fn args<T: DeserializeOwned>(v: Value) -> Result<T, String> {
+    serde_json::from_value(v).map_err(|e| format!("invalid arguments: {e}"))
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct DocWriteArgs {
+    /// Workspace path, e.g. `notes/findings.md`.
+    path: String,
+    content: String,
+    title: Option<String>,
+}
+
+struct DocWrite;
+
+#[async_trait]
+impl Tool for DocWrite {
+    fn name(&self) -> &'static str {
+        "doc_write"
+    }
+    fn description(&self) -> &'static str {
+        "Create or replace a workspace document."
+    }
+    fn schema(&self) -> Value {
+        schema_of::<DocWriteArgs>()
+    }
+    async fn call(&self, st: &Staging, v: Value) -> Result<Value, String> {
+        let a: DocWriteArgs = args(v)?;
+        let path = normalize_doc_path(&a.path)?;
+        if a.content.len() > MAX_DOC_BYTES {
+            return Err(format!(
+                "content is {} bytes; documents are limited to {MAX_DOC_BYTES} bytes, split it",
+                a.content.len()
+            ));
+        }
+        st.write_doc(&path, a.title.as_deref(), &a.content).await
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct DocReadArgs {
+    path: String,
+}
+
+struct DocRead;
+
+#[async_trait]
+impl Tool for DocRead {
+    fn name(&self) -> &'static str {
+        "doc_read"
+    }
+    fn description(&self) -> &'static str {
+        "Read a workspace document by path."
+    }
+    fn schema(&self) -> Value {
+        schema_of::<DocReadArgs>()
+    }
+    async fn call(&self, st: &Staging, v: Value) -> Result<Value, String> {
+        let a: DocReadArgs = args(v)?;
+        let path = normalize_doc_path(&a.path)?;
+        match st.read_doc(&path).await? {
+            Some(d) => Ok(json!({"path": d.path, "title": d.title, "content": d.content, "version": d.version})),
+            None => Err(format!("no document at `{path}`; use doc_list to see what exists")),
+        }
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct DocListArgs {
+    prefix: Option<String>,
+}
+
+struct DocList;
+
+#[async_trait]
+impl Tool for DocList {
+    fn name(&self) -> &'static str {
+        "doc_list"
+    }
+    fn description(&self) -> &'static str {
+        "List workspace documents, optionally under a path prefix."
+    }
+    fn schema(&self) -> Value {
+        schema_of::<DocListArgs>()
+    }
+    async fn call(&self, st: &Staging, v: Value) -> Result<Value, String> {
+        let a: DocListArgs = args(v)?;
+        let prefix = a.prefix.unwrap_or_default();
+        let prefix = prefix.trim_start_matches('/');
+        let docs = st.list_docs(prefix).await?;
+        Ok(json!({"docs": docs.iter().map(|d| json!({"path": d.path, "title": d.title, "bytes": d.bytes})).collect::<Vec<_>>()}))
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct DocSearchArgs {
+    query: String,
+}
+
+struct DocSearch;
+
+#[async_trait]
+impl Tool for DocSearch {
+    fn name(&self) -> &'static str {
+        "doc_search"
+    }
+    fn description(&self) -> &'static str {
+        "Search workspace documents' titles and content (case-insensitive substring)."
+    }
+    fn schema(&self) -> Value {
+        schema_of::<DocSearchArgs>()
+    }
+    async fn call(&self, st: &Staging, v: Value) -> Result<Value, String> {
+        let a: DocSearchArgs = args(v)?;
+        if a.query.trim().is_empty() {
+            return Err("query must not be empty".into());
+        }
+        Ok(json!({"hits": st.search(a.query.trim()).await?}))
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PlanStepArg {
+    id: String,
+    title: String,
+    status: StepStatus,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PlanUpdateArgs {
+    steps: Vec<PlanStepArg>,
+}
+
+struct PlanUpdateTool;
+
+#[async_trait]
+impl Tool for PlanUpdateTool {
+    fn name(&self) -> &'static str {
+        "plan_update"
+    }
+    fn description(&self) -> &'static str {
+        "Add plan steps or change their status (pending, in_progress, done, blocked)."
+    }
+    fn schema(&self) -> Value {
+        schema_of::<PlanUpdateArgs>()
+    }
+    async fn call(&self, st: &Staging, v: Value) -> Result<Value, String> {
+        let a: PlanUpdateArgs = args(v)?;
+        if a.steps.iter().any(|s| s.id.trim().is_empty()) {
+            return Err("every step needs a non-empty id".into());
+        }
+        let updates: Vec<_> = a.steps.into_iter().map(|s| (s.id, s.title, s.status)).collect();
+        st.update_plan(&updates);
+        Ok(json!({"steps": st.plan().len()}))
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct AskUserArgs {
+    questions: Vec<String>,
+}
+
+struct AskUser;
+
+#[async_trait]
+impl Tool for AskUser {
+    fn name(&self) -> &'static str {
+        "ask_user"
+    }
+    fn description(&self) -> &'static str {
+        "Ask the user questions; the run waits for the answer after this iteration."
+    }
+    fn schema(&self) -> Value {
+        schema_of::<AskUserArgs>()
+    }
+    async fn call(&self, st: &Staging, v: Value) -> Result<Value, String> {
+        let a: AskUserArgs = args(v)?;
+        let questions: Vec<String> = a
+            .questions
+            .into_iter()
+            .map(|q| q.trim().to_string())
+            .filter(|q| !q.is_empty())
+            .collect();
+        if questions.is_empty() || questions.len() > 5 {
+            return Err("ask between 1 and 5 non-empty questions".into());
+        }
+        st.ask(&questions);
+        Ok(json!({"asked": questions.len()}))
+    }
+}
+
+struct Entry {
+    tool: Arc<dyn Tool>,
+    schema: Value,
+    validator: jsonschema::Validator,
+}
+
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+}
+
+/// Result of one validated (or refused) tool call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolOutcome {
+    pub name: String,
+    pub args: Value,
+    pub result: Result<Value, String>,
+}
+
+pub struct ToolRegistry {
+    tools: BTreeMap<&'static str, Entry>,
+}
+
+/// Tools an executor may use: reads and writes of the workspace, never questions or the plan.
+pub const EXECUTOR_TOOLS: [&str; 4] = ["doc_write", "doc_read", "doc_list", "doc_search"];
+
+impl ToolRegistry {
+    pub fn builtin() -> Self {
+        let mut reg = ToolRegistry {
+            tools: BTreeMap::new(),
+        };
+        let tools: [Arc<dyn Tool>; 6] = [
+            Arc::new(DocWrite),
+            Arc::new(DocRead),
+            Arc::new(DocList),
+            Arc::new(DocSearch),
+            Arc::new(PlanUpdateTool),
+            Arc::new(AskUser),
+        ];
+        for t in tools {
+            reg.register(t);
+        }
+        reg
+    }
+
+    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+        let schema = tool.schema();
+        // Built-in schemas come from our own types; one that does not compile is a bug.
+        #[allow(clippy::expect_used)]
+        let validator = jsonschema::validator_for(&schema).expect("tool schema compiles");
+        self.tools.insert(
+            tool.name(),
+            Entry {
+                tool,
+                schema,
+                validator,
+            },
+        );
+    }
+
+    pub fn specs(&self, only: Option<&[&str]>) -> Vec<ToolSpec> {
+        self.tools
+            .iter()
+            .filter(|(name, _)| only.is_none_or(|o| o.contains(name)))
+            .map(|(name, e)| ToolSpec {
+                name: name.to_string(),
+                description: e.tool.description().to_string(),
+                parameters: e.schema.clone(),
+            })
+            .collect()
+    }
+
+    /// Checks the call against the tool's schema; the error names every violation.
+    pub fn validate(&self, call: &ToolCall, allowed: Option<&[&str]>) -> Result<(), String> {
+        let Some(entry) = self.tools.get(call.name.as_str()) else {
+            let names: Vec<&str> = self
+                .tools
+                .keys()
+                .copied()
+                .filter(|n| allowed.is_none_or(|a| a.contains(n)))
+                .collect();
+            return Err(format!("unknown tool `{}`; available: {}", call.name, names.join(", ")));
+        };
+        if let Some(allowed) = allowed
+            && !allowed.contains(&call.name.as_str())
+        {
+            return Err(format!("tool `{}` is not allowed here; allowed: {}", call.name, allowed.join(", ")));
+        }
+        let errors: Vec<String> = entry
+            .validator
+            .iter_errors(&call.args)
+            .take(5)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{at}: {e}")
+                }
+            })
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("arguments for `{}` do not match its schema: {}", call.name, errors.join("; ")))
+        }
+    }
+
+    pub async fn invoke(&self, staging: &Staging, call: &ToolCall, allowed: Option<&[&str]>) -> ToolOutcome {
+        let result = match self.validate(call, allowed) {
+            Err(e) => Err(e),
+            Ok(()) => match self.tools.get(call.name.as_str()) {
+                Some(entry) => entry.tool.call(staging, call.args.clone()).await,
+                None => Err(format!("unknown tool `{}`", call.name)),
+            },
+        };
+        ToolOutcome {
+            name: call.name.clone(),
+            args: call.args.clone(),
+            result,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(name: &str, args: Value) -> ToolCall {
+        ToolCall {
+            name: name.into(),
+            args,
+        }
+    }
+
+    #[test]
+    fn a_call_missing_a_required_argument_is_refused_with_the_reason() {
+        let reg = ToolRegistry::builtin();
+        let err = reg.validate(&call("doc_write", json!({"path": "a.md"})), None).unwrap_err();
+        assert!(err.contains("content"), "{err}");
+    }
+
+    #[test]
+    fn unknown_arguments_and_wrong_types_are_refused() {
+        let reg = ToolRegistry::builtin();
+        assert!(reg.validate(&call("doc_read", json!({"path": "a", "x": 1})), None).is_err());
+        assert!(reg.validate(&call("doc_read", json!({"path": 5})), None).is_err());
+        assert!(reg.validate(&call("doc_read", json!({"path": "a"})), None).is_ok());
+    }
+
+    #[test]
+    fn an_unknown_tool_lists_what_is_available() {
+        let err = ToolRegistry::builtin().validate(&call("shell", json!({})), None).unwrap_err();
+        assert!(err.contains("doc_write") && err.contains("shell"), "{err}");
+    }
+
+    #[test]
+    fn executors_cannot_ask_the_user() {
+        let reg = ToolRegistry::builtin();
+        let err = reg
+            .validate(&call("ask_user", json!({"questions": ["?"]})), Some(&EXECUTOR_TOOLS))
+            .unwrap_err();
+        assert!(err.contains("not allowed"), "{err}");
+    }
+
+    #[test]
+    fn plan_update_statuses_are_an_enum() {
+        let reg = ToolRegistry::builtin();
+        let bad = json!({"steps": [{"id": "s1", "title": "t", "status": "finished"}]});
+        assert!(reg.validate(&call("plan_update", bad), None).is_err());
+    }
+}
