@@ -27,6 +27,45 @@ impl StoreError {
     }
 }
 
+/// Assigns seqs `base_seq+1..` to the change's events and advances the run's `event_seq` to
+/// match. Every adapter writes exactly these events, so the log stays gapless.
+pub fn sequence_events(change: &mut RunChange, base_seq: u64, at: i64) -> Vec<Event> {
+    let events: Vec<Event> = change
+        .events
+        .iter()
+        .enumerate()
+        .map(|(i, d)| Event {
+            run_id: change.run.id.clone(),
+            seq: base_seq + 1 + i as u64,
+            kind: d.kind,
+            payload: d.payload.clone(),
+            at,
+        })
+        .collect();
+    change.run.event_seq = base_seq + events.len() as u64;
+    events
+}
+
+/// The inbox record for an outcome; its id makes repeated publishes land once.
+pub fn notification_for(msg: &OutcomeMessage) -> Notification {
+    let reason = msg
+        .stopping_reason
+        .as_ref()
+        .map(|r| r.detail.clone())
+        .unwrap_or_default();
+    Notification {
+        id: msg.notification_id(),
+        user_id: msg.user_id.clone(),
+        run_id: msg.run_id.clone(),
+        status: msg.status,
+        title: format!("Run {} {}", msg.run_id, msg.status),
+        summary: if msg.summary.is_empty() { reason } else { msg.summary.clone() },
+        link: msg.link.clone(),
+        at: msg.at,
+        read: false,
+    }
+}
+
 /// A change computed from the current run. Called again with the fresh run whenever an
 /// adapter retries after a race, so it must be a pure function of its input.
 pub type ChangeFn<'a> = &'a (dyn Fn(&Run) -> Result<RunChange, Rejection> + Send + Sync);

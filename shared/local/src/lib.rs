@@ -1,1 +1,203 @@
+//! Embedded mode: SQLite and in-memory adapters, the in-process notifier, and the worker loop
+//! that stands in for the SQS → Lambda trigger.
 
+pub mod memory;
+pub mod sqlite;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::future::join_all;
+use longrun_engine::ports::{
+    Delivery, Notifier, NotifyError, OutcomeMessage, RunStore, StepMessage, StepQueue,
+    notification_for,
+};
+use longrun_engine::{Engine, EngineError, StepOutcome};
+use tokio::sync::{mpsc, watch};
+use tracing::{error, info, warn};
+
+pub use memory::{InMemoryRunStore, InMemoryStepQueue};
+pub use sqlite::{SqliteDb, SqliteRunStore, SqliteStepQueue};
+
+/// After this many deliveries a message is dead-lettered (the SQS redrive policy's role).
+pub const MAX_RECEIVES: u32 = 10;
+
+/// Publishes outcomes to an in-process consumer (the SNS → notifier Lambda's role).
+pub struct ChannelNotifier {
+    tx: mpsc::UnboundedSender<OutcomeMessage>,
+}
+
+impl ChannelNotifier {
+    pub fn new() -> (Self, mpsc::UnboundedReceiver<OutcomeMessage>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (ChannelNotifier { tx }, rx)
+    }
+}
+
+#[async_trait]
+impl Notifier for ChannelNotifier {
+    async fn publish(&self, msg: &OutcomeMessage) -> Result<(), NotifyError> {
+        self.tx
+            .send(msg.clone())
+            .map_err(|_| NotifyError("notification consumer has stopped".into()))
+    }
+}
+
+/// Writes each outcome into the owner's inbox. Idempotent per outcome.
+pub async fn consume_notifications(
+    mut rx: mpsc::UnboundedReceiver<OutcomeMessage>,
+    store: Arc<dyn RunStore>,
+) {
+    while let Some(msg) = rx.recv().await {
+        let n = notification_for(&msg);
+        match store.put_notification(&n).await {
+            Ok(true) => info!(run_id = %msg.run_id, status = %msg.status, link = %msg.link, "run outcome"),
+            Ok(false) => {}
+            Err(e) => error!(run_id = %msg.run_id, error = %e, "could not record notification"),
+        }
+    }
+}
+
+/// Records every published outcome; for tests and embedded runs that want to look.
+#[derive(Default)]
+pub struct RecordingNotifier {
+    pub published: Mutex<Vec<OutcomeMessage>>,
+}
+
+#[async_trait]
+impl Notifier for RecordingNotifier {
+    async fn publish(&self, msg: &OutcomeMessage) -> Result<(), NotifyError> {
+        self.published
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(msg.clone());
+        Ok(())
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct WorkerConfig {
+    pub visibility_ms: u64,
+    /// Messages taken per poll; each is a different run, processed concurrently.
+    pub batch: usize,
+    pub idle_sleep: Duration,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig {
+            visibility_ms: 30_000,
+            batch: 16,
+            idle_sleep: Duration::from_millis(25),
+        }
+    }
+}
+
+/// The in-process trigger: receive → step → ack, the way the SQS event source mapping drives
+/// the worker Lambda.
+pub struct WorkerLoop {
+    engine: Arc<Engine>,
+    queue: Arc<dyn StepQueue>,
+    config: WorkerConfig,
+    owner: Mutex<String>,
+}
+
+fn new_owner() -> String {
+    format!("worker-{}", uuid::Uuid::new_v4().simple())
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PollStats {
+    pub received: usize,
+    pub crashed: usize,
+}
+
+impl WorkerLoop {
+    pub fn new(engine: Arc<Engine>, queue: Arc<dyn StepQueue>, config: WorkerConfig) -> Self {
+        WorkerLoop {
+            engine,
+            queue,
+            config,
+            owner: Mutex::new(new_owner()),
+        }
+    }
+
+    fn owner(&self) -> String {
+        self.owner.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// A crashed worker comes back as a new process with a new identity.
+    fn restart(&self) {
+        *self.owner.lock().unwrap_or_else(|e| e.into_inner()) = new_owner();
+    }
+
+    pub async fn poll_once(&self) -> Result<PollStats, EngineError> {
+        let deliveries = self.queue.receive(self.config.batch, self.config.visibility_ms).await?;
+        let received = deliveries.len();
+        let owner = self.owner();
+        let results = join_all(deliveries.iter().map(|d| self.handle(d, &owner))).await;
+        let crashed = results.iter().filter(|c| **c).count();
+        if crashed > 0 {
+            self.restart();
+        }
+        Ok(PollStats { received, crashed })
+    }
+
+    /// Returns true when the step crashed (fault injection): the message is left in flight.
+    async fn handle(&self, d: &Delivery, owner: &str) -> bool {
+        let msg = match StepMessage::parse(&d.body) {
+            Ok(m) => m,
+            Err(e) => {
+                // It would never succeed: acknowledge it so it cannot block its group.
+                warn!(message_id = %d.message_id, error = %e, metric = "unparseable_step_message", "dropping unparseable message");
+                let _ = self.queue.ack(&d.receipt).await;
+                return false;
+            }
+        };
+        match self.engine.step(&msg, owner).await {
+            Ok(StepOutcome::Done) | Ok(StepOutcome::Dropped(_)) => {
+                if let Err(e) = self.queue.ack(&d.receipt).await {
+                    warn!(run_id = %msg.run_id, error = %e, "ack failed; the message will be redelivered and healed");
+                }
+                false
+            }
+            Ok(StepOutcome::Retry { delay_ms }) => {
+                let _ = self.queue.extend(&d.receipt, delay_ms).await;
+                false
+            }
+            Err(EngineError::Crashed(point)) => {
+                warn!(run_id = %msg.run_id, ?point, "worker crashed (fault injection)");
+                true
+            }
+            Err(e) => {
+                let delay = if e.is_retryable() { 1_000 } else { self.config.visibility_ms };
+                error!(run_id = %msg.run_id, iteration = msg.iteration, error = %e, "step failed; will retry");
+                let _ = self.queue.extend(&d.receipt, delay.min(self.config.visibility_ms)).await;
+                false
+            }
+        }
+    }
+
+    /// Polls until `shutdown` turns true.
+    pub async fn run(&self, mut shutdown: watch::Receiver<bool>) {
+        loop {
+            if *shutdown.borrow() {
+                return;
+            }
+            let idle = match self.poll_once().await {
+                Ok(stats) => stats.received == 0,
+                Err(e) => {
+                    error!(error = %e, "poll failed");
+                    true
+                }
+            };
+            if idle {
+                tokio::select! {
+                    _ = tokio::time::sleep(self.config.idle_sleep) => {}
+                    _ = shutdown.changed() => {}
+                }
+            }
+        }
+    }
+}

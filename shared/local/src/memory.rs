@@ -1,0 +1,360 @@
+//! In-memory store and queue: the same semantics as SQLite, for tests and throwaway runs.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use longrun_domain::change::ActiveDelta;
+use longrun_domain::run::Run;
+use longrun_domain::{Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange};
+use longrun_engine::ports::{
+    ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, DocHit, Enqueued, Notification, QueueError,
+    RunQuery, RunStore, StepMessage, StepQueue, StoreError, sequence_events,
+};
+use longrun_engine::tools::snippet;
+
+#[derive(Default)]
+struct State {
+    runs: HashMap<String, Run>,
+    events: HashMap<String, Vec<Event>>,
+    iterations: HashMap<String, BTreeMap<u32, IterationRecord>>,
+    docs: HashMap<String, BTreeMap<String, Doc>>,
+    pads: HashMap<String, BTreeMap<u32, PadEntry>>,
+    active: HashMap<String, u32>,
+    notifications: HashMap<String, Notification>,
+}
+
+#[derive(Default)]
+pub struct InMemoryRunStore {
+    state: Mutex<State>,
+}
+
+impl InMemoryRunStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn apply(state: &mut State, mut change: RunChange, base_seq: u64) -> Result<Run, StoreError> {
+    let user = change.run.user_id.clone();
+    let count = state.active.get(&user).copied().unwrap_or(0);
+    let count = match change.active {
+        ActiveDelta::None => count,
+        ActiveDelta::Acquire { limit } if count >= limit => {
+            return Err(Rejection::LimitExceeded { limit }.into());
+        }
+        ActiveDelta::Acquire { .. } => count + 1,
+        ActiveDelta::Release => count.saturating_sub(1),
+    };
+    let id = change.run.id.clone();
+    let at = change.run.updated_at;
+    let events = sequence_events(&mut change, base_seq, at);
+    if let Some(rec) = &change.iteration
+        && state.iterations.get(&id).is_some_and(|m| m.contains_key(&rec.n))
+    {
+        return Err(StoreError::Corrupt(format!("iteration {} committed twice", rec.n)));
+    }
+    state.active.insert(user, count);
+    state.events.entry(id.clone()).or_default().extend(events);
+    if let Some(rec) = change.iteration {
+        state.iterations.entry(id.clone()).or_default().insert(rec.n, rec);
+    }
+    let docs = state.docs.entry(id.clone()).or_default();
+    for d in change.docs {
+        docs.insert(d.path.clone(), d);
+    }
+    if let Some(p) = change.pad {
+        state.pads.entry(id.clone()).or_default().insert(p.n, p);
+    }
+    state.runs.insert(id, change.run.clone());
+    Ok(change.run)
+}
+
+pub(crate) fn run_matches(run: &Run, user_id: &str, q: &RunQuery) -> bool {
+    run.user_id == user_id
+        && q.status.is_none_or(|s| s == run.status)
+        && q
+            .before
+            .as_ref()
+            .is_none_or(|(at, id)| (run.created_at, run.id.as_str()) < (*at, id.as_str()))
+}
+
+#[async_trait]
+impl RunStore for InMemoryRunStore {
+    async fn create_run(&self, change: RunChange) -> Result<Run, StoreError> {
+        let mut state = self.lock();
+        if state.runs.contains_key(&change.run.id) {
+            return Err(StoreError::Rejected(Rejection::Conflict(format!(
+                "run {} already exists",
+                change.run.id
+            ))));
+        }
+        apply(&mut state, change, 0)
+    }
+
+    async fn get_run(&self, run_id: &str) -> Result<Option<Run>, StoreError> {
+        Ok(self.lock().runs.get(run_id).cloned())
+    }
+
+    async fn list_runs(&self, user_id: &str, q: &RunQuery) -> Result<Vec<Run>, StoreError> {
+        let state = self.lock();
+        let mut runs: Vec<Run> = state
+            .runs
+            .values()
+            .filter(|r| run_matches(r, user_id, q))
+            .cloned()
+            .collect();
+        runs.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
+        runs.truncate(q.limit);
+        Ok(runs)
+    }
+
+    async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> Result<Run, StoreError> {
+        let mut state = self.lock();
+        let run = state.runs.get(run_id).ok_or(Rejection::NotFound)?;
+        let base = run.event_seq;
+        let c = change(run)?;
+        apply(&mut state, c, base)
+    }
+
+    async fn events(&self, run_id: &str, after: u64, limit: usize) -> Result<Vec<Event>, StoreError> {
+        let state = self.lock();
+        Ok(state
+            .events
+            .get(run_id)
+            .map(|e| e.iter().filter(|e| e.seq > after).take(limit).cloned().collect())
+            .unwrap_or_default())
+    }
+
+    async fn iterations(&self, run_id: &str, after: u32, limit: usize) -> Result<Vec<IterationRecord>, StoreError> {
+        let state = self.lock();
+        Ok(state
+            .iterations
+            .get(run_id)
+            .map(|m| m.range(after + 1..).take(limit).map(|(_, r)| r.clone()).collect())
+            .unwrap_or_default())
+    }
+
+    async fn docs(&self, run_id: &str, prefix: &str, limit: usize) -> Result<Vec<DocMeta>, StoreError> {
+        let state = self.lock();
+        Ok(state
+            .docs
+            .get(run_id)
+            .map(|m| {
+                m.values()
+                    .filter(|d| d.path.starts_with(prefix))
+                    .take(limit)
+                    .map(Doc::meta)
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    async fn doc(&self, run_id: &str, path: &str) -> Result<Option<Doc>, StoreError> {
+        Ok(self.lock().docs.get(run_id).and_then(|m| m.get(path)).cloned())
+    }
+
+    async fn search_docs(&self, run_id: &str, query: &str, limit: usize) -> Result<Vec<DocHit>, StoreError> {
+        let needle = query.to_lowercase();
+        let state = self.lock();
+        Ok(state
+            .docs
+            .get(run_id)
+            .map(|m| {
+                m.values()
+                    .filter_map(|d| {
+                        let pos = d.content.to_lowercase().find(&needle);
+                        (pos.is_some() || d.title.to_lowercase().contains(&needle)).then(|| DocHit {
+                            path: d.path.clone(),
+                            title: d.title.clone(),
+                            snippet: snippet(&d.content, pos.unwrap_or(0)),
+                        })
+                    })
+                    .take(limit)
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    async fn scratchpad(&self, run_id: &str, last: usize) -> Result<Vec<PadEntry>, StoreError> {
+        let state = self.lock();
+        let mut out: Vec<PadEntry> = state
+            .pads
+            .get(run_id)
+            .map(|m| m.values().rev().take(last).cloned().collect())
+            .unwrap_or_default();
+        out.reverse();
+        Ok(out)
+    }
+
+    async fn active_runs(&self, user_id: &str) -> Result<u32, StoreError> {
+        Ok(self.lock().active.get(user_id).copied().unwrap_or(0))
+    }
+
+    async fn put_notification(&self, n: &Notification) -> Result<bool, StoreError> {
+        let mut state = self.lock();
+        if state.notifications.contains_key(&n.id) {
+            return Ok(false);
+        }
+        state.notifications.insert(n.id.clone(), n.clone());
+        Ok(true)
+    }
+
+    async fn notifications(&self, user_id: &str, limit: usize) -> Result<Vec<Notification>, StoreError> {
+        let state = self.lock();
+        let mut out: Vec<Notification> = state
+            .notifications
+            .values()
+            .filter(|n| n.user_id == user_id)
+            .cloned()
+            .collect();
+        out.sort_by(|a, b| (b.at, &b.id).cmp(&(a.at, &a.id)));
+        out.truncate(limit);
+        Ok(out)
+    }
+}
+
+struct QueuedMessage {
+    seq: u64,
+    message_id: String,
+    group: String,
+    body: String,
+    visible_at: i64,
+    receipt: Option<String>,
+    receive_count: u32,
+}
+
+#[derive(Default)]
+struct QueueState {
+    next_seq: u64,
+    messages: Vec<QueuedMessage>,
+    dedup: HashMap<String, i64>,
+    dead: Vec<QueuedMessage>,
+}
+
+/// In-memory FIFO queue grouped by run id.
+pub struct InMemoryStepQueue {
+    clock: Arc<dyn Clock>,
+    max_receives: u32,
+    state: Mutex<QueueState>,
+}
+
+impl InMemoryStepQueue {
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
+        InMemoryStepQueue {
+            clock,
+            max_receives: crate::MAX_RECEIVES,
+            state: Mutex::default(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, QueueState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn dead_letters(&self) -> Vec<String> {
+        self.lock().dead.iter().map(|m| m.body.clone()).collect()
+    }
+
+    /// Enqueues a raw body, as a broken producer might.
+    pub fn enqueue_raw(&self, group: &str, body: &str) {
+        let mut s = self.lock();
+        s.next_seq += 1;
+        let seq = s.next_seq;
+        s.messages.push(QueuedMessage {
+            seq,
+            message_id: format!("m-{seq}"),
+            group: group.into(),
+            body: body.into(),
+            visible_at: 0,
+            receipt: None,
+            receive_count: 0,
+        });
+    }
+}
+
+#[async_trait]
+impl StepQueue for InMemoryStepQueue {
+    async fn enqueue(&self, msg: &StepMessage, dedup_id: &str, delay_ms: u64) -> Result<Enqueued, QueueError> {
+        let now = self.clock.now_ms();
+        let body = serde_json::to_string(msg).map_err(|e| QueueError::Unavailable(e.to_string()))?;
+        let mut s = self.lock();
+        s.dedup.retain(|_, exp| *exp > now);
+        if s.dedup.contains_key(dedup_id) {
+            return Ok(Enqueued::Duplicate);
+        }
+        s.dedup.insert(dedup_id.to_string(), now + DEDUP_WINDOW_MS);
+        s.next_seq += 1;
+        let seq = s.next_seq;
+        s.messages.push(QueuedMessage {
+            seq,
+            message_id: format!("m-{seq}"),
+            group: msg.run_id.clone(),
+            body,
+            visible_at: now + delay_ms as i64,
+            receipt: None,
+            receive_count: 0,
+        });
+        Ok(Enqueued::Sent)
+    }
+
+    async fn receive(&self, max: usize, visibility_ms: u64) -> Result<Vec<Delivery>, QueueError> {
+        let now = self.clock.now_ms();
+        let mut s = self.lock();
+        let mut seen_groups = std::collections::HashSet::new();
+        let mut out = vec![];
+        let mut dead = vec![];
+        s.messages.sort_by_key(|m| m.seq);
+        for (i, m) in s.messages.iter_mut().enumerate() {
+            // Only the head of each group may be delivered, and only when visible.
+            if !seen_groups.insert(m.group.clone()) || m.visible_at > now || out.len() >= max {
+                continue;
+            }
+            if m.receive_count >= self.max_receives {
+                dead.push(i);
+                continue;
+            }
+            m.receive_count += 1;
+            m.visible_at = now + visibility_ms as i64;
+            let receipt = format!("{}-{}", m.message_id, m.receive_count);
+            m.receipt = Some(receipt.clone());
+            out.push(Delivery {
+                message_id: m.message_id.clone(),
+                receipt,
+                body: m.body.clone(),
+                receive_count: m.receive_count,
+            });
+        }
+        for i in dead.into_iter().rev() {
+            let m = s.messages.remove(i);
+            s.dead.push(m);
+        }
+        Ok(out)
+    }
+
+    async fn ack(&self, receipt: &str) -> Result<(), QueueError> {
+        let mut s = self.lock();
+        let before = s.messages.len();
+        s.messages.retain(|m| m.receipt.as_deref() != Some(receipt));
+        if s.messages.len() == before {
+            return Err(QueueError::StaleReceipt);
+        }
+        Ok(())
+    }
+
+    async fn extend(&self, receipt: &str, visibility_ms: u64) -> Result<(), QueueError> {
+        let now = self.clock.now_ms();
+        let mut s = self.lock();
+        let m = s
+            .messages
+            .iter_mut()
+            .find(|m| m.receipt.as_deref() == Some(receipt))
+            .ok_or(QueueError::StaleReceipt)?;
+        m.visible_at = now + visibility_ms as i64;
+        Ok(())
+    }
+}

@@ -1,0 +1,523 @@
+//! SQLite adapters: one database file holds the store and the queue.
+//!
+//! Durability: WAL journal with `synchronous=FULL` — every commit is fsynced before it returns,
+//! so an acknowledged iteration survives power loss, not only a process crash. WAL lets
+//! readers (the API) run while the worker writes.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use longrun_domain::change::ActiveDelta;
+use longrun_domain::run::{Run, RunStatus};
+use longrun_domain::{Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange};
+use longrun_engine::ports::{
+    ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, DocHit, Enqueued, Notification, QueueError,
+    RunQuery, RunStore, StepMessage, StepQueue, StoreError, sequence_events,
+};
+use longrun_engine::tools::snippet;
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+const SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_user ON runs(user_id, created_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS runs_active ON runs(updated_at) WHERE status IN ('queued', 'running');
+CREATE TABLE IF NOT EXISTS events (
+    run_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS iterations (
+    run_id TEXT NOT NULL, n INTEGER NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (run_id, n)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS docs (
+    run_id TEXT NOT NULL, path TEXT NOT NULL, title TEXT NOT NULL, content TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (run_id, path)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS pads (
+    run_id TEXT NOT NULL, n INTEGER NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (run_id, n)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS active (user_id TEXT PRIMARY KEY, count INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS notifications (
+    id TEXT PRIMARY KEY, user_id TEXT NOT NULL, at INTEGER NOT NULL, body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS notifications_by_user ON notifications(user_id, at DESC);
+CREATE TABLE IF NOT EXISTS queue (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    group_id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    visible_at INTEGER NOT NULL,
+    receipt TEXT,
+    receive_count INTEGER NOT NULL DEFAULT 0,
+    dead INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS queue_group ON queue(group_id, dead, seq);
+CREATE INDEX IF NOT EXISTS queue_receipt ON queue(receipt);
+CREATE TABLE IF NOT EXISTS dedup (dedup_id TEXT PRIMARY KEY, expires_at INTEGER NOT NULL);
+"#;
+
+/// One SQLite connection shared by the store and the queue. SQLite serializes writers anyway;
+/// one connection behind a mutex avoids `SQLITE_BUSY` retries entirely.
+#[derive(Clone)]
+pub struct SqliteDb {
+    conn: Arc<Mutex<Connection>>,
+}
+
+fn unavailable(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Unavailable(e.to_string())
+}
+
+fn to_json<T: Serialize>(v: &T) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+fn from_json<T: DeserializeOwned>(s: &str) -> Result<T, StoreError> {
+    serde_json::from_str(s).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+impl SqliteDb {
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let conn = Connection::open(path).map_err(unavailable)?;
+        Self::init(conn)
+    }
+
+    pub fn open_in_memory() -> Result<Self, StoreError> {
+        Self::init(Connection::open_in_memory().map_err(unavailable)?)
+    }
+
+    fn init(conn: Connection) -> Result<Self, StoreError> {
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(unavailable)?;
+        conn.pragma_update(None, "synchronous", "FULL").map_err(unavailable)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(unavailable)?;
+        conn.execute_batch(SCHEMA).map_err(unavailable)?;
+        Ok(SqliteDb {
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+pub struct SqliteRunStore {
+    db: SqliteDb,
+}
+
+impl SqliteRunStore {
+    pub fn new(db: SqliteDb) -> Self {
+        SqliteRunStore { db }
+    }
+}
+
+fn load_run(conn: &Connection, run_id: &str) -> Result<Option<Run>, StoreError> {
+    let body: Option<String> = conn
+        .prepare_cached("SELECT body FROM runs WHERE id = ?1")
+        .and_then(|mut st| st.query_row([run_id], |r| r.get(0)).optional())
+        .map_err(unavailable)?;
+    body.map(|b| from_json(&b)).transpose()
+}
+
+fn write_change(conn: &Connection, mut change: RunChange, base_seq: u64) -> Result<Run, StoreError> {
+    let run_id = change.run.id.clone();
+    let user = change.run.user_id.clone();
+    match change.active {
+        ActiveDelta::None => {}
+        ActiveDelta::Acquire { limit } => {
+            let count: u32 = conn
+                .prepare_cached("SELECT count FROM active WHERE user_id = ?1")
+                .and_then(|mut st| st.query_row([&user], |r| r.get(0)).optional())
+                .map_err(unavailable)?
+                .unwrap_or(0);
+            if count >= limit {
+                return Err(Rejection::LimitExceeded { limit }.into());
+            }
+            conn.prepare_cached(
+                "INSERT INTO active (user_id, count) VALUES (?1, 1)
+                 ON CONFLICT(user_id) DO UPDATE SET count = count + 1",
+            )
+            .and_then(|mut st| st.execute([&user]))
+            .map_err(unavailable)?;
+        }
+        ActiveDelta::Release => {
+            conn.prepare_cached("UPDATE active SET count = MAX(count - 1, 0) WHERE user_id = ?1")
+                .and_then(|mut st| st.execute([&user]))
+                .map_err(unavailable)?;
+        }
+    }
+    let at = change.run.updated_at;
+    let events = sequence_events(&mut change, base_seq, at);
+    let run = &change.run;
+    conn.prepare_cached(
+        "INSERT INTO runs (id, user_id, status, created_at, updated_at, body)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT(id) DO UPDATE SET status = ?3, updated_at = ?5, body = ?6",
+    )
+    .and_then(|mut st| {
+        st.execute(params![
+            run.id,
+            run.user_id,
+            run.status.as_str(),
+            run.created_at,
+            run.updated_at,
+            to_json(run).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?
+        ])
+    })
+    .map_err(unavailable)?;
+    {
+        let mut st = conn
+            .prepare_cached("INSERT INTO events (run_id, seq, body) VALUES (?1, ?2, ?3)")
+            .map_err(unavailable)?;
+        for e in &events {
+            st.execute(params![run_id, e.seq as i64, to_json(e)?]).map_err(unavailable)?;
+        }
+    }
+    if let Some(rec) = &change.iteration {
+        // A plain INSERT: a second commit of the same iteration is a bug and must fail loudly.
+        conn.prepare_cached("INSERT INTO iterations (run_id, n, body) VALUES (?1, ?2, ?3)")
+            .and_then(|mut st| st.execute(params![run_id, rec.n, to_json(rec).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?]))
+            .map_err(|e| StoreError::Corrupt(format!("iteration {}: {e}", rec.n)))?;
+    }
+    {
+        let mut st = conn
+            .prepare_cached(
+                "INSERT OR REPLACE INTO docs (run_id, path, title, content, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .map_err(unavailable)?;
+        for d in &change.docs {
+            st.execute(params![run_id, d.path, d.title, d.content, to_json(&d.meta())?])
+                .map_err(unavailable)?;
+        }
+    }
+    if let Some(p) = &change.pad {
+        conn.prepare_cached("INSERT OR REPLACE INTO pads (run_id, n, body) VALUES (?1, ?2, ?3)")
+            .and_then(|mut st| st.execute(params![run_id, p.n, to_json(p).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?]))
+            .map_err(unavailable)?;
+    }
+    Ok(change.run)
+}
+
+fn query_json<T: DeserializeOwned>(
+    conn: &Connection,
+    sql: &str,
+    params: &[&dyn rusqlite::ToSql],
+) -> Result<Vec<T>, StoreError> {
+    let mut st = conn.prepare_cached(sql).map_err(unavailable)?;
+    let rows = st
+        .query_map(params, |r| r.get::<_, String>(0))
+        .map_err(unavailable)?;
+    let mut out = vec![];
+    for row in rows {
+        out.push(from_json(&row.map_err(unavailable)?)?);
+    }
+    Ok(out)
+}
+
+#[async_trait]
+impl RunStore for SqliteRunStore {
+    async fn create_run(&self, change: RunChange) -> Result<Run, StoreError> {
+        let mut conn = self.db.lock();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(unavailable)?;
+        if load_run(&tx, &change.run.id)?.is_some() {
+            return Err(Rejection::Conflict(format!("run {} already exists", change.run.id)).into());
+        }
+        let run = write_change(&tx, change, 0)?;
+        tx.commit().map_err(unavailable)?;
+        Ok(run)
+    }
+
+    async fn get_run(&self, run_id: &str) -> Result<Option<Run>, StoreError> {
+        load_run(&self.db.lock(), run_id)
+    }
+
+    async fn list_runs(&self, user_id: &str, q: &RunQuery) -> Result<Vec<Run>, StoreError> {
+        let (before_at, before_id) = q.before.clone().unwrap_or((i64::MAX, String::new()));
+        let status = q.status.map(RunStatus::as_str).unwrap_or("");
+        query_json(
+            &self.db.lock(),
+            "SELECT body FROM runs WHERE user_id = ?1
+               AND (?2 = '' OR status = ?2)
+               AND (created_at < ?3 OR (created_at = ?3 AND ?4 != '' AND id < ?4))
+             ORDER BY created_at DESC, id DESC LIMIT ?5",
+            &[&user_id, &status, &before_at, &before_id, &(q.limit as i64)],
+        )
+    }
+
+    async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> Result<Run, StoreError> {
+        let mut conn = self.db.lock();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(unavailable)?;
+        let run = load_run(&tx, run_id)?.ok_or(Rejection::NotFound)?;
+        let base = run.event_seq;
+        let c = change(&run)?;
+        let run = write_change(&tx, c, base)?;
+        tx.commit().map_err(unavailable)?;
+        Ok(run)
+    }
+
+    async fn events(&self, run_id: &str, after: u64, limit: usize) -> Result<Vec<Event>, StoreError> {
+        query_json(
+            &self.db.lock(),
+            "SELECT body FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+            &[&run_id, &(after as i64), &(limit as i64)],
+        )
+    }
+
+    async fn iterations(&self, run_id: &str, after: u32, limit: usize) -> Result<Vec<IterationRecord>, StoreError> {
+        query_json(
+            &self.db.lock(),
+            "SELECT body FROM iterations WHERE run_id = ?1 AND n > ?2 ORDER BY n LIMIT ?3",
+            &[&run_id, &after, &(limit as i64)],
+        )
+    }
+
+    async fn docs(&self, run_id: &str, prefix: &str, limit: usize) -> Result<Vec<DocMeta>, StoreError> {
+        // substr() rather than LIKE: paths may contain % and _.
+        query_json(
+            &self.db.lock(),
+            "SELECT body FROM docs WHERE run_id = ?1 AND substr(path, 1, length(?2)) = ?2 ORDER BY path LIMIT ?3",
+            &[&run_id, &prefix, &(limit as i64)],
+        )
+    }
+
+    async fn doc(&self, run_id: &str, path: &str) -> Result<Option<Doc>, StoreError> {
+        let conn = self.db.lock();
+        let row: Option<(String, String, String)> = conn
+            .prepare_cached("SELECT title, content, body FROM docs WHERE run_id = ?1 AND path = ?2")
+            .and_then(|mut st| st.query_row([run_id, path], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional())
+            .map_err(unavailable)?;
+        let Some((title, content, meta)) = row else {
+            return Ok(None);
+        };
+        let meta: DocMeta = from_json(&meta)?;
+        Ok(Some(Doc {
+            path: meta.path,
+            title,
+            content,
+            tags: vec![],
+            created_iteration: meta.created_iteration,
+            updated_iteration: meta.updated_iteration,
+            version: meta.version,
+            updated_at: 0,
+        }))
+    }
+
+    async fn search_docs(&self, run_id: &str, query: &str, limit: usize) -> Result<Vec<DocHit>, StoreError> {
+        let needle = query.to_lowercase();
+        let conn = self.db.lock();
+        let mut st = conn
+            .prepare_cached(
+                "SELECT path, title, content FROM docs WHERE run_id = ?1
+                   AND (instr(lower(content), ?2) > 0 OR instr(lower(title), ?2) > 0)
+                 ORDER BY path LIMIT ?3",
+            )
+            .map_err(unavailable)?;
+        let rows = st
+            .query_map(params![run_id, needle, limit as i64], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?))
+            })
+            .map_err(unavailable)?;
+        let mut out = vec![];
+        for row in rows {
+            let (path, title, content) = row.map_err(unavailable)?;
+            let pos = content.to_lowercase().find(&needle).unwrap_or(0);
+            out.push(DocHit {
+                path,
+                title,
+                snippet: snippet(&content, pos),
+            });
+        }
+        Ok(out)
+    }
+
+    async fn scratchpad(&self, run_id: &str, last: usize) -> Result<Vec<PadEntry>, StoreError> {
+        let mut out: Vec<PadEntry> = query_json(
+            &self.db.lock(),
+            "SELECT body FROM pads WHERE run_id = ?1 ORDER BY n DESC LIMIT ?2",
+            &[&run_id, &(last as i64)],
+        )?;
+        out.reverse();
+        Ok(out)
+    }
+
+    async fn active_runs(&self, user_id: &str) -> Result<u32, StoreError> {
+        self.db
+            .lock()
+            .query_row("SELECT count FROM active WHERE user_id = ?1", [user_id], |r| r.get(0))
+            .optional()
+            .map(|c| c.unwrap_or(0))
+            .map_err(unavailable)
+    }
+
+    async fn put_notification(&self, n: &Notification) -> Result<bool, StoreError> {
+        let inserted = self
+            .db
+            .lock()
+            .execute(
+                "INSERT OR IGNORE INTO notifications (id, user_id, at, body) VALUES (?1, ?2, ?3, ?4)",
+                params![n.id, n.user_id, n.at, to_json(n)?],
+            )
+            .map_err(unavailable)?;
+        Ok(inserted == 1)
+    }
+
+    async fn notifications(&self, user_id: &str, limit: usize) -> Result<Vec<Notification>, StoreError> {
+        query_json(
+            &self.db.lock(),
+            "SELECT body FROM notifications WHERE user_id = ?1 ORDER BY at DESC, id DESC LIMIT ?2",
+            &[&user_id, &(limit as i64)],
+        )
+    }
+}
+
+/// FIFO step queue in the same database.
+pub struct SqliteStepQueue {
+    db: SqliteDb,
+    clock: Arc<dyn Clock>,
+    max_receives: u32,
+}
+
+fn q_err(e: impl std::fmt::Display) -> QueueError {
+    QueueError::Unavailable(e.to_string())
+}
+
+impl SqliteStepQueue {
+    pub fn new(db: SqliteDb, clock: Arc<dyn Clock>) -> Self {
+        SqliteStepQueue {
+            db,
+            clock,
+            max_receives: crate::MAX_RECEIVES,
+        }
+    }
+
+    /// Enqueues a raw body, as a broken producer might.
+    pub fn enqueue_raw(&self, group: &str, body: &str) -> Result<(), QueueError> {
+        self.db
+            .lock()
+            .execute(
+                "INSERT INTO queue (group_id, body, visible_at) VALUES (?1, ?2, 0)",
+                params![group, body],
+            )
+            .map_err(q_err)?;
+        Ok(())
+    }
+
+    pub fn dead_letters(&self) -> Result<Vec<String>, QueueError> {
+        let conn = self.db.lock();
+        let mut st = conn.prepare("SELECT body FROM queue WHERE dead = 1 ORDER BY seq").map_err(q_err)?;
+        let rows = st.query_map([], |r| r.get(0)).map_err(q_err)?;
+        rows.collect::<Result<Vec<String>, _>>().map_err(q_err)
+    }
+}
+
+#[async_trait]
+impl StepQueue for SqliteStepQueue {
+    async fn enqueue(&self, msg: &StepMessage, dedup_id: &str, delay_ms: u64) -> Result<Enqueued, QueueError> {
+        let now = self.clock.now_ms();
+        let body = serde_json::to_string(msg).map_err(q_err)?;
+        let mut conn = self.db.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(q_err)?;
+        let live: Option<i64> = tx
+            .prepare_cached("SELECT expires_at FROM dedup WHERE dedup_id = ?1 AND expires_at > ?2")
+            .and_then(|mut st| st.query_row(params![dedup_id, now], |r| r.get(0)).optional())
+            .map_err(q_err)?;
+        if live.is_some() {
+            return Ok(Enqueued::Duplicate);
+        }
+        tx.prepare_cached("INSERT OR REPLACE INTO dedup (dedup_id, expires_at) VALUES (?1, ?2)")
+            .and_then(|mut st| st.execute(params![dedup_id, now + DEDUP_WINDOW_MS]))
+            .map_err(q_err)?;
+        tx.prepare_cached("INSERT INTO queue (group_id, body, visible_at) VALUES (?1, ?2, ?3)")
+            .and_then(|mut st| st.execute(params![msg.run_id, body, now + delay_ms as i64]))
+            .map_err(q_err)?;
+        // Expired dedup ids are pruned on the way, so the table stays as small as the window.
+        tx.prepare_cached("DELETE FROM dedup WHERE expires_at <= ?1")
+            .and_then(|mut st| st.execute([now]))
+            .map_err(q_err)?;
+        tx.commit().map_err(q_err)?;
+        Ok(Enqueued::Sent)
+    }
+
+    async fn receive(&self, max: usize, visibility_ms: u64) -> Result<Vec<Delivery>, QueueError> {
+        let now = self.clock.now_ms();
+        let mut conn = self.db.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(q_err)?;
+        let heads: Vec<(i64, String, u32)> = {
+            // The head of each group, if visible: an in-flight head blocks its group (FIFO).
+            let mut st = tx
+                .prepare_cached(
+                    "SELECT q.seq, q.body, q.receive_count FROM queue q
+                     WHERE q.dead = 0 AND q.visible_at <= ?1
+                       AND q.seq = (SELECT MIN(seq) FROM queue h WHERE h.group_id = q.group_id AND h.dead = 0)
+                     ORDER BY q.seq LIMIT ?2",
+                )
+                .map_err(q_err)?;
+            let rows = st
+                .query_map(params![now, max as i64], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .map_err(q_err)?;
+            rows.collect::<Result<_, _>>().map_err(q_err)?
+        };
+        let mut out = vec![];
+        for (seq, body, count) in heads {
+            if count >= self.max_receives {
+                tx.execute("UPDATE queue SET dead = 1 WHERE seq = ?1", [seq]).map_err(q_err)?;
+                continue;
+            }
+            let receipt = format!("{seq}-{}", count + 1);
+            tx.prepare_cached(
+                "UPDATE queue SET visible_at = ?1, receipt = ?2, receive_count = receive_count + 1 WHERE seq = ?3",
+            )
+            .and_then(|mut st| st.execute(params![now + visibility_ms as i64, receipt, seq]))
+            .map_err(q_err)?;
+            out.push(Delivery {
+                message_id: seq.to_string(),
+                receipt,
+                body,
+                receive_count: count + 1,
+            });
+        }
+        tx.commit().map_err(q_err)?;
+        Ok(out)
+    }
+
+    async fn ack(&self, receipt: &str) -> Result<(), QueueError> {
+        let n = self
+            .db
+            .lock()
+            .prepare_cached("DELETE FROM queue WHERE receipt = ?1")
+            .and_then(|mut st| st.execute([receipt]))
+            .map_err(q_err)?;
+        if n == 0 {
+            return Err(QueueError::StaleReceipt);
+        }
+        Ok(())
+    }
+
+    async fn extend(&self, receipt: &str, visibility_ms: u64) -> Result<(), QueueError> {
+        let now = self.clock.now_ms();
+        let n = self
+            .db
+            .lock()
+            .prepare_cached("UPDATE queue SET visible_at = ?1 WHERE receipt = ?2")
+            .and_then(|mut st| st.execute(params![now + visibility_ms as i64, receipt]))
+            .map_err(q_err)?;
+        if n == 0 {
+            return Err(QueueError::StaleReceipt);
+        }
+        Ok(())
+    }
+}
