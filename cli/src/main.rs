@@ -1,1 +1,419 @@
-fn main() {}
+//! `longrun`: serve the embedded platform, start and follow runs.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod remote;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+use longrun_app::{
+    AppConfig, CreateRun, Embedded, Platform, Tokens, create_run, init_tracing, router,
+};
+use longrun_domain::report::Report;
+use longrun_domain::run::{BudgetsInput, Run, RunStatus};
+use longrun_local::WorkerConfig;
+use tokio::sync::watch;
+
+const DEMO_SCRIPT: &str = include_str!("../../examples/demo.json");
+const DEMO_OBJECTIVE: &str = "Write a short field guide to green, black and oolong tea: how each is made, how it tastes, how to brew it.";
+
+#[derive(Parser)]
+#[command(
+    name = "longrun",
+    version,
+    about = "Long-running LLM agent runs, one bounded iteration at a time"
+)]
+struct Cli {
+    /// API base URL for the client commands.
+    #[arg(
+        long,
+        global = true,
+        env = "LONGRUN_API_URL",
+        default_value = "http://127.0.0.1:8080"
+    )]
+    api_url: String,
+    /// Bearer token (default: LONGRUN_TOKEN, else the token `serve` wrote to ./.longrun/token).
+    #[arg(long, global = true, env = "LONGRUN_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Clone, Default)]
+struct BudgetFlags {
+    #[arg(long, allow_negative_numbers = true)]
+    max_iterations: Option<i64>,
+    /// Running-time budget in seconds (waiting time does not count).
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
+    max_running_time: Option<i64>,
+    #[arg(long, allow_negative_numbers = true)]
+    max_tokens: Option<i64>,
+    /// Cost budget in USD.
+    #[arg(long, value_name = "USD", allow_negative_numbers = true)]
+    max_cost: Option<f64>,
+}
+
+impl BudgetFlags {
+    fn input(&self) -> BudgetsInput {
+        BudgetsInput {
+            max_iterations: self.max_iterations,
+            max_running_ms: self.max_running_time.map(|s| s.saturating_mul(1000)),
+            max_tokens: self.max_tokens,
+            max_cost_usd: self.max_cost,
+        }
+    }
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the API, the worker loop and the notifier in one process on SQLite.
+    Serve {
+        #[arg(long, default_value = ".longrun")]
+        data_dir: PathBuf,
+        #[arg(long, default_value_t = 8080)]
+        port: u16,
+        #[arg(long, default_value = "127.0.0.1")]
+        host: String,
+        /// provider:model; repeat to allow several (the first is the default).
+        #[arg(long = "model")]
+        models: Vec<String>,
+        /// Active runs one user may have at once.
+        #[arg(long, default_value_t = 10)]
+        active_limit: u32,
+        /// Base URL for deep links in notifications.
+        #[arg(long, env = "APP_BASE_URL")]
+        app_base_url: Option<String>,
+    },
+    /// Start a run (through the API, or in-process with --embedded).
+    Run {
+        objective: String,
+        #[command(flatten)]
+        budgets: BudgetFlags,
+        #[arg(long)]
+        model: Option<String>,
+        /// Run the whole loop in this process on a temporary data dir; no server needed.
+        #[arg(long)]
+        embedded: bool,
+        /// Tail the run live until it ends.
+        #[arg(long)]
+        follow: bool,
+        /// Keep the embedded run's data here instead of a temporary dir.
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+    },
+    /// A real multi-iteration embedded run with a built-in script; prints the report.
+    Demo {
+        #[arg(long, default_value = ".longrun/demo")]
+        data_dir: PathBuf,
+    },
+    /// Show a run.
+    Status { run_id: String },
+    /// List your runs.
+    List {
+        #[arg(long)]
+        status: Option<String>,
+    },
+    /// Print a run's events.
+    Events {
+        run_id: String,
+        #[arg(long, default_value_t = 0)]
+        after: u64,
+        #[arg(long)]
+        follow: bool,
+    },
+    /// Cancel a run.
+    Cancel { run_id: String },
+    /// Answer a run that waits on you.
+    Respond { run_id: String, answer: String },
+    /// Continue a stopped run with raised budgets.
+    Continue {
+        run_id: String,
+        #[command(flatten)]
+        budgets: BudgetFlags,
+    },
+    /// Print a run's report.
+    Report { run_id: String },
+    /// List a run's workspace, or print one document.
+    Workspace {
+        run_id: String,
+        path: Option<String>,
+    },
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    if let Err(e) = runtime.block_on(dispatch(cli)) {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+async fn dispatch(cli: Cli) -> Result<()> {
+    let quiet = cli.json;
+    init_tracing(false, if quiet { "error" } else { "warn" });
+    match cli.command {
+        Command::Serve {
+            data_dir,
+            port,
+            host,
+            models,
+            active_limit,
+            app_base_url,
+        } => {
+            init_tracing(false, "info");
+            serve(&data_dir, &host, port, models, active_limit, app_base_url).await
+        }
+        Command::Run {
+            objective,
+            budgets,
+            model,
+            embedded: true,
+            data_dir,
+            ..
+        } => {
+            let dir;
+            let data_dir = match data_dir {
+                Some(d) => d,
+                None => {
+                    dir = tempfile::tempdir().context("creating a temporary data dir")?;
+                    dir.path().to_path_buf()
+                }
+            };
+            let model = match model {
+                Some(m) => m,
+                None => write_demo_script(&data_dir)?,
+            };
+            let report = run_embedded(&data_dir, &objective, &budgets, &model, quiet).await?;
+            print_report(&report, cli.json)
+        }
+        Command::Demo { data_dir } => {
+            let model = write_demo_script(&data_dir)?;
+            println!(
+                "longrun demo — a scripted agent writes a small tea guide, one bounded iteration at a time.\n"
+            );
+            let report = run_embedded(
+                &data_dir,
+                DEMO_OBJECTIVE,
+                &BudgetFlags::default(),
+                &model,
+                false,
+            )
+            .await?;
+            print_report(&report, false)?;
+            println!("\nWhere to look:");
+            println!(
+                "  data (SQLite):  {}",
+                data_dir.join("longrun.sqlite3").display()
+            );
+            println!(
+                "  browse the API: longrun serve --data-dir {} --model {model}",
+                data_dir.display()
+            );
+            println!(
+                "  then:           longrun report {}   ·   longrun workspace {}",
+                report.run_id, report.run_id
+            );
+            Ok(())
+        }
+        other => remote::run(other, &cli.api_url, cli.token, cli.json).await,
+    }
+}
+
+fn write_demo_script(dir: &Path) -> Result<String> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let path = dir.join("demo-script.json");
+    std::fs::write(&path, DEMO_SCRIPT).with_context(|| format!("writing {}", path.display()))?;
+    Ok(format!("script:{}", path.display()))
+}
+
+async fn serve(
+    data_dir: &Path,
+    host: &str,
+    port: u16,
+    mut models: Vec<String>,
+    active_limit: u32,
+    app_base_url: Option<String>,
+) -> Result<()> {
+    if models.is_empty() {
+        models.push(write_demo_script(data_dir)?);
+    }
+    let mut tokens = match std::env::var("LONGRUN_TOKENS") {
+        Ok(spec) => Tokens::parse(&spec)?,
+        Err(_) => Tokens::default(),
+    };
+    let token_file = data_dir.join("token");
+    if tokens.is_empty() {
+        let token = match std::fs::read_to_string(&token_file) {
+            Ok(t) if !t.trim().is_empty() => t.trim().to_string(),
+            _ => {
+                let t = format!("lr_{}", uuid::Uuid::new_v4().simple());
+                std::fs::create_dir_all(data_dir)?;
+                std::fs::write(&token_file, &t)
+                    .with_context(|| format!("writing {}", token_file.display()))?;
+                t
+            }
+        };
+        println!(
+            "No LONGRUN_TOKENS set; user `local` has the token in {}:\n  {token}",
+            token_file.display()
+        );
+        tokens.insert(&token, "local");
+    }
+    let listener = tokio::net::TcpListener::bind((host, port))
+        .await
+        .with_context(|| format!("binding {host}:{port}"))?;
+    let addr = listener.local_addr()?;
+    let mut config = AppConfig::new(tokens, models)?;
+    config.active_limit = active_limit;
+    config.app_base_url = app_base_url.unwrap_or_else(|| format!("http://{addr}"));
+    let mut running = Platform::embedded(Some(data_dir), config, Embedded::default())?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let handles = running.spawn(stop_rx);
+    println!(
+        "longrun listening on http://{addr} (data in {})",
+        data_dir.display()
+    );
+    axum::serve(listener, router(running.platform.clone()))
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+    let _ = stop_tx.send(true);
+    for h in handles {
+        let _ = h.await;
+    }
+    Ok(())
+}
+
+/// Runs the loop in-process until the run settles, printing progress unless `quiet`.
+async fn run_embedded(
+    data_dir: &Path,
+    objective: &str,
+    budgets: &BudgetFlags,
+    model: &str,
+    quiet: bool,
+) -> Result<Report> {
+    let config = AppConfig::new(Tokens::default(), vec![model.to_string()])?;
+    let opts = Embedded {
+        worker: WorkerConfig {
+            idle_sleep: Duration::from_millis(5),
+            ..WorkerConfig::default()
+        },
+        ..Embedded::default()
+    };
+    let mut running = Platform::embedded(Some(data_dir), config, opts)?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let handles = running.spawn(stop_rx);
+    let p = running.platform.clone();
+    let req = CreateRun {
+        objective: objective.to_string(),
+        budgets: budgets.input(),
+        thresholds: None,
+        model: Some(model.to_string()),
+    };
+    let run = create_run(&p, "local", req)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if !quiet {
+        println!("run {} started (model {model})", run.id);
+    }
+    let settled = wait_settled(&p, &run.id, quiet).await;
+    let _ = stop_tx.send(true);
+    for h in handles {
+        let _ = h.await;
+    }
+    let run = settled?;
+    run.report
+        .clone()
+        .context("the run settled without a report")
+}
+
+async fn wait_settled(p: &Platform, run_id: &str, quiet: bool) -> Result<Run> {
+    let store = Arc::clone(&p.store);
+    let mut shown = 0;
+    loop {
+        let Some(run) = store.get_run(run_id).await? else {
+            bail!("run {run_id} disappeared");
+        };
+        if !quiet && run.iteration > shown {
+            for it in store.iterations(run_id, shown, 100).await? {
+                let tools = it.tool_results.len()
+                    + it.executor_results
+                        .iter()
+                        .map(|e| e.tool_results.len())
+                        .sum::<usize>();
+                println!(
+                    "  iteration {:>3} · {:<16} · {:>2} tool calls · {:>3} executors · {}",
+                    it.n,
+                    it.outcome.as_str(),
+                    tools,
+                    it.executor_results.len(),
+                    truncate(&it.summary, 70)
+                );
+            }
+            shown = run.iteration;
+        }
+        let waiting =
+            run.status == RunStatus::WaitingOnUser || run.status == RunStatus::WaitingOnChildren;
+        if (run.status.is_ended() || waiting) && run.report.is_some() {
+            return Ok(run);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    let mut out: String = s.chars().take(n).collect();
+    if s.chars().count() > n {
+        out.push('…');
+    }
+    out
+}
+
+fn print_report(report: &Report, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(report)?);
+        return Ok(());
+    }
+    let m = &report.metrics;
+    println!("\n== Report: {} ==", report.title);
+    println!(
+        "status:      {} ({:?}: {})",
+        report.status, report.stopping_reason.kind, report.stopping_reason.detail
+    );
+    println!("summary:     {}", report.summary);
+    println!(
+        "metrics:     {} iterations · {} LLM calls · {} tokens · ${:.6} · running {} ms of {} ms",
+        m.iterations, m.llm_calls, m.tokens, m.cost_usd, m.running_ms, m.duration_ms
+    );
+    for (model, mm) in &m.by_model {
+        println!(
+            "  {model}: {} calls, {} in / {} out tokens, ${:.6}",
+            mm.calls, mm.input_tokens, mm.output_tokens, mm.cost_usd
+        );
+    }
+    println!("created:     {}", report.what_changed.created.join(", "));
+    if !report.what_changed.updated.is_empty() {
+        println!("updated:     {}", report.what_changed.updated.join(", "));
+    }
+    if !report.questions.is_empty() {
+        println!("questions:   {}", report.questions.join(" | "));
+    }
+    Ok(())
+}

@@ -1,1 +1,26 @@
+//! The HTTP API, configuration and wiring shared by the CLI and (later) the Lambda functions.
 
+pub mod api;
+pub mod config;
+pub mod error;
+pub mod openapi;
+pub mod platform;
+
+pub use api::{CreateRun, create_run, router};
+pub use config::{AppConfig, Tokens};
+pub use error::ApiError;
+pub use platform::{Embedded, Platform, Running};
+
+/// Human logs for the CLI, JSON for Lambda; `RUST_LOG` overrides the level.
+pub fn init_tracing(json: bool, default_level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = if json {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
+}

@@ -20,7 +20,9 @@ use crate::run::{
 pub enum ActiveDelta {
     None,
     /// Take a slot, refused when the owner already has `limit` active runs.
-    Acquire { limit: u32 },
+    Acquire {
+        limit: u32,
+    },
     Release,
 }
 
@@ -363,8 +365,12 @@ pub fn continue_run(
     let raised = budgets
         .resolve(&run.budgets)
         .map_err(|e| Rejection::Conflict(e.to_string()))?;
-    if let Some(b) = check_budgets(&raised, &run.metrics, run.iteration + 1, run.metrics.running_ms)
-    {
+    if let Some(b) = check_budgets(
+        &raised,
+        &run.metrics,
+        run.iteration + 1,
+        run.metrics.running_ms,
+    ) {
         return Err(Rejection::Conflict(format!(
             "the run would stop again at once: raise {}",
             b.detail

@@ -16,7 +16,10 @@ pub struct Progress {
 
 impl Progress {
     pub fn made(&self) -> bool {
-        self.docs_changed > 0 || self.plan_advanced || self.remaining_shrank || self.answers_consumed
+        self.docs_changed > 0
+            || self.plan_advanced
+            || self.remaining_shrank
+            || self.answers_consumed
     }
 }
 
@@ -232,8 +235,12 @@ pub fn decide(run: &Run, facts: &IterationFacts) -> Verdict {
     if let Some(status) = &facts.status
         && status.exit_signal
     {
-        let failures =
-            exit_gate_failures(status, &facts.plan, facts.workspace_docs, facts.evidence_docs);
+        let failures = exit_gate_failures(
+            status,
+            &facts.plan,
+            facts.workspace_docs,
+            facts.evidence_docs,
+        );
         if failures.is_empty() {
             let detail = if status.progress_summary.trim().is_empty() {
                 "objective met".to_string()
@@ -264,10 +271,17 @@ pub fn decide(run: &Run, facts: &IterationFacts) -> Verdict {
         return finish(kind, b.detail.clone(), streaks);
     }
     if streaks.error >= t.repeated_error_limit {
-        let msg = facts.error.as_ref().map(|e| e.message.as_str()).unwrap_or("");
+        let msg = facts
+            .error
+            .as_ref()
+            .map(|e| e.message.as_str())
+            .unwrap_or("");
         return finish(
             StopType::RepeatedError,
-            format!("the same error {} iterations in a row: {msg}", streaks.error),
+            format!(
+                "the same error {} iterations in a row: {msg}",
+                streaks.error
+            ),
             streaks,
         );
     }
@@ -284,7 +298,10 @@ pub fn decide(run: &Run, facts: &IterationFacts) -> Verdict {
     if streaks.no_progress >= t.no_progress_limit {
         return finish(
             StopType::NoProgress,
-            format!("no progress in {} consecutive iterations", streaks.no_progress),
+            format!(
+                "no progress in {} consecutive iterations",
+                streaks.no_progress
+            ),
             streaks,
         );
     }
@@ -365,7 +382,11 @@ mod tests {
         f.workspace_docs = 0;
         let v = decide(&sample_run(), &f);
         assert_eq!(v.outcome, Outcome::Continue);
-        assert!(v.hints[0].contains("no committed artifact"), "{:?}", v.hints);
+        assert!(
+            v.hints[0].contains("no committed artifact"),
+            "{:?}",
+            v.hints
+        );
     }
 
     #[test]
@@ -373,7 +394,10 @@ mod tests {
         let mut f = facts(2, status(true, &[]));
         f.workspace_docs = 0;
         f.evidence_docs = 1;
-        assert_eq!(decide(&sample_run(), &f).outcome.status(), RunStatus::Completed);
+        assert_eq!(
+            decide(&sample_run(), &f).outcome.status(),
+            RunStatus::Completed
+        );
     }
 
     #[test]
@@ -406,7 +430,10 @@ mod tests {
     #[test]
     fn the_last_allowed_iteration_without_completion_stops_with_max_iterations() {
         let run = sample_run();
-        let v = decide(&run, &facts(run.budgets.max_iterations, status(false, &["x"])));
+        let v = decide(
+            &run,
+            &facts(run.budgets.max_iterations, status(false, &["x"])),
+        );
         assert!(matches!(v.outcome, Outcome::Finish(ref r) if r.kind == StopType::MaxIterations));
     }
 
@@ -421,7 +448,9 @@ mod tests {
             if i < 3 {
                 assert_eq!(v.outcome, Outcome::Continue, "iteration {i}");
             } else {
-                assert!(matches!(v.outcome, Outcome::Finish(ref r) if r.kind == StopType::NoProgress));
+                assert!(
+                    matches!(v.outcome, Outcome::Finish(ref r) if r.kind == StopType::NoProgress)
+                );
             }
         }
     }
@@ -440,7 +469,12 @@ mod tests {
             outcomes.push(v);
         }
         assert_eq!(outcomes[0].outcome, Outcome::Continue);
-        assert!(outcomes[1].hints.iter().any(|h| h.contains("ANTI-REPETITION")));
+        assert!(
+            outcomes[1]
+                .hints
+                .iter()
+                .any(|h| h.contains("ANTI-REPETITION"))
+        );
         assert!(
             matches!(outcomes[2].outcome, Outcome::Finish(ref r) if r.kind == StopType::NoProgress)
         );
@@ -549,7 +583,10 @@ mod tests {
     fn cancel_wins_over_everything() {
         let mut f = facts(1, status(true, &[]));
         f.cancel_requested = true;
-        assert_eq!(decide(&sample_run(), &f).outcome.status(), RunStatus::Canceled);
+        assert_eq!(
+            decide(&sample_run(), &f).outcome.status(),
+            RunStatus::Canceled
+        );
     }
 
     #[test]
@@ -562,11 +599,20 @@ mod tests {
         };
         let mut m = Metrics::default();
         assert_eq!(check_budgets(&b, &m, 1, 0), None);
-        assert_eq!(check_budgets(&b, &m, 6, 0).unwrap().kind, BudgetKind::MaxIterations);
-        assert_eq!(check_budgets(&b, &m, 1, 1000).unwrap().kind, BudgetKind::MaxRunningMs);
+        assert_eq!(
+            check_budgets(&b, &m, 6, 0).unwrap().kind,
+            BudgetKind::MaxIterations
+        );
+        assert_eq!(
+            check_budgets(&b, &m, 1, 1000).unwrap().kind,
+            BudgetKind::MaxRunningMs
+        );
         m.input_tokens = 60;
         m.output_tokens = 40;
-        assert_eq!(check_budgets(&b, &m, 1, 0).unwrap().kind, BudgetKind::MaxTokens);
+        assert_eq!(
+            check_budgets(&b, &m, 1, 0).unwrap().kind,
+            BudgetKind::MaxTokens
+        );
         m.output_tokens = 0;
         m.cost_usd = 0.5;
         let e = check_budgets(&b, &m, 1, 0).unwrap();
@@ -588,6 +634,8 @@ mod tests {
         });
         let mut f = facts(1, status(false, &["x"]));
         f.progress = Progress::default();
-        assert!(matches!(decide(&run, &f).outcome, Outcome::Finish(ref r) if r.kind == StopType::NoProgress));
+        assert!(
+            matches!(decide(&run, &f).outcome, Outcome::Finish(ref r) if r.kind == StopType::NoProgress)
+        );
     }
 }

@@ -22,5 +22,8 @@ pub enum DomainError {
     #[error("illegal status transition {from} -> {to}")]
     IllegalTransition { from: RunStatus, to: RunStatus },
     #[error("{field} {message}")]
-    InvalidField { field: &'static str, message: String },
+    InvalidField {
+        field: &'static str,
+        message: String,
+    },
 }

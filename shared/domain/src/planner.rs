@@ -212,7 +212,8 @@ mod tests {
 
     #[test]
     fn a_wrong_type_names_the_field_path() {
-        let text = r#"{"status":{"exit_signal":"yes","needs_user_input":false,"progress_summary":""}}"#;
+        let text =
+            r#"{"status":{"exit_signal":"yes","needs_user_input":false,"progress_summary":""}}"#;
         let err = parse_planner_output(text).unwrap_err();
         assert_eq!(err.path, "status.exit_signal");
         assert!(err.message.contains("boolean"), "{err}");
@@ -242,7 +243,10 @@ mod tests {
     fn an_empty_tool_name_is_rejected_with_its_index() {
         let text = r#"{"status":{"exit_signal":false,"needs_user_input":false,"progress_summary":""},
             "tool_calls":[{"name":"doc_list"},{"name":" "}]}"#;
-        assert_eq!(parse_planner_output(text).unwrap_err().path, "tool_calls[1].name");
+        assert_eq!(
+            parse_planner_output(text).unwrap_err().path,
+            "tool_calls[1].name"
+        );
     }
 
     #[test]

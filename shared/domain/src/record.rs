@@ -179,7 +179,10 @@ mod tests {
 
     #[test]
     fn doc_paths_are_normalized_and_traversal_is_refused() {
-        assert_eq!(normalize_doc_path("/notes//a/./b.md").unwrap(), "notes/a/b.md");
+        assert_eq!(
+            normalize_doc_path("/notes//a/./b.md").unwrap(),
+            "notes/a/b.md"
+        );
         assert!(normalize_doc_path("../etc/passwd").is_err());
         assert!(normalize_doc_path("  ").is_err());
         assert!(normalize_doc_path(&"a".repeat(300)).is_err());

@@ -64,7 +64,11 @@ pub fn build_report(
     evidence: &[String],
     now: i64,
 ) -> Report {
-    let created: Vec<String> = docs.iter().map(|d| d.path.clone()).take(MAX_LISTED).collect();
+    let created: Vec<String> = docs
+        .iter()
+        .map(|d| d.path.clone())
+        .take(MAX_LISTED)
+        .collect();
     let updated: Vec<String> = docs
         .iter()
         .filter(|d| d.version > 1)

@@ -84,7 +84,13 @@ impl RunStatus {
             Queued => matches!(to, Running | Canceled | Failed),
             Running => matches!(
                 to,
-                Running | WaitingOnUser | WaitingOnChildren | Completed | Stopped | Canceled | Failed
+                Running
+                    | WaitingOnUser
+                    | WaitingOnChildren
+                    | Completed
+                    | Stopped
+                    | Canceled
+                    | Failed
             ),
             WaitingOnUser | WaitingOnChildren => matches!(to, Queued | Canceled | Failed),
             Stopped => matches!(to, Queued),
@@ -169,7 +175,8 @@ impl BudgetsInput {
         }
         let mut out = base.clone();
         if let Some(v) = self.max_iterations {
-            out.max_iterations = positive("budgets.max_iterations", v, MAX_ITERATIONS_CEILING)? as u32;
+            out.max_iterations =
+                positive("budgets.max_iterations", v, MAX_ITERATIONS_CEILING)? as u32;
         }
         if let Some(v) = self.max_running_ms {
             out.max_running_ms = positive("budgets.max_running_ms", v, 30 * 24 * 3_600_000)?;
@@ -231,7 +238,10 @@ impl Thresholds {
         for (field, v) in [
             ("thresholds.no_progress_limit", self.no_progress_limit),
             ("thresholds.repeated_error_limit", self.repeated_error_limit),
-            ("thresholds.repeated_action_limit", self.repeated_action_limit),
+            (
+                "thresholds.repeated_action_limit",
+                self.repeated_action_limit,
+            ),
         ] {
             if v == 0 || v > 1000 {
                 return Err(DomainError::InvalidField {
@@ -500,7 +510,10 @@ mod tests {
     fn final_statuses_accept_no_transition() {
         for from in [RunStatus::Completed, RunStatus::Canceled, RunStatus::Failed] {
             for to in RunStatus::ALL {
-                assert!(from.transition(to).is_err(), "{from} -> {to} must be rejected");
+                assert!(
+                    from.transition(to).is_err(),
+                    "{from} -> {to} must be rejected"
+                );
             }
         }
     }
@@ -535,7 +548,9 @@ mod tests {
 
     #[test]
     fn missing_budgets_take_the_defaults() {
-        let b = BudgetsInput::default().resolve(&Budgets::default()).unwrap();
+        let b = BudgetsInput::default()
+            .resolve(&Budgets::default())
+            .unwrap();
         assert_eq!(b.max_iterations, 25);
         assert_eq!(b.max_running_ms, 3_600_000);
         assert_eq!(b.max_tokens, None);

@@ -59,7 +59,11 @@ pub fn notification_for(msg: &OutcomeMessage) -> Notification {
         run_id: msg.run_id.clone(),
         status: msg.status,
         title: format!("Run {} {}", msg.run_id, msg.status),
-        summary: if msg.summary.is_empty() { reason } else { msg.summary.clone() },
+        summary: if msg.summary.is_empty() {
+            reason
+        } else {
+            msg.summary.clone()
+        },
         link: msg.link.clone(),
         at: msg.at,
         read: false,
@@ -112,8 +116,12 @@ pub trait RunStore: Send + Sync {
     async fn get_run(&self, run_id: &str) -> Result<Option<Run>, StoreError>;
     async fn list_runs(&self, user_id: &str, query: &RunQuery) -> Result<Vec<Run>, StoreError>;
     async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> Result<Run, StoreError>;
-    async fn events(&self, run_id: &str, after: u64, limit: usize)
-    -> Result<Vec<Event>, StoreError>;
+    async fn events(
+        &self,
+        run_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError>;
     async fn iterations(
         &self,
         run_id: &str,

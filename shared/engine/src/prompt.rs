@@ -24,7 +24,12 @@ pub fn clip(s: &str, max_chars: usize) -> String {
 fn tools_block(tools: &[ToolSpec]) -> String {
     tools
         .iter()
-        .map(|t| format!("- {}: {} Parameters (JSON Schema): {}", t.name, t.description, t.parameters))
+        .map(|t| {
+            format!(
+                "- {}: {} Parameters (JSON Schema): {}",
+                t.name, t.description, t.parameters
+            )
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -138,7 +143,11 @@ pub fn executor_messages(
     ]
 }
 
-pub fn repair_messages(failed: &[(String, Value, String)], tools: &[ToolSpec], max: usize) -> Vec<ChatMessage> {
+pub fn repair_messages(
+    failed: &[(String, Value, String)],
+    tools: &[ToolSpec],
+    max: usize,
+) -> Vec<ChatMessage> {
     let failures: Vec<Value> = failed
         .iter()
         .map(|(name, args, err)| json!({"name": name, "args": args, "error": clip(err, 500)}))
@@ -187,17 +196,30 @@ mod tests {
         let a = planner_state(&run, 10, &short).to_string().len();
         let b = planner_state(&run, 1000, &long).to_string().len();
         // Only the digits of the iteration numbers may differ.
-        assert!(b.abs_diff(a) < 32, "prompt size must not grow with history: {a} vs {b}");
+        assert!(
+            b.abs_diff(a) < 32,
+            "prompt size must not grow with history: {a} vs {b}"
+        );
         assert!(b < 60_000, "{b}");
     }
 
     #[test]
     fn only_the_last_three_scratchpad_entries_and_five_answers_are_shown() {
         let mut run = sample_run();
-        run.pending_answers = (0..8).map(|i| UserAnswer { text: format!("a{i}"), at: 0 }).collect();
+        run.pending_answers = (0..8)
+            .map(|i| UserAnswer {
+                text: format!("a{i}"),
+                at: 0,
+            })
+            .collect();
         let pads: Vec<_> = (1..=6).map(pad).collect();
         let state = planner_state(&run, 7, &pads);
-        let its: Vec<u64> = state["scratchpad"].as_array().unwrap().iter().map(|p| p["iteration"].as_u64().unwrap()).collect();
+        let its: Vec<u64> = state["scratchpad"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["iteration"].as_u64().unwrap())
+            .collect();
         assert_eq!(its, vec![4, 5, 6]);
         assert_eq!(state["user_answers"].as_array().unwrap().len(), 5);
         assert_eq!(state["user_answers"][4], "a7");

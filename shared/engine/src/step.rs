@@ -222,12 +222,16 @@ impl Engine {
             if run.iteration == n {
                 self.dispatch.follow_up(&run).await?;
             }
-            return Ok(StepOutcome::Dropped(format!("iteration {n} already committed")));
+            return Ok(StepOutcome::Dropped(format!(
+                "iteration {n} already committed"
+            )));
         }
         let now = self.now();
         let claimed = self
             .store()
-            .update_run(&run.id, &|r| change::claim(r, n, owner, now, self.config.lease_ms))
+            .update_run(&run.id, &|r| {
+                change::claim(r, n, owner, now, self.config.lease_ms)
+            })
             .await;
         let run = match claimed {
             Ok(run) => run,
@@ -293,7 +297,9 @@ impl Engine {
         let spend = Spend {
             model: format!("{}:{}", resp.provider, resp.model),
             role: role.as_str().to_string(),
-            input_tokens: resp.usage.input_tokens + resp.usage.cache_read_tokens + resp.usage.cache_write_tokens,
+            input_tokens: resp.usage.input_tokens
+                + resp.usage.cache_read_tokens
+                + resp.usage.cache_write_tokens,
             output_tokens: resp.usage.output_tokens,
             cached_tokens: resp.usage.cache_read_tokens,
             cost_usd: resp.cost_usd,
@@ -301,7 +307,9 @@ impl Engine {
         };
         let now = self.now();
         self.store()
-            .update_run(&it.run.id, &|r| Ok(change::record_spend(r, it.n, &spend, now)))
+            .update_run(&it.run.id, &|r| {
+                Ok(change::record_spend(r, it.n, &spend, now))
+            })
             .await?;
         {
             let mut s = it.spent();
@@ -339,7 +347,10 @@ impl Engine {
                 &specs,
                 correction.as_ref().map(|(a, e)| (a.as_str(), e.as_str())),
             );
-            let resp = match self.call_llm(it, LlmRole::Planner, messages, Some(planner_schema())).await? {
+            let resp = match self
+                .call_llm(it, LlmRole::Planner, messages, Some(planner_schema()))
+                .await?
+            {
                 Llm::Answer(r) => r,
                 Llm::OutOfBudget => return Ok(Ok(None)),
                 Llm::Failed(e) => return Ok(Err(llm_error(&e))),
@@ -393,7 +404,13 @@ impl Engine {
         let max = self.config.repair_max_calls;
         let failures: Vec<_> = failed
             .iter()
-            .map(|f| (f.name.clone(), f.args.clone(), f.result.clone().err().unwrap_or_default()))
+            .map(|f| {
+                (
+                    f.name.clone(),
+                    f.args.clone(),
+                    f.result.clone().err().unwrap_or_default(),
+                )
+            })
             .collect();
         let messages = prompt::repair_messages(&failures, &self.tools.specs(None), max);
         let resp = match self.call_llm(it, LlmRole::Repair, messages, None).await? {
@@ -437,15 +454,31 @@ impl Engine {
         };
         let out = match parse_contract::<ExecutorOutput>(&resp.content) {
             Ok(out) => out,
-            Err(e) => return Ok(brief(format!("answer did not follow the contract: {e}"), vec![])),
+            Err(e) => {
+                return Ok(brief(
+                    format!("answer did not follow the contract: {e}"),
+                    vec![],
+                ));
+            }
         };
-        let results = self.run_tools(staging, &out.tool_calls, Some(&allowed), max).await;
-        Ok(brief(clip(&out.summary, 500), results.iter().map(|r| brief_of(r, false)).collect()))
+        let results = self
+            .run_tools(staging, &out.tool_calls, Some(&allowed), max)
+            .await;
+        Ok(brief(
+            clip(&out.summary, 500),
+            results.iter().map(|r| brief_of(r, false)).collect(),
+        ))
     }
 
     /// Does the iteration's work against staged state and decides; nothing is written except
     /// live spend.
-    async fn work(&self, run: &Run, n: u32, owner: &str, started_at: i64) -> Result<CommitPlan, EngineError> {
+    async fn work(
+        &self,
+        run: &Run,
+        n: u32,
+        owner: &str,
+        started_at: i64,
+    ) -> Result<CommitPlan, EngineError> {
         let it = Iter {
             run,
             n,
@@ -457,7 +490,13 @@ impl Engine {
                 budget: None,
             }),
         };
-        let staging = Staging::new(self.store().clone(), &run.id, n, run.plan.clone(), started_at);
+        let staging = Staging::new(
+            self.store().clone(),
+            &run.id,
+            n,
+            run.plan.clone(),
+            started_at,
+        );
         let mut cancel = run.cancel_requested;
         let mut error = None;
         let mut planner = None;
@@ -479,11 +518,25 @@ impl Engine {
                 .map(|u| (u.id.clone(), u.title.clone(), u.status))
                 .collect();
             staging.update_plan(&updates);
-            actions.extend(out.tool_calls.iter().map(|c| format!("{} {}", c.name, clip(&c.args.to_string(), 150))));
-            actions.extend(out.executor_tasks.iter().map(|t| format!("executor: {}", t.title)));
+            actions.extend(
+                out.tool_calls
+                    .iter()
+                    .map(|c| format!("{} {}", c.name, clip(&c.args.to_string(), 150))),
+            );
+            actions.extend(
+                out.executor_tasks
+                    .iter()
+                    .map(|t| format!("executor: {}", t.title)),
+            );
 
-            let outcomes = self.run_tools(&staging, &out.tool_calls, None, self.config.max_tool_calls).await;
-            let failed: Vec<ToolOutcome> = outcomes.iter().filter(|o| o.result.is_err()).cloned().collect();
+            let outcomes = self
+                .run_tools(&staging, &out.tool_calls, None, self.config.max_tool_calls)
+                .await;
+            let failed: Vec<ToolOutcome> = outcomes
+                .iter()
+                .filter(|o| o.result.is_err())
+                .cloned()
+                .collect();
             tool_results.extend(outcomes.iter().map(|o| brief_of(o, false)));
 
             let more_llm = !failed.is_empty() || !out.executor_tasks.is_empty();
@@ -495,12 +548,19 @@ impl Engine {
                 tool_results.extend(repaired.iter().map(|o| brief_of(o, true)));
             }
             if !cancel {
-                let tasks = out.executor_tasks.iter().take(self.config.max_executor_tasks);
-                let briefs: Vec<Result<ExecutorBrief, EngineError>> = futures_util::stream::iter(tasks)
+                // Futures are built up front: a lazily mapped stream trips the `Send` check
+                // of the spawned worker future on its higher-ranked closure lifetimes.
+                let pending: Vec<_> = out
+                    .executor_tasks
+                    .iter()
+                    .take(self.config.max_executor_tasks)
                     .map(|task| self.execute(&it, &staging, task))
-                    .buffered(self.config.executor_concurrency.max(1))
-                    .collect()
-                    .await;
+                    .collect();
+                let briefs: Vec<Result<ExecutorBrief, EngineError>> =
+                    futures_util::stream::iter(pending)
+                        .buffered(self.config.executor_concurrency.max(1))
+                        .collect()
+                        .await;
                 for b in briefs {
                     executor_results.push(b?);
                 }
@@ -509,7 +569,10 @@ impl Engine {
 
         // Evidence is checked against the workspace as it will be after this commit.
         let mut evidence_docs = 0;
-        let evidence = planner.as_ref().map(|p| p.status.completion_evidence.clone()).unwrap_or_default();
+        let evidence = planner
+            .as_ref()
+            .map(|p| p.status.completion_evidence.clone())
+            .unwrap_or_default();
         for item in &evidence {
             for token in path_like_tokens(item) {
                 if staging.doc_exists(&token).await {
@@ -520,7 +583,10 @@ impl Engine {
         }
         let staged = staging.finish();
         let status = planner.as_ref().map(|p| p.status.clone());
-        let remaining_work = status.as_ref().map(|s| s.remaining_work.clone()).unwrap_or_else(|| run.remaining_work.clone());
+        let remaining_work = status
+            .as_ref()
+            .map(|s| s.remaining_work.clone())
+            .unwrap_or_else(|| run.remaining_work.clone());
         let progress = Progress {
             docs_changed: (staged.created.len() + staged.updated.len()) as u32,
             plan_advanced: staged.plan_advanced,
@@ -533,7 +599,10 @@ impl Engine {
         {
             questions.extend(s.blocking_questions.iter().cloned());
             if questions.is_empty() {
-                questions.push(format!("The agent needs your input: {}", clip(&s.progress_summary, 500)));
+                questions.push(format!(
+                    "The agent needs your input: {}",
+                    clip(&s.progress_summary, 500)
+                ));
             }
         }
         let action_fingerprint = planner.as_ref().map(|p| {
@@ -542,7 +611,10 @@ impl Engine {
                 "executors": p.executor_tasks.iter().map(|t| json!([t.title, t.instructions])).collect::<Vec<_>>(),
             }))
         });
-        let spent = it.spent();
+        let (budget, iteration_metrics) = {
+            let s = it.spent();
+            (s.budget.clone(), s.iteration.clone())
+        };
         let facts = IterationFacts {
             iteration: n,
             status: status.clone(),
@@ -550,7 +622,7 @@ impl Engine {
             progress: progress.clone(),
             action_fingerprint,
             error: error.clone(),
-            budget: spent.budget.clone(),
+            budget: budget.clone(),
             cancel_requested: cancel,
             questions: (!questions.is_empty()).then_some(questions),
             workspace_docs: run.metrics.docs as usize + staged.created.len(),
@@ -560,12 +632,14 @@ impl Engine {
         let now = self.now();
         let running_ms = (now - started_at).max(0) as u64;
         let summary = match (&status, &error, &verdict.outcome) {
-            (_, _, Outcome::Finish(r)) if r.kind == longrun_domain::StopType::Canceled && status.is_none() => {
+            (_, _, Outcome::Finish(r))
+                if r.kind == longrun_domain::StopType::Canceled && status.is_none() =>
+            {
                 "Canceled before the iteration's work.".to_string()
             }
             (Some(s), _, _) => clip(&s.progress_summary, 2_000),
             (None, Some(e), _) => clip(&e.message, 2_000),
-            (None, None, _) => match &spent.budget {
+            (None, None, _) => match &budget {
                 Some(b) => format!("No work done: {}", b.detail),
                 None => "No work done.".to_string(),
             },
@@ -594,10 +668,25 @@ impl Engine {
         };
         let mut results: Vec<String> = tool_results
             .iter()
-            .map(|r| format!("{} {}: {}", r.name, if r.ok { "ok" } else { "failed" }, clip(&r.result, 200)))
+            .map(|r| {
+                format!(
+                    "{} {}: {}",
+                    r.name,
+                    if r.ok { "ok" } else { "failed" },
+                    clip(&r.result, 200)
+                )
+            })
             .collect();
-        results.extend(executor_results.iter().map(|e| format!("executor {}: {}", e.title, clip(&e.summary, 200))));
-        let mut artifacts: Vec<String> = staged.created.iter().map(|p| format!("created {p}")).collect();
+        results.extend(
+            executor_results
+                .iter()
+                .map(|e| format!("executor {}: {}", e.title, clip(&e.summary, 200))),
+        );
+        let mut artifacts: Vec<String> = staged
+            .created
+            .iter()
+            .map(|p| format!("created {p}"))
+            .collect();
         artifacts.extend(staged.updated.iter().map(|p| format!("updated {p}")));
         let pad = PadEntry {
             n,
@@ -621,7 +710,7 @@ impl Engine {
             updated_docs: staged.updated.clone(),
             metrics: IterationMetrics {
                 running_ms,
-                ..spent.iteration.clone()
+                ..iteration_metrics
             },
             error,
             progress: progress.made(),
@@ -630,7 +719,6 @@ impl Engine {
             started_at,
             committed_at: now,
         };
-        drop(spent);
         Ok(CommitPlan {
             n,
             owner: owner.to_string(),
@@ -673,11 +761,16 @@ fn brief_of(o: &ToolOutcome, repaired: bool) -> ToolResultBrief {
 
 /// Words of an evidence item that look like workspace paths (`notes/a.md`, `report.md`).
 fn path_like_tokens(item: &str) -> Vec<String> {
-    item.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '"' | '\'' | '`' | '[' | ']'))
-        .map(|t| t.trim_matches(|c: char| matches!(c, '.' | ':' | '!' | '?')).trim_start_matches('/'))
-        .filter(|t| !t.is_empty() && (t.contains('/') || t.contains('.')))
-        .map(str::to_string)
-        .collect()
+    item.split(|c: char| {
+        c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '"' | '\'' | '`' | '[' | ']')
+    })
+    .map(|t| {
+        t.trim_matches(|c: char| matches!(c, '.' | ':' | '!' | '?'))
+            .trim_start_matches('/')
+    })
+    .filter(|t| !t.is_empty() && (t.contains('/') || t.contains('.')))
+    .map(str::to_string)
+    .collect()
 }
 
 #[cfg(test)]

@@ -89,7 +89,12 @@ impl Staging {
         matches!(self.read_doc(path).await, Ok(Some(_)))
     }
 
-    async fn write_doc(&self, path: &str, title: Option<&str>, content: &str) -> Result<Value, String> {
+    async fn write_doc(
+        &self,
+        path: &str,
+        title: Option<&str>,
+        content: &str,
+    ) -> Result<Value, String> {
         let staged_base = self.lock().docs.get(path).map(|(_, base)| base.clone());
         let base = match staged_base {
             Some(base) => base,
@@ -115,7 +120,9 @@ impl Staging {
             title,
             content: content.to_string(),
             tags: base.as_ref().map(|b| b.tags.clone()).unwrap_or_default(),
-            created_iteration: base.as_ref().map_or(self.iteration, |b| b.created_iteration),
+            created_iteration: base
+                .as_ref()
+                .map_or(self.iteration, |b| b.created_iteration),
             updated_iteration: self.iteration,
             version: base.as_ref().map_or(1, |b| b.version + 1),
             updated_at: self.now,
@@ -152,7 +159,10 @@ impl Staging {
         for (path, (doc, _)) in self.lock().docs.iter() {
             hits.retain(|h| &h.path != path);
             let hay = doc.content.to_lowercase();
-            if let Some(pos) = hay.find(&needle).or_else(|| doc.title.to_lowercase().find(&needle).map(|_| 0)) {
+            if let Some(pos) = hay
+                .find(&needle)
+                .or_else(|| doc.title.to_lowercase().find(&needle).map(|_| 0))
+            {
                 hits.push(DocHit {
                     path: path.clone(),
                     title: doc.title.clone(),
@@ -297,8 +307,12 @@ impl Tool for DocRead {
         let a: DocReadArgs = args(v)?;
         let path = normalize_doc_path(&a.path)?;
         match st.read_doc(&path).await? {
-            Some(d) => Ok(json!({"path": d.path, "title": d.title, "content": d.content, "version": d.version})),
-            None => Err(format!("no document at `{path}`; use doc_list to see what exists")),
+            Some(d) => Ok(
+                json!({"path": d.path, "title": d.title, "content": d.content, "version": d.version}),
+            ),
+            None => Err(format!(
+                "no document at `{path}`; use doc_list to see what exists"
+            )),
         }
     }
 }
@@ -327,7 +341,9 @@ impl Tool for DocList {
         let prefix = a.prefix.unwrap_or_default();
         let prefix = prefix.trim_start_matches('/');
         let docs = st.list_docs(prefix).await?;
-        Ok(json!({"docs": docs.iter().map(|d| json!({"path": d.path, "title": d.title, "bytes": d.bytes})).collect::<Vec<_>>()}))
+        Ok(
+            json!({"docs": docs.iter().map(|d| json!({"path": d.path, "title": d.title, "bytes": d.bytes})).collect::<Vec<_>>()}),
+        )
     }
 }
 
@@ -391,7 +407,11 @@ impl Tool for PlanUpdateTool {
         if a.steps.iter().any(|s| s.id.trim().is_empty()) {
             return Err("every step needs a non-empty id".into());
         }
-        let updates: Vec<_> = a.steps.into_iter().map(|s| (s.id, s.title, s.status)).collect();
+        let updates: Vec<_> = a
+            .steps
+            .into_iter()
+            .map(|s| (s.id, s.title, s.status))
+            .collect();
         st.update_plan(&updates);
         Ok(json!({"steps": st.plan().len()}))
     }
@@ -515,12 +535,20 @@ impl ToolRegistry {
                 .copied()
                 .filter(|n| allowed.is_none_or(|a| a.contains(n)))
                 .collect();
-            return Err(format!("unknown tool `{}`; available: {}", call.name, names.join(", ")));
+            return Err(format!(
+                "unknown tool `{}`; available: {}",
+                call.name,
+                names.join(", ")
+            ));
         };
         if let Some(allowed) = allowed
             && !allowed.contains(&call.name.as_str())
         {
-            return Err(format!("tool `{}` is not allowed here; allowed: {}", call.name, allowed.join(", ")));
+            return Err(format!(
+                "tool `{}` is not allowed here; allowed: {}",
+                call.name,
+                allowed.join(", ")
+            ));
         }
         let errors: Vec<String> = entry
             .validator
@@ -538,11 +566,20 @@ impl ToolRegistry {
         if errors.is_empty() {
             Ok(())
         } else {
-            Err(format!("arguments for `{}` do not match its schema: {}", call.name, errors.join("; ")))
+            Err(format!(
+                "arguments for `{}` do not match its schema: {}",
+                call.name,
+                errors.join("; ")
+            ))
         }
     }
 
-    pub async fn invoke(&self, staging: &Staging, call: &ToolCall, allowed: Option<&[&str]>) -> ToolOutcome {
+    pub async fn invoke(
+        &self,
+        staging: &Staging,
+        call: &ToolCall,
+        allowed: Option<&[&str]>,
+    ) -> ToolOutcome {
         let result = match self.validate(call, allowed) {
             Err(e) => Err(e),
             Ok(()) => match self.tools.get(call.name.as_str()) {
@@ -572,21 +609,34 @@ mod tests {
     #[test]
     fn a_call_missing_a_required_argument_is_refused_with_the_reason() {
         let reg = ToolRegistry::builtin();
-        let err = reg.validate(&call("doc_write", json!({"path": "a.md"})), None).unwrap_err();
+        let err = reg
+            .validate(&call("doc_write", json!({"path": "a.md"})), None)
+            .unwrap_err();
         assert!(err.contains("content"), "{err}");
     }
 
     #[test]
     fn unknown_arguments_and_wrong_types_are_refused() {
         let reg = ToolRegistry::builtin();
-        assert!(reg.validate(&call("doc_read", json!({"path": "a", "x": 1})), None).is_err());
-        assert!(reg.validate(&call("doc_read", json!({"path": 5})), None).is_err());
-        assert!(reg.validate(&call("doc_read", json!({"path": "a"})), None).is_ok());
+        assert!(
+            reg.validate(&call("doc_read", json!({"path": "a", "x": 1})), None)
+                .is_err()
+        );
+        assert!(
+            reg.validate(&call("doc_read", json!({"path": 5})), None)
+                .is_err()
+        );
+        assert!(
+            reg.validate(&call("doc_read", json!({"path": "a"})), None)
+                .is_ok()
+        );
     }
 
     #[test]
     fn an_unknown_tool_lists_what_is_available() {
-        let err = ToolRegistry::builtin().validate(&call("shell", json!({})), None).unwrap_err();
+        let err = ToolRegistry::builtin()
+            .validate(&call("shell", json!({})), None)
+            .unwrap_err();
         assert!(err.contains("doc_write") && err.contains("shell"), "{err}");
     }
 
@@ -594,7 +644,10 @@ mod tests {
     fn executors_cannot_ask_the_user() {
         let reg = ToolRegistry::builtin();
         let err = reg
-            .validate(&call("ask_user", json!({"questions": ["?"]})), Some(&EXECUTOR_TOOLS))
+            .validate(
+                &call("ask_user", json!({"questions": ["?"]})),
+                Some(&EXECUTOR_TOOLS),
+            )
             .unwrap_err();
         assert!(err.contains("not allowed"), "{err}");
     }

@@ -44,18 +44,38 @@ impl Notifier for ChannelNotifier {
     }
 }
 
-/// Writes each outcome into the owner's inbox. Idempotent per outcome.
+/// Writes each outcome into the owner's inbox (idempotent per outcome). On shutdown it drains
+/// what was already published, then stops.
 pub async fn consume_notifications(
     mut rx: mpsc::UnboundedReceiver<OutcomeMessage>,
     store: Arc<dyn RunStore>,
+    mut shutdown: watch::Receiver<bool>,
 ) {
-    while let Some(msg) = rx.recv().await {
-        let n = notification_for(&msg);
-        match store.put_notification(&n).await {
-            Ok(true) => info!(run_id = %msg.run_id, status = %msg.status, link = %msg.link, "run outcome"),
-            Ok(false) => {}
-            Err(e) => error!(run_id = %msg.run_id, error = %e, "could not record notification"),
+    loop {
+        let msg = tokio::select! {
+            m = rx.recv() => m,
+            _ = shutdown.changed() => {
+                while let Ok(m) = rx.try_recv() {
+                    record(&*store, &m).await;
+                }
+                return;
+            }
+        };
+        match msg {
+            Some(m) => record(&*store, &m).await,
+            None => return,
         }
+    }
+}
+
+async fn record(store: &dyn RunStore, msg: &OutcomeMessage) {
+    let n = notification_for(msg);
+    match store.put_notification(&n).await {
+        Ok(true) => {
+            info!(run_id = %msg.run_id, status = %msg.status, link = %msg.link, "run outcome")
+        }
+        Ok(false) => {}
+        Err(e) => error!(run_id = %msg.run_id, error = %e, "could not record notification"),
     }
 }
 
@@ -133,7 +153,10 @@ impl WorkerLoop {
     }
 
     pub async fn poll_once(&self) -> Result<PollStats, EngineError> {
-        let deliveries = self.queue.receive(self.config.batch, self.config.visibility_ms).await?;
+        let deliveries = self
+            .queue
+            .receive(self.config.batch, self.config.visibility_ms)
+            .await?;
         let received = deliveries.len();
         let owner = self.owner();
         let results = join_all(deliveries.iter().map(|d| self.handle(d, &owner))).await;
@@ -171,9 +194,16 @@ impl WorkerLoop {
                 true
             }
             Err(e) => {
-                let delay = if e.is_retryable() { 1_000 } else { self.config.visibility_ms };
+                let delay = if e.is_retryable() {
+                    1_000
+                } else {
+                    self.config.visibility_ms
+                };
                 error!(run_id = %msg.run_id, iteration = msg.iteration, error = %e, "step failed; will retry");
-                let _ = self.queue.extend(&d.receipt, delay.min(self.config.visibility_ms)).await;
+                let _ = self
+                    .queue
+                    .extend(&d.receipt, delay.min(self.config.visibility_ms))
+                    .await;
                 false
             }
         }

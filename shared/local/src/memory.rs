@@ -54,14 +54,24 @@ fn apply(state: &mut State, mut change: RunChange, base_seq: u64) -> Result<Run,
     let at = change.run.updated_at;
     let events = sequence_events(&mut change, base_seq, at);
     if let Some(rec) = &change.iteration
-        && state.iterations.get(&id).is_some_and(|m| m.contains_key(&rec.n))
+        && state
+            .iterations
+            .get(&id)
+            .is_some_and(|m| m.contains_key(&rec.n))
     {
-        return Err(StoreError::Corrupt(format!("iteration {} committed twice", rec.n)));
+        return Err(StoreError::Corrupt(format!(
+            "iteration {} committed twice",
+            rec.n
+        )));
     }
     state.active.insert(user, count);
     state.events.entry(id.clone()).or_default().extend(events);
     if let Some(rec) = change.iteration {
-        state.iterations.entry(id.clone()).or_default().insert(rec.n, rec);
+        state
+            .iterations
+            .entry(id.clone())
+            .or_default()
+            .insert(rec.n, rec);
     }
     let docs = state.docs.entry(id.clone()).or_default();
     for d in change.docs {
@@ -77,8 +87,7 @@ fn apply(state: &mut State, mut change: RunChange, base_seq: u64) -> Result<Run,
 pub(crate) fn run_matches(run: &Run, user_id: &str, q: &RunQuery) -> bool {
     run.user_id == user_id
         && q.status.is_none_or(|s| s == run.status)
-        && q
-            .before
+        && q.before
             .as_ref()
             .is_none_or(|(at, id)| (run.created_at, run.id.as_str()) < (*at, id.as_str()))
 }
@@ -121,25 +130,51 @@ impl RunStore for InMemoryRunStore {
         apply(&mut state, c, base)
     }
 
-    async fn events(&self, run_id: &str, after: u64, limit: usize) -> Result<Vec<Event>, StoreError> {
+    async fn events(
+        &self,
+        run_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
         let state = self.lock();
         Ok(state
             .events
             .get(run_id)
-            .map(|e| e.iter().filter(|e| e.seq > after).take(limit).cloned().collect())
+            .map(|e| {
+                e.iter()
+                    .filter(|e| e.seq > after)
+                    .take(limit)
+                    .cloned()
+                    .collect()
+            })
             .unwrap_or_default())
     }
 
-    async fn iterations(&self, run_id: &str, after: u32, limit: usize) -> Result<Vec<IterationRecord>, StoreError> {
+    async fn iterations(
+        &self,
+        run_id: &str,
+        after: u32,
+        limit: usize,
+    ) -> Result<Vec<IterationRecord>, StoreError> {
         let state = self.lock();
         Ok(state
             .iterations
             .get(run_id)
-            .map(|m| m.range(after + 1..).take(limit).map(|(_, r)| r.clone()).collect())
+            .map(|m| {
+                m.range(after + 1..)
+                    .take(limit)
+                    .map(|(_, r)| r.clone())
+                    .collect()
+            })
             .unwrap_or_default())
     }
 
-    async fn docs(&self, run_id: &str, prefix: &str, limit: usize) -> Result<Vec<DocMeta>, StoreError> {
+    async fn docs(
+        &self,
+        run_id: &str,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<DocMeta>, StoreError> {
         let state = self.lock();
         Ok(state
             .docs
@@ -155,10 +190,20 @@ impl RunStore for InMemoryRunStore {
     }
 
     async fn doc(&self, run_id: &str, path: &str) -> Result<Option<Doc>, StoreError> {
-        Ok(self.lock().docs.get(run_id).and_then(|m| m.get(path)).cloned())
+        Ok(self
+            .lock()
+            .docs
+            .get(run_id)
+            .and_then(|m| m.get(path))
+            .cloned())
     }
 
-    async fn search_docs(&self, run_id: &str, query: &str, limit: usize) -> Result<Vec<DocHit>, StoreError> {
+    async fn search_docs(
+        &self,
+        run_id: &str,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<DocHit>, StoreError> {
         let needle = query.to_lowercase();
         let state = self.lock();
         Ok(state
@@ -168,10 +213,12 @@ impl RunStore for InMemoryRunStore {
                 m.values()
                     .filter_map(|d| {
                         let pos = d.content.to_lowercase().find(&needle);
-                        (pos.is_some() || d.title.to_lowercase().contains(&needle)).then(|| DocHit {
-                            path: d.path.clone(),
-                            title: d.title.clone(),
-                            snippet: snippet(&d.content, pos.unwrap_or(0)),
+                        (pos.is_some() || d.title.to_lowercase().contains(&needle)).then(|| {
+                            DocHit {
+                                path: d.path.clone(),
+                                title: d.title.clone(),
+                                snippet: snippet(&d.content, pos.unwrap_or(0)),
+                            }
                         })
                     })
                     .take(limit)
@@ -204,7 +251,11 @@ impl RunStore for InMemoryRunStore {
         Ok(true)
     }
 
-    async fn notifications(&self, user_id: &str, limit: usize) -> Result<Vec<Notification>, StoreError> {
+    async fn notifications(
+        &self,
+        user_id: &str,
+        limit: usize,
+    ) -> Result<Vec<Notification>, StoreError> {
         let state = self.lock();
         let mut out: Vec<Notification> = state
             .notifications
@@ -279,9 +330,15 @@ impl InMemoryStepQueue {
 
 #[async_trait]
 impl StepQueue for InMemoryStepQueue {
-    async fn enqueue(&self, msg: &StepMessage, dedup_id: &str, delay_ms: u64) -> Result<Enqueued, QueueError> {
+    async fn enqueue(
+        &self,
+        msg: &StepMessage,
+        dedup_id: &str,
+        delay_ms: u64,
+    ) -> Result<Enqueued, QueueError> {
         let now = self.clock.now_ms();
-        let body = serde_json::to_string(msg).map_err(|e| QueueError::Unavailable(e.to_string()))?;
+        let body =
+            serde_json::to_string(msg).map_err(|e| QueueError::Unavailable(e.to_string()))?;
         let mut s = self.lock();
         s.dedup.retain(|_, exp| *exp > now);
         if s.dedup.contains_key(dedup_id) {

@@ -97,9 +97,12 @@ impl SqliteDb {
     }
 
     fn init(conn: Connection) -> Result<Self, StoreError> {
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(unavailable)?;
-        conn.pragma_update(None, "synchronous", "FULL").map_err(unavailable)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(unavailable)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(unavailable)?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(unavailable)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(unavailable)?;
         conn.execute_batch(SCHEMA).map_err(unavailable)?;
         Ok(SqliteDb {
             conn: Arc::new(Mutex::new(conn)),
@@ -129,7 +132,11 @@ fn load_run(conn: &Connection, run_id: &str) -> Result<Option<Run>, StoreError> 
     body.map(|b| from_json(&b)).transpose()
 }
 
-fn write_change(conn: &Connection, mut change: RunChange, base_seq: u64) -> Result<Run, StoreError> {
+fn write_change(
+    conn: &Connection,
+    mut change: RunChange,
+    base_seq: u64,
+) -> Result<Run, StoreError> {
     let run_id = change.run.id.clone();
     let user = change.run.user_id.clone();
     match change.active {
@@ -180,13 +187,21 @@ fn write_change(conn: &Connection, mut change: RunChange, base_seq: u64) -> Resu
             .prepare_cached("INSERT INTO events (run_id, seq, body) VALUES (?1, ?2, ?3)")
             .map_err(unavailable)?;
         for e in &events {
-            st.execute(params![run_id, e.seq as i64, to_json(e)?]).map_err(unavailable)?;
+            st.execute(params![run_id, e.seq as i64, to_json(e)?])
+                .map_err(unavailable)?;
         }
     }
     if let Some(rec) = &change.iteration {
         // A plain INSERT: a second commit of the same iteration is a bug and must fail loudly.
         conn.prepare_cached("INSERT INTO iterations (run_id, n, body) VALUES (?1, ?2, ?3)")
-            .and_then(|mut st| st.execute(params![run_id, rec.n, to_json(rec).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?]))
+            .and_then(|mut st| {
+                st.execute(params![
+                    run_id,
+                    rec.n,
+                    to_json(rec)
+                        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?
+                ])
+            })
             .map_err(|e| StoreError::Corrupt(format!("iteration {}: {e}", rec.n)))?;
     }
     {
@@ -196,13 +211,25 @@ fn write_change(conn: &Connection, mut change: RunChange, base_seq: u64) -> Resu
             )
             .map_err(unavailable)?;
         for d in &change.docs {
-            st.execute(params![run_id, d.path, d.title, d.content, to_json(&d.meta())?])
-                .map_err(unavailable)?;
+            st.execute(params![
+                run_id,
+                d.path,
+                d.title,
+                d.content,
+                to_json(&d.meta())?
+            ])
+            .map_err(unavailable)?;
         }
     }
     if let Some(p) = &change.pad {
         conn.prepare_cached("INSERT OR REPLACE INTO pads (run_id, n, body) VALUES (?1, ?2, ?3)")
-            .and_then(|mut st| st.execute(params![run_id, p.n, to_json(p).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?]))
+            .and_then(|mut st| {
+                st.execute(params![
+                    run_id,
+                    p.n,
+                    to_json(p).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?
+                ])
+            })
             .map_err(unavailable)?;
     }
     Ok(change.run)
@@ -232,7 +259,9 @@ impl RunStore for SqliteRunStore {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(unavailable)?;
         if load_run(&tx, &change.run.id)?.is_some() {
-            return Err(Rejection::Conflict(format!("run {} already exists", change.run.id)).into());
+            return Err(
+                Rejection::Conflict(format!("run {} already exists", change.run.id)).into(),
+            );
         }
         let run = write_change(&tx, change, 0)?;
         tx.commit().map_err(unavailable)?;
@@ -269,7 +298,12 @@ impl RunStore for SqliteRunStore {
         Ok(run)
     }
 
-    async fn events(&self, run_id: &str, after: u64, limit: usize) -> Result<Vec<Event>, StoreError> {
+    async fn events(
+        &self,
+        run_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
         query_json(
             &self.db.lock(),
             "SELECT body FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
@@ -277,7 +311,12 @@ impl RunStore for SqliteRunStore {
         )
     }
 
-    async fn iterations(&self, run_id: &str, after: u32, limit: usize) -> Result<Vec<IterationRecord>, StoreError> {
+    async fn iterations(
+        &self,
+        run_id: &str,
+        after: u32,
+        limit: usize,
+    ) -> Result<Vec<IterationRecord>, StoreError> {
         query_json(
             &self.db.lock(),
             "SELECT body FROM iterations WHERE run_id = ?1 AND n > ?2 ORDER BY n LIMIT ?3",
@@ -285,7 +324,12 @@ impl RunStore for SqliteRunStore {
         )
     }
 
-    async fn docs(&self, run_id: &str, prefix: &str, limit: usize) -> Result<Vec<DocMeta>, StoreError> {
+    async fn docs(
+        &self,
+        run_id: &str,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<DocMeta>, StoreError> {
         // substr() rather than LIKE: paths may contain % and _.
         query_json(
             &self.db.lock(),
@@ -298,7 +342,10 @@ impl RunStore for SqliteRunStore {
         let conn = self.db.lock();
         let row: Option<(String, String, String)> = conn
             .prepare_cached("SELECT title, content, body FROM docs WHERE run_id = ?1 AND path = ?2")
-            .and_then(|mut st| st.query_row([run_id, path], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional())
+            .and_then(|mut st| {
+                st.query_row([run_id, path], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                    .optional()
+            })
             .map_err(unavailable)?;
         let Some((title, content, meta)) = row else {
             return Ok(None);
@@ -316,7 +363,12 @@ impl RunStore for SqliteRunStore {
         }))
     }
 
-    async fn search_docs(&self, run_id: &str, query: &str, limit: usize) -> Result<Vec<DocHit>, StoreError> {
+    async fn search_docs(
+        &self,
+        run_id: &str,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<DocHit>, StoreError> {
         let needle = query.to_lowercase();
         let conn = self.db.lock();
         let mut st = conn
@@ -328,7 +380,11 @@ impl RunStore for SqliteRunStore {
             .map_err(unavailable)?;
         let rows = st
             .query_map(params![run_id, needle, limit as i64], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?))
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
             })
             .map_err(unavailable)?;
         let mut out = vec![];
@@ -357,7 +413,11 @@ impl RunStore for SqliteRunStore {
     async fn active_runs(&self, user_id: &str) -> Result<u32, StoreError> {
         self.db
             .lock()
-            .query_row("SELECT count FROM active WHERE user_id = ?1", [user_id], |r| r.get(0))
+            .query_row(
+                "SELECT count FROM active WHERE user_id = ?1",
+                [user_id],
+                |r| r.get(0),
+            )
             .optional()
             .map(|c| c.unwrap_or(0))
             .map_err(unavailable)
@@ -375,7 +435,11 @@ impl RunStore for SqliteRunStore {
         Ok(inserted == 1)
     }
 
-    async fn notifications(&self, user_id: &str, limit: usize) -> Result<Vec<Notification>, StoreError> {
+    async fn notifications(
+        &self,
+        user_id: &str,
+        limit: usize,
+    ) -> Result<Vec<Notification>, StoreError> {
         query_json(
             &self.db.lock(),
             "SELECT body FROM notifications WHERE user_id = ?1 ORDER BY at DESC, id DESC LIMIT ?2",
@@ -418,7 +482,9 @@ impl SqliteStepQueue {
 
     pub fn dead_letters(&self) -> Result<Vec<String>, QueueError> {
         let conn = self.db.lock();
-        let mut st = conn.prepare("SELECT body FROM queue WHERE dead = 1 ORDER BY seq").map_err(q_err)?;
+        let mut st = conn
+            .prepare("SELECT body FROM queue WHERE dead = 1 ORDER BY seq")
+            .map_err(q_err)?;
         let rows = st.query_map([], |r| r.get(0)).map_err(q_err)?;
         rows.collect::<Result<Vec<String>, _>>().map_err(q_err)
     }
@@ -426,14 +492,24 @@ impl SqliteStepQueue {
 
 #[async_trait]
 impl StepQueue for SqliteStepQueue {
-    async fn enqueue(&self, msg: &StepMessage, dedup_id: &str, delay_ms: u64) -> Result<Enqueued, QueueError> {
+    async fn enqueue(
+        &self,
+        msg: &StepMessage,
+        dedup_id: &str,
+        delay_ms: u64,
+    ) -> Result<Enqueued, QueueError> {
         let now = self.clock.now_ms();
         let body = serde_json::to_string(msg).map_err(q_err)?;
         let mut conn = self.db.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(q_err)?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(q_err)?;
         let live: Option<i64> = tx
             .prepare_cached("SELECT expires_at FROM dedup WHERE dedup_id = ?1 AND expires_at > ?2")
-            .and_then(|mut st| st.query_row(params![dedup_id, now], |r| r.get(0)).optional())
+            .and_then(|mut st| {
+                st.query_row(params![dedup_id, now], |r| r.get(0))
+                    .optional()
+            })
             .map_err(q_err)?;
         if live.is_some() {
             return Ok(Enqueued::Duplicate);
@@ -455,7 +531,9 @@ impl StepQueue for SqliteStepQueue {
     async fn receive(&self, max: usize, visibility_ms: u64) -> Result<Vec<Delivery>, QueueError> {
         let now = self.clock.now_ms();
         let mut conn = self.db.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(q_err)?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(q_err)?;
         let heads: Vec<(i64, String, u32)> = {
             // The head of each group, if visible: an in-flight head blocks its group (FIFO).
             let mut st = tx
@@ -467,14 +545,17 @@ impl StepQueue for SqliteStepQueue {
                 )
                 .map_err(q_err)?;
             let rows = st
-                .query_map(params![now, max as i64], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .query_map(params![now, max as i64], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
                 .map_err(q_err)?;
             rows.collect::<Result<_, _>>().map_err(q_err)?
         };
         let mut out = vec![];
         for (seq, body, count) in heads {
             if count >= self.max_receives {
-                tx.execute("UPDATE queue SET dead = 1 WHERE seq = ?1", [seq]).map_err(q_err)?;
+                tx.execute("UPDATE queue SET dead = 1 WHERE seq = ?1", [seq])
+                    .map_err(q_err)?;
                 continue;
             }
             let receipt = format!("{seq}-{}", count + 1);

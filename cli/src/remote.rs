@@ -1,0 +1,315 @@
+//! Client commands against a running API.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+
+use crate::Command;
+
+struct Client {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl Client {
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value> {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(&self.token);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req
+            .send()
+            .await
+            .with_context(|| format!("cannot reach {}", self.base))?;
+        let status = resp.status();
+        let text = resp.text().await?;
+        let v: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        if !status.is_success() {
+            let detail = v["detail"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| v.to_string());
+            bail!("{} ({})", detail, status.as_u16());
+        }
+        Ok(v)
+    }
+
+    async fn get(&self, path: &str) -> Result<Value> {
+        self.call(reqwest::Method::GET, path, None).await
+    }
+
+    async fn post(&self, path: &str, body: Value) -> Result<Value> {
+        self.call(reqwest::Method::POST, path, Some(body)).await
+    }
+}
+
+fn token(explicit: Option<String>) -> Result<String> {
+    if let Some(t) = explicit {
+        return Ok(t);
+    }
+    std::fs::read_to_string(".longrun/token")
+        .map(|t| t.trim().to_string())
+        .context("no token: pass --token, set LONGRUN_TOKEN, or run `longrun serve` here once")
+}
+
+fn print(v: &Value, json: bool, text: impl FnOnce(&Value) -> String) {
+    if json {
+        println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+    } else {
+        println!("{}", text(v));
+    }
+}
+
+fn run_line(r: &Value) -> String {
+    format!(
+        "{}  {:<16} it {:>3}  {:>8} tok  ${:.6}  {}",
+        r["id"].as_str().unwrap_or(""),
+        r["status"].as_str().unwrap_or(""),
+        r["iteration"],
+        r["tokens"],
+        r["cost_usd"]
+            .as_f64()
+            .or_else(|| r["metrics"]["cost_usd"].as_f64())
+            .unwrap_or(0.0),
+        r["objective"]
+            .as_str()
+            .unwrap_or("")
+            .chars()
+            .take(60)
+            .collect::<String>()
+    )
+}
+
+fn event_line(e: &Value) -> String {
+    let p = &e["payload"];
+    let detail = match e["type"].as_str().unwrap_or("") {
+        "iteration_cost_update" => format!(
+            "iteration {} · {} · run {} tokens · ${:.6}",
+            p["iteration"],
+            p["role"].as_str().unwrap_or(""),
+            p["run_tokens"],
+            p["run_cost_usd"].as_f64().unwrap_or(0.0)
+        ),
+        "iteration_committed" => format!(
+            "iteration {} → {} · {}",
+            p["iteration"],
+            p["status"].as_str().unwrap_or(""),
+            p["summary"].as_str().unwrap_or("")
+        ),
+        "iteration_started" => format!("iteration {}", p["iteration"]),
+        _ => p.to_string(),
+    };
+    format!(
+        "#{:<5} {:<22} {}",
+        e["seq"],
+        e["type"].as_str().unwrap_or(""),
+        detail
+    )
+}
+
+const SETTLED: [&str; 5] = [
+    "run_completed",
+    "run_stopped",
+    "run_canceled",
+    "run_failed",
+    "run_waiting",
+];
+
+async fn follow(c: &Client, id: &str, mut after: u64, json: bool) -> Result<()> {
+    loop {
+        let page = c
+            .get(&format!("/v1/runs/{id}/events?after={after}&wait=20"))
+            .await?;
+        let events = page["events"].as_array().cloned().unwrap_or_default();
+        for e in &events {
+            if json {
+                println!("{e}");
+            } else {
+                println!("{}", event_line(e));
+            }
+            after = e["seq"].as_u64().unwrap_or(after);
+            if SETTLED.contains(&e["type"].as_str().unwrap_or("")) {
+                return Ok(());
+            }
+        }
+    }
+}
+
+pub async fn run(
+    cmd: Command,
+    api_url: &str,
+    token_flag: Option<String>,
+    json: bool,
+) -> Result<()> {
+    let c = Client {
+        http: reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()?,
+        base: api_url.trim_end_matches('/').to_string(),
+        token: token(token_flag)?,
+    };
+    match cmd {
+        Command::Run {
+            objective,
+            budgets,
+            model,
+            follow: f,
+            ..
+        } => {
+            let b = budgets.input();
+            let mut body = json!({"objective": objective, "budgets": b});
+            if let Some(m) = model {
+                body["model"] = json!(m);
+            }
+            let run = c.post("/v1/runs", body).await?;
+            let id = run["id"].as_str().unwrap_or_default().to_string();
+            print(&run, json && !f, |r| {
+                format!(
+                    "started {} ({})",
+                    r["id"].as_str().unwrap_or(""),
+                    r["link"].as_str().unwrap_or("")
+                )
+            });
+            if f {
+                follow(&c, &id, 0, json).await?;
+            }
+        }
+        Command::Status { run_id } => {
+            let r = c.get(&format!("/v1/runs/{run_id}")).await?;
+            print(&r, json, |r| {
+                format!(
+                    "{}\nstatus {} · iteration {} · {} tokens · ${:.6}\nstopping reason: {}",
+                    run_line(r),
+                    r["status"].as_str().unwrap_or(""),
+                    r["iteration"],
+                    r["tokens"],
+                    r["metrics"]["cost_usd"].as_f64().unwrap_or(0.0),
+                    r["stopping_reason"]
+                )
+            });
+        }
+        Command::List { status } => {
+            let q = status.map(|s| format!("?status={s}")).unwrap_or_default();
+            let v = c.get(&format!("/v1/runs{q}")).await?;
+            print(&v, json, |v| {
+                let mut lines: Vec<String> = v["runs"]
+                    .as_array()
+                    .map(|a| a.iter().map(run_line).collect())
+                    .unwrap_or_default();
+                lines.push(format!("active {} of {}", v["active"], v["active_limit"]));
+                lines.join("\n")
+            });
+        }
+        Command::Events {
+            run_id,
+            after,
+            follow: true,
+        } => follow(&c, &run_id, after, json).await?,
+        Command::Events { run_id, after, .. } => {
+            let v = c
+                .get(&format!(
+                    "/v1/runs/{run_id}/events?after={after}&limit=1000"
+                ))
+                .await?;
+            print(&v, json, |v| {
+                v["events"]
+                    .as_array()
+                    .map(|a| a.iter().map(event_line).collect::<Vec<_>>().join("\n"))
+                    .unwrap_or_default()
+            });
+        }
+        Command::Cancel { run_id } => {
+            let r = c
+                .post(&format!("/v1/runs/{run_id}/cancel"), json!({}))
+                .await?;
+            print(&r, json, |r| {
+                format!(
+                    "{} is {}{}",
+                    run_id,
+                    r["status"].as_str().unwrap_or(""),
+                    if r["cancel_requested"] == true && r["status"] == "running" {
+                        " (cancel requested; stops before its next model call)"
+                    } else {
+                        ""
+                    }
+                )
+            });
+        }
+        Command::Respond { run_id, answer } => {
+            let r = c
+                .post(
+                    &format!("/v1/runs/{run_id}/respond"),
+                    json!({"answer": answer}),
+                )
+                .await?;
+            print(&r, json, |r| {
+                format!("{} is {}", run_id, r["status"].as_str().unwrap_or(""))
+            });
+        }
+        Command::Continue { run_id, budgets } => {
+            let r = c
+                .post(
+                    &format!("/v1/runs/{run_id}/continue"),
+                    json!({"budgets": budgets.input()}),
+                )
+                .await?;
+            print(&r, json, |r| {
+                format!("{} is {}", run_id, r["status"].as_str().unwrap_or(""))
+            });
+        }
+        Command::Report { run_id } => {
+            let r = c.get(&format!("/v1/runs/{run_id}/report")).await?;
+            print(&r, json, |r| {
+                serde_json::to_string_pretty(r).unwrap_or_default()
+            });
+        }
+        Command::Workspace {
+            run_id,
+            path: Some(path),
+        } => {
+            let d = c
+                .get(&format!(
+                    "/v1/runs/{run_id}/docs/{}",
+                    path.trim_start_matches('/')
+                ))
+                .await?;
+            print(&d, json, |d| {
+                d["content"].as_str().unwrap_or("").to_string()
+            });
+        }
+        Command::Workspace { run_id, path: None } => {
+            let w = c.get(&format!("/v1/runs/{run_id}/workspace")).await?;
+            print(&w, json, |w| {
+                w["docs"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .map(|d| {
+                                format!(
+                                    "{:<40} v{} {:>6} B  {}",
+                                    d["path"].as_str().unwrap_or(""),
+                                    d["version"],
+                                    d["bytes"],
+                                    d["title"].as_str().unwrap_or("")
+                                )
+                            })
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    })
+                    .unwrap_or_default()
+            });
+        }
+        Command::Serve { .. } | Command::Demo { .. } => unreachable!("handled in main"),
+    }
+    Ok(())
+}

@@ -1,0 +1,577 @@
+//! The HTTP API under `/v1`. Every route but `/healthz` and `/v1/openapi.json` needs a bearer
+//! token; another user's run is indistinguishable from a missing one (404).
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, Query, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures_util::Stream;
+use longrun_domain::change;
+use longrun_domain::run::{Budgets, BudgetsInput, Metrics, Run, RunStatus, Streaks};
+use longrun_domain::{DocMeta, Thresholds};
+use longrun_engine::StepReason;
+use longrun_engine::ports::RunQuery;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::error::{ApiError, ApiJson};
+use crate::platform::Platform;
+
+/// The caller, from `Authorization: Bearer <token>`.
+pub struct User(pub String);
+
+impl FromRequestParts<Platform> for User {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, p: &Platform) -> Result<Self, Self::Rejection> {
+        let token = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim)
+            .ok_or(ApiError::Unauthorized)?;
+        p.config
+            .tokens
+            .user_for(token)
+            .map(|u| User(u.to_string()))
+            .ok_or(ApiError::Unauthorized)
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateRun {
+    /// What the run must achieve.
+    pub objective: String,
+    #[serde(default)]
+    pub budgets: BudgetsInput,
+    #[serde(default)]
+    pub thresholds: Option<Thresholds>,
+    /// `provider:model`; one of the server's configured models.
+    #[serde(default)]
+    pub model: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RespondBody {
+    pub answer: String,
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContinueBody {
+    #[serde(default)]
+    pub budgets: BudgetsInput,
+}
+
+/// Validates and creates a run, then enqueues its first iteration.
+pub async fn create_run(p: &Platform, user: &str, req: CreateRun) -> Result<Run, ApiError> {
+    let objective = req.objective.trim();
+    if objective.is_empty() {
+        return Err(ApiError::Unprocessable(
+            "objective must not be empty".into(),
+        ));
+    }
+    if objective.len() > p.config.max_objective_bytes {
+        return Err(ApiError::Unprocessable(format!(
+            "objective is {} bytes; the limit is {} bytes",
+            objective.len(),
+            p.config.max_objective_bytes
+        )));
+    }
+    let budgets: Budgets = req.budgets.resolve(&p.config.default_budgets)?;
+    let thresholds = req.thresholds.unwrap_or_default();
+    thresholds.validate()?;
+    let model = req
+        .model
+        .unwrap_or_else(|| p.config.default_model().to_string());
+    if !p.config.models.contains(&model) {
+        return Err(ApiError::Unprocessable(format!(
+            "model `{model}` is not available; choose one of: {}",
+            p.config.models.join(", ")
+        )));
+    }
+    if budgets.max_cost_usd.is_some() && !p.config.priced_models.contains(&model) {
+        return Err(ApiError::Unprocessable(format!(
+            "budgets.max_cost_usd cannot be enforced: no price is known for model `{model}`"
+        )));
+    }
+    let now = p.clock.now_ms();
+    let run = Run {
+        id: format!("run_{}", uuid::Uuid::new_v4().simple()),
+        user_id: user.to_string(),
+        objective: objective.to_string(),
+        status: RunStatus::Queued,
+        iteration: 0,
+        model,
+        budgets,
+        thresholds,
+        metrics: Metrics::default(),
+        plan: vec![],
+        streaks: Streaks::default(),
+        lease: None,
+        cancel_requested: false,
+        event_seq: 0,
+        parent_run_id: None,
+        depth: 0,
+        pending_answers: vec![],
+        questions: vec![],
+        hints: vec![],
+        remaining_work: vec![],
+        last_iteration: None,
+        stopping_reason: None,
+        report: None,
+        notified: false,
+        created_at: now,
+        updated_at: now,
+        ended_at: None,
+    };
+    let run = p
+        .store
+        .create_run(change::create(run, p.config.active_limit))
+        .await?;
+    // If this send fails the run stays queued; the sweeper re-enqueues it.
+    p.dispatch.enqueue_next(&run, StepReason::Start).await?;
+    Ok(run)
+}
+
+pub fn run_view(p: &Platform, run: &Run) -> Value {
+    let mut v = serde_json::to_value(run).unwrap_or_default();
+    if let Some(obj) = v.as_object_mut() {
+        obj.remove("lease");
+        obj.insert("link".into(), json!(p.dispatch.link(&run.id)));
+        obj.insert("tokens".into(), json!(run.metrics.tokens()));
+    }
+    v
+}
+
+async fn owned(p: &Platform, user: &User, id: &str) -> Result<Run, ApiError> {
+    match p.store.get_run(id).await? {
+        Some(run) if run.user_id == user.0 => Ok(run),
+        _ => Err(ApiError::NotFound(format!("run {id}"))),
+    }
+}
+
+async fn post_run(
+    State(p): State<Platform>,
+    user: User,
+    ApiJson(body): ApiJson<CreateRun>,
+) -> Result<Response, ApiError> {
+    let run = create_run(&p, &user.0, body).await?;
+    let location = format!("/v1/runs/{}", run.id);
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(run_view(&p, &run)),
+    )
+        .into_response())
+}
+
+#[derive(Debug, Deserialize)]
+struct ListQuery {
+    status: Option<String>,
+    limit: Option<usize>,
+    cursor: Option<String>,
+}
+
+async fn list_runs(
+    State(p): State<Platform>,
+    user: User,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let status = match q.status.as_deref() {
+        None | Some("") => None,
+        Some(s) => Some(
+            RunStatus::parse(s)
+                .ok_or_else(|| ApiError::BadRequest(format!("unknown status `{s}`")))?,
+        ),
+    };
+    let before = match q.cursor.as_deref() {
+        None | Some("") => None,
+        Some(c) => {
+            let (at, id) = c
+                .split_once('_')
+                .and_then(|(at, id)| Some((at.parse::<i64>().ok()?, id.to_string())))
+                .ok_or_else(|| {
+                    ApiError::BadRequest(
+                        "cursor is malformed; pass back next_cursor unchanged".into(),
+                    )
+                })?;
+            Some((at, id))
+        }
+    };
+    let limit = q.limit.unwrap_or(50).clamp(1, 200);
+    let runs = p
+        .store
+        .list_runs(
+            &user.0,
+            &RunQuery {
+                status,
+                before,
+                limit,
+            },
+        )
+        .await?;
+    let next_cursor = (runs.len() == limit)
+        .then(|| runs.last().map(|r| format!("{}_{}", r.created_at, r.id)))
+        .flatten();
+    let active = p.store.active_runs(&user.0).await?;
+    let summaries: Vec<Value> = runs
+        .iter()
+        .map(|r| {
+            json!({
+                "id": r.id, "objective": r.objective.chars().take(200).collect::<String>(),
+                "status": r.status, "iteration": r.iteration, "created_at": r.created_at,
+                "updated_at": r.updated_at, "tokens": r.metrics.tokens(), "cost_usd": r.metrics.cost_usd,
+                "stopping_reason": r.stopping_reason, "link": p.dispatch.link(&r.id),
+            })
+        })
+        .collect();
+    Ok(Json(
+        json!({"runs": summaries, "next_cursor": next_cursor, "active": active, "active_limit": p.config.active_limit}),
+    ))
+}
+
+async fn get_run(
+    State(p): State<Platform>,
+    user: User,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let run = owned(&p, &user, &id).await?;
+    Ok(Json(run_view(&p, &run)))
+}
+
+#[derive(Debug, Deserialize)]
+struct EventsQuery {
+    after: Option<u64>,
+    wait: Option<u64>,
+    limit: Option<usize>,
+}
+
+const POLL: Duration = Duration::from_millis(100);
+
+async fn events(
+    State(p): State<Platform>,
+    user: User,
+    Path(id): Path<String>,
+    Query(q): Query<EventsQuery>,
+) -> Result<Json<Value>, ApiError> {
+    owned(&p, &user, &id).await?;
+    let after = q.after.unwrap_or(0);
+    let limit = q.limit.unwrap_or(100).clamp(1, 1000);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(q.wait.unwrap_or(0).min(30));
+    loop {
+        let events = p.store.events(&id, after, limit).await?;
+        if !events.is_empty() || tokio::time::Instant::now() >= deadline {
+            let next_after = events.last().map_or(after, |e| e.seq);
+            return Ok(Json(json!({"events": events, "next_after": next_after})));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+async fn stream(
+    State(p): State<Platform>,
+    user: User,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Query(q): Query<EventsQuery>,
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    owned(&p, &user, &id).await?;
+    // A reconnecting EventSource resumes from the last seq it saw.
+    let start = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .or(q.after)
+        .unwrap_or(0);
+    let s =
+        futures_util::stream::unfold((p, id, start, false), |(p, id, after, done)| async move {
+            if done {
+                return None;
+            }
+            loop {
+                let events = match p.store.events(&id, after, 100).await {
+                    Ok(e) => e,
+                    Err(_) => return None,
+                };
+                if let Some(last) = events.last().map(|e| e.seq) {
+                    let items: Vec<Result<SseEvent, Infallible>> = events
+                        .iter()
+                        .map(|e| {
+                            Ok(SseEvent::default()
+                                .id(e.seq.to_string())
+                                .event(
+                                    serde_json::to_value(e.kind)
+                                        .ok()
+                                        .and_then(|v| v.as_str().map(str::to_string))
+                                        .unwrap_or_default(),
+                                )
+                                .data(serde_json::to_string(e).unwrap_or_default()))
+                        })
+                        .collect();
+                    return Some((futures_util::stream::iter(items), (p, id, last, false)));
+                }
+                let settled = match p.store.get_run(&id).await {
+                    Ok(Some(r)) => r.status.is_ended() || r.status.is_waiting(),
+                    _ => true,
+                };
+                if settled {
+                    return Some((futures_util::stream::iter(vec![]), (p, id, after, true)));
+                }
+                tokio::time::sleep(POLL).await;
+            }
+        });
+    Ok(Sse::new(futures_util::StreamExt::flatten(s)).keep_alive(KeepAlive::default()))
+}
+
+#[derive(Debug, Deserialize)]
+struct PageQuery {
+    after: Option<u32>,
+    limit: Option<usize>,
+    last: Option<usize>,
+    q: Option<String>,
+}
+
+async fn iterations(
+    State(p): State<Platform>,
+    user: User,
+    Path(id): Path<String>,
+    Query(q): Query<PageQuery>,
+) -> Result<Json<Value>, ApiError> {
+    owned(&p, &user, &id).await?;
+    let items = p
+        .store
+        .iterations(
+            &id,
+            q.after.unwrap_or(0),
+            q.limit.unwrap_or(100).clamp(1, 500),
+        )
+        .await?;
+    Ok(Json(json!({"iterations": items})))
+}
+
+fn tree(docs: &[DocMeta]) -> Value {
+    #[derive(Default)]
+    struct Node {
+        children: BTreeMap<String, Node>,
+        doc: Option<DocMeta>,
+    }
+    let mut root = Node::default();
+    for d in docs {
+        let mut node = &mut root;
+        for part in d.path.split('/') {
+            node = node.children.entry(part.to_string()).or_default();
+        }
+        node.doc = Some(d.clone());
+    }
+    fn render(name: &str, path: &str, n: &Node) -> Value {
+        let children: Vec<Value> = n
+            .children
+            .iter()
+            .map(|(k, c)| {
+                render(
+                    k,
+                    &if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}/{k}")
+                    },
+                    c,
+                )
+            })
+            .collect();
+        json!({"name": name, "path": path, "doc": n.doc, "children": children})
+    }
+    render("", "", &root)
+}
+
+async fn workspace(
+    State(p): State<Platform>,
+    user: User,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    owned(&p, &user, &id).await?;
+    let docs = p.store.docs(&id, "", 10_000).await?;
+    Ok(Json(json!({"tree": tree(&docs), "docs": docs})))
+}
+
+async fn doc(
+    State(p): State<Platform>,
+    user: User,
+    Path((id, path)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    owned(&p, &user, &id).await?;
+    let path = longrun_domain::record::normalize_doc_path(&path).map_err(ApiError::BadRequest)?;
+    match p.store.doc(&id, &path).await? {
+        Some(d) => Ok(Json(serde_json::to_value(d).unwrap_or_default())),
+        None => Err(ApiError::NotFound(format!("document {path}"))),
+    }
+}
+
+async fn search(
+    State(p): State<Platform>,
+    user: User,
+    Path(id): Path<String>,
+    Query(q): Query<PageQuery>,
+) -> Result<Json<Value>, ApiError> {
+    owned(&p, &user, &id).await?;
+    let query = q.q.unwrap_or_default();
+    if query.trim().is_empty() {
+        return Err(ApiError::BadRequest("q must not be empty".into()));
+    }
+    let hits = p
+        .store
+        .search_docs(&id, query.trim(), q.limit.unwrap_or(20).clamp(1, 100))
+        .await?;
+    Ok(Json(json!({"hits": hits})))
+}
+
+async fn scratchpad(
+    State(p): State<Platform>,
+    user: User,
+    Path(id): Path<String>,
+    Query(q): Query<PageQuery>,
+) -> Result<Json<Value>, ApiError> {
+    owned(&p, &user, &id).await?;
+    let entries = p
+        .store
+        .scratchpad(&id, q.last.unwrap_or(3).clamp(1, 1000))
+        .await?;
+    Ok(Json(json!({"entries": entries})))
+}
+
+async fn report(
+    State(p): State<Platform>,
+    user: User,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let run = owned(&p, &user, &id).await?;
+    match run.report {
+        Some(r) => Ok(Json(serde_json::to_value(r).unwrap_or_default())),
+        None => Err(ApiError::NotFound(format!(
+            "report for run {id} (the run is {}; reports exist once it ends or waits)",
+            run.status
+        ))),
+    }
+}
+
+async fn cancel(
+    State(p): State<Platform>,
+    user: User,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    owned(&p, &user, &id).await?;
+    let docs = p.store.docs(&id, "", 10_000).await?;
+    let now = p.clock.now_ms();
+    let run = p
+        .store
+        .update_run(&id, &|r| change::request_cancel(r, &docs, now))
+        .await?;
+    if run.status == RunStatus::Canceled {
+        p.dispatch.publish_outcome(&run).await?;
+    }
+    Ok(Json(run_view(&p, &run)))
+}
+
+async fn respond(
+    State(p): State<Platform>,
+    user: User,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<RespondBody>,
+) -> Result<Json<Value>, ApiError> {
+    owned(&p, &user, &id).await?;
+    let answer = body.answer.trim();
+    if answer.is_empty() || answer.len() > change::MAX_ANSWER_BYTES {
+        return Err(ApiError::Unprocessable(format!(
+            "answer must be between 1 and {} bytes",
+            change::MAX_ANSWER_BYTES
+        )));
+    }
+    let now = p.clock.now_ms();
+    let run = p
+        .store
+        .update_run(&id, &|r| change::respond(r, answer, now))
+        .await?;
+    p.dispatch.enqueue_next(&run, StepReason::Respond).await?;
+    Ok(Json(run_view(&p, &run)))
+}
+
+async fn continue_run(
+    State(p): State<Platform>,
+    user: User,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<ContinueBody>,
+) -> Result<Json<Value>, ApiError> {
+    owned(&p, &user, &id).await?;
+    let now = p.clock.now_ms();
+    let limit = p.config.active_limit;
+    let run = p
+        .store
+        .update_run(&id, &|r| change::continue_run(r, &body.budgets, limit, now))
+        .await?;
+    p.dispatch.enqueue_next(&run, StepReason::Resume).await?;
+    Ok(Json(run_view(&p, &run)))
+}
+
+async fn notifications(
+    State(p): State<Platform>,
+    user: User,
+    Query(q): Query<PageQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let items = p
+        .store
+        .notifications(&user.0, q.limit.unwrap_or(50).clamp(1, 200))
+        .await?;
+    let unread = items.iter().filter(|n| !n.read).count();
+    Ok(Json(json!({"notifications": items, "unread": unread})))
+}
+
+async fn healthz() -> Json<Value> {
+    Json(json!({"status": "ok"}))
+}
+
+async fn openapi() -> Json<Value> {
+    Json(crate::openapi::document())
+}
+
+async fn fallback() -> ApiError {
+    ApiError::NotFound("route".into())
+}
+
+/// Body limit: well above the largest valid body, so oversized fields get a 422 that names
+/// them rather than a bare 413.
+pub const BODY_LIMIT: usize = 1024 * 1024;
+
+pub fn router(p: Platform) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/v1/openapi.json", get(openapi))
+        .route("/v1/runs", post(post_run).get(list_runs))
+        .route("/v1/runs/{id}", get(get_run))
+        .route("/v1/runs/{id}/events", get(events))
+        .route("/v1/runs/{id}/stream", get(stream))
+        .route("/v1/runs/{id}/iterations", get(iterations))
+        .route("/v1/runs/{id}/workspace", get(workspace))
+        .route("/v1/runs/{id}/workspace/search", get(search))
+        .route("/v1/runs/{id}/docs/{*path}", get(doc))
+        .route("/v1/runs/{id}/scratchpad", get(scratchpad))
+        .route("/v1/runs/{id}/report", get(report))
+        .route("/v1/runs/{id}/cancel", post(cancel))
+        .route("/v1/runs/{id}/respond", post(respond))
+        .route("/v1/runs/{id}/continue", post(continue_run))
+        .route("/v1/notifications", get(notifications))
+        .fallback(fallback)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(p)
+}

@@ -1,0 +1,101 @@
+//! Server configuration, validated when it is built so a bad value fails at start-up.
+
+use std::collections::HashMap;
+
+use longrun_domain::Budgets;
+
+/// Bearer token → user id. Tokens are never logged or printed by `Debug`.
+#[derive(Clone, Default)]
+pub struct Tokens(HashMap<String, String>);
+
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tokens({} configured)", self.0.len())
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ConfigError {
+    #[error("LONGRUN_TOKENS entry `{0}` must be token:user with both parts non-empty")]
+    BadToken(String),
+    #[error("no model configured; pass --model provider:model")]
+    NoModel,
+}
+
+impl Tokens {
+    /// `token:user,token:user`.
+    pub fn parse(spec: &str) -> Result<Tokens, ConfigError> {
+        let mut map = HashMap::new();
+        for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (token, user) = entry
+                .split_once(':')
+                .filter(|(t, u)| !t.trim().is_empty() && !u.trim().is_empty())
+                .ok_or_else(|| {
+                    ConfigError::BadToken(entry.chars().take(3).collect::<String>() + "…")
+                })?;
+            map.insert(token.trim().to_string(), user.trim().to_string());
+        }
+        Ok(Tokens(map))
+    }
+
+    pub fn insert(&mut self, token: &str, user: &str) {
+        self.0.insert(token.to_string(), user.to_string());
+    }
+
+    pub fn user_for(&self, token: &str) -> Option<&str> {
+        self.0.get(token).map(String::as_str)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct AppConfig {
+    pub tokens: Tokens,
+    /// Active (not ended) runs one user may have at once.
+    pub active_limit: u32,
+    /// Models runs may use; the first is the default.
+    pub models: Vec<String>,
+    /// Models with a known price; `max_cost_usd` is refused on others.
+    pub priced_models: Vec<String>,
+    pub default_budgets: Budgets,
+    pub app_base_url: String,
+    pub max_objective_bytes: usize,
+}
+
+impl AppConfig {
+    pub fn new(tokens: Tokens, models: Vec<String>) -> Result<AppConfig, ConfigError> {
+        if models.is_empty() {
+            return Err(ConfigError::NoModel);
+        }
+        Ok(AppConfig {
+            tokens,
+            active_limit: 10,
+            priced_models: models.clone(),
+            models,
+            default_budgets: Budgets::default(),
+            app_base_url: "http://127.0.0.1:8080".into(),
+            max_objective_bytes: 16 * 1024,
+        })
+    }
+
+    pub fn default_model(&self) -> &str {
+        &self.models[0]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_parse_and_bad_entries_do_not_echo_the_secret() {
+        let t = Tokens::parse("abc:alice, def:bob").unwrap();
+        assert_eq!(t.user_for("def"), Some("bob"));
+        let err = Tokens::parse("supersecret").unwrap_err().to_string();
+        assert!(!err.contains("supersecret"), "{err}");
+        assert!(!format!("{t:?}").contains("abc"));
+    }
+}

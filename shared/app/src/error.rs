@@ -1,0 +1,158 @@
+//! RFC 7807 problem+json for every API failure. A 500 never says what broke inside.
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, Request};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use longrun_domain::{DomainError, Rejection};
+use longrun_engine::{EngineError, StoreError};
+use serde::de::DeserializeOwned;
+use serde_json::json;
+use tracing::error;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("missing or invalid bearer token")]
+    Unauthorized,
+    #[error("{0} not found")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Unprocessable(String),
+    #[error("{0}")]
+    TooManyRequests(String),
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("internal error")]
+    Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl ApiError {
+    pub fn internal(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        ApiError::Internal(Box::new(e))
+    }
+
+    fn parts(&self) -> (StatusCode, &'static str, &'static str) {
+        match self {
+            ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad-request", "Bad request"),
+            ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized", "Unauthorized"),
+            ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not-found", "Not found"),
+            ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict", "Conflict"),
+            ApiError::Unprocessable(_) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "validation",
+                "Invalid request",
+            ),
+            ApiError::TooManyRequests(_) => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "limit-exceeded",
+                "Too many active runs",
+            ),
+            ApiError::Unavailable(_) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "Temporarily unavailable",
+            ),
+            ApiError::Internal(_) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "Internal error",
+            ),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, kind, title) = self.parts();
+        if let ApiError::Internal(cause) = &self {
+            error!(error = %cause, "request failed");
+        }
+        let body = json!({
+            "type": format!("https://longrun.dev/problems/{kind}"),
+            "title": title,
+            "status": status.as_u16(),
+            "detail": self.to_string(),
+        });
+        let mut resp = (status, body.to_string()).into_response();
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        if status == StatusCode::UNAUTHORIZED {
+            resp.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        resp
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Rejected(r) => r.into(),
+            StoreError::Conflict(m) => {
+                ApiError::Unavailable(format!("concurrent update, retry: {m}"))
+            }
+            StoreError::Unavailable(_) => {
+                ApiError::Unavailable("storage is unavailable, retry later".into())
+            }
+            e @ StoreError::Corrupt(_) => ApiError::internal(e),
+        }
+    }
+}
+
+impl From<Rejection> for ApiError {
+    fn from(r: Rejection) -> Self {
+        match r {
+            Rejection::NotFound => ApiError::NotFound("run".into()),
+            Rejection::LimitExceeded { limit } => ApiError::TooManyRequests(format!(
+                "you already have {limit} active runs (the limit); wait for one to finish or cancel one"
+            )),
+            other => ApiError::Conflict(other.to_string()),
+        }
+    }
+}
+
+impl From<DomainError> for ApiError {
+    fn from(e: DomainError) -> Self {
+        ApiError::Unprocessable(e.to_string())
+    }
+}
+
+impl From<EngineError> for ApiError {
+    fn from(e: EngineError) -> Self {
+        match e {
+            EngineError::Store(s) => s.into(),
+            other if other.is_retryable() => ApiError::Unavailable(other.to_string()),
+            other => ApiError::internal(other),
+        }
+    }
+}
+
+/// `Json` whose rejections are problem+json: syntax → 400, shape (unknown or mistyped
+/// fields) → 422.
+pub struct ApiJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for ApiJson<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::Json::<T>::from_request(req, state).await {
+            Ok(axum::Json(v)) => Ok(ApiJson(v)),
+            Err(JsonRejection::JsonDataError(e)) => Err(ApiError::Unprocessable(e.body_text())),
+            Err(JsonRejection::JsonSyntaxError(e)) => Err(ApiError::BadRequest(e.body_text())),
+            Err(JsonRejection::MissingJsonContentType(_)) => Err(ApiError::BadRequest(
+                "send the body as JSON with Content-Type: application/json".into(),
+            )),
+            Err(e) => Err(ApiError::BadRequest(e.body_text())),
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! OpenAPI 3.1 generated from the code: request and response schemas come from the Rust types
+//! (schemars, JSON Schema 2020-12, which 3.1 adopts), paths from one table.
+
+use longrun_domain::report::Report;
+use longrun_domain::{Doc, Event, IterationRecord, PadEntry, Run};
+use longrun_engine::ports::{DocHit, Notification};
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, SchemaGenerator};
+use serde_json::{Value, json};
+
+use crate::api::{ContinueBody, CreateRun, RespondBody};
+
+struct Op {
+    method: &'static str,
+    path: &'static str,
+    summary: &'static str,
+    body: Option<fn(&mut SchemaGenerator) -> Value>,
+    ok: u16,
+    response: Option<fn(&mut SchemaGenerator) -> Value>,
+}
+
+fn schema<T: JsonSchema>(g: &mut SchemaGenerator) -> Value {
+    g.subschema_for::<T>().to_value()
+}
+
+fn list_of<T: JsonSchema>(key: &'static str) -> impl Fn(&mut SchemaGenerator) -> Value {
+    move |g| json!({"type": "object", "properties": {key: {"type": "array", "items": schema::<T>(g)}}})
+}
+
+fn events(g: &mut SchemaGenerator) -> Value {
+    json!({"type": "object", "properties": {"events": {"type": "array", "items": schema::<Event>(g)}, "next_after": {"type": "integer"}}})
+}
+fn iterations(g: &mut SchemaGenerator) -> Value {
+    list_of::<IterationRecord>("iterations")(g)
+}
+fn pads(g: &mut SchemaGenerator) -> Value {
+    list_of::<PadEntry>("entries")(g)
+}
+fn hits(g: &mut SchemaGenerator) -> Value {
+    list_of::<DocHit>("hits")(g)
+}
+fn notifications(g: &mut SchemaGenerator) -> Value {
+    list_of::<Notification>("notifications")(g)
+}
+fn runs(g: &mut SchemaGenerator) -> Value {
+    json!({"type": "object", "properties": {"runs": {"type": "array", "items": {"type": "object"}},
+        "next_cursor": {"type": ["string", "null"]}, "active": {"type": "integer"}, "active_limit": {"type": "integer"}},
+        "x-item-fields": schema::<Run>(g)})
+}
+
+const OPS: &[Op] = &[
+    Op {
+        method: "post",
+        path: "/v1/runs",
+        summary: "Start a run",
+        body: Some(schema::<CreateRun>),
+        ok: 201,
+        response: Some(schema::<Run>),
+    },
+    Op {
+        method: "get",
+        path: "/v1/runs",
+        summary: "List your runs (newest first; ?status=&limit=&cursor=)",
+        body: None,
+        ok: 200,
+        response: Some(runs),
+    },
+    Op {
+        method: "get",
+        path: "/v1/runs/{id}",
+        summary: "Get a run",
+        body: None,
+        ok: 200,
+        response: Some(schema::<Run>),
+    },
+    Op {
+        method: "get",
+        path: "/v1/runs/{id}/events",
+        summary: "Events after a seq; ?wait=SECS long-polls",
+        body: None,
+        ok: 200,
+        response: Some(events),
+    },
+    Op {
+        method: "get",
+        path: "/v1/runs/{id}/stream",
+        summary: "Events as server-sent events; resumes from Last-Event-ID",
+        body: None,
+        ok: 200,
+        response: None,
+    },
+    Op {
+        method: "get",
+        path: "/v1/runs/{id}/iterations",
+        summary: "Committed iterations",
+        body: None,
+        ok: 200,
+        response: Some(iterations),
+    },
+    Op {
+        method: "get",
+        path: "/v1/runs/{id}/workspace",
+        summary: "Workspace tree",
+        body: None,
+        ok: 200,
+        response: None,
+    },
+    Op {
+        method: "get",
+        path: "/v1/runs/{id}/workspace/search",
+        summary: "Search workspace documents (?q=)",
+        body: None,
+        ok: 200,
+        response: Some(hits),
+    },
+    Op {
+        method: "get",
+        path: "/v1/runs/{id}/docs/{path}",
+        summary: "One workspace document",
+        body: None,
+        ok: 200,
+        response: Some(schema::<Doc>),
+    },
+    Op {
+        method: "get",
+        path: "/v1/runs/{id}/scratchpad",
+        summary: "Last scratchpad entries (?last=N)",
+        body: None,
+        ok: 200,
+        response: Some(pads),
+    },
+    Op {
+        method: "get",
+        path: "/v1/runs/{id}/report",
+        summary: "The run's report",
+        body: None,
+        ok: 200,
+        response: Some(schema::<Report>),
+    },
+    Op {
+        method: "post",
+        path: "/v1/runs/{id}/cancel",
+        summary: "Cancel a run",
+        body: None,
+        ok: 200,
+        response: Some(schema::<Run>),
+    },
+    Op {
+        method: "post",
+        path: "/v1/runs/{id}/respond",
+        summary: "Answer a waiting run's questions",
+        body: Some(schema::<RespondBody>),
+        ok: 200,
+        response: Some(schema::<Run>),
+    },
+    Op {
+        method: "post",
+        path: "/v1/runs/{id}/continue",
+        summary: "Continue a stopped run with raised budgets",
+        body: Some(schema::<ContinueBody>),
+        ok: 200,
+        response: Some(schema::<Run>),
+    },
+    Op {
+        method: "get",
+        path: "/v1/notifications",
+        summary: "Your notification inbox",
+        body: None,
+        ok: 200,
+        response: Some(notifications),
+    },
+    Op {
+        method: "get",
+        path: "/healthz",
+        summary: "Liveness",
+        body: None,
+        ok: 200,
+        response: None,
+    },
+];
+
+pub fn document() -> Value {
+    let mut g = SchemaSettings::draft2020_12()
+        .with(|s| s.definitions_path = "/components/schemas".into())
+        .into_generator();
+    let problem = json!({"description": "Problem details (RFC 7807)", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}});
+    let mut paths = serde_json::Map::new();
+    for op in OPS {
+        let mut o = json!({"summary": op.summary, "responses": {}});
+        let ok = match op.response {
+            Some(f) => {
+                json!({"description": "OK", "content": {"application/json": {"schema": f(&mut g)}}})
+            }
+            None => json!({"description": "OK"}),
+        };
+        o["responses"][op.ok.to_string()] = ok;
+        for code in ["400", "401", "404", "409", "422", "429"] {
+            o["responses"][code] = problem.clone();
+        }
+        if let Some(f) = op.body {
+            o["requestBody"] =
+                json!({"required": true, "content": {"application/json": {"schema": f(&mut g)}}});
+        }
+        if op.path == "/healthz" {
+            o["security"] = json!([]);
+        }
+        let params: Vec<Value> = op
+            .path
+            .split('/')
+            .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+            .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
+            .collect();
+        if !params.is_empty() {
+            o["parameters"] = Value::Array(params);
+        }
+        let entry = paths.entry(op.path).or_insert_with(|| json!({}));
+        entry[op.method] = o;
+    }
+    let mut schemas = g.take_definitions(true);
+    schemas.insert(
+        "Problem".into(),
+        json!({"type": "object", "required": ["type", "title", "status", "detail"], "properties": {
+            "type": {"type": "string"}, "title": {"type": "string"}, "status": {"type": "integer"}, "detail": {"type": "string"}}}),
+    );
+    json!({
+        "openapi": "3.1.0",
+        "info": {"title": "longrun API", "version": env!("CARGO_PKG_VERSION")},
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{"bearer": []}],
+    })
+}

@@ -1,0 +1,174 @@
+//! Wiring: the ports, the engine and the embedded background tasks, built once.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use longrun_engine::ports::{Clock, Faults, NoFaults, Notifier, RunStore, StepQueue, SystemClock};
+use longrun_engine::{Dispatch, Engine, EngineConfig, LlmClient, ToolRegistry};
+use longrun_llm::{LlmSettings, ModelRouter};
+use longrun_local::{
+    ChannelNotifier, SqliteDb, SqliteRunStore, SqliteStepQueue, WorkerConfig, WorkerLoop,
+    consume_notifications,
+};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::config::AppConfig;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlatformError {
+    #[error("cannot open the data directory {path}: {message}")]
+    DataDir { path: String, message: String },
+    #[error(transparent)]
+    Model(#[from] longrun_llm::ModelError),
+}
+
+/// Everything the API and the worker need, shared by reference.
+#[derive(Clone)]
+pub struct Platform {
+    pub store: Arc<dyn RunStore>,
+    pub queue: Arc<dyn StepQueue>,
+    pub dispatch: Dispatch,
+    pub engine: Arc<Engine>,
+    pub clock: Arc<dyn Clock>,
+    pub config: Arc<AppConfig>,
+}
+
+/// Knobs for building the embedded platform; tests swap the clock, faults or model.
+pub struct Embedded {
+    pub llm: Option<Arc<dyn LlmClient>>,
+    pub clock: Arc<dyn Clock>,
+    pub faults: Arc<dyn Faults>,
+    pub engine: EngineConfig,
+    pub worker: WorkerConfig,
+}
+
+impl Default for Embedded {
+    fn default() -> Self {
+        Embedded {
+            llm: None,
+            clock: Arc::new(SystemClock),
+            faults: Arc::new(NoFaults),
+            engine: EngineConfig {
+                lease_ms: 30_000,
+                ..EngineConfig::default()
+            },
+            worker: WorkerConfig::default(),
+        }
+    }
+}
+
+/// The embedded platform and the handles that drive it.
+pub struct Running {
+    pub platform: Platform,
+    pub worker: Arc<WorkerLoop>,
+    notifications: Option<tokio::sync::mpsc::UnboundedReceiver<longrun_engine::OutcomeMessage>>,
+}
+
+impl Running {
+    /// Starts the worker loop and the notification consumer; they stop when `shutdown` turns true.
+    pub fn spawn(&mut self, shutdown: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
+        let mut handles = vec![];
+        if let Some(rx) = self.notifications.take() {
+            handles.push(tokio::spawn(consume_notifications(
+                rx,
+                self.platform.store.clone(),
+                shutdown.clone(),
+            )));
+        }
+        let worker = self.worker.clone();
+        handles.push(tokio::spawn(async move { worker.run(shutdown).await }));
+        handles
+    }
+}
+
+impl Platform {
+    /// SQLite in `data_dir` (or in memory with `None`), the in-process queue and notifier.
+    pub fn embedded(
+        data_dir: Option<&Path>,
+        config: AppConfig,
+        opts: Embedded,
+    ) -> Result<Running, PlatformError> {
+        let db = match data_dir {
+            Some(dir) => {
+                std::fs::create_dir_all(dir).map_err(|e| PlatformError::DataDir {
+                    path: dir.display().to_string(),
+                    message: e.to_string(),
+                })?;
+                SqliteDb::open(&dir.join("longrun.sqlite3"))
+            }
+            None => SqliteDb::open_in_memory(),
+        }
+        .map_err(|e| PlatformError::DataDir {
+            path: data_dir
+                .map(|d| d.display().to_string())
+                .unwrap_or_else(|| ":memory:".into()),
+            message: e.to_string(),
+        })?;
+        let store: Arc<dyn RunStore> = Arc::new(SqliteRunStore::new(db.clone()));
+        let queue: Arc<dyn StepQueue> = Arc::new(SqliteStepQueue::new(db, opts.clock.clone()));
+        let (notifier, rx) = ChannelNotifier::new();
+        let llm: Arc<dyn LlmClient> = match opts.llm {
+            Some(llm) => llm,
+            None => Arc::new(ModelRouter::build(
+                &config.models,
+                &LlmSettings::from_env(),
+            )?),
+        };
+        let mut running = Platform::assemble(
+            store,
+            queue,
+            Arc::new(notifier),
+            llm,
+            config,
+            opts.clock,
+            opts.faults,
+            opts.engine,
+            opts.worker,
+        );
+        running.notifications = Some(rx);
+        Ok(running)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn assemble(
+        store: Arc<dyn RunStore>,
+        queue: Arc<dyn StepQueue>,
+        notifier: Arc<dyn Notifier>,
+        llm: Arc<dyn LlmClient>,
+        config: AppConfig,
+        clock: Arc<dyn Clock>,
+        faults: Arc<dyn Faults>,
+        mut engine: EngineConfig,
+        worker: WorkerConfig,
+    ) -> Running {
+        engine.app_base_url = config.app_base_url.clone();
+        let dispatch = Dispatch {
+            store: store.clone(),
+            queue: queue.clone(),
+            notifier,
+            clock: clock.clone(),
+            app_base_url: config.app_base_url.clone(),
+        };
+        let engine = Arc::new(Engine {
+            dispatch: dispatch.clone(),
+            llm,
+            tools: Arc::new(ToolRegistry::builtin()),
+            faults,
+            config: engine,
+        });
+        let worker = Arc::new(WorkerLoop::new(engine.clone(), queue.clone(), worker));
+        Running {
+            platform: Platform {
+                store,
+                queue,
+                dispatch,
+                engine,
+                clock,
+                config: Arc::new(config),
+            },
+            worker,
+            notifications: None,
+        }
+    }
+}

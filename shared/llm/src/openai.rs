@@ -1,0 +1,159 @@
+//! OpenAI-compatible Chat Completions (OpenAI, OpenRouter, vLLM, Ollama, llama.cpp).
+
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use longrun_engine::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, Usage};
+use serde_json::{Value, json};
+
+use crate::Secret;
+
+pub struct OpenAiClient {
+    http: reqwest::Client,
+    base_url: String,
+    api_key: Option<Secret>,
+    model: String,
+}
+
+impl OpenAiClient {
+    /// `http` is built once at start-up, with its timeouts.
+    pub fn new(
+        http: reqwest::Client,
+        base_url: &str,
+        api_key: Option<Secret>,
+        model: &str,
+    ) -> Self {
+        OpenAiClient {
+            http,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            api_key,
+            model: model.to_string(),
+        }
+    }
+}
+
+fn retry_after_ms(headers: &reqwest::header::HeaderMap) -> Option<u64> {
+    let v = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    v.trim().parse::<f64>().ok().map(|s| (s * 1000.0) as u64)
+}
+
+fn error_for_status(status: u16, body: &str) -> LlmError {
+    let detail: String = serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| v["error"]["message"].as_str().map(str::to_string))
+        .unwrap_or_else(|| body.chars().take(300).collect());
+    let quota = body.contains("insufficient_quota");
+    let kind = match status {
+        401 | 403 => LlmErrorKind::Auth,
+        429 if quota => LlmErrorKind::Quota,
+        429 => LlmErrorKind::RateLimited,
+        408 => LlmErrorKind::Timeout,
+        500..=599 => LlmErrorKind::Server,
+        _ => LlmErrorKind::BadRequest,
+    };
+    LlmError::new(kind, format!("HTTP {status}: {detail}"))
+}
+
+/// Maps the wire usage: `prompt_tokens` includes `cached_tokens`, ours excludes them.
+pub fn usage_from(v: &Value) -> Usage {
+    let u = &v["usage"];
+    let prompt = u["prompt_tokens"].as_u64().unwrap_or(0);
+    let cached = u["prompt_tokens_details"]["cached_tokens"]
+        .as_u64()
+        .unwrap_or(0);
+    Usage {
+        input_tokens: prompt.saturating_sub(cached),
+        output_tokens: u["completion_tokens"].as_u64().unwrap_or(0),
+        cache_read_tokens: cached,
+        cache_write_tokens: 0,
+        reasoning_tokens: u["completion_tokens_details"]["reasoning_tokens"]
+            .as_u64()
+            .unwrap_or(0),
+    }
+}
+
+#[async_trait]
+impl LlmClient for OpenAiClient {
+    async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let mut body = json!({
+            "model": self.model,
+            "messages": req.messages,
+        });
+        if let Some(max) = req.max_output_tokens {
+            body["max_tokens"] = json!(max);
+        }
+        if req.json_schema.is_some() {
+            body["response_format"] = json!({"type": "json_object"});
+        }
+        let mut http = self
+            .http
+            .post(format!("{}/chat/completions", self.base_url))
+            .header("Idempotency-Key", &req.idempotency_key)
+            .json(&body);
+        if let Some(key) = &self.api_key {
+            http = http.bearer_auth(key.expose());
+        }
+        let started = Instant::now();
+        let resp = http.send().await.map_err(|e| {
+            let kind = if e.is_timeout() {
+                LlmErrorKind::Timeout
+            } else {
+                LlmErrorKind::Server
+            };
+            LlmError::new(kind, format!("request failed: {e}"))
+        })?;
+        let status = resp.status().as_u16();
+        let retry_after = retry_after_ms(resp.headers());
+        let text = resp.text().await.map_err(|e| {
+            let kind = if e.is_timeout() {
+                LlmErrorKind::Timeout
+            } else {
+                LlmErrorKind::Malformed
+            };
+            LlmError::new(kind, format!("reading the response failed: {e}"))
+        })?;
+        if !(200..300).contains(&status) {
+            let mut err = error_for_status(status, &text);
+            err.retry_after_ms = retry_after;
+            return Err(err);
+        }
+        let v: Value = serde_json::from_str(&text).map_err(|e| {
+            LlmError::new(
+                LlmErrorKind::Malformed,
+                format!("response is not JSON: {e}"),
+            )
+        })?;
+        let content = match &v["choices"][0]["message"]["content"] {
+            Value::String(s) => s.clone(),
+            Value::Null => String::new(),
+            other => other.to_string(),
+        };
+        if v["choices"].as_array().is_none_or(|c| c.is_empty()) {
+            return Err(LlmError::new(
+                LlmErrorKind::Malformed,
+                "response has no choices",
+            ));
+        }
+        Ok(ChatResponse {
+            content,
+            usage: usage_from(&v),
+            provider: "openai".into(),
+            model: self.model.clone(),
+            latency_ms: started.elapsed().as_millis() as u64,
+            cost_usd: v["usage"]["cost"].as_f64(),
+        })
+    }
+}
+
+pub fn http_client(timeout: Duration) -> Result<reqwest::Client, LlmError> {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|e| {
+            LlmError::new(
+                LlmErrorKind::BadRequest,
+                format!("cannot build HTTP client: {e}"),
+            )
+        })
+}
