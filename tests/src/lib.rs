@@ -1,1 +1,212 @@
+//! Shared helpers for the workspace integration tests.
+#![allow(clippy::unwrap_used)]
 
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use longrun_app::{AppConfig, Embedded, Platform, Running, Tokens};
+use longrun_domain::run::{Metrics, Run, RunStatus, Streaks};
+use longrun_domain::{Budgets, Thresholds};
+use longrun_engine::ports::{Clock, FaultPoint, Faults, ManualClock, RunStore};
+use longrun_engine::{ChatRequest, ChatResponse, EngineConfig, LlmClient, LlmError};
+use longrun_llm::{ModelRouter, RetryPolicy, Script, ScriptedLlm};
+use longrun_local::WorkerConfig;
+
+pub const MODEL: &str = "script:test.json";
+
+/// A run row as the API would create it.
+pub fn new_run(id: &str, user: &str, created_at: i64) -> Run {
+    Run {
+        id: id.into(),
+        user_id: user.into(),
+        objective: "objective".into(),
+        status: RunStatus::Queued,
+        iteration: 0,
+        model: MODEL.into(),
+        budgets: Budgets::default(),
+        thresholds: Thresholds::default(),
+        metrics: Metrics::default(),
+        plan: vec![],
+        streaks: Streaks::default(),
+        lease: None,
+        cancel_requested: false,
+        event_seq: 0,
+        parent_run_id: None,
+        depth: 0,
+        pending_answers: vec![],
+        questions: vec![],
+        hints: vec![],
+        remaining_work: vec![],
+        last_iteration: None,
+        stopping_reason: None,
+        report: None,
+        notified: false,
+        created_at,
+        updated_at: created_at,
+        ended_at: None,
+    }
+}
+
+/// Wraps a model and counts what was actually answered, to check the books against.
+pub struct CountingLlm {
+    inner: Arc<dyn LlmClient>,
+    pub calls: AtomicU64,
+    pub tokens: AtomicU64,
+}
+
+impl CountingLlm {
+    pub fn new(inner: Arc<dyn LlmClient>) -> Self {
+        CountingLlm {
+            inner,
+            calls: AtomicU64::new(0),
+            tokens: AtomicU64::new(0),
+        }
+    }
+}
+
+#[async_trait]
+impl LlmClient for CountingLlm {
+    async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let resp = self.inner.chat(req).await?;
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let u = &resp.usage;
+        self.tokens.fetch_add(
+            u.input_tokens + u.cache_read_tokens + u.cache_write_tokens + u.output_tokens,
+            Ordering::SeqCst,
+        );
+        Ok(resp)
+    }
+}
+
+/// A router serving one scripted model under `MODEL`.
+pub fn scripted(script_json: &str) -> Arc<dyn LlmClient> {
+    let script = Script::parse(script_json, "test.json").unwrap();
+    Arc::new(
+        ModelRouter::build(&[], &Default::default())
+            .unwrap()
+            .with_client(MODEL, Arc::new(ScriptedLlm::new("test.json", script)), RetryPolicy::SIMULATED),
+    )
+}
+
+/// Crashes once at `point` for each listed iteration.
+pub struct CrashOnce {
+    pub points: Vec<(FaultPoint, u32)>,
+    fired: Mutex<HashSet<(FaultPoint, u32)>>,
+}
+
+impl CrashOnce {
+    pub fn new(points: Vec<(FaultPoint, u32)>) -> Self {
+        CrashOnce {
+            points,
+            fired: Mutex::default(),
+        }
+    }
+
+    pub fn fired(&self) -> usize {
+        self.fired.lock().unwrap().len()
+    }
+}
+
+impl Faults for CrashOnce {
+    fn crash_at(&self, point: FaultPoint, _run: &str, iteration: u32) -> bool {
+        self.points.contains(&(point, iteration)) && self.fired.lock().unwrap().insert((point, iteration))
+    }
+}
+
+pub struct TestPlatform {
+    pub running: Running,
+    pub clock: Arc<ManualClock>,
+    pub llm: Arc<CountingLlm>,
+    pub dir: tempfile::TempDir,
+}
+
+impl TestPlatform {
+    pub fn p(&self) -> &Platform {
+        &self.running.platform
+    }
+
+    /// Drives the worker until the run settles; when nothing is visible the manual clock jumps
+    /// past the lease and visibility timeouts, as time would pass after a crash.
+    pub async fn drive(&self, run_id: &str, max_polls: usize) -> Run {
+        for _ in 0..max_polls {
+            let run = self.p().store.get_run(run_id).await.unwrap().unwrap();
+            if run.status.is_ended() || run.status.is_waiting() {
+                if run.notified {
+                    return run;
+                }
+            }
+            let stats = self.running.worker.poll_once().await.unwrap();
+            if stats.received == 0 {
+                self.clock.advance(31_000);
+            }
+        }
+        panic!("run {run_id} did not settle within {max_polls} polls");
+    }
+}
+
+/// An embedded platform on a SQLite file with a manual clock, a scripted model and faults.
+pub fn platform(script_json: &str, faults: Arc<dyn Faults>, tokens: &[(&str, &str)], active_limit: u32) -> TestPlatform {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+    let llm = Arc::new(CountingLlm::new(scripted(script_json)));
+    let mut t = Tokens::default();
+    for (token, user) in tokens {
+        t.insert(token, user);
+    }
+    let mut config = AppConfig::new(t, vec![MODEL.to_string()]).unwrap();
+    config.active_limit = active_limit;
+    let running = Platform::embedded(
+        Some(dir.path()),
+        config,
+        Embedded {
+            llm: Some(llm.clone()),
+            clock: clock.clone() as Arc<dyn Clock>,
+            faults,
+            engine: EngineConfig {
+                lease_ms: 30_000,
+                ..Default::default()
+            },
+            worker: WorkerConfig {
+                visibility_ms: 30_000,
+                ..Default::default()
+            },
+        },
+    )
+    .unwrap();
+    TestPlatform {
+        running,
+        clock,
+        llm,
+        dir,
+    }
+}
+
+/// Asserts the run's event log is exactly seqs 1..=event_seq.
+pub async fn assert_gapless(store: &dyn RunStore, run: &Run) {
+    let events = store.events(&run.id, 0, 100_000).await.unwrap();
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    let expected: Vec<u64> = (1..=run.event_seq).collect();
+    assert_eq!(seqs, expected, "event log must be gapless");
+}
+
+/// Asserts iterations 1..=run.iteration are each committed exactly once.
+pub async fn assert_iterations_once(store: &dyn RunStore, run: &Run) {
+    let its = store.iterations(&run.id, 0, 100_000).await.unwrap();
+    let ns: Vec<u32> = its.iter().map(|i| i.n).collect();
+    assert_eq!(ns, (1..=run.iteration).collect::<Vec<_>>(), "each iteration committed once");
+    let events = store.events(&run.id, 0, 100_000).await.unwrap();
+    let committed: Vec<u64> = events
+        .iter()
+        .filter(|e| e.kind == longrun_domain::EventKind::IterationCommitted)
+        .map(|e| e.payload["iteration"].as_u64().unwrap())
+        .collect();
+    assert_eq!(committed, (1..=run.iteration as u64).collect::<Vec<_>>());
+    assert_eq!(run.metrics.iterations, run.iteration);
+}
+
+pub fn examples_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples")
+}

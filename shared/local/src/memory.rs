@@ -368,13 +368,19 @@ impl StepQueue for InMemoryStepQueue {
         s.messages.sort_by_key(|m| m.seq);
         for (i, m) in s.messages.iter_mut().enumerate() {
             // Only the head of each group may be delivered, and only when visible.
-            if !seen_groups.insert(m.group.clone()) || m.visible_at > now || out.len() >= max {
+            if seen_groups.contains(&m.group) || out.len() >= max {
+                continue;
+            }
+            if m.visible_at > now {
+                seen_groups.insert(m.group.clone());
                 continue;
             }
             if m.receive_count >= self.max_receives {
+                // Dead-lettered: the message behind it becomes the head.
                 dead.push(i);
                 continue;
             }
+            seen_groups.insert(m.group.clone());
             m.receive_count += 1;
             m.visible_at = now + visibility_ms as i64;
             let receipt = format!("{}-{}", m.message_id, m.receive_count);

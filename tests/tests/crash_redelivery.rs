@@ -1,0 +1,185 @@
+//! The worker crashes at every step boundary and messages are redelivered (or delivered twice):
+//! every iteration is still committed exactly once, the event log stays gapless, and the books
+//! match the model calls actually made.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use longrun_app::{AppConfig, Platform, Tokens, create_run};
+use longrun_domain::run::RunStatus;
+use longrun_domain::StopType;
+use longrun_engine::ports::{
+    Clock, Delivery, Enqueued, FaultPoint, ManualClock, NoFaults, QueueError, StepMessage, StepQueue,
+};
+use longrun_engine::EngineConfig;
+use longrun_local::{RecordingNotifier, SqliteDb, SqliteRunStore, SqliteStepQueue, WorkerConfig};
+use longrun_tests::{CountingLlm, CrashOnce, MODEL, TestPlatform, assert_gapless, assert_iterations_once, platform, scripted};
+
+/// Five working iterations (a doc, an executor task each), then a valid completion.
+const SCRIPT: &str = r#"{
+  "planner": [
+    {"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "wrote notes/{{iteration}}.md", "remaining_work": ["more"]},
+                 "tool_calls": [{"name": "doc_write", "args": {"path": "notes/{{iteration}}.md", "content": "note {{iteration}}"}}],
+                 "executor_tasks": [{"title": "expand {{iteration}}", "instructions": "write exec/{{iteration}}.md", "tools": ["doc_write"]}]},
+     "usage": {"input_tokens": 100, "output_tokens": 20}},
+    {"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "wrote notes/{{iteration}}.md", "remaining_work": ["more"]},
+                 "tool_calls": [{"name": "doc_write", "args": {"path": "notes/{{iteration}}.md", "content": "note {{iteration}}"}}],
+                 "executor_tasks": [{"title": "expand {{iteration}}", "instructions": "write exec/{{iteration}}.md", "tools": ["doc_write"]}]},
+     "usage": {"input_tokens": 100, "output_tokens": 20}},
+    {"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "wrote notes/{{iteration}}.md", "remaining_work": ["more"]},
+                 "tool_calls": [{"name": "doc_write", "args": {"path": "notes/{{iteration}}.md", "content": "note {{iteration}}"}}]},
+     "usage": {"input_tokens": 100, "output_tokens": 20}},
+    {"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "wrote notes/{{iteration}}.md", "remaining_work": ["more"]},
+                 "tool_calls": [{"name": "doc_write", "args": {"path": "notes/{{iteration}}.md", "content": "note {{iteration}}"}}]},
+     "usage": {"input_tokens": 100, "output_tokens": 20}},
+    {"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "wrote notes/{{iteration}}.md", "remaining_work": ["more"]},
+                 "tool_calls": [{"name": "doc_write", "args": {"path": "notes/{{iteration}}.md", "content": "note {{iteration}}"}}]},
+     "usage": {"input_tokens": 100, "output_tokens": 20}},
+    {"content": {"status": {"exit_signal": true, "needs_user_input": false, "progress_summary": "done", "remaining_work": [], "completion_evidence": ["final.md"]},
+                 "tool_calls": [{"name": "doc_write", "args": {"path": "final.md", "content": "final"}}]},
+     "usage": {"input_tokens": 100, "output_tokens": 20}}
+  ],
+  "executor": [
+    {"content": {"tool_calls": [{"name": "doc_write", "args": {"path": "exec/{{iteration}}.md", "content": "e"}}], "summary": "ok"},
+     "usage": {"input_tokens": 50, "output_tokens": 10}}
+  ]
+}"#;
+
+async fn start(t: &TestPlatform) -> String {
+    let req = longrun_app::CreateRun {
+        objective: "write notes".into(),
+        budgets: Default::default(),
+        thresholds: None,
+        model: None,
+    };
+    create_run(t.p(), "alice", req).await.unwrap().id
+}
+
+async fn assert_books(t: &TestPlatform, run_id: &str) {
+    let run = t.drive(run_id, 400).await;
+    assert_eq!(run.status, RunStatus::Completed, "{:?}", run.stopping_reason);
+    assert_eq!(run.stopping_reason.as_ref().unwrap().kind, StopType::Completed);
+    assert_iterations_once(&*t.p().store, &run).await;
+    assert_gapless(&*t.p().store, &run).await;
+    assert_eq!(run.metrics.tokens(), t.llm.tokens.load(std::sync::atomic::Ordering::SeqCst), "tokens = the model calls actually made");
+    assert_eq!(run.metrics.llm_calls, t.llm.calls.load(std::sync::atomic::Ordering::SeqCst));
+    let cost_events: u64 = t
+        .p()
+        .store
+        .events(run_id, 0, 10_000)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| e.kind == longrun_domain::EventKind::IterationCostUpdate)
+        .count() as u64;
+    assert_eq!(cost_events, run.metrics.llm_calls, "one live cost event per call");
+    assert_eq!(t.p().store.active_runs("alice").await.unwrap(), 0, "the slot is released once");
+    // The inbox is written by the asynchronous consumer; give it a moment.
+    let mut notes = vec![];
+    for _ in 0..200 {
+        notes = t.p().store.notifications("alice", 10).await.unwrap();
+        if !notes.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(notes.len(), 1, "one notification per outcome");
+    assert!(notes[0].link.ends_with(&format!("/runs/{run_id}")));
+}
+
+async fn crash_test(points: Vec<(FaultPoint, u32)>) {
+    let faults = Arc::new(CrashOnce::new(points.clone()));
+    let mut t = platform(SCRIPT, faults.clone(), &[], 5);
+    let (_stop, rx) = tokio::sync::watch::channel(false);
+    // Only the notification consumer runs in the background; the test drives the worker.
+    let _consumer = t.running.spawn_notifications(rx);
+    let id = start(&t).await;
+    assert_books(&t, &id).await;
+    assert_eq!(faults.fired(), points.len(), "every planned crash happened");
+}
+
+#[tokio::test]
+async fn a_crash_after_the_claim_is_recovered_once_the_lease_expires() {
+    crash_test(vec![(FaultPoint::AfterClaim, 1), (FaultPoint::AfterClaim, 3)]).await;
+}
+
+#[tokio::test]
+async fn a_crash_after_a_model_call_keeps_its_spend_and_redoes_the_work() {
+    crash_test(vec![(FaultPoint::AfterLlmCall, 2), (FaultPoint::AfterLlmCall, 4)]).await;
+}
+
+#[tokio::test]
+async fn a_crash_after_commit_before_enqueue_is_healed_by_redelivery() {
+    crash_test(vec![(FaultPoint::AfterCommit, 2), (FaultPoint::AfterCommit, 5)]).await;
+}
+
+#[tokio::test]
+async fn a_crash_after_enqueue_before_ack_does_not_double_an_iteration() {
+    crash_test(vec![(FaultPoint::AfterEnqueue, 1), (FaultPoint::AfterEnqueue, 4)]).await;
+}
+
+#[tokio::test]
+async fn crashes_at_every_boundary_in_one_run_still_finish_exactly_once() {
+    crash_test(vec![
+        (FaultPoint::AfterClaim, 1),
+        (FaultPoint::AfterLlmCall, 2),
+        (FaultPoint::AfterCommit, 3),
+        (FaultPoint::AfterEnqueue, 4),
+        // The crashed model call above consumed a script step, so iteration 5 is the final one:
+        // this crash lands between the terminal commit and the outcome notification.
+        (FaultPoint::AfterCommit, 5),
+    ])
+    .await;
+}
+
+/// Sends every message twice under different dedup ids, as a redelivery after the 5-minute
+/// dedup window would.
+struct TwiceQueue(Arc<dyn StepQueue>);
+
+#[async_trait]
+impl StepQueue for TwiceQueue {
+    async fn enqueue(&self, msg: &StepMessage, dedup_id: &str, delay_ms: u64) -> Result<Enqueued, QueueError> {
+        let first = self.0.enqueue(msg, dedup_id, delay_ms).await?;
+        self.0.enqueue(msg, &format!("{dedup_id}#again"), delay_ms).await?;
+        Ok(first)
+    }
+    async fn receive(&self, max: usize, visibility_ms: u64) -> Result<Vec<Delivery>, QueueError> {
+        self.0.receive(max, visibility_ms).await
+    }
+    async fn ack(&self, receipt: &str) -> Result<(), QueueError> {
+        self.0.ack(receipt).await
+    }
+    async fn extend(&self, receipt: &str, visibility_ms: u64) -> Result<(), QueueError> {
+        self.0.extend(receipt, visibility_ms).await
+    }
+}
+
+#[tokio::test]
+async fn every_message_delivered_twice_commits_each_iteration_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = SqliteDb::open(&dir.path().join("t.sqlite3")).unwrap();
+    let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+    let inner: Arc<dyn StepQueue> = Arc::new(SqliteStepQueue::new(db.clone(), clock.clone()));
+    let llm = Arc::new(CountingLlm::new(scripted(SCRIPT)));
+    let notifier = Arc::new(RecordingNotifier::default());
+    let running = Platform::assemble(
+        Arc::new(SqliteRunStore::new(db)),
+        Arc::new(TwiceQueue(inner)),
+        notifier.clone(),
+        llm.clone(),
+        AppConfig::new(Tokens::default(), vec![MODEL.into()]).unwrap(),
+        clock.clone() as Arc<dyn Clock>,
+        Arc::new(NoFaults),
+        EngineConfig::default(),
+        WorkerConfig::default(),
+    );
+    let t = TestPlatform { running, clock, llm, dir };
+    let id = start(&t).await;
+    let run = t.drive(&id, 400).await;
+    assert_eq!(run.status, RunStatus::Completed);
+    assert_iterations_once(&*t.p().store, &run).await;
+    assert_gapless(&*t.p().store, &run).await;
+    assert_eq!(run.metrics.tokens(), t.llm.tokens.load(std::sync::atomic::Ordering::SeqCst));
+    assert_eq!(notifier.published.lock().unwrap().len(), 1, "the outcome is published once");
+}
