@@ -87,7 +87,11 @@ pub fn scripted(script_json: &str) -> Arc<dyn LlmClient> {
     Arc::new(
         ModelRouter::build(&[], &Default::default())
             .unwrap()
-            .with_client(MODEL, Arc::new(ScriptedLlm::new("test.json", script)), RetryPolicy::SIMULATED),
+            .with_client(
+                MODEL,
+                Arc::new(ScriptedLlm::new("test.json", script)),
+                RetryPolicy::SIMULATED,
+            ),
     )
 }
 
@@ -112,7 +116,8 @@ impl CrashOnce {
 
 impl Faults for CrashOnce {
     fn crash_at(&self, point: FaultPoint, _run: &str, iteration: u32) -> bool {
-        self.points.contains(&(point, iteration)) && self.fired.lock().unwrap().insert((point, iteration))
+        self.points.contains(&(point, iteration))
+            && self.fired.lock().unwrap().insert((point, iteration))
     }
 }
 
@@ -133,10 +138,8 @@ impl TestPlatform {
     pub async fn drive(&self, run_id: &str, max_polls: usize) -> Run {
         for _ in 0..max_polls {
             let run = self.p().store.get_run(run_id).await.unwrap().unwrap();
-            if run.status.is_ended() || run.status.is_waiting() {
-                if run.notified {
-                    return run;
-                }
+            if (run.status.is_ended() || run.status.is_waiting()) && run.notified {
+                return run;
             }
             let stats = self.running.worker.poll_once().await.unwrap();
             if stats.received == 0 {
@@ -148,7 +151,12 @@ impl TestPlatform {
 }
 
 /// An embedded platform on a SQLite file with a manual clock, a scripted model and faults.
-pub fn platform(script_json: &str, faults: Arc<dyn Faults>, tokens: &[(&str, &str)], active_limit: u32) -> TestPlatform {
+pub fn platform(
+    script_json: &str,
+    faults: Arc<dyn Faults>,
+    tokens: &[(&str, &str)],
+    active_limit: u32,
+) -> TestPlatform {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));
     let llm = Arc::new(CountingLlm::new(scripted(script_json)));
@@ -196,7 +204,11 @@ pub async fn assert_gapless(store: &dyn RunStore, run: &Run) {
 pub async fn assert_iterations_once(store: &dyn RunStore, run: &Run) {
     let its = store.iterations(&run.id, 0, 100_000).await.unwrap();
     let ns: Vec<u32> = its.iter().map(|i| i.n).collect();
-    assert_eq!(ns, (1..=run.iteration).collect::<Vec<_>>(), "each iteration committed once");
+    assert_eq!(
+        ns,
+        (1..=run.iteration).collect::<Vec<_>>(),
+        "each iteration committed once"
+    );
     let events = store.events(&run.id, 0, 100_000).await.unwrap();
     let committed: Vec<u64> = events
         .iter()

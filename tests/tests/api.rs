@@ -21,7 +21,13 @@ struct App {
 }
 
 impl App {
-    async fn req(&self, method: reqwest::Method, path: &str, token: Option<&str>, body: Option<Value>) -> (StatusCode, Value, String) {
+    async fn req(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> (StatusCode, Value, String) {
         let mut r = self.http.request(method, format!("{}{path}", self.base));
         if let Some(t) = token {
             r = r.bearer_auth(t);
@@ -31,16 +37,28 @@ impl App {
         }
         let resp = r.send().await.unwrap();
         let status = resp.status();
-        let ctype = resp.headers().get("content-type").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+        let ctype = resp
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default();
         let text = resp.text().await.unwrap();
-        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)), ctype)
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+            ctype,
+        )
     }
     async fn get(&self, path: &str, token: &str) -> (StatusCode, Value) {
-        let (s, v, _) = self.req(reqwest::Method::GET, path, Some(token), None).await;
+        let (s, v, _) = self
+            .req(reqwest::Method::GET, path, Some(token), None)
+            .await;
         (s, v)
     }
     async fn post(&self, path: &str, token: &str, body: Value) -> (StatusCode, Value) {
-        let (s, v, _) = self.req(reqwest::Method::POST, path, Some(token), Some(body)).await;
+        let (s, v, _) = self
+            .req(reqwest::Method::POST, path, Some(token), Some(body))
+            .await;
         (s, v)
     }
 
@@ -58,7 +76,12 @@ impl App {
 
 /// Serves the router on a free loopback port; `worker` starts the background loop.
 async fn spawn_app(script: &str, active_limit: u32, worker: bool) -> App {
-    let mut t = platform(script, Arc::new(NoFaults), &[(ALICE, "alice"), (BOB, "bob")], active_limit);
+    let mut t = platform(
+        script,
+        Arc::new(NoFaults),
+        &[(ALICE, "alice"), (BOB, "bob")],
+        active_limit,
+    );
     let (stop, rx) = watch::channel(false);
     if worker {
         t.running.spawn(rx);
@@ -96,7 +119,13 @@ async fn twenty_parallel_creates_with_a_limit_of_three_accept_exactly_three() {
         .map(|i| {
             let app = app.clone();
             tokio::spawn(async move {
-                app.req(reqwest::Method::POST, "/v1/runs", Some(ALICE), Some(json!({"objective": format!("run {i}")}))).await
+                app.req(
+                    reqwest::Method::POST,
+                    "/v1/runs",
+                    Some(ALICE),
+                    Some(json!({"objective": format!("run {i}")})),
+                )
+                .await
             })
         })
         .collect();
@@ -137,25 +166,66 @@ async fn bad_bodies_get_problem_details_and_write_nothing() {
     assert_eq!(resp.headers()["content-type"], "application/problem+json");
 
     let cases = [
-        (json!({"objective": "x", "colour": "red"}), StatusCode::UNPROCESSABLE_ENTITY, "colour"),
-        (json!({"objective": "x", "budgets": {"max_tokens": -5}}), StatusCode::UNPROCESSABLE_ENTITY, "budgets.max_tokens"),
-        (json!({"objective": "x", "budgets": {"max_iterations": 0}}), StatusCode::UNPROCESSABLE_ENTITY, "budgets.max_iterations"),
-        (json!({"objective": "x".repeat(100 * 1024)}), StatusCode::UNPROCESSABLE_ENTITY, "bytes"),
-        (json!({"objective": "   "}), StatusCode::UNPROCESSABLE_ENTITY, "empty"),
-        (json!({"objective": "x", "model": "openai:gpt-4.1"}), StatusCode::UNPROCESSABLE_ENTITY, "not available"),
-        (json!({"budgets": {}}), StatusCode::UNPROCESSABLE_ENTITY, "objective"),
+        (
+            json!({"objective": "x", "colour": "red"}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "colour",
+        ),
+        (
+            json!({"objective": "x", "budgets": {"max_tokens": -5}}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "budgets.max_tokens",
+        ),
+        (
+            json!({"objective": "x", "budgets": {"max_iterations": 0}}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "budgets.max_iterations",
+        ),
+        (
+            json!({"objective": "x".repeat(100 * 1024)}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "bytes",
+        ),
+        (
+            json!({"objective": "   "}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "empty",
+        ),
+        (
+            json!({"objective": "x", "model": "openai:gpt-4.1"}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "not available",
+        ),
+        (
+            json!({"budgets": {}}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "objective",
+        ),
     ];
     for (body, status, needle) in cases {
-        let (s, problem, ctype) = app.req(reqwest::Method::POST, "/v1/runs", Some(ALICE), Some(body.clone())).await;
+        let (s, problem, ctype) = app
+            .req(
+                reqwest::Method::POST,
+                "/v1/runs",
+                Some(ALICE),
+                Some(body.clone()),
+            )
+            .await;
         assert_eq!(s, status, "{body}: {problem}");
         assert_eq!(ctype, "application/problem+json");
         for field in ["type", "title", "status", "detail"] {
             assert!(problem.get(field).is_some(), "{field} missing in {problem}");
         }
-        assert!(problem["detail"].as_str().unwrap().contains(needle), "{needle} not in {problem}");
+        assert!(
+            problem["detail"].as_str().unwrap().contains(needle),
+            "{needle} not in {problem}"
+        );
     }
     let (_, list) = app.get("/v1/runs", ALICE).await;
-    assert!(list["runs"].as_array().unwrap().is_empty(), "nothing was written");
+    assert!(
+        list["runs"].as_array().unwrap().is_empty(),
+        "nothing was written"
+    );
     assert_eq!(list["active"], 0);
 }
 
@@ -164,30 +234,60 @@ async fn every_v1_route_needs_a_valid_token() {
     let app = spawn_app(LOOP, 3, false).await;
     let (s, _, _) = app.req(reqwest::Method::GET, "/healthz", None, None).await;
     assert_eq!(s, StatusCode::OK);
-    for path in ["/v1/runs", "/v1/runs/x", "/v1/runs/x/events", "/v1/runs/x/report", "/v1/notifications"] {
+    for path in [
+        "/v1/runs",
+        "/v1/runs/x",
+        "/v1/runs/x/events",
+        "/v1/runs/x/report",
+        "/v1/notifications",
+    ] {
         let (s, body, ctype) = app.req(reqwest::Method::GET, path, None, None).await;
         assert_eq!(s, StatusCode::UNAUTHORIZED, "{path}");
         assert_eq!(ctype, "application/problem+json");
         assert_eq!(body["status"], 401);
-        let (s, _, _) = app.req(reqwest::Method::GET, path, Some("wrong"), None).await;
+        let (s, _, _) = app
+            .req(reqwest::Method::GET, path, Some("wrong"), None)
+            .await;
         assert_eq!(s, StatusCode::UNAUTHORIZED, "{path}");
     }
-    let (s, _, _) = app.req(reqwest::Method::POST, "/v1/runs", None, Some(json!({"objective": "x"}))).await;
+    let (s, _, _) = app
+        .req(
+            reqwest::Method::POST,
+            "/v1/runs",
+            None,
+            Some(json!({"objective": "x"})),
+        )
+        .await;
     assert_eq!(s, StatusCode::UNAUTHORIZED);
 }
 
 #[tokio::test]
 async fn another_users_run_is_invisible() {
     let app = spawn_app(ASK_THEN_FINISH, 3, true).await;
-    let (s, run) = app.post("/v1/runs", ALICE, json!({"objective": "pick a tea"})).await;
+    let (s, run) = app
+        .post("/v1/runs", ALICE, json!({"objective": "pick a tea"}))
+        .await;
     assert_eq!(s, StatusCode::CREATED);
     let id = run["id"].as_str().unwrap().to_string();
     app.wait_status(&id, &["waiting_on_user"]).await;
-    for path in ["", "/events", "/iterations", "/workspace", "/docs/choice.md", "/report", "/scratchpad", "/stream"] {
+    for path in [
+        "",
+        "/events",
+        "/iterations",
+        "/workspace",
+        "/docs/choice.md",
+        "/report",
+        "/scratchpad",
+        "/stream",
+    ] {
         let (s, body) = app.get(&format!("/v1/runs/{id}{path}"), BOB).await;
         assert_eq!(s, StatusCode::NOT_FOUND, "{path}: {body}");
     }
-    for (path, body) in [("/cancel", json!({})), ("/respond", json!({"answer": "green"})), ("/continue", json!({}))] {
+    for (path, body) in [
+        ("/cancel", json!({})),
+        ("/respond", json!({"answer": "green"})),
+        ("/continue", json!({})),
+    ] {
         let (s, _) = app.post(&format!("/v1/runs/{id}{path}"), BOB, body).await;
         assert_eq!(s, StatusCode::NOT_FOUND, "{path}");
     }
@@ -202,19 +302,38 @@ async fn another_users_run_is_invisible() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_waits_for_the_user_and_completes_after_the_answer() {
     let app = spawn_app(ASK_THEN_FINISH, 3, true).await;
-    let (_, run) = app.post("/v1/runs", ALICE, json!({"objective": "pick a tea"})).await;
+    let (_, run) = app
+        .post("/v1/runs", ALICE, json!({"objective": "pick a tea"}))
+        .await;
     let id = run["id"].as_str().unwrap().to_string();
-    assert!(run["link"].as_str().unwrap().ends_with(&format!("/runs/{id}")));
+    assert!(
+        run["link"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/runs/{id}"))
+    );
 
     let waiting = app.wait_status(&id, &["waiting_on_user"]).await;
     assert_eq!(waiting["questions"], json!(["Which tea?"]));
     let (s, report) = app.get(&format!("/v1/runs/{id}/report"), ALICE).await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(report["stopping_reason"]["type"], "waiting_on_user");
-    let (s, _) = app.post(&format!("/v1/runs/{id}/continue"), ALICE, json!({})).await;
-    assert_eq!(s, StatusCode::CONFLICT, "a waiting run is answered, not continued");
+    let (s, _) = app
+        .post(&format!("/v1/runs/{id}/continue"), ALICE, json!({}))
+        .await;
+    assert_eq!(
+        s,
+        StatusCode::CONFLICT,
+        "a waiting run is answered, not continued"
+    );
 
-    let (s, _) = app.post(&format!("/v1/runs/{id}/respond"), ALICE, json!({"answer": "green"})).await;
+    let (s, _) = app
+        .post(
+            &format!("/v1/runs/{id}/respond"),
+            ALICE,
+            json!({"answer": "green"}),
+        )
+        .await;
     assert_eq!(s, StatusCode::OK);
     let done = app.wait_status(&id, &["completed"]).await;
     assert_eq!(done["iteration"], 2);
@@ -223,7 +342,12 @@ async fn a_run_waits_for_the_user_and_completes_after_the_answer() {
     let mut after = 0;
     let mut seqs = vec![];
     loop {
-        let (_, page) = app.get(&format!("/v1/runs/{id}/events?after={after}&limit=3"), ALICE).await;
+        let (_, page) = app
+            .get(
+                &format!("/v1/runs/{id}/events?after={after}&limit=3"),
+                ALICE,
+            )
+            .await;
         let events = page["events"].as_array().unwrap().clone();
         if events.is_empty() {
             break;
@@ -231,12 +355,27 @@ async fn a_run_waits_for_the_user_and_completes_after_the_answer() {
         seqs.extend(events.iter().map(|e| e["seq"].as_u64().unwrap()));
         after = page["next_after"].as_u64().unwrap();
     }
-    assert_eq!(seqs, (1..=done["event_seq"].as_u64().unwrap()).collect::<Vec<_>>());
+    assert_eq!(
+        seqs,
+        (1..=done["event_seq"].as_u64().unwrap()).collect::<Vec<_>>()
+    );
     let kinds: Vec<String> = {
-        let (_, page) = app.get(&format!("/v1/runs/{id}/events?limit=1000"), ALICE).await;
-        page["events"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap().to_string()).collect()
+        let (_, page) = app
+            .get(&format!("/v1/runs/{id}/events?limit=1000"), ALICE)
+            .await;
+        page["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["type"].as_str().unwrap().to_string())
+            .collect()
     };
-    for k in ["run_created", "run_waiting", "user_responded", "run_completed"] {
+    for k in [
+        "run_created",
+        "run_waiting",
+        "user_responded",
+        "run_completed",
+    ] {
         assert!(kinds.contains(&k.to_string()), "{k} missing from {kinds:?}");
     }
 
@@ -255,7 +394,9 @@ async fn a_run_waits_for_the_user_and_completes_after_the_answer() {
     assert!(sse.contains("id: 3\n") && !sse.contains("id: 2\n"), "{sse}");
     assert!(sse.contains("event: run_completed"));
 
-    let (_, doc) = app.get(&format!("/v1/runs/{id}/docs/choice.md"), ALICE).await;
+    let (_, doc) = app
+        .get(&format!("/v1/runs/{id}/docs/choice.md"), ALICE)
+        .await;
     assert_eq!(doc["content"], "the user chose");
     let (_, ws) = app.get(&format!("/v1/runs/{id}/workspace"), ALICE).await;
     assert_eq!(ws["tree"]["children"][0]["path"], "choice.md");
@@ -271,17 +412,29 @@ async fn a_run_waits_for_the_user_and_completes_after_the_answer() {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let statuses: Vec<&str> = notes["notifications"].as_array().unwrap().iter().map(|n| n["status"].as_str().unwrap()).collect();
+    let statuses: Vec<&str> = notes["notifications"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["status"].as_str().unwrap())
+        .collect();
     assert_eq!(statuses.len(), 2, "{notes}");
     assert!(statuses.contains(&"completed") && statuses.contains(&"waiting_on_user"));
-    assert!(notes["notifications"][0]["link"].as_str().unwrap().ends_with(&format!("/runs/{id}")));
+    assert!(
+        notes["notifications"][0]["link"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/runs/{id}"))
+    );
     let _ = &app.t;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_stops_a_running_run_and_frees_its_slot() {
     let app = spawn_app(LOOP, 3, true).await;
-    let (_, run) = app.post("/v1/runs", ALICE, json!({"objective": "keep writing"})).await;
+    let (_, run) = app
+        .post("/v1/runs", ALICE, json!({"objective": "keep writing"}))
+        .await;
     let id = run["id"].as_str().unwrap().to_string();
     for _ in 0..200 {
         let (_, r) = app.get(&format!("/v1/runs/{id}"), ALICE).await;
@@ -290,66 +443,124 @@ async fn cancel_stops_a_running_run_and_frees_its_slot() {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let (s, _) = app.post(&format!("/v1/runs/{id}/cancel"), ALICE, json!({})).await;
+    let (s, _) = app
+        .post(&format!("/v1/runs/{id}/cancel"), ALICE, json!({}))
+        .await;
     assert_eq!(s, StatusCode::OK);
     let run = app.wait_status(&id, &["canceled"]).await;
     assert_eq!(run["stopping_reason"]["type"], "canceled");
     let (_, list) = app.get("/v1/runs", ALICE).await;
     assert_eq!(list["active"], 0);
-    let (s, _) = app.post(&format!("/v1/runs/{id}/cancel"), ALICE, json!({})).await;
+    let (s, _) = app
+        .post(&format!("/v1/runs/{id}/cancel"), ALICE, json!({}))
+        .await;
     assert_eq!(s, StatusCode::CONFLICT);
     let (_, report) = app.get(&format!("/v1/runs/{id}/report"), ALICE).await;
-    assert!(report["what_changed"]["created"].as_array().unwrap().len() >= 2, "a partial report lists what was done");
+    assert!(
+        report["what_changed"]["created"].as_array().unwrap().len() >= 2,
+        "a partial report lists what was done"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_run_continues_only_with_a_raised_budget_and_keeps_its_spend() {
     let app = spawn_app(LOOP, 3, true).await;
-    let (_, run) = app.post("/v1/runs", ALICE, json!({"objective": "keep writing", "budgets": {"max_iterations": 2}})).await;
+    let (_, run) = app
+        .post(
+            "/v1/runs",
+            ALICE,
+            json!({"objective": "keep writing", "budgets": {"max_iterations": 2}}),
+        )
+        .await;
     let id = run["id"].as_str().unwrap().to_string();
     let stopped = app.wait_status(&id, &["stopped"]).await;
     assert_eq!(stopped["stopping_reason"]["type"], "max_iterations");
     let spent = stopped["tokens"].as_u64().unwrap();
 
-    let (s, problem) = app.post(&format!("/v1/runs/{id}/continue"), ALICE, json!({})).await;
+    let (s, problem) = app
+        .post(&format!("/v1/runs/{id}/continue"), ALICE, json!({}))
+        .await;
     assert_eq!(s, StatusCode::CONFLICT);
-    assert!(problem["detail"].as_str().unwrap().contains("max_iterations"));
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap()
+            .contains("max_iterations")
+    );
 
-    let (s, _) = app.post(&format!("/v1/runs/{id}/continue"), ALICE, json!({"budgets": {"max_iterations": 4}})).await;
+    let (s, _) = app
+        .post(
+            &format!("/v1/runs/{id}/continue"),
+            ALICE,
+            json!({"budgets": {"max_iterations": 4}}),
+        )
+        .await;
     assert_eq!(s, StatusCode::OK);
     let again = app.wait_status(&id, &["stopped"]).await;
     assert_eq!(again["iteration"], 4);
-    assert!(again["tokens"].as_u64().unwrap() > spent, "spend accumulates, never resets");
+    assert!(
+        again["tokens"].as_u64().unwrap() > spent,
+        "spend accumulates, never resets"
+    );
 }
 
 #[tokio::test]
 async fn a_token_budget_stops_the_run_with_a_partial_report() {
     let app = spawn_app(LOOP, 3, true).await;
-    let (_, run) = app.post("/v1/runs", ALICE, json!({"objective": "keep writing", "budgets": {"max_tokens": 40}})).await;
+    let (_, run) = app
+        .post(
+            "/v1/runs",
+            ALICE,
+            json!({"objective": "keep writing", "budgets": {"max_tokens": 40}}),
+        )
+        .await;
     let id = run["id"].as_str().unwrap().to_string();
     let stopped = app.wait_status(&id, &["stopped"]).await;
     assert_eq!(stopped["stopping_reason"]["type"], "budget");
-    assert!(stopped["stopping_reason"]["detail"].as_str().unwrap().starts_with("max_tokens"));
+    assert!(
+        stopped["stopping_reason"]["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("max_tokens")
+    );
     let (_, report) = app.get(&format!("/v1/runs/{id}/report"), ALICE).await;
-    assert_eq!(report["metrics"]["tokens"], 45, "three calls of 15 tokens: the third crossed 40");
+    assert_eq!(
+        report["metrics"]["tokens"], 45,
+        "three calls of 15 tokens: the third crossed 40"
+    );
 }
 
 #[tokio::test]
 async fn the_openapi_document_is_3_1_and_covers_the_routes() {
     let app = spawn_app(LOOP, 3, false).await;
-    let (s, doc, _) = app.req(reqwest::Method::GET, "/v1/openapi.json", None, None).await;
+    let (s, doc, _) = app
+        .req(reqwest::Method::GET, "/v1/openapi.json", None, None)
+        .await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(doc["openapi"], "3.1.0");
-    for path in ["/v1/runs", "/v1/runs/{id}/events", "/v1/runs/{id}/respond", "/v1/notifications"] {
+    for path in [
+        "/v1/runs",
+        "/v1/runs/{id}/events",
+        "/v1/runs/{id}/respond",
+        "/v1/notifications",
+    ] {
         assert!(doc["paths"].get(path).is_some(), "{path}");
     }
-    let create = &doc["paths"]["/v1/runs"]["post"]["requestBody"]["content"]["application/json"]["schema"];
+    let create =
+        &doc["paths"]["/v1/runs"]["post"]["requestBody"]["content"]["application/json"]["schema"];
     let name = create["$ref"].as_str().unwrap().rsplit('/').next().unwrap();
-    assert!(doc["components"]["schemas"][name]["properties"].get("objective").is_some());
+    assert!(
+        doc["components"]["schemas"][name]["properties"]
+            .get("objective")
+            .is_some()
+    );
     // Every $ref resolves inside the document.
     let text = doc.to_string();
     for r in text.split("\"$ref\":\"#/components/schemas/").skip(1) {
         let name = r.split('"').next().unwrap();
-        assert!(doc["components"]["schemas"].get(name).is_some(), "dangling $ref {name}");
+        assert!(
+            doc["components"]["schemas"].get(name).is_some(),
+            "dangling $ref {name}"
+        );
     }
 }

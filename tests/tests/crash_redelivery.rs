@@ -7,14 +7,18 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use longrun_app::{AppConfig, Platform, Tokens, create_run};
-use longrun_domain::run::RunStatus;
 use longrun_domain::StopType;
-use longrun_engine::ports::{
-    Clock, Delivery, Enqueued, FaultPoint, ManualClock, NoFaults, QueueError, StepMessage, StepQueue,
-};
+use longrun_domain::run::RunStatus;
 use longrun_engine::EngineConfig;
+use longrun_engine::ports::{
+    Clock, Delivery, Enqueued, FaultPoint, ManualClock, NoFaults, QueueError, StepMessage,
+    StepQueue,
+};
 use longrun_local::{RecordingNotifier, SqliteDb, SqliteRunStore, SqliteStepQueue, WorkerConfig};
-use longrun_tests::{CountingLlm, CrashOnce, MODEL, TestPlatform, assert_gapless, assert_iterations_once, platform, scripted};
+use longrun_tests::{
+    CountingLlm, CrashOnce, MODEL, TestPlatform, assert_gapless, assert_iterations_once, platform,
+    scripted,
+};
 
 /// Five working iterations (a doc, an executor task each), then a valid completion.
 const SCRIPT: &str = r#"{
@@ -58,12 +62,27 @@ async fn start(t: &TestPlatform) -> String {
 
 async fn assert_books(t: &TestPlatform, run_id: &str) {
     let run = t.drive(run_id, 400).await;
-    assert_eq!(run.status, RunStatus::Completed, "{:?}", run.stopping_reason);
-    assert_eq!(run.stopping_reason.as_ref().unwrap().kind, StopType::Completed);
+    assert_eq!(
+        run.status,
+        RunStatus::Completed,
+        "{:?}",
+        run.stopping_reason
+    );
+    assert_eq!(
+        run.stopping_reason.as_ref().unwrap().kind,
+        StopType::Completed
+    );
     assert_iterations_once(&*t.p().store, &run).await;
     assert_gapless(&*t.p().store, &run).await;
-    assert_eq!(run.metrics.tokens(), t.llm.tokens.load(std::sync::atomic::Ordering::SeqCst), "tokens = the model calls actually made");
-    assert_eq!(run.metrics.llm_calls, t.llm.calls.load(std::sync::atomic::Ordering::SeqCst));
+    assert_eq!(
+        run.metrics.tokens(),
+        t.llm.tokens.load(std::sync::atomic::Ordering::SeqCst),
+        "tokens = the model calls actually made"
+    );
+    assert_eq!(
+        run.metrics.llm_calls,
+        t.llm.calls.load(std::sync::atomic::Ordering::SeqCst)
+    );
     let cost_events: u64 = t
         .p()
         .store
@@ -73,8 +92,15 @@ async fn assert_books(t: &TestPlatform, run_id: &str) {
         .iter()
         .filter(|e| e.kind == longrun_domain::EventKind::IterationCostUpdate)
         .count() as u64;
-    assert_eq!(cost_events, run.metrics.llm_calls, "one live cost event per call");
-    assert_eq!(t.p().store.active_runs("alice").await.unwrap(), 0, "the slot is released once");
+    assert_eq!(
+        cost_events, run.metrics.llm_calls,
+        "one live cost event per call"
+    );
+    assert_eq!(
+        t.p().store.active_runs("alice").await.unwrap(),
+        0,
+        "the slot is released once"
+    );
     // The inbox is written by the asynchronous consumer; give it a moment.
     let mut notes = vec![];
     for _ in 0..200 {
@@ -101,22 +127,38 @@ async fn crash_test(points: Vec<(FaultPoint, u32)>) {
 
 #[tokio::test]
 async fn a_crash_after_the_claim_is_recovered_once_the_lease_expires() {
-    crash_test(vec![(FaultPoint::AfterClaim, 1), (FaultPoint::AfterClaim, 3)]).await;
+    crash_test(vec![
+        (FaultPoint::AfterClaim, 1),
+        (FaultPoint::AfterClaim, 3),
+    ])
+    .await;
 }
 
 #[tokio::test]
 async fn a_crash_after_a_model_call_keeps_its_spend_and_redoes_the_work() {
-    crash_test(vec![(FaultPoint::AfterLlmCall, 2), (FaultPoint::AfterLlmCall, 4)]).await;
+    crash_test(vec![
+        (FaultPoint::AfterLlmCall, 2),
+        (FaultPoint::AfterLlmCall, 4),
+    ])
+    .await;
 }
 
 #[tokio::test]
 async fn a_crash_after_commit_before_enqueue_is_healed_by_redelivery() {
-    crash_test(vec![(FaultPoint::AfterCommit, 2), (FaultPoint::AfterCommit, 5)]).await;
+    crash_test(vec![
+        (FaultPoint::AfterCommit, 2),
+        (FaultPoint::AfterCommit, 5),
+    ])
+    .await;
 }
 
 #[tokio::test]
 async fn a_crash_after_enqueue_before_ack_does_not_double_an_iteration() {
-    crash_test(vec![(FaultPoint::AfterEnqueue, 1), (FaultPoint::AfterEnqueue, 4)]).await;
+    crash_test(vec![
+        (FaultPoint::AfterEnqueue, 1),
+        (FaultPoint::AfterEnqueue, 4),
+    ])
+    .await;
 }
 
 #[tokio::test]
@@ -139,9 +181,16 @@ struct TwiceQueue(Arc<dyn StepQueue>);
 
 #[async_trait]
 impl StepQueue for TwiceQueue {
-    async fn enqueue(&self, msg: &StepMessage, dedup_id: &str, delay_ms: u64) -> Result<Enqueued, QueueError> {
+    async fn enqueue(
+        &self,
+        msg: &StepMessage,
+        dedup_id: &str,
+        delay_ms: u64,
+    ) -> Result<Enqueued, QueueError> {
         let first = self.0.enqueue(msg, dedup_id, delay_ms).await?;
-        self.0.enqueue(msg, &format!("{dedup_id}#again"), delay_ms).await?;
+        self.0
+            .enqueue(msg, &format!("{dedup_id}#again"), delay_ms)
+            .await?;
         Ok(first)
     }
     async fn receive(&self, max: usize, visibility_ms: u64) -> Result<Vec<Delivery>, QueueError> {
@@ -174,12 +223,24 @@ async fn every_message_delivered_twice_commits_each_iteration_once() {
         EngineConfig::default(),
         WorkerConfig::default(),
     );
-    let t = TestPlatform { running, clock, llm, dir };
+    let t = TestPlatform {
+        running,
+        clock,
+        llm,
+        dir,
+    };
     let id = start(&t).await;
     let run = t.drive(&id, 400).await;
     assert_eq!(run.status, RunStatus::Completed);
     assert_iterations_once(&*t.p().store, &run).await;
     assert_gapless(&*t.p().store, &run).await;
-    assert_eq!(run.metrics.tokens(), t.llm.tokens.load(std::sync::atomic::Ordering::SeqCst));
-    assert_eq!(notifier.published.lock().unwrap().len(), 1, "the outcome is published once");
+    assert_eq!(
+        run.metrics.tokens(),
+        t.llm.tokens.load(std::sync::atomic::Ordering::SeqCst)
+    );
+    assert_eq!(
+        notifier.published.lock().unwrap().len(),
+        1,
+        "the outcome is published once"
+    );
 }

@@ -67,12 +67,18 @@ mod suite {
     pub async fn an_unacknowledged_message_comes_back_after_its_visibility_timeout(f: Fixture) {
         send(&*f.queue, &msg("r1", 1)).await;
         let first = f.queue.receive(10, 1000).await.unwrap();
-        assert!(f.queue.receive(10, 1000).await.unwrap().is_empty(), "invisible while in flight");
+        assert!(
+            f.queue.receive(10, 1000).await.unwrap().is_empty(),
+            "invisible while in flight"
+        );
         f.clock.advance(1_001);
         let again = f.queue.receive(10, 1000).await.unwrap();
         assert_eq!(again.len(), 1);
         assert_eq!(again[0].receive_count, 2);
-        assert!(matches!(f.queue.ack(&first[0].receipt).await, Err(QueueError::StaleReceipt)));
+        assert!(matches!(
+            f.queue.ack(&first[0].receipt).await,
+            Err(QueueError::StaleReceipt)
+        ));
         f.queue.ack(&again[0].receipt).await.unwrap();
     }
 
@@ -81,7 +87,10 @@ mod suite {
         send(&*f.queue, &msg("r1", 2)).await;
         send(&*f.queue, &msg("r2", 1)).await;
         let got = f.queue.receive(10, 1000).await.unwrap();
-        let bodies: Vec<StepMessage> = got.iter().map(|d| StepMessage::parse(&d.body).unwrap()).collect();
+        let bodies: Vec<StepMessage> = got
+            .iter()
+            .map(|d| StepMessage::parse(&d.body).unwrap())
+            .collect();
         assert_eq!(bodies, vec![msg("r1", 1), msg("r2", 1)]);
         assert!(f.queue.receive(10, 1000).await.unwrap().is_empty());
         f.queue.ack(&got[0].receipt).await.unwrap();
@@ -117,7 +126,11 @@ mod suite {
             f.clock.advance(1_001);
         }
         let next = f.queue.receive(10, 1000).await.unwrap();
-        assert_eq!(StepMessage::parse(&next[0].body).unwrap(), msg("r1", 2), "the dead head no longer blocks its run");
+        assert_eq!(
+            StepMessage::parse(&next[0].body).unwrap(),
+            msg("r1", 2),
+            "the dead head no longer blocks its run"
+        );
     }
 }
 

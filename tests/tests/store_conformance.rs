@@ -65,7 +65,10 @@ mod suite {
     use super::*;
 
     pub async fn creating_a_run_stores_it_with_its_first_event(s: &dyn RunStore) {
-        let run = s.create_run(change::create(new_run("r1", "alice", 10), 5)).await.unwrap();
+        let run = s
+            .create_run(change::create(new_run("r1", "alice", 10), 5))
+            .await
+            .unwrap();
         assert_eq!(run.event_seq, 1);
         assert_eq!(s.get_run("r1").await.unwrap().unwrap(), run);
         let events = s.events("r1", 0, 10).await.unwrap();
@@ -75,66 +78,126 @@ mod suite {
     }
 
     pub async fn creating_the_same_run_twice_is_a_conflict_and_writes_nothing(s: &dyn RunStore) {
-        s.create_run(change::create(new_run("r1", "alice", 10), 5)).await.unwrap();
-        let err = s.create_run(change::create(new_run("r1", "alice", 10), 5)).await.unwrap_err();
-        assert!(matches!(err, StoreError::Rejected(Rejection::Conflict(_))), "{err}");
+        s.create_run(change::create(new_run("r1", "alice", 10), 5))
+            .await
+            .unwrap();
+        let err = s
+            .create_run(change::create(new_run("r1", "alice", 10), 5))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, StoreError::Rejected(Rejection::Conflict(_))),
+            "{err}"
+        );
         assert_eq!(s.active_runs("alice").await.unwrap(), 1);
         assert_eq!(s.events("r1", 0, 10).await.unwrap().len(), 1);
     }
 
     pub async fn the_active_limit_refuses_a_slot_and_release_frees_it(s: &dyn RunStore) {
         for i in 0..2 {
-            s.create_run(change::create(new_run(&format!("r{i}"), "alice", i), 2)).await.unwrap();
+            s.create_run(change::create(new_run(&format!("r{i}"), "alice", i), 2))
+                .await
+                .unwrap();
         }
-        let err = s.create_run(change::create(new_run("r9", "alice", 9), 2)).await.unwrap_err();
-        assert!(matches!(err, StoreError::Rejected(Rejection::LimitExceeded { limit: 2 })));
-        assert!(s.get_run("r9").await.unwrap().is_none(), "a refused create writes nothing");
+        let err = s
+            .create_run(change::create(new_run("r9", "alice", 9), 2))
+            .await
+            .unwrap_err();
+        assert!(matches!(
+            err,
+            StoreError::Rejected(Rejection::LimitExceeded { limit: 2 })
+        ));
+        assert!(
+            s.get_run("r9").await.unwrap().is_none(),
+            "a refused create writes nothing"
+        );
         // Another user is not affected.
-        s.create_run(change::create(new_run("b1", "bob", 1), 2)).await.unwrap();
+        s.create_run(change::create(new_run("b1", "bob", 1), 2))
+            .await
+            .unwrap();
         s.update_run("r0", &|r| {
             let mut next = r.clone();
             next.status = RunStatus::Canceled;
-            Ok(RunChange { active: ActiveDelta::Release, ..RunChange::of(next, vec![EventDraft::new(EventKind::RunCanceled, json!({}))]) })
+            Ok(RunChange {
+                active: ActiveDelta::Release,
+                ..RunChange::of(
+                    next,
+                    vec![EventDraft::new(EventKind::RunCanceled, json!({}))],
+                )
+            })
         })
         .await
         .unwrap();
         assert_eq!(s.active_runs("alice").await.unwrap(), 1);
-        s.create_run(change::create(new_run("r9", "alice", 9), 2)).await.unwrap();
+        s.create_run(change::create(new_run("r9", "alice", 9), 2))
+            .await
+            .unwrap();
     }
 
     pub async fn updates_append_gapless_events_and_a_rejection_writes_nothing(s: &dyn RunStore) {
-        s.create_run(change::create(new_run("r1", "alice", 10), 5)).await.unwrap();
+        s.create_run(change::create(new_run("r1", "alice", 10), 5))
+            .await
+            .unwrap();
         for i in 0..3 {
-            s.update_run("r1", &|r| Ok(change::record_spend(r, 1, &spend(10 + i), 11))).await.unwrap();
+            s.update_run("r1", &|r| {
+                Ok(change::record_spend(r, 1, &spend(10 + i), 11))
+            })
+            .await
+            .unwrap();
         }
-        let err = s.update_run("r1", &|_| Err(Rejection::Conflict("no".into()))).await.unwrap_err();
+        let err = s
+            .update_run("r1", &|_| Err(Rejection::Conflict("no".into())))
+            .await
+            .unwrap_err();
         assert!(matches!(err, StoreError::Rejected(_)));
-        let missing = s.update_run("nope", &|r| Ok(RunChange::of(r.clone(), vec![]))).await.unwrap_err();
+        let missing = s
+            .update_run("nope", &|r| Ok(RunChange::of(r.clone(), vec![])))
+            .await
+            .unwrap_err();
         assert!(matches!(missing, StoreError::Rejected(Rejection::NotFound)));
         let run = s.get_run("r1").await.unwrap().unwrap();
         assert_eq!(run.metrics.input_tokens, 33);
-        let seqs: Vec<u64> = s.events("r1", 0, 100).await.unwrap().iter().map(|e| e.seq).collect();
+        let seqs: Vec<u64> = s
+            .events("r1", 0, 100)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| e.seq)
+            .collect();
         assert_eq!(seqs, (1..=run.event_seq).collect::<Vec<_>>());
         assert_eq!(run.event_seq, 4);
     }
 
     pub async fn events_page_by_after_and_limit(s: &dyn RunStore) {
-        s.create_run(change::create(new_run("r1", "alice", 10), 5)).await.unwrap();
+        s.create_run(change::create(new_run("r1", "alice", 10), 5))
+            .await
+            .unwrap();
         for _ in 0..9 {
-            s.update_run("r1", &|r| Ok(change::record_spend(r, 1, &spend(1), 11))).await.unwrap();
+            s.update_run("r1", &|r| Ok(change::record_spend(r, 1, &spend(1), 11)))
+                .await
+                .unwrap();
         }
         let page = s.events("r1", 3, 4).await.unwrap();
-        assert_eq!(page.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![4, 5, 6, 7]);
+        assert_eq!(
+            page.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            vec![4, 5, 6, 7]
+        );
         assert!(s.events("r1", 10, 4).await.unwrap().is_empty());
         assert!(s.events("other", 0, 4).await.unwrap().is_empty());
     }
 
     pub async fn concurrent_writers_never_lose_an_update_or_a_seq(s: Arc<dyn RunStore>) {
-        s.create_run(change::create(new_run("r1", "alice", 10), 5)).await.unwrap();
+        s.create_run(change::create(new_run("r1", "alice", 10), 5))
+            .await
+            .unwrap();
         let tasks: Vec<_> = (0..40)
             .map(|_| {
                 let s = s.clone();
-                tokio::spawn(async move { s.update_run("r1", &|r| Ok(change::record_spend(r, 1, &spend(1), 11))).await.unwrap() })
+                tokio::spawn(async move {
+                    s.update_run("r1", &|r| Ok(change::record_spend(r, 1, &spend(1), 11)))
+                        .await
+                        .unwrap()
+                })
             })
             .collect();
         for t in tasks {
@@ -143,16 +206,28 @@ mod suite {
         let run = s.get_run("r1").await.unwrap().unwrap();
         assert_eq!(run.metrics.input_tokens, 40);
         assert_eq!(run.event_seq, 41);
-        let seqs: Vec<u64> = s.events("r1", 0, 100).await.unwrap().iter().map(|e| e.seq).collect();
+        let seqs: Vec<u64> = s
+            .events("r1", 0, 100)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| e.seq)
+            .collect();
         assert_eq!(seqs, (1..=41).collect::<Vec<_>>());
     }
 
     pub async fn a_commit_writes_iteration_docs_and_pad_together_and_only_once(s: &dyn RunStore) {
-        s.create_run(change::create(new_run("r1", "alice", 10), 5)).await.unwrap();
-        s.update_run("r1", &|r| change::claim(r, 1, "w1", 20, 1000)).await.unwrap();
+        s.create_run(change::create(new_run("r1", "alice", 10), 5))
+            .await
+            .unwrap();
+        s.update_run("r1", &|r| change::claim(r, 1, "w1", 20, 1000))
+            .await
+            .unwrap();
         let commit = |r: &longrun_domain::Run| {
             if r.iteration >= 1 {
-                return Err(Rejection::AlreadyCommitted { iteration: r.iteration });
+                return Err(Rejection::AlreadyCommitted {
+                    iteration: r.iteration,
+                });
             }
             let mut next = r.clone();
             next.iteration = 1;
@@ -163,14 +238,26 @@ mod suite {
                 iteration: Some(rec),
                 docs: vec![doc("notes/a.md", "Alpha beta", 1), doc("b.md", "gamma", 1)],
                 pad: Some(pad(1)),
-                ..RunChange::of(next, vec![EventDraft::new(EventKind::IterationCommitted, json!({"iteration": 1}))])
+                ..RunChange::of(
+                    next,
+                    vec![EventDraft::new(
+                        EventKind::IterationCommitted,
+                        json!({"iteration": 1}),
+                    )],
+                )
             })
         };
         s.update_run("r1", &commit).await.unwrap();
         let again = s.update_run("r1", &commit).await.unwrap_err();
-        assert!(matches!(again, StoreError::Rejected(Rejection::AlreadyCommitted { .. })));
+        assert!(matches!(
+            again,
+            StoreError::Rejected(Rejection::AlreadyCommitted { .. })
+        ));
         assert_eq!(s.iterations("r1", 0, 10).await.unwrap().len(), 1);
-        assert_eq!(s.doc("r1", "notes/a.md").await.unwrap().unwrap().content, "Alpha beta");
+        assert_eq!(
+            s.doc("r1", "notes/a.md").await.unwrap().unwrap().content,
+            "Alpha beta"
+        );
         assert_eq!(s.docs("r1", "notes/", 10).await.unwrap().len(), 1);
         assert_eq!(s.docs("r1", "", 10).await.unwrap().len(), 2);
         let hits = s.search_docs("r1", "BETA", 10).await.unwrap();
@@ -180,19 +267,41 @@ mod suite {
     }
 
     pub async fn the_scratchpad_returns_the_last_entries_oldest_first(s: &dyn RunStore) {
-        s.create_run(change::create(new_run("r1", "alice", 10), 5)).await.unwrap();
+        s.create_run(change::create(new_run("r1", "alice", 10), 5))
+            .await
+            .unwrap();
         for n in 1..=5 {
-            s.update_run("r1", &|r| Ok(RunChange { pad: Some(pad(n)), ..RunChange::of(r.clone(), vec![]) })).await.unwrap();
+            s.update_run("r1", &|r| {
+                Ok(RunChange {
+                    pad: Some(pad(n)),
+                    ..RunChange::of(r.clone(), vec![])
+                })
+            })
+            .await
+            .unwrap();
         }
-        let last: Vec<u32> = s.scratchpad("r1", 3).await.unwrap().iter().map(|p| p.n).collect();
+        let last: Vec<u32> = s
+            .scratchpad("r1", 3)
+            .await
+            .unwrap()
+            .iter()
+            .map(|p| p.n)
+            .collect();
         assert_eq!(last, vec![3, 4, 5]);
     }
 
     pub async fn runs_are_listed_per_user_newest_first_with_filters_and_cursor(s: &dyn RunStore) {
         for i in 0..5 {
-            s.create_run(change::create(new_run(&format!("a{i}"), "alice", 100 + i), 50)).await.unwrap();
+            s.create_run(change::create(
+                new_run(&format!("a{i}"), "alice", 100 + i),
+                50,
+            ))
+            .await
+            .unwrap();
         }
-        s.create_run(change::create(new_run("b0", "bob", 200), 50)).await.unwrap();
+        s.create_run(change::create(new_run("b0", "bob", 200), 50))
+            .await
+            .unwrap();
         s.update_run("a1", &|r| {
             let mut next = r.clone();
             next.status = RunStatus::Running;
@@ -200,14 +309,43 @@ mod suite {
         })
         .await
         .unwrap();
-        let q = |limit, before| RunQuery { status: None, before, limit };
-        let ids = |runs: Vec<longrun_domain::Run>| runs.into_iter().map(|r| r.id).collect::<Vec<_>>();
-        assert_eq!(ids(s.list_runs("alice", &q(3, None)).await.unwrap()), vec!["a4", "a3", "a2"]);
-        assert_eq!(ids(s.list_runs("alice", &q(3, Some((102, "a2".into())))).await.unwrap()), vec!["a1", "a0"]);
-        let running = RunQuery { status: Some(RunStatus::Running), before: None, limit: 10 };
-        assert_eq!(ids(s.list_runs("alice", &running).await.unwrap()), vec!["a1"]);
-        assert_eq!(ids(s.list_runs("bob", &q(10, None)).await.unwrap()), vec!["b0"]);
-        assert!(s.list_runs("mallory", &q(10, None)).await.unwrap().is_empty());
+        let q = |limit, before| RunQuery {
+            status: None,
+            before,
+            limit,
+        };
+        let ids =
+            |runs: Vec<longrun_domain::Run>| runs.into_iter().map(|r| r.id).collect::<Vec<_>>();
+        assert_eq!(
+            ids(s.list_runs("alice", &q(3, None)).await.unwrap()),
+            vec!["a4", "a3", "a2"]
+        );
+        assert_eq!(
+            ids(s
+                .list_runs("alice", &q(3, Some((102, "a2".into()))))
+                .await
+                .unwrap()),
+            vec!["a1", "a0"]
+        );
+        let running = RunQuery {
+            status: Some(RunStatus::Running),
+            before: None,
+            limit: 10,
+        };
+        assert_eq!(
+            ids(s.list_runs("alice", &running).await.unwrap()),
+            vec!["a1"]
+        );
+        assert_eq!(
+            ids(s.list_runs("bob", &q(10, None)).await.unwrap()),
+            vec!["b0"]
+        );
+        assert!(
+            s.list_runs("mallory", &q(10, None))
+                .await
+                .unwrap()
+                .is_empty()
+        );
     }
 
     pub async fn notifications_are_idempotent_and_scoped_to_their_user(s: &dyn RunStore) {
@@ -222,12 +360,31 @@ mod suite {
             at,
             read: false,
         };
-        assert!(s.put_notification(&n("r1#5#completed", "alice", 1)).await.unwrap());
-        assert!(!s.put_notification(&n("r1#5#completed", "alice", 1)).await.unwrap());
-        assert!(s.put_notification(&n("r2#1#failed", "alice", 2)).await.unwrap());
-        assert!(s.put_notification(&n("r3#1#failed", "bob", 3)).await.unwrap());
+        assert!(
+            s.put_notification(&n("r1#5#completed", "alice", 1))
+                .await
+                .unwrap()
+        );
+        assert!(
+            !s.put_notification(&n("r1#5#completed", "alice", 1))
+                .await
+                .unwrap()
+        );
+        assert!(
+            s.put_notification(&n("r2#1#failed", "alice", 2))
+                .await
+                .unwrap()
+        );
+        assert!(
+            s.put_notification(&n("r3#1#failed", "bob", 3))
+                .await
+                .unwrap()
+        );
         let alice = s.notifications("alice", 10).await.unwrap();
-        assert_eq!(alice.iter().map(|n| n.id.as_str()).collect::<Vec<_>>(), vec!["r2#1#failed", "r1#5#completed"]);
+        assert_eq!(
+            alice.iter().map(|n| n.id.as_str()).collect::<Vec<_>>(),
+            vec!["r2#1#failed", "r1#5#completed"]
+        );
     }
 }
 

@@ -67,15 +67,24 @@ pub struct Running {
 
 impl Running {
     /// Starts the notification consumer alone (tests drive the worker by hand).
-    pub fn spawn_notifications(&mut self, shutdown: watch::Receiver<bool>) -> Option<JoinHandle<()>> {
+    pub fn spawn_notifications(
+        &mut self,
+        shutdown: watch::Receiver<bool>,
+    ) -> Option<JoinHandle<()>> {
         let rx = self.notifications.take()?;
-        Some(tokio::spawn(consume_notifications(rx, self.platform.store.clone(), shutdown)))
+        Some(tokio::spawn(consume_notifications(
+            rx,
+            self.platform.store.clone(),
+            shutdown,
+        )))
     }
 
     /// Starts the worker loop and the notification consumer; they stop when `shutdown` turns true.
     pub fn spawn(&mut self, shutdown: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
-        let mut handles: Vec<JoinHandle<()>> =
-            self.spawn_notifications(shutdown.clone()).into_iter().collect();
+        let mut handles: Vec<JoinHandle<()>> = self
+            .spawn_notifications(shutdown.clone())
+            .into_iter()
+            .collect();
         let worker = self.worker.clone();
         handles.push(tokio::spawn(async move { worker.run(shutdown).await }));
         handles

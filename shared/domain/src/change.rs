@@ -152,7 +152,7 @@ pub fn record_spend(run: &Run, n: u32, spend: &Spend, now: i64) -> RunChange {
             "run_cost_usd": next.metrics.cost_usd,
         }),
     )];
-    if spend.cost_usd.is_none() && run.metrics.by_model.get(&spend.model).is_none() {
+    if spend.cost_usd.is_none() && !run.metrics.by_model.contains_key(&spend.model) {
         events.push(EventDraft::new(
             EventKind::Warning,
             json!({"message": format!("no price known for model {}; its cost is recorded as unknown", spend.model)}),

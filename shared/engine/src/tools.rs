@@ -223,12 +223,12 @@ impl Staging {
 }
 
 pub fn snippet(content: &str, byte_pos: usize) -> String {
+    // Start up to 60 bytes before the match, on a char boundary.
     let start = content
         .char_indices()
-        .map(|(i, _)| i)
-        .filter(|i| *i + 60 <= byte_pos)
-        .last()
-        .unwrap_or(0);
+        .rev()
+        .find(|(i, _)| *i + 60 <= byte_pos)
+        .map_or(0, |(i, _)| i);
     content[start..].chars().take(160).collect()
 }
 

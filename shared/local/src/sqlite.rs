@@ -535,9 +535,11 @@ impl StepQueue for SqliteStepQueue {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(q_err)?;
         // Dead-letter first, so the message behind a dead head is delivered in this receive.
-        tx.prepare_cached("UPDATE queue SET dead = 1 WHERE dead = 0 AND visible_at <= ?1 AND receive_count >= ?2")
-            .and_then(|mut st| st.execute(params![now, self.max_receives]))
-            .map_err(q_err)?;
+        tx.prepare_cached(
+            "UPDATE queue SET dead = 1 WHERE dead = 0 AND visible_at <= ?1 AND receive_count >= ?2",
+        )
+        .and_then(|mut st| st.execute(params![now, self.max_receives]))
+        .map_err(q_err)?;
         let heads: Vec<(i64, String, u32)> = {
             // The head of each group, if visible: an in-flight head blocks its group (FIFO).
             let mut st = tx

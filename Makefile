@@ -1,0 +1,28 @@
+# The two commands a new user needs: `make demo` and `make test`.
+CARGO ?= cargo
+
+.PHONY: demo test lint bench serve build
+
+## A real multi-iteration run on the embedded platform: no cloud account, no API key.
+demo:
+	$(CARGO) run --quiet -p longrun -- demo
+
+## Every test: unit, port conformance suites, crash/redelivery, API, CLI, provider wire tests.
+test:
+	$(CARGO) test --workspace --all-targets
+
+## Formatting and lints, as CI runs them.
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+## Throughput, memory and per-iteration cost; writes BENCHMARKS.md.
+bench:
+	$(CARGO) run --release -p longrun-tests --bin bench -- BENCHMARKS.md
+
+## The API, worker and notifier in one process (SQLite in ./.longrun).
+serve:
+	$(CARGO) run --quiet -p longrun -- serve
+
+build:
+	$(CARGO) build --workspace --release

@@ -1,0 +1,238 @@
+//! The OpenAI-compatible client against a real HTTP server started in the test.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use longrun_engine::llm::ChatMessage;
+use longrun_engine::{ChatRequest, LlmClient, LlmErrorKind, LlmRole};
+use longrun_llm::{LlmSettings, ModelRouter, OpenAiClient, RetryPolicy, Secret};
+use serde_json::{Value, json};
+
+/// (status, headers, body, delay in ms)
+type Canned = (u16, Vec<(&'static str, &'static str)>, String, u64);
+
+#[derive(Clone)]
+struct Server {
+    /// Responses served in order; the last repeats.
+    script: Arc<Vec<Canned>>,
+    hits: Arc<AtomicUsize>,
+    seen: Arc<std::sync::Mutex<Vec<(HeaderMap, Value)>>>,
+}
+
+async fn handler(State(s): State<Server>, headers: HeaderMap, body: String) -> Response {
+    let i = s
+        .hits
+        .fetch_add(1, Ordering::SeqCst)
+        .min(s.script.len() - 1);
+    s.seen
+        .lock()
+        .unwrap()
+        .push((headers, serde_json::from_str(&body).unwrap_or(Value::Null)));
+    let (status, hdrs, body, delay) = s.script[i].clone();
+    if delay > 0 {
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+    }
+    let mut resp = (StatusCode::from_u16(status).unwrap(), body).into_response();
+    for (k, v) in hdrs {
+        resp.headers_mut().insert(k, v.parse().unwrap());
+    }
+    resp
+}
+
+async fn serve(
+    script: Vec<Canned>,
+) -> (String, Server) {
+    let s = Server {
+        script: Arc::new(script),
+        hits: Arc::default(),
+        seen: Arc::default(),
+    };
+    let app = Router::new()
+        .route("/v1/chat/completions", post(handler))
+        .with_state(s.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}/v1"), s)
+}
+
+fn req(model: &str) -> ChatRequest {
+    ChatRequest {
+        run_id: "run_1".into(),
+        iteration: 3,
+        role: LlmRole::Planner,
+        model: model.into(),
+        messages: vec![
+            ChatMessage::system("answer in JSON"),
+            ChatMessage::user("hi"),
+        ],
+        json_schema: Some(json!({"type": "object"})),
+        max_output_tokens: Some(100),
+        idempotency_key: "run_1#3#1".into(),
+    }
+}
+
+const OK: &str = r#"{"id": "c1", "object": "chat.completion", "model": "gpt-4.1",
+  "choices": [{"index": 0, "message": {"role": "assistant", "content": "{\"status\": {}}"}, "finish_reason": "stop"}],
+  "usage": {"prompt_tokens": 1200, "completion_tokens": 300, "total_tokens": 1500,
+            "prompt_tokens_details": {"cached_tokens": 1000}, "completion_tokens_details": {"reasoning_tokens": 50}}}"#;
+
+fn client(base: &str, timeout_ms: u64) -> OpenAiClient {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_millis(timeout_ms))
+        .build()
+        .unwrap();
+    OpenAiClient::new(http, base, Some(Secret::new("sk-test")), "gpt-4.1")
+}
+
+#[tokio::test]
+async fn a_success_maps_usage_with_cached_tokens_split_out_and_is_priced() {
+    let (base, server) = serve(vec![(200, vec![], OK.into(), 0)]).await;
+    let settings = LlmSettings {
+        openai_base_url: base,
+        openai_api_key: Some(Secret::new("sk-test")),
+        ..Default::default()
+    };
+    let router = ModelRouter::build(&["openai:gpt-4.1".into()], &settings).unwrap();
+    let resp = router.chat(&req("openai:gpt-4.1")).await.unwrap();
+    assert_eq!(resp.content, r#"{"status": {}}"#);
+    assert_eq!(
+        resp.usage.input_tokens, 200,
+        "prompt_tokens includes the cached ones"
+    );
+    assert_eq!(resp.usage.cache_read_tokens, 1000);
+    assert_eq!(resp.usage.output_tokens, 300);
+    assert_eq!(resp.usage.reasoning_tokens, 50);
+    // gpt-4.1: 200 × $2 + 1000 × $0.50 + 300 × $8 per 1M = $0.0033
+    assert!(
+        (resp.cost_usd.unwrap() - 0.0033).abs() < 1e-12,
+        "{:?}",
+        resp.cost_usd
+    );
+    let seen = server.seen.lock().unwrap();
+    let (headers, body) = &seen[0];
+    assert_eq!(headers["authorization"], "Bearer sk-test");
+    assert_eq!(headers["idempotency-key"], "run_1#3#1");
+    assert_eq!(body["model"], "gpt-4.1");
+    assert_eq!(body["response_format"]["type"], "json_object");
+    assert_eq!(body["messages"][1]["content"], "hi");
+}
+
+#[tokio::test]
+async fn provider_reported_cost_wins_over_the_table() {
+    let body = OK.replace(
+        "\"total_tokens\": 1500,",
+        "\"total_tokens\": 1500, \"cost\": 0.42,",
+    );
+    let (base, _) = serve(vec![(200, vec![], body, 0)]).await;
+    let resp = client(&base, 2_000)
+        .chat(&req("openai:gpt-4.1"))
+        .await
+        .unwrap();
+    assert_eq!(resp.cost_usd, Some(0.42));
+}
+
+#[tokio::test]
+async fn status_codes_map_to_typed_errors() {
+    let cases: Vec<(u16, &str, LlmErrorKind, bool)> = vec![
+        (
+            401,
+            r#"{"error": {"message": "Incorrect API key"}}"#,
+            LlmErrorKind::Auth,
+            false,
+        ),
+        (
+            429,
+            r#"{"error": {"message": "quota", "code": "insufficient_quota"}}"#,
+            LlmErrorKind::Quota,
+            false,
+        ),
+        (
+            429,
+            r#"{"error": {"message": "slow down"}}"#,
+            LlmErrorKind::RateLimited,
+            true,
+        ),
+        (
+            400,
+            r#"{"error": {"message": "bad"}}"#,
+            LlmErrorKind::BadRequest,
+            false,
+        ),
+        (500, "oops", LlmErrorKind::Server, true),
+        (200, "{not json", LlmErrorKind::Malformed, true),
+        (200, r#"{"choices": []}"#, LlmErrorKind::Malformed, true),
+    ];
+    for (status, body, kind, retryable) in cases {
+        let (base, _) = serve(vec![(status, vec![("retry-after", "2")], body.into(), 0)]).await;
+        let err = client(&base, 2_000)
+            .chat(&req("openai:gpt-4.1"))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind, kind, "{status} {body}");
+        assert_eq!(err.is_retryable(), retryable, "{status} {body}");
+        assert!(
+            !err.message.contains("sk-test"),
+            "the key never appears in errors"
+        );
+        if status == 429 {
+            assert_eq!(err.retry_after_ms, Some(2_000));
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_slow_server_is_a_timeout() {
+    let (base, _) = serve(vec![(200, vec![], OK.into(), 500)]).await;
+    let err = client(&base, 100)
+        .chat(&req("openai:gpt-4.1"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, LlmErrorKind::Timeout);
+}
+
+#[tokio::test]
+async fn the_router_retries_5xx_then_succeeds_but_never_retries_auth() {
+    let (base, server) = serve(vec![
+        (500, vec![], "x".into(), 0),
+        (503, vec![], "x".into(), 0),
+        (200, vec![], OK.into(), 0),
+    ])
+    .await;
+    let fast = RetryPolicy {
+        max_retries: 3,
+        base_ms: 1,
+        max_delay_ms: 5,
+    };
+    let router = ModelRouter::build(&[], &LlmSettings::default())
+        .unwrap()
+        .with_client("openai:gpt-4.1", Arc::new(client(&base, 2_000)), fast);
+    assert!(router.chat(&req("openai:gpt-4.1")).await.is_ok());
+    assert_eq!(server.hits.load(Ordering::SeqCst), 3);
+
+    let (base, server) = serve(vec![(401, vec![], "{}".into(), 0)]).await;
+    let router = ModelRouter::build(&[], &LlmSettings::default())
+        .unwrap()
+        .with_client("openai:gpt-4.1", Arc::new(client(&base, 2_000)), fast);
+    assert_eq!(
+        router.chat(&req("openai:gpt-4.1")).await.unwrap_err().kind,
+        LlmErrorKind::Auth
+    );
+    assert_eq!(server.hits.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn an_unconfigured_model_is_refused() {
+    let router = ModelRouter::build(&[], &LlmSettings::default()).unwrap();
+    assert_eq!(
+        router.chat(&req("openai:nope")).await.unwrap_err().kind,
+        LlmErrorKind::BadRequest
+    );
+}
