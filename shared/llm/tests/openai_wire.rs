@@ -46,9 +46,7 @@ async fn handler(State(s): State<Server>, headers: HeaderMap, body: String) -> R
     resp
 }
 
-async fn serve(
-    script: Vec<Canned>,
-) -> (String, Server) {
+async fn serve(script: Vec<Canned>) -> (String, Server) {
     let s = Server {
         script: Arc::new(script),
         hits: Arc::default(),

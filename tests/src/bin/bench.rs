@@ -1,0 +1,219 @@
+//! `make bench`: embedded throughput, peak RSS and per-iteration cost; writes BENCHMARKS.md.
+//! Each scenario runs in its own child process so its peak RSS is its own.
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::unwrap_used,
+    clippy::expect_used
+)]
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use longrun_app::{AppConfig, CreateRun, Embedded, Platform, Tokens, create_run};
+use longrun_domain::run::{BudgetsInput, RunStatus};
+use longrun_engine::ports::{NoFaults, SystemClock};
+use longrun_local::WorkerConfig;
+use longrun_tests::{MODEL, scripted};
+use serde_json::{Value, json};
+
+const SCRIPT: &str = r#"{"planner": [{"content": {"status": {"exit_signal": false, "needs_user_input": false,
+  "progress_summary": "wrote notes/{{iteration}}.md", "remaining_work": ["more"]},
+  "tool_calls": [{"name": "doc_write", "args": {"path": "notes/{{iteration}}.md", "content": "note {{iteration}}: the quick brown fox jumps over the lazy dog"}}]},
+  "usage": {"input_tokens": 1000, "output_tokens": 200}, "latency_ms": 0}]}"#;
+
+fn peak_rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn platform(dir: &std::path::Path, batch: usize) -> longrun_app::Running {
+    let mut config = AppConfig::new(Tokens::default(), vec![MODEL.into()]).unwrap();
+    config.active_limit = 1_000;
+    Platform::embedded(
+        Some(dir),
+        config,
+        Embedded {
+            llm: Some(scripted(SCRIPT)),
+            clock: Arc::new(SystemClock),
+            faults: Arc::new(NoFaults),
+            engine: Default::default(),
+            worker: WorkerConfig {
+                batch,
+                idle_sleep: Duration::from_millis(1),
+                ..Default::default()
+            },
+        },
+    )
+    .unwrap()
+}
+
+async fn start(p: &Platform, iterations: i64) -> String {
+    let req = CreateRun {
+        objective: "benchmark".into(),
+        budgets: BudgetsInput {
+            max_iterations: Some(iterations),
+            ..Default::default()
+        },
+        thresholds: None,
+        model: None,
+    };
+    create_run(p, "bench", req).await.unwrap().id
+}
+
+async fn throughput(runs: usize, iterations: i64) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let mut running = platform(dir.path(), runs.max(1));
+    let p = running.platform.clone();
+    let (stop, rx) = tokio::sync::watch::channel(false);
+    let t0 = Instant::now();
+    let mut ids = vec![];
+    for _ in 0..runs {
+        ids.push(start(&p, iterations).await);
+    }
+    let handles = running.spawn(rx);
+    loop {
+        let mut done = 0;
+        for id in &ids {
+            let r = p.store.get_run(id).await.unwrap().unwrap();
+            if r.status.is_ended() {
+                assert_eq!(r.status, RunStatus::Stopped);
+                assert_eq!(
+                    r.iteration as i64, iterations,
+                    "every run must do all its iterations"
+                );
+                done += 1;
+            }
+        }
+        if done == runs {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    let _ = stop.send(true);
+    for h in handles {
+        let _ = h.await;
+    }
+    let total = runs as f64 * iterations as f64;
+    json!({"runs": runs, "iterations_per_run": iterations, "total_iterations": total, "secs": secs,
+           "iterations_per_sec": total / secs, "peak_rss_mb": peak_rss_mb()})
+}
+
+/// Times every iteration of one long run, driving the worker one message at a time.
+async fn long_run(iterations: i64) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let running = platform(dir.path(), 1);
+    let p = running.platform.clone();
+    let id = start(&p, iterations).await;
+    let mut per_iteration = vec![];
+    while per_iteration.len() < iterations as usize {
+        let t = Instant::now();
+        let stats = running.worker.poll_once().await.unwrap();
+        if stats.received == 1 {
+            per_iteration.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    let run = p.store.get_run(&id).await.unwrap().unwrap();
+    assert_eq!(run.iteration as i64, iterations);
+    let window = |from: usize, to: usize| {
+        let xs = &per_iteration[from - 1..to];
+        xs.iter().sum::<f64>() / xs.len() as f64
+    };
+    let n = iterations as usize;
+    json!({"iterations": iterations, "mean_ms_it_6_15": window(6, 15), "mean_ms_last_10": window(n - 9, n),
+           "mean_ms_all": per_iteration.iter().sum::<f64>() / n as f64, "peak_rss_mb": peak_rss_mb()})
+}
+
+fn child(scenario: &str) -> Value {
+    let exe = std::env::current_exe().unwrap();
+    let out = Command::new(exe)
+        .args(["--scenario", scenario])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
+    format!("{cores} cores, {cpu}")
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    if args.get(1).map(String::as_str) == Some("--scenario") {
+        let v = rt.block_on(async {
+            match args[2].as_str() {
+                "one" => throughput(1, 200).await,
+                "fifty" => throughput(50, 200).await,
+                "long" => long_run(1_000).await,
+                other => panic!("unknown scenario {other}"),
+            }
+        });
+        println!("{v}");
+        return;
+    }
+    let out = args
+        .get(1)
+        .cloned()
+        .unwrap_or_else(|| "BENCHMARKS.md".into());
+    let one = child("one");
+    let fifty = child("fifty");
+    let long = child("long");
+    let md = format!(
+        "# Benchmarks\n\n\
+         Reproduce with `make bench` (= `cargo run --release -p longrun-tests --bin bench -- BENCHMARKS.md`).\n\
+         Machine: {}. Embedded mode: SQLite (WAL, `synchronous=FULL`, group commit), scripted model with zero latency,\n\
+         one LLM call, one tool call and one doc write per iteration; every iteration is claimed, committed,\n\
+         enqueued and acknowledged durably. Each scenario runs in its own process.\n\n\
+         ## Throughput and memory\n\n\
+         | scenario | iterations | wall time | iterations/s | peak RSS |\n|---|---|---|---|---|\n\
+         | 1 run × 200 iterations | {} | {:.2} s | {:.0} | {:.1} MB |\n\
+         | 50 concurrent runs × 200 iterations | {} | {:.2} s | {:.0} | {:.1} MB |\n\n\
+         Targets (issue): ≥ 1,500 iterations/s with 50 runs, peak RSS ≤ 100 MB.\n\n\
+         ## Per-iteration cost over one long run\n\n\
+         | one run of {} iterations | mean per iteration |\n|---|---|\n\
+         | iterations 6–15 (around 10) | {:.3} ms |\n| iterations 991–1,000 | {:.3} ms |\n| all | {:.3} ms |\n\n\
+         Flat cost comes from bounded prompts (last 3 scratchpad entries, clipped fields) and indexed point reads;\n\
+         nothing per iteration scans the run's history.\n",
+        machine(),
+        one["total_iterations"],
+        one["secs"].as_f64().unwrap(),
+        one["iterations_per_sec"].as_f64().unwrap(),
+        one["peak_rss_mb"].as_f64().unwrap(),
+        fifty["total_iterations"],
+        fifty["secs"].as_f64().unwrap(),
+        fifty["iterations_per_sec"].as_f64().unwrap(),
+        fifty["peak_rss_mb"].as_f64().unwrap(),
+        long["iterations"],
+        long["mean_ms_it_6_15"].as_f64().unwrap(),
+        long["mean_ms_last_10"].as_f64().unwrap(),
+        long["mean_ms_all"].as_f64().unwrap(),
+    );
+    std::fs::write(&out, &md).unwrap();
+    println!("{md}");
+}
