@@ -337,18 +337,22 @@ impl Engine {
         it: &Iter<'_>,
         pad: &[PadEntry],
     ) -> Result<Result<Option<PlannerOutput>, IterationError>, EngineError> {
-        let specs = self.tools.specs(None);
         let mut correction: Option<(String, String)> = None;
         for attempt in 0..2 {
             let messages = prompt::planner_messages(
                 it.run,
                 it.n,
                 pad,
-                &specs,
+                self.tools.prompt_block(),
                 correction.as_ref().map(|(a, e)| (a.as_str(), e.as_str())),
             );
             let resp = match self
-                .call_llm(it, LlmRole::Planner, messages, Some(planner_schema()))
+                .call_llm(
+                    it,
+                    LlmRole::Planner,
+                    messages,
+                    Some(planner_schema().clone()),
+                )
                 .await?
             {
                 Llm::Answer(r) => r,

@@ -475,6 +475,8 @@ pub struct ToolOutcome {
 
 pub struct ToolRegistry {
     tools: BTreeMap<&'static str, Entry>,
+    /// The planner's tool descriptions, rendered once per registration instead of per call.
+    block: String,
 }
 
 /// Tools an executor may use: reads and writes of the workspace, never questions or the plan.
@@ -484,6 +486,7 @@ impl ToolRegistry {
     pub fn builtin() -> Self {
         let mut reg = ToolRegistry {
             tools: BTreeMap::new(),
+            block: String::new(),
         };
         let tools: [Arc<dyn Tool>; 6] = [
             Arc::new(DocWrite),
@@ -512,6 +515,11 @@ impl ToolRegistry {
                 validator,
             },
         );
+        self.block = crate::prompt::tools_block(&self.specs(None));
+    }
+
+    pub fn prompt_block(&self) -> &str {
+        &self.block
     }
 
     pub fn specs(&self, only: Option<&[&str]>) -> Vec<ToolSpec> {
