@@ -61,6 +61,8 @@ impl Default for Embedded {
 /// The embedded platform and the handles that drive it.
 pub struct Running {
     pub platform: Platform,
+    /// The embedded database, when there is one.
+    pub db: Option<SqliteDb>,
     pub worker: Arc<WorkerLoop>,
     notifications: Option<tokio::sync::mpsc::UnboundedReceiver<longrun_engine::OutcomeMessage>>,
 }
@@ -115,7 +117,8 @@ impl Platform {
             message: e.to_string(),
         })?;
         let store: Arc<dyn RunStore> = Arc::new(SqliteRunStore::new(db.clone()));
-        let queue: Arc<dyn StepQueue> = Arc::new(SqliteStepQueue::new(db, opts.clock.clone()));
+        let queue: Arc<dyn StepQueue> =
+            Arc::new(SqliteStepQueue::new(db.clone(), opts.clock.clone()));
         let (notifier, rx) = ChannelNotifier::new();
         let llm: Arc<dyn LlmClient> = match opts.llm {
             Some(llm) => llm,
@@ -136,6 +139,7 @@ impl Platform {
             opts.worker,
         );
         running.notifications = Some(rx);
+        running.db = Some(db);
         Ok(running)
     }
 
@@ -177,6 +181,7 @@ impl Platform {
                 config: Arc::new(config),
             },
             worker,
+            db: None,
             notifications: None,
         }
     }

@@ -116,6 +116,16 @@ pub trait RunStore: Send + Sync {
     async fn get_run(&self, run_id: &str) -> Result<Option<Run>, StoreError>;
     async fn list_runs(&self, user_id: &str, query: &RunQuery) -> Result<Vec<Run>, StoreError>;
     async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> Result<Run, StoreError>;
+    /// `update_run` for a change a crash may lose harmlessly (a claim: the lease is simply
+    /// taken again). Stores that batch durability may acknowledge it before it is durable;
+    /// it becomes durable no later than the next `update_run`.
+    async fn update_run_deferred(
+        &self,
+        run_id: &str,
+        change: ChangeFn<'_>,
+    ) -> Result<Run, StoreError> {
+        self.update_run(run_id, change).await
+    }
     async fn events(
         &self,
         run_id: &str,

@@ -229,7 +229,7 @@ impl Engine {
         let now = self.now();
         let claimed = self
             .store()
-            .update_run(&run.id, &|r| {
+            .update_run_deferred(&run.id, &|r| {
                 change::claim(r, n, owner, now, self.config.lease_ms)
             })
             .await;

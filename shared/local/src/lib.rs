@@ -15,6 +15,7 @@ use longrun_engine::ports::{
 };
 use longrun_engine::{Engine, EngineError, StepOutcome};
 use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
 use tracing::{error, info, warn};
 
 pub use memory::{InMemoryRunStore, InMemoryStepQueue};
@@ -209,24 +210,42 @@ impl WorkerLoop {
         }
     }
 
-    /// Polls until `shutdown` turns true.
-    pub async fn run(&self, mut shutdown: watch::Receiver<bool>) {
+    /// Keeps up to `batch` steps in flight until `shutdown` turns true, taking a new message
+    /// as soon as a slot frees (a step never waits for an unrelated slower one), then drains.
+    pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+        let mut inflight: JoinSet<bool> = JoinSet::new();
         loop {
             if *shutdown.borrow() {
+                while inflight.join_next().await.is_some() {}
                 return;
             }
-            let idle = match self.poll_once().await {
-                Ok(stats) => stats.received == 0,
-                Err(e) => {
-                    error!(error = %e, "poll failed");
-                    true
+            let free = self.config.batch.saturating_sub(inflight.len());
+            let mut received = 0;
+            if free > 0 {
+                match self.queue.receive(free, self.config.visibility_ms).await {
+                    Ok(deliveries) => {
+                        received = deliveries.len();
+                        let owner = self.owner();
+                        for d in deliveries {
+                            let me = self.clone();
+                            let owner = owner.clone();
+                            inflight.spawn(async move { me.handle(&d, &owner).await });
+                        }
+                    }
+                    Err(e) => error!(error = %e, "receive failed"),
                 }
-            };
-            if idle {
-                tokio::select! {
-                    _ = tokio::time::sleep(self.config.idle_sleep) => {}
-                    _ = shutdown.changed() => {}
+            }
+            if received > 0 && received == free {
+                continue;
+            }
+            tokio::select! {
+                Some(done) = inflight.join_next(), if !inflight.is_empty() => {
+                    if matches!(done, Ok(true)) {
+                        self.restart();
+                    }
                 }
+                _ = tokio::time::sleep(self.config.idle_sleep) => {}
+                _ = shutdown.changed() => {}
             }
         }
     }
