@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use longrun_app::{AppConfig, Embedded, Platform, Running, Tokens};
-use longrun_domain::run::{Metrics, Run, RunStatus, Streaks};
+use longrun_domain::run::Run;
 use longrun_domain::{Budgets, Thresholds};
 use longrun_engine::ports::{Clock, FaultPoint, Faults, ManualClock, RunStore};
 use longrun_engine::{ChatRequest, ChatResponse, EngineConfig, LlmClient, LlmError};
@@ -19,35 +19,15 @@ pub const MODEL: &str = "script:test.json";
 
 /// A run row as the API would create it.
 pub fn new_run(id: &str, user: &str, created_at: i64) -> Run {
-    Run {
-        id: id.into(),
-        user_id: user.into(),
-        objective: "objective".into(),
-        status: RunStatus::Queued,
-        iteration: 0,
-        model: MODEL.into(),
-        budgets: Budgets::default(),
-        thresholds: Thresholds::default(),
-        metrics: Metrics::default(),
-        plan: vec![],
-        streaks: Streaks::default(),
-        lease: None,
-        cancel_requested: false,
-        event_seq: 0,
-        parent_run_id: None,
-        depth: 0,
-        pending_answers: vec![],
-        questions: vec![],
-        hints: vec![],
-        remaining_work: vec![],
-        last_iteration: None,
-        stopping_reason: None,
-        report: None,
-        notified: false,
+    Run::new(
+        id,
+        user,
+        "objective",
+        MODEL,
+        Budgets::default(),
+        Thresholds::default(),
         created_at,
-        updated_at: created_at,
-        ended_at: None,
-    }
+    )
 }
 
 /// Wraps a model and counts what was actually answered, to check the books against.

@@ -14,7 +14,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use futures_util::Stream;
 use longrun_domain::change;
-use longrun_domain::run::{Budgets, BudgetsInput, Metrics, Run, RunStatus, Streaks};
+use longrun_domain::run::{Budgets, BudgetsInput, Run, RunStatus};
 use longrun_domain::{DocMeta, Thresholds};
 use longrun_engine::StepReason;
 use longrun_engine::ports::RunQuery;
@@ -107,35 +107,8 @@ pub async fn create_run(p: &Platform, user: &str, req: CreateRun) -> Result<Run,
         )));
     }
     let now = p.clock.now_ms();
-    let run = Run {
-        id: format!("run_{}", uuid::Uuid::new_v4().simple()),
-        user_id: user.to_string(),
-        objective: objective.to_string(),
-        status: RunStatus::Queued,
-        iteration: 0,
-        model,
-        budgets,
-        thresholds,
-        metrics: Metrics::default(),
-        plan: vec![],
-        streaks: Streaks::default(),
-        lease: None,
-        cancel_requested: false,
-        event_seq: 0,
-        parent_run_id: None,
-        depth: 0,
-        pending_answers: vec![],
-        questions: vec![],
-        hints: vec![],
-        remaining_work: vec![],
-        last_iteration: None,
-        stopping_reason: None,
-        report: None,
-        notified: false,
-        created_at: now,
-        updated_at: now,
-        ended_at: None,
-    };
+    let id = format!("run_{}", uuid::Uuid::new_v4().simple());
+    let run = Run::new(&id, user, objective, &model, budgets, thresholds, now);
     let run = p
         .store
         .create_run(change::create(run, p.config.active_limit))

@@ -497,6 +497,47 @@ pub struct Run {
 }
 
 impl Run {
+    /// A new run, queued, with nothing spent.
+    pub fn new(
+        id: &str,
+        user_id: &str,
+        objective: &str,
+        model: &str,
+        budgets: Budgets,
+        thresholds: Thresholds,
+        now: i64,
+    ) -> Run {
+        Run {
+            id: id.to_string(),
+            user_id: user_id.to_string(),
+            objective: objective.to_string(),
+            status: RunStatus::Queued,
+            iteration: 0,
+            model: model.to_string(),
+            budgets,
+            thresholds,
+            metrics: Metrics::default(),
+            plan: vec![],
+            streaks: Streaks::default(),
+            lease: None,
+            cancel_requested: false,
+            event_seq: 0,
+            parent_run_id: None,
+            depth: 0,
+            pending_answers: vec![],
+            questions: vec![],
+            hints: vec![],
+            remaining_work: vec![],
+            last_iteration: None,
+            stopping_reason: None,
+            report: None,
+            notified: false,
+            created_at: now,
+            updated_at: now,
+            ended_at: None,
+        }
+    }
+
     pub fn lease_is_live(&self, now: i64) -> bool {
         self.lease.as_ref().is_some_and(|l| l.expires_at > now)
     }

@@ -182,6 +182,8 @@ fn main() {
             match args[2].as_str() {
                 "one" => throughput(1, 200).await,
                 "fifty" => throughput(50, 200).await,
+                // A short variant for profilers.
+                "fifty-short" => throughput(50, 20).await,
                 "long" => long_run(1_000).await,
                 other => panic!("unknown scenario {other}"),
             }
