@@ -283,6 +283,10 @@ async fn serve(
     config.active_limit = active_limit;
     config.app_base_url = app_base_url.unwrap_or_else(|| format!("http://{addr}"));
     let mut running = Platform::embedded(Some(data_dir), config, Embedded::default())?;
+    let healed = running.recover().await?;
+    if healed > 0 {
+        println!("recovered {healed} run(s) left behind by an earlier crash");
+    }
     let (stop_tx, stop_rx) = watch::channel(false);
     let handles = running.spawn(stop_rx);
     println!(

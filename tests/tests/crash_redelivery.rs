@@ -244,3 +244,23 @@ async fn every_message_delivered_twice_commits_each_iteration_once() {
         "the outcome is published once"
     );
 }
+
+#[tokio::test]
+async fn start_up_recovery_resends_a_lost_step_and_a_lost_outcome() {
+    let mut t = platform(SCRIPT, Arc::new(NoFaults), &[], 5);
+    let (_stop, rx) = tokio::sync::watch::channel(false);
+    let _consumer = t.running.spawn_notifications(rx);
+    // A run whose first message was lost: created, never enqueued.
+    let run = longrun_tests::new_run("lost", "alice", 1);
+    t.p()
+        .store
+        .create_run(longrun_domain::change::create(run, 5))
+        .await
+        .unwrap();
+    assert_eq!(t.running.recover().await.unwrap(), 1);
+    let done = t.drive("lost", 400).await;
+    assert_eq!(done.status, RunStatus::Completed);
+    assert_iterations_once(&*t.p().store, &done).await;
+    // Nothing is left to recover, and a second pass changes nothing.
+    assert_eq!(t.running.recover().await.unwrap(), 0);
+}

@@ -63,11 +63,37 @@ pub struct Running {
     pub platform: Platform,
     /// The embedded database, when there is one.
     pub db: Option<SqliteDb>,
+    sqlite_queue: Option<Arc<SqliteStepQueue>>,
     pub worker: Arc<WorkerLoop>,
     notifications: Option<tokio::sync::mpsc::UnboundedReceiver<longrun_engine::OutcomeMessage>>,
 }
 
 impl Running {
+    /// Heals what a crash left behind: re-sends the next step of runs whose message was lost
+    /// and publishes outcomes that were never published. The claim and the notification ids
+    /// make both harmless if nothing was actually lost.
+    pub async fn recover(&self) -> Result<usize, longrun_engine::EngineError> {
+        let Some(queue) = &self.sqlite_queue else {
+            return Ok(0);
+        };
+        let stranded = queue.stranded().await?;
+        let now = self.platform.clock.now_ms();
+        for run in &stranded {
+            if run.status.is_claimable() {
+                let msg = longrun_engine::StepMessage::new(
+                    &run.id,
+                    run.iteration + 1,
+                    longrun_engine::StepReason::Sweep,
+                );
+                let dedup = format!("{}#recover-{now}", msg.dedup_id());
+                self.platform.queue.enqueue(&msg, &dedup, 0).await?;
+            } else {
+                self.platform.dispatch.publish_outcome(run).await?;
+            }
+        }
+        Ok(stranded.len())
+    }
+
     /// Starts the notification consumer alone (tests drive the worker by hand).
     pub fn spawn_notifications(
         &mut self,
@@ -117,8 +143,8 @@ impl Platform {
             message: e.to_string(),
         })?;
         let store: Arc<dyn RunStore> = Arc::new(SqliteRunStore::new(db.clone()));
-        let queue: Arc<dyn StepQueue> =
-            Arc::new(SqliteStepQueue::new(db.clone(), opts.clock.clone()));
+        let sqlite_queue = Arc::new(SqliteStepQueue::new(db.clone(), opts.clock.clone()));
+        let queue: Arc<dyn StepQueue> = sqlite_queue.clone();
         let (notifier, rx) = ChannelNotifier::new();
         let llm: Arc<dyn LlmClient> = match opts.llm {
             Some(llm) => llm,
@@ -140,6 +166,7 @@ impl Platform {
         );
         running.notifications = Some(rx);
         running.db = Some(db);
+        running.sqlite_queue = Some(sqlite_queue);
         Ok(running)
     }
 
@@ -182,6 +209,7 @@ impl Platform {
             },
             worker,
             db: None,
+            sqlite_queue: None,
             notifications: None,
         }
     }

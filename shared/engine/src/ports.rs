@@ -116,9 +116,11 @@ pub trait RunStore: Send + Sync {
     async fn get_run(&self, run_id: &str) -> Result<Option<Run>, StoreError>;
     async fn list_runs(&self, user_id: &str, query: &RunQuery) -> Result<Vec<Run>, StoreError>;
     async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> Result<Run, StoreError>;
-    /// `update_run` for a change a crash may lose harmlessly (a claim: the lease is simply
-    /// taken again). Stores that batch durability may acknowledge it before it is durable;
-    /// it becomes durable no later than the next `update_run`.
+    /// `update_run` for a change a crash may lose harmlessly: a claim (the lease is taken
+    /// again) or an iteration commit whose message is not yet acknowledged (the message is
+    /// redelivered and the iteration redone). Stores that batch durability may acknowledge it
+    /// before it is durable; it becomes durable no later than the next `update_run`, and a
+    /// crash loses it only together with every later write.
     async fn update_run_deferred(
         &self,
         run_id: &str,
@@ -254,6 +256,16 @@ pub trait StepQueue: Send + Sync {
         dedup_id: &str,
         delay_ms: u64,
     ) -> Result<Enqueued, QueueError>;
+    /// `enqueue` for a send a crash may lose harmlessly because the message that caused it is
+    /// not yet acknowledged (it is redelivered and re-sends). Defaults to `enqueue`.
+    async fn enqueue_deferred(
+        &self,
+        msg: &StepMessage,
+        dedup_id: &str,
+        delay_ms: u64,
+    ) -> Result<Enqueued, QueueError> {
+        self.enqueue(msg, dedup_id, delay_ms).await
+    }
     async fn receive(&self, max: usize, visibility_ms: u64) -> Result<Vec<Delivery>, QueueError>;
     async fn ack(&self, receipt: &str) -> Result<(), QueueError>;
     /// Sets the message's remaining invisibility (0 releases it now).

@@ -149,6 +149,19 @@ impl Dispatch {
         }
     }
 
+    /// `follow_up` from inside a worker step, whose message is still unacknowledged: a send
+    /// lost in a crash is re-sent when the message is redelivered.
+    pub async fn follow_up_deferred(&self, run: &Run) -> Result<(), EngineError> {
+        if run.status == RunStatus::Running {
+            let msg = StepMessage::new(&run.id, run.iteration + 1, StepReason::Continue);
+            self.queue
+                .enqueue_deferred(&msg, &msg.dedup_id(), 0)
+                .await?;
+            return Ok(());
+        }
+        self.follow_up(run).await
+    }
+
     /// What must follow a committed iteration: the next message, or the outcome.
     pub async fn follow_up(&self, run: &Run) -> Result<(), EngineError> {
         match run.status {
@@ -245,7 +258,11 @@ impl Engine {
         self.crash(FaultPoint::AfterClaim, &run.id, n)?;
 
         let plan = self.work(&run, n, owner, now).await?;
-        let committed = self.store().update_run(&run.id, &|r| plan.apply(r)).await;
+        // Deferred: until message n is acknowledged, a lost commit is redone on redelivery.
+        let committed = self
+            .store()
+            .update_run_deferred(&run.id, &|r| plan.apply(r))
+            .await;
         let run = match committed {
             Ok(run) => run,
             Err(StoreError::Rejected(r)) => {
@@ -256,7 +273,7 @@ impl Engine {
         };
         info!(status = %run.status, tokens = run.metrics.tokens(), "iteration committed");
         self.crash(FaultPoint::AfterCommit, &run.id, n)?;
-        self.dispatch.follow_up(&run).await?;
+        self.dispatch.follow_up_deferred(&run).await?;
         self.crash(FaultPoint::AfterEnqueue, &run.id, n)?;
         Ok(StepOutcome::Done)
     }
