@@ -155,20 +155,9 @@ impl Staging {
             .search_docs(&self.run_id, query, 20)
             .await
             .map_err(|e| e.to_string())?;
-        let needle = query.to_lowercase();
         for (path, (doc, _)) in self.lock().docs.iter() {
             hits.retain(|h| &h.path != path);
-            let hay = doc.content.to_lowercase();
-            if let Some(pos) = hay
-                .find(&needle)
-                .or_else(|| doc.title.to_lowercase().find(&needle).map(|_| 0))
-            {
-                hits.push(DocHit {
-                    path: path.clone(),
-                    title: doc.title.clone(),
-                    snippet: snippet(&doc.content, pos),
-                });
-            }
+            hits.extend(doc_hit(path, &doc.title, &doc.content, query));
         }
         Ok(hits)
     }
@@ -220,6 +209,21 @@ impl Staging {
             questions: inner.questions,
         }
     }
+}
+
+/// The search semantics every store shares: a case-insensitive substring of the content or the
+/// title; the snippet starts a little before the first content match.
+pub fn doc_hit(path: &str, title: &str, content: &str, query: &str) -> Option<DocHit> {
+    let needle = query.to_lowercase();
+    let pos = content.to_lowercase().find(&needle);
+    if pos.is_none() && !title.to_lowercase().contains(&needle) {
+        return None;
+    }
+    Some(DocHit {
+        path: path.to_string(),
+        title: title.to_string(),
+        snippet: snippet(content, pos.unwrap_or(0)),
+    })
 }
 
 pub fn snippet(content: &str, byte_pos: usize) -> String {

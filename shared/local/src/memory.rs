@@ -11,7 +11,7 @@ use longrun_engine::ports::{
     ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, DocHit, Enqueued, Notification, QueueError,
     RunQuery, RunStore, StepMessage, StepQueue, StoreError, sequence_events,
 };
-use longrun_engine::tools::snippet;
+use longrun_engine::tools::doc_hit;
 
 #[derive(Default)]
 struct State {
@@ -204,23 +204,13 @@ impl RunStore for InMemoryRunStore {
         query: &str,
         limit: usize,
     ) -> Result<Vec<DocHit>, StoreError> {
-        let needle = query.to_lowercase();
         let state = self.lock();
         Ok(state
             .docs
             .get(run_id)
             .map(|m| {
                 m.values()
-                    .filter_map(|d| {
-                        let pos = d.content.to_lowercase().find(&needle);
-                        (pos.is_some() || d.title.to_lowercase().contains(&needle)).then(|| {
-                            DocHit {
-                                path: d.path.clone(),
-                                title: d.title.clone(),
-                                snippet: snippet(&d.content, pos.unwrap_or(0)),
-                            }
-                        })
-                    })
+                    .filter_map(|d| doc_hit(&d.path, &d.title, &d.content, query))
                     .take(limit)
                     .collect()
             })

@@ -16,7 +16,7 @@ use longrun_engine::ports::{
     ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, DocHit, Enqueued, Notification, QueueError,
     RunQuery, RunStore, StepMessage, StepQueue, StoreError, sequence_events,
 };
-use longrun_engine::tools::snippet;
+use longrun_engine::tools::doc_hit;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -600,14 +600,7 @@ impl RunStore for SqliteRunStore {
             .map_err(unavailable)?;
         Ok(rows
             .into_iter()
-            .map(|(path, title, content)| {
-                let pos = content.to_lowercase().find(&needle).unwrap_or(0);
-                DocHit {
-                    path,
-                    title,
-                    snippet: snippet(&content, pos),
-                }
-            })
+            .filter_map(|(path, title, content)| doc_hit(&path, &title, &content, query))
             .collect())
     }
 
