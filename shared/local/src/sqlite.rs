@@ -301,6 +301,23 @@ impl SqliteRunStore {
     pub fn new(db: SqliteDb) -> Self {
         SqliteRunStore { db }
     }
+
+    /// Read the run, compute the change from it, write both in one savepoint.
+    async fn apply(
+        &self,
+        durable: bool,
+        run_id: &str,
+        change: ChangeFn<'_>,
+    ) -> Result<Run, StoreError> {
+        self.db
+            .write_with(durable, |conn| {
+                let run = load_run(conn, run_id)?.ok_or(Rejection::NotFound)?;
+                let base = run.event_seq;
+                let c = change(&run)?;
+                write_change(conn, c, base)
+            })
+            .await
+    }
 }
 
 fn load_run(conn: &Connection, run_id: &str) -> Result<Option<Run>, StoreError> {
@@ -469,14 +486,7 @@ impl RunStore for SqliteRunStore {
     }
 
     async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> Result<Run, StoreError> {
-        self.db
-            .write(|conn| {
-                let run = load_run(conn, run_id)?.ok_or(Rejection::NotFound)?;
-                let base = run.event_seq;
-                let c = change(&run)?;
-                write_change(conn, c, base)
-            })
-            .await
+        self.apply(true, run_id, change).await
     }
 
     async fn update_run_deferred(
@@ -484,14 +494,7 @@ impl RunStore for SqliteRunStore {
         run_id: &str,
         change: ChangeFn<'_>,
     ) -> Result<Run, StoreError> {
-        self.db
-            .write_deferred(|conn| {
-                let run = load_run(conn, run_id)?.ok_or(Rejection::NotFound)?;
-                let base = run.event_seq;
-                let c = change(&run)?;
-                write_change(conn, c, base)
-            })
-            .await
+        self.apply(false, run_id, change).await
     }
 
     async fn events(
