@@ -7,9 +7,11 @@ CARGO ?= cargo
 demo:
 	$(CARGO) run --quiet -p longrun -- demo
 
-## Every test: unit, port conformance suites, crash/redelivery, API, CLI, provider wire tests.
+## Every test: unit, port conformance suites (SQLite, memory, and DynamoDB/SQS/SNS on the moto
+## emulator, which scripts/with-moto installs into .venv and runs on a free loopback port),
+## crash/redelivery, API, CLI, Lambda handlers, provider wire tests.
 test:
-	$(CARGO) test --workspace --all-targets
+	scripts/with-moto $(CARGO) test --workspace --all-targets
 
 ## Formatting and lints, as CI runs them.
 lint:

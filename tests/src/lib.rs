@@ -1,6 +1,8 @@
 //! Shared helpers for the workspace integration tests.
 #![allow(clippy::unwrap_used)]
 
+pub mod aws;
+
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -13,11 +13,17 @@ use serde_json::json;
 
 type Fixture = (Arc<dyn RunStore>, Option<tempfile::TempDir>);
 
-fn memory() -> Fixture {
+/// DynamoDB on the emulator: a fresh table per test.
+async fn dynamodb() -> Fixture {
+    let c = longrun_tests::aws::clients().await;
+    (Arc::new(longrun_tests::aws::dynamodb_store(&c).await), None)
+}
+
+async fn memory() -> Fixture {
     (Arc::new(InMemoryRunStore::new()), None)
 }
 
-fn sqlite() -> Fixture {
+async fn sqlite() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let db = SqliteDb::open(&dir.path().join("t.sqlite3")).unwrap();
     (Arc::new(SqliteRunStore::new(db)), Some(dir))
@@ -290,6 +296,40 @@ mod suite {
         assert_eq!(last, vec![3, 4, 5]);
     }
 
+    pub async fn stale_runs_are_the_claimable_and_the_unnotified_oldest_first(s: &dyn RunStore) {
+        for (id, at) in [("q1", 100), ("done", 200), ("stopped", 300)] {
+            s.create_run(change::create(new_run(id, "alice", at), 50))
+                .await
+                .unwrap();
+        }
+        let finish = |status: RunStatus, notified: bool, at: i64| {
+            move |r: &longrun_domain::Run| {
+                let mut next = r.clone();
+                next.status = status;
+                next.notified = notified;
+                next.updated_at = at;
+                Ok(RunChange::of(next, vec![]))
+            }
+        };
+        s.update_run("done", &finish(RunStatus::Completed, true, 250))
+            .await
+            .unwrap();
+        s.update_run("stopped", &finish(RunStatus::Stopped, false, 260))
+            .await
+            .unwrap();
+
+        let ids =
+            |runs: Vec<longrun_domain::Run>| runs.into_iter().map(|r| r.id).collect::<Vec<_>>();
+        assert_eq!(
+            ids(s.stale_runs(1_000, 10).await.unwrap()),
+            vec!["q1", "stopped"],
+            "a notified, ended run owes nothing"
+        );
+        assert_eq!(ids(s.stale_runs(150, 10).await.unwrap()), vec!["q1"]);
+        assert_eq!(ids(s.stale_runs(1_000, 1).await.unwrap()), vec!["q1"]);
+        assert!(s.stale_runs(100, 10).await.unwrap().is_empty());
+    }
+
     pub async fn runs_are_listed_per_user_newest_first_with_filters_and_cursor(s: &dyn RunStore) {
         for i in 0..5 {
             s.create_run(change::create(
@@ -415,14 +455,14 @@ macro_rules! conformance {
             $(
                 #[tokio::test]
                 async fn $test() {
-                    let (store, _guard) = super::$adapter();
+                    let (store, _guard) = super::$adapter().await;
                     super::suite::$test(&*store).await;
                 }
             )*
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $shared() {
-                    let (store, _guard) = super::$adapter();
+                    let (store, _guard) = super::$adapter().await;
                     super::suite::$shared(store).await;
                 }
             )*
@@ -442,10 +482,11 @@ macro_rules! all_adapters {
                 a_commit_writes_iteration_docs_and_pad_together_and_only_once,
                 the_scratchpad_returns_the_last_entries_oldest_first,
                 runs_are_listed_per_user_newest_first_with_filters_and_cursor,
+                stale_runs_are_the_claimable_and_the_unnotified_oldest_first,
                 notifications_are_idempotent_and_scoped_to_their_user;
                 shared: concurrent_writers_never_lose_an_update_or_a_seq);
         )*
     };
 }
 
-all_adapters!(memory, sqlite);
+all_adapters!(memory, sqlite, dynamodb);

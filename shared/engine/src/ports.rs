@@ -163,6 +163,14 @@ pub trait RunStore: Send + Sync {
         user_id: &str,
         limit: usize,
     ) -> Result<Vec<Notification>, StoreError>;
+    /// Runs the sweeper may have to nudge, oldest write first: claimable (a next step is owed)
+    /// or with an outcome not yet published, and not written since `updated_before`.
+    async fn stale_runs(&self, updated_before: i64, limit: usize) -> Result<Vec<Run>, StoreError>;
+}
+
+/// Whether the sweeper index holds this run: a step or an outcome may still be owed.
+pub fn owes_follow_up(run: &Run) -> bool {
+    run.status.is_claimable() || !run.notified
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

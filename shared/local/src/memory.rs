@@ -9,7 +9,7 @@ use longrun_domain::run::Run;
 use longrun_domain::{Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange};
 use longrun_engine::ports::{
     ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, DocHit, Enqueued, Notification, QueueError,
-    RunQuery, RunStore, StepMessage, StepQueue, StoreError, sequence_events,
+    RunQuery, RunStore, StepMessage, StepQueue, StoreError, owes_follow_up, sequence_events,
 };
 use longrun_engine::tools::doc_hit;
 
@@ -254,6 +254,19 @@ impl RunStore for InMemoryRunStore {
             .cloned()
             .collect();
         out.sort_by(|a, b| (b.at, &b.id).cmp(&(a.at, &a.id)));
+        out.truncate(limit);
+        Ok(out)
+    }
+
+    async fn stale_runs(&self, updated_before: i64, limit: usize) -> Result<Vec<Run>, StoreError> {
+        let state = self.lock();
+        let mut out: Vec<Run> = state
+            .runs
+            .values()
+            .filter(|r| r.updated_at < updated_before && owes_follow_up(r))
+            .cloned()
+            .collect();
+        out.sort_by(|a, b| (a.updated_at, &a.id).cmp(&(b.updated_at, &b.id)));
         out.truncate(limit);
         Ok(out)
     }

@@ -666,6 +666,20 @@ impl RunStore for SqliteRunStore {
             })
             .await
     }
+
+    async fn stale_runs(&self, updated_before: i64, limit: usize) -> Result<Vec<Run>, StoreError> {
+        self.db
+            .read(|c| {
+                query_json(
+                    c,
+                    "SELECT body FROM runs WHERE updated_at < ?1
+                       AND (status IN ('queued', 'running') OR json_extract(body, '$.notified') = 0)
+                     ORDER BY updated_at, id LIMIT ?2",
+                    &[&updated_before, &(limit as i64)],
+                )
+            })
+            .await
+    }
 }
 
 /// FIFO step queue in the same database.

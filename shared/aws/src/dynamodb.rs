@@ -1,0 +1,723 @@
+//! `DynamoDbRunStore`: the single-table model of DESIGN §4.
+//!
+//! Every write is optimistic: read the run item (strongly consistent) with its `ver`, compute
+//! the change from it, and write the run, its events, iteration, docs, scratchpad entry and the
+//! per-user counter in ONE `TransactWriteItems` conditioned on `ver`. A lost race re-reads and
+//! recomputes; the LLM work that produced the change is never redone. Events are also put with
+//! `attribute_not_exists`, so two writers can never both own a seq.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{AttributeValue as Av, Put, TransactWriteItem, Update};
+use longrun_domain::change::ActiveDelta;
+use longrun_domain::run::Run;
+use longrun_domain::{Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange};
+use longrun_engine::ports::{
+    ChangeFn, DocHit, Notification, RunQuery, RunStore, StoreError, sequence_events,
+};
+use longrun_engine::tools::doc_hit;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::{describe, error_code};
+
+/// DynamoDB's limit on the items of one transaction.
+pub const MAX_TRANSACTION_ITEMS: usize = 100;
+/// Optimistic attempts before a write gives up with a (retryable) conflict.
+const MAX_ATTEMPTS: u32 = 64;
+/// In-app notifications expire (DynamoDB TTL) after this long.
+const NOTIFICATION_TTL_S: i64 = 90 * 24 * 3600;
+/// The sparse sweeper index holds only runs that may need the sweeper.
+const SWEEP_PARTITION: &str = "SWEEP";
+pub const GSI_USER_RUNS: &str = "GSI1";
+pub const GSI_SWEEP: &str = "GSI2";
+
+fn s(v: impl Into<String>) -> Av {
+    Av::S(v.into())
+}
+
+fn n(v: impl ToString) -> Av {
+    Av::N(v.to_string())
+}
+
+fn run_pk(run_id: &str) -> String {
+    format!("RUN#{run_id}")
+}
+
+fn user_pk(user_id: &str) -> String {
+    format!("USER#{user_id}")
+}
+
+/// Zero-padded so that string order is numeric order.
+fn stamp(ms: i64) -> String {
+    format!("{:015}", ms.max(0))
+}
+
+fn unavailable(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Unavailable(e.to_string())
+}
+
+fn to_json<T: Serialize>(v: &T) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+fn attr<'a>(item: &'a HashMap<String, Av>, name: &str) -> Result<&'a str, StoreError> {
+    item.get(name)
+        .and_then(|v| v.as_s().ok())
+        .map(String::as_str)
+        .ok_or_else(|| StoreError::Corrupt(format!("item lacks string attribute {name}")))
+}
+
+fn num(item: &HashMap<String, Av>, name: &str) -> Result<u64, StoreError> {
+    item.get(name)
+        .and_then(|v| v.as_n().ok())
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| StoreError::Corrupt(format!("item lacks number attribute {name}")))
+}
+
+fn from_attr<T: DeserializeOwned>(item: &HashMap<String, Av>, name: &str) -> Result<T, StoreError> {
+    serde_json::from_str(attr(item, name)?).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+/// Why one transaction did not land.
+enum WriteFailure {
+    /// Someone else wrote the run since we read it: re-read and recompute.
+    Raced,
+    /// The release of an active slot found the counter at zero: write without it.
+    CounterEmpty,
+    Store(StoreError),
+}
+
+impl From<StoreError> for WriteFailure {
+    fn from(e: StoreError) -> Self {
+        WriteFailure::Store(e)
+    }
+}
+
+pub struct DynamoDbRunStore {
+    client: Client,
+    table: String,
+}
+
+/// Item kinds of one transaction, so a cancellation reason can be traced to its cause.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    Run,
+    Counter,
+    Event,
+    Iteration,
+    Other,
+}
+
+impl DynamoDbRunStore {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        DynamoDbRunStore {
+            client,
+            table: table.into(),
+        }
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    async fn load(&self, run_id: &str) -> Result<Option<(Run, u64)>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("PK", s(run_pk(run_id)))
+            .key("SK", s("RUN"))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| unavailable(describe(&e)))?;
+        let Some(item) = out.item else {
+            return Ok(None);
+        };
+        Ok(Some((from_attr(&item, "body")?, num(&item, "ver")?)))
+    }
+
+    fn run_item(&self, run: &Run, ver: u64) -> Result<HashMap<String, Av>, StoreError> {
+        let mut item = HashMap::from([
+            ("PK".to_string(), s(run_pk(&run.id))),
+            ("SK".to_string(), s("RUN")),
+            ("ver".to_string(), n(ver)),
+            ("body".to_string(), s(to_json(run)?)),
+            ("status".to_string(), s(run.status.as_str())),
+            ("user_id".to_string(), s(run.user_id.clone())),
+            ("GSI1PK".to_string(), s(user_pk(&run.user_id))),
+            (
+                "GSI1SK".to_string(),
+                s(format!("{}#{}", stamp(run.created_at), run.id)),
+            ),
+        ]);
+        // Sparse: only runs the sweeper may have to nudge (a next step or an outcome owed).
+        if run.status.is_claimable() || !run.notified {
+            item.insert("GSI2PK".into(), s(SWEEP_PARTITION));
+            item.insert(
+                "GSI2SK".into(),
+                s(format!("{}#{}", stamp(run.updated_at), run.id)),
+            );
+        }
+        Ok(item)
+    }
+
+    /// The whole change as one transaction. `expected_ver` is `None` for a create.
+    async fn write(
+        &self,
+        mut change: RunChange,
+        base_seq: u64,
+        expected_ver: Option<u64>,
+        release_counter: bool,
+    ) -> Result<Run, WriteFailure> {
+        let at = change.run.updated_at;
+        let events = sequence_events(&mut change, base_seq, at);
+        let run = &change.run;
+        let pk = run_pk(&run.id);
+        let mut items: Vec<(Slot, TransactWriteItem)> = vec![];
+
+        let next_ver = expected_ver.map_or(1, |v| v + 1);
+        let mut run_put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(self.run_item(run, next_ver)?));
+        run_put = match expected_ver {
+            None => run_put.condition_expression("attribute_not_exists(PK)"),
+            Some(v) => run_put
+                .condition_expression("ver = :ver")
+                .expression_attribute_values(":ver", n(v)),
+        };
+        items.push((Slot::Run, put_item(run_put)?));
+
+        match change.active {
+            ActiveDelta::None => {}
+            ActiveDelta::Acquire { limit } => {
+                let upd = Update::builder()
+                    .table_name(&self.table)
+                    .key("PK", s(user_pk(&run.user_id)))
+                    .key("SK", s("ACTIVE"))
+                    .update_expression("SET #c = if_not_exists(#c, :zero) + :one")
+                    .condition_expression("attribute_not_exists(#c) OR #c < :limit")
+                    .expression_attribute_names("#c", "count")
+                    .expression_attribute_values(":zero", n(0))
+                    .expression_attribute_values(":one", n(1))
+                    .expression_attribute_values(":limit", n(limit))
+                    .build()
+                    .map_err(unavailable)?;
+                items.push((
+                    Slot::Counter,
+                    TransactWriteItem::builder().update(upd).build(),
+                ));
+            }
+            ActiveDelta::Release if release_counter => {
+                let upd = Update::builder()
+                    .table_name(&self.table)
+                    .key("PK", s(user_pk(&run.user_id)))
+                    .key("SK", s("ACTIVE"))
+                    .update_expression("SET #c = #c - :one")
+                    .condition_expression("#c > :zero")
+                    .expression_attribute_names("#c", "count")
+                    .expression_attribute_values(":zero", n(0))
+                    .expression_attribute_values(":one", n(1))
+                    .build()
+                    .map_err(unavailable)?;
+                items.push((
+                    Slot::Counter,
+                    TransactWriteItem::builder().update(upd).build(),
+                ));
+            }
+            ActiveDelta::Release => {}
+        }
+
+        for e in &events {
+            let item = HashMap::from([
+                ("PK".to_string(), s(pk.clone())),
+                ("SK".to_string(), s(format!("EVT#{:010}", e.seq))),
+                ("body".to_string(), s(to_json(e)?)),
+            ]);
+            let p = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(item))
+                .condition_expression("attribute_not_exists(PK)");
+            items.push((Slot::Event, put_item(p)?));
+        }
+        if let Some(rec) = &change.iteration {
+            let item = HashMap::from([
+                ("PK".to_string(), s(pk.clone())),
+                ("SK".to_string(), s(format!("ITER#{:06}", rec.n))),
+                ("body".to_string(), s(to_json(rec)?)),
+            ]);
+            let p = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(item))
+                .condition_expression("attribute_not_exists(PK)");
+            items.push((Slot::Iteration, put_item(p)?));
+        }
+        // One operation per item in a transaction: the last write of a path wins.
+        let mut docs: Vec<&Doc> = vec![];
+        for d in change.docs.iter().rev() {
+            if !docs.iter().any(|x| x.path == d.path) {
+                docs.push(d);
+            }
+        }
+        for d in docs {
+            let item = HashMap::from([
+                ("PK".to_string(), s(pk.clone())),
+                ("SK".to_string(), s(format!("DOC#{}", d.path))),
+                ("meta".to_string(), s(to_json(&d.meta())?)),
+                ("doc".to_string(), s(to_json(d)?)),
+            ]);
+            let p = Put::builder().table_name(&self.table).set_item(Some(item));
+            items.push((Slot::Other, put_item(p)?));
+        }
+        if let Some(p) = &change.pad {
+            let item = HashMap::from([
+                ("PK".to_string(), s(pk.clone())),
+                ("SK".to_string(), s(format!("PAD#{:06}", p.n))),
+                ("body".to_string(), s(to_json(p)?)),
+            ]);
+            let p = Put::builder().table_name(&self.table).set_item(Some(item));
+            items.push((Slot::Other, put_item(p)?));
+        }
+        if items.len() > MAX_TRANSACTION_ITEMS {
+            return Err(StoreError::Corrupt(format!(
+                "a change of {} items exceeds DynamoDB's {MAX_TRANSACTION_ITEMS}-item transaction",
+                items.len()
+            ))
+            .into());
+        }
+
+        let slots: Vec<Slot> = items.iter().map(|(k, _)| *k).collect();
+        let result = self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items.into_iter().map(|(_, i)| i).collect()))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(change.run),
+            Err(e) => Err(classify(&e, &slots, &change, expected_ver.is_none())),
+        }
+    }
+
+    async fn apply(&self, run_id: &str, change: ChangeFn<'_>) -> Result<Run, StoreError> {
+        let mut release_counter = true;
+        for attempt in 0..MAX_ATTEMPTS {
+            let (run, ver) = self.load(run_id).await?.ok_or(Rejection::NotFound)?;
+            let base = run.event_seq;
+            let c = change(&run)?;
+            match self.write(c, base, Some(ver), release_counter).await {
+                Ok(run) => return Ok(run),
+                Err(WriteFailure::Store(e)) => return Err(e),
+                Err(WriteFailure::CounterEmpty) => release_counter = false,
+                Err(WriteFailure::Raced) => {
+                    let ms = fastrand::u64(2..=20) << attempt.min(4);
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                }
+            }
+        }
+        Err(StoreError::Conflict(format!(
+            "run {run_id} kept changing under {MAX_ATTEMPTS} attempts"
+        )))
+    }
+
+    async fn query_pages(
+        &self,
+        build: impl Fn(
+            aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+        ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+        limit: usize,
+    ) -> Result<Vec<HashMap<String, Av>>, StoreError> {
+        let mut out = vec![];
+        let mut start: Option<HashMap<String, Av>> = None;
+        loop {
+            let page = build(self.client.query().table_name(&self.table))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| unavailable(describe(&e)))?;
+            out.extend(page.items.unwrap_or_default());
+            if out.len() >= limit {
+                out.truncate(limit);
+                return Ok(out);
+            }
+            match page.last_evaluated_key {
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => return Ok(out),
+            }
+        }
+    }
+
+    /// The items of one run whose sort key lies in `[from, to]`, in key order.
+    async fn range(
+        &self,
+        run_id: &str,
+        from: String,
+        to: String,
+        limit: usize,
+        descending: bool,
+    ) -> Result<Vec<HashMap<String, Av>>, StoreError> {
+        let pk = run_pk(run_id);
+        self.query_pages(
+            |q| {
+                q.key_condition_expression("PK = :pk AND SK BETWEEN :from AND :to")
+                    .expression_attribute_values(":pk", s(pk.clone()))
+                    .expression_attribute_values(":from", s(from.clone()))
+                    .expression_attribute_values(":to", s(to.clone()))
+                    .consistent_read(true)
+                    .scan_index_forward(!descending)
+                    .limit(limit.clamp(1, 1000) as i32)
+            },
+            limit,
+        )
+        .await
+    }
+
+    async fn with_prefix(
+        &self,
+        pk: String,
+        prefix: String,
+        projection: &str,
+        limit: usize,
+        descending: bool,
+    ) -> Result<Vec<HashMap<String, Av>>, StoreError> {
+        self.query_pages(
+            |q| {
+                q.key_condition_expression("PK = :pk AND begins_with(SK, :prefix)")
+                    .expression_attribute_values(":pk", s(pk.clone()))
+                    .expression_attribute_values(":prefix", s(prefix.clone()))
+                    .projection_expression(projection)
+                    .consistent_read(true)
+                    .scan_index_forward(!descending)
+                    .limit(limit.clamp(1, 1000) as i32)
+            },
+            limit,
+        )
+        .await
+    }
+}
+
+fn put_item(
+    p: aws_sdk_dynamodb::types::builders::PutBuilder,
+) -> Result<TransactWriteItem, StoreError> {
+    Ok(TransactWriteItem::builder()
+        .put(p.build().map_err(unavailable)?)
+        .build())
+}
+
+/// Maps a failed transaction to what the caller should do, from the per-item cancellation
+/// reasons (`ConditionalCheckFailed`, `TransactionConflict`, throttling).
+fn classify(
+    e: &SdkError<TransactWriteItemsError>,
+    slots: &[Slot],
+    change: &RunChange,
+    creating: bool,
+) -> WriteFailure {
+    let Some(TransactWriteItemsError::TransactionCanceledException(tc)) = e.as_service_error()
+    else {
+        return WriteFailure::Store(unavailable(describe(e)));
+    };
+    let reasons = tc.cancellation_reasons();
+    let mut raced = false;
+    for (i, r) in reasons.iter().enumerate() {
+        let code = r.code().unwrap_or("None");
+        let slot = slots.get(i).copied().unwrap_or(Slot::Other);
+        match (code, slot) {
+            ("None", _) => {}
+            ("ConditionalCheckFailed", Slot::Run) => {
+                if creating {
+                    return WriteFailure::Store(
+                        Rejection::Conflict(format!("run {} already exists", change.run.id)).into(),
+                    );
+                }
+                raced = true;
+            }
+            ("ConditionalCheckFailed", Slot::Counter) => {
+                return match change.active {
+                    ActiveDelta::Acquire { limit } => {
+                        WriteFailure::Store(Rejection::LimitExceeded { limit }.into())
+                    }
+                    _ => WriteFailure::CounterEmpty,
+                };
+            }
+            ("ConditionalCheckFailed", Slot::Iteration) => {
+                return WriteFailure::Store(StoreError::Corrupt(format!(
+                    "iteration {} is already stored",
+                    change.iteration.as_ref().map_or(0, |r| r.n)
+                )));
+            }
+            ("ConditionalCheckFailed", Slot::Event) | ("TransactionConflict", _) => raced = true,
+            (other, _) => {
+                return WriteFailure::Store(StoreError::Unavailable(format!(
+                    "transaction canceled: {other}"
+                )));
+            }
+        }
+    }
+    if raced || reasons.is_empty() {
+        // moto and older endpoints may omit the reasons; a re-read sorts it out.
+        WriteFailure::Raced
+    } else {
+        WriteFailure::Store(unavailable(describe(e)))
+    }
+}
+
+#[async_trait]
+impl RunStore for DynamoDbRunStore {
+    async fn create_run(&self, change: RunChange) -> Result<Run, StoreError> {
+        match self.write(change, 0, None, true).await {
+            Ok(run) => Ok(run),
+            Err(WriteFailure::Store(e)) => Err(e),
+            Err(WriteFailure::Raced) | Err(WriteFailure::CounterEmpty) => {
+                Err(StoreError::Conflict("run creation raced".into()))
+            }
+        }
+    }
+
+    async fn get_run(&self, run_id: &str) -> Result<Option<Run>, StoreError> {
+        Ok(self.load(run_id).await?.map(|(run, _)| run))
+    }
+
+    async fn list_runs(&self, user_id: &str, q: &RunQuery) -> Result<Vec<Run>, StoreError> {
+        let pk = user_pk(user_id);
+        let before = q
+            .before
+            .as_ref()
+            .map(|(at, id)| format!("{}#{id}", stamp(*at)));
+        let status = q.status.map(|st| st.as_str().to_string());
+        let items = self
+            .query_pages(
+                |b| {
+                    let mut b = b
+                        .index_name(GSI_USER_RUNS)
+                        .expression_attribute_values(":pk", s(pk.clone()))
+                        .scan_index_forward(false)
+                        .limit(q.limit.clamp(1, 1000) as i32);
+                    b = match &before {
+                        Some(c) => b
+                            .key_condition_expression("GSI1PK = :pk AND GSI1SK < :before")
+                            .expression_attribute_values(":before", s(c.clone())),
+                        None => b.key_condition_expression("GSI1PK = :pk"),
+                    };
+                    if let Some(st) = &status {
+                        b = b
+                            .filter_expression("#st = :st")
+                            .expression_attribute_names("#st", "status")
+                            .expression_attribute_values(":st", s(st.clone()));
+                    }
+                    b
+                },
+                q.limit,
+            )
+            .await?;
+        items.iter().map(|i| from_attr(i, "body")).collect()
+    }
+
+    async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> Result<Run, StoreError> {
+        self.apply(run_id, change).await
+    }
+
+    async fn events(
+        &self,
+        run_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        if limit == 0 {
+            return Ok(vec![]);
+        }
+        let items = self
+            .range(
+                run_id,
+                format!("EVT#{:010}", after + 1),
+                "EVT#9999999999".into(),
+                limit,
+                false,
+            )
+            .await?;
+        items.iter().map(|i| from_attr(i, "body")).collect()
+    }
+
+    async fn iterations(
+        &self,
+        run_id: &str,
+        after: u32,
+        limit: usize,
+    ) -> Result<Vec<IterationRecord>, StoreError> {
+        if limit == 0 {
+            return Ok(vec![]);
+        }
+        let items = self
+            .range(
+                run_id,
+                format!("ITER#{:06}", after + 1),
+                "ITER#999999".into(),
+                limit,
+                false,
+            )
+            .await?;
+        items.iter().map(|i| from_attr(i, "body")).collect()
+    }
+
+    async fn docs(
+        &self,
+        run_id: &str,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<DocMeta>, StoreError> {
+        if limit == 0 {
+            return Ok(vec![]);
+        }
+        let items = self
+            .with_prefix(
+                run_pk(run_id),
+                format!("DOC#{prefix}"),
+                "meta",
+                limit,
+                false,
+            )
+            .await?;
+        items.iter().map(|i| from_attr(i, "meta")).collect()
+    }
+
+    async fn doc(&self, run_id: &str, path: &str) -> Result<Option<Doc>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("PK", s(run_pk(run_id)))
+            .key("SK", s(format!("DOC#{path}")))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| unavailable(describe(&e)))?;
+        out.item.map(|i| from_attr(&i, "doc")).transpose()
+    }
+
+    async fn search_docs(
+        &self,
+        run_id: &str,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<DocHit>, StoreError> {
+        let items = self
+            .with_prefix(run_pk(run_id), "DOC#".into(), "doc", usize::MAX, false)
+            .await?;
+        let mut hits = vec![];
+        for i in &items {
+            let d: Doc = from_attr(i, "doc")?;
+            if let Some(h) = doc_hit(&d.path, &d.title, &d.content, query) {
+                hits.push(h);
+                if hits.len() >= limit {
+                    break;
+                }
+            }
+        }
+        Ok(hits)
+    }
+
+    async fn scratchpad(&self, run_id: &str, last: usize) -> Result<Vec<PadEntry>, StoreError> {
+        if last == 0 {
+            return Ok(vec![]);
+        }
+        let items = self
+            .with_prefix(run_pk(run_id), "PAD#".into(), "body", last, true)
+            .await?;
+        let mut out = items
+            .iter()
+            .map(|i| from_attr(i, "body"))
+            .collect::<Result<Vec<PadEntry>, _>>()?;
+        out.reverse();
+        Ok(out)
+    }
+
+    async fn active_runs(&self, user_id: &str) -> Result<u32, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("PK", s(user_pk(user_id)))
+            .key("SK", s("ACTIVE"))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| unavailable(describe(&e)))?;
+        Ok(out.item.map(|i| num(&i, "count")).transpose()?.unwrap_or(0) as u32)
+    }
+
+    async fn put_notification(&self, note: &Notification) -> Result<bool, StoreError> {
+        let pk = user_pk(&note.user_id);
+        let expires = n(note.at / 1000 + NOTIFICATION_TTL_S);
+        let marker = Put::builder()
+            .table_name(&self.table)
+            .item("PK", s(pk.clone()))
+            .item("SK", s(format!("NOTIFID#{}", note.id)))
+            .item("expires_at", expires.clone())
+            .condition_expression("attribute_not_exists(PK)");
+        let record = Put::builder()
+            .table_name(&self.table)
+            .item("PK", s(pk))
+            .item("SK", s(format!("NOTIF#{}#{}", stamp(note.at), note.id)))
+            .item("body", s(to_json(note)?))
+            .item("expires_at", expires);
+        let result = self
+            .client
+            .transact_write_items()
+            .transact_items(put_item(marker)?)
+            .transact_items(put_item(record)?)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(e) => {
+                let duplicate = matches!(
+                    e.as_service_error(),
+                    Some(TransactWriteItemsError::TransactionCanceledException(tc))
+                        if tc.cancellation_reasons().first()
+                            .and_then(|r| r.code()) == Some("ConditionalCheckFailed")
+                );
+                if duplicate || error_code(&e) == Some("ConditionalCheckFailedException") {
+                    Ok(false)
+                } else {
+                    Err(unavailable(describe(&e)))
+                }
+            }
+        }
+    }
+
+    async fn notifications(
+        &self,
+        user_id: &str,
+        limit: usize,
+    ) -> Result<Vec<Notification>, StoreError> {
+        if limit == 0 {
+            return Ok(vec![]);
+        }
+        let items = self
+            .with_prefix(user_pk(user_id), "NOTIF#".into(), "body", limit, true)
+            .await?;
+        items.iter().map(|i| from_attr(i, "body")).collect()
+    }
+
+    async fn stale_runs(&self, updated_before: i64, limit: usize) -> Result<Vec<Run>, StoreError> {
+        let before = stamp(updated_before);
+        let items = self
+            .query_pages(
+                |b| {
+                    b.index_name(GSI_SWEEP)
+                        .key_condition_expression("GSI2PK = :pk AND GSI2SK < :before")
+                        .expression_attribute_values(":pk", s(SWEEP_PARTITION))
+                        .expression_attribute_values(":before", s(before.clone()))
+                        .limit(limit.clamp(1, 1000) as i32)
+                },
+                limit,
+            )
+            .await?;
+        items.iter().map(|i| from_attr(i, "body")).collect()
+    }
+}

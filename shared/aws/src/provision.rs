@@ -1,0 +1,180 @@
+//! Creates the table, queues and topic the way the infrastructure code does, for tests, the
+//! local emulator and a first try-out. Production deploys use `infra/`.
+
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
+};
+use aws_sdk_sqs::types::QueueAttributeName;
+
+use crate::dynamodb::{GSI_SWEEP, GSI_USER_RUNS};
+use crate::{AwsClients, describe};
+
+#[derive(Debug, thiserror::Error)]
+#[error("provisioning {what} failed: {message}")]
+pub struct ProvisionError {
+    pub what: String,
+    pub message: String,
+}
+
+fn failed(what: &str, message: impl ToString) -> ProvisionError {
+    ProvisionError {
+        what: what.to_string(),
+        message: message.to_string(),
+    }
+}
+
+fn key(name: &str, kind: KeyType) -> Result<KeySchemaElement, ProvisionError> {
+    KeySchemaElement::builder()
+        .attribute_name(name)
+        .key_type(kind)
+        .build()
+        .map_err(|e| failed("key schema", e))
+}
+
+fn string_attr(name: &str) -> Result<AttributeDefinition, ProvisionError> {
+    AttributeDefinition::builder()
+        .attribute_name(name)
+        .attribute_type(ScalarAttributeType::S)
+        .build()
+        .map_err(|e| failed("attribute", e))
+}
+
+fn gsi(name: &str, pk: &str, sk: &str) -> Result<GlobalSecondaryIndex, ProvisionError> {
+    GlobalSecondaryIndex::builder()
+        .index_name(name)
+        .key_schema(key(pk, KeyType::Hash)?)
+        .key_schema(key(sk, KeyType::Range)?)
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::All)
+                .build(),
+        )
+        .build()
+        .map_err(|e| failed("index", e))
+}
+
+/// The single table: PK/SK, GSI1 (a user's runs), GSI2 (sparse sweeper index), TTL on
+/// `expires_at`, on-demand billing.
+pub async fn create_table(c: &AwsClients, table: &str) -> Result<(), ProvisionError> {
+    let mut req = c
+        .dynamodb
+        .create_table()
+        .table_name(table)
+        .billing_mode(BillingMode::PayPerRequest)
+        .key_schema(key("PK", KeyType::Hash)?)
+        .key_schema(key("SK", KeyType::Range)?)
+        .global_secondary_indexes(gsi(GSI_USER_RUNS, "GSI1PK", "GSI1SK")?)
+        .global_secondary_indexes(gsi(GSI_SWEEP, "GSI2PK", "GSI2SK")?);
+    for a in ["PK", "SK", "GSI1PK", "GSI1SK", "GSI2PK", "GSI2SK"] {
+        req = req.attribute_definitions(string_attr(a)?);
+    }
+    req.send()
+        .await
+        .map_err(|e| failed(&format!("table {table}"), describe(&e)))?;
+    c.dynamodb
+        .update_time_to_live()
+        .table_name(table)
+        .time_to_live_specification(
+            TimeToLiveSpecification::builder()
+                .enabled(true)
+                .attribute_name("expires_at")
+                .build()
+                .map_err(|e| failed("ttl", e))?,
+        )
+        .send()
+        .await
+        .map_err(|e| failed(&format!("ttl on {table}"), describe(&e)))?;
+    Ok(())
+}
+
+/// A FIFO step queue `{name}.fifo` with a dead-letter queue after `max_receives` receives.
+/// Returns `(queue_url, dlq_url)`.
+pub async fn create_step_queue(
+    c: &AwsClients,
+    name: &str,
+    visibility_s: u32,
+    max_receives: u32,
+) -> Result<(String, String), ProvisionError> {
+    let dlq_url = c
+        .sqs
+        .create_queue()
+        .queue_name(format!("{name}-dlq.fifo"))
+        .attributes(QueueAttributeName::FifoQueue, "true")
+        .send()
+        .await
+        .map_err(|e| failed("dead-letter queue", describe(&e)))?
+        .queue_url
+        .unwrap_or_default();
+    let dlq_arn = queue_arn(c, &dlq_url).await?;
+    let redrive =
+        serde_json::json!({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": max_receives});
+    let url = c
+        .sqs
+        .create_queue()
+        .queue_name(format!("{name}.fifo"))
+        .attributes(QueueAttributeName::FifoQueue, "true")
+        .attributes(
+            QueueAttributeName::VisibilityTimeout,
+            visibility_s.to_string(),
+        )
+        .attributes(QueueAttributeName::RedrivePolicy, redrive.to_string())
+        .send()
+        .await
+        .map_err(|e| failed("step queue", describe(&e)))?
+        .queue_url
+        .unwrap_or_default();
+    Ok((url, dlq_url))
+}
+
+pub async fn queue_arn(c: &AwsClients, url: &str) -> Result<String, ProvisionError> {
+    c.sqs
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .map_err(|e| failed("queue attributes", describe(&e)))?
+        .attributes
+        .and_then(|mut a| a.remove(&QueueAttributeName::QueueArn))
+        .ok_or_else(|| failed("queue attributes", "no QueueArn"))
+}
+
+/// The outcome topic. Returns its ARN.
+pub async fn create_topic(c: &AwsClients, name: &str) -> Result<String, ProvisionError> {
+    c.sns
+        .create_topic()
+        .name(name)
+        .send()
+        .await
+        .map_err(|e| failed("topic", describe(&e)))?
+        .topic_arn
+        .ok_or_else(|| failed("topic", "no TopicArn"))
+}
+
+/// A standard queue subscribed to the topic (SNS envelopes, not raw). Returns its URL.
+pub async fn subscribe_queue(
+    c: &AwsClients,
+    topic_arn: &str,
+    name: &str,
+) -> Result<String, ProvisionError> {
+    let url = c
+        .sqs
+        .create_queue()
+        .queue_name(name)
+        .send()
+        .await
+        .map_err(|e| failed("subscriber queue", describe(&e)))?
+        .queue_url
+        .unwrap_or_default();
+    let arn = queue_arn(c, &url).await?;
+    c.sns
+        .subscribe()
+        .topic_arn(topic_arn)
+        .protocol("sqs")
+        .endpoint(arn)
+        .send()
+        .await
+        .map_err(|e| failed("subscription", describe(&e)))?;
+    Ok(url)
+}
