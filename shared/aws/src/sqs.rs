@@ -60,6 +60,34 @@ impl SqsStepQueue {
     pub fn url(&self) -> &str {
         &self.url
     }
+
+    async fn receive_one(&self, visibility_ms: u64) -> Result<Option<Delivery>, QueueError> {
+        let out = self
+            .client
+            .receive_message()
+            .queue_url(&self.url)
+            .max_number_of_messages(1)
+            .visibility_timeout(seconds(visibility_ms))
+            .wait_time_seconds(self.wait_seconds)
+            .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
+            .send()
+            .await
+            .map_err(|e| QueueError::Unavailable(describe(&e)))?;
+        Ok(out.messages.unwrap_or_default().into_iter().next().map(|m| {
+            let receive_count = m
+                .attributes
+                .as_ref()
+                .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(1);
+            Delivery {
+                message_id: m.message_id.unwrap_or_default(),
+                receipt: m.receipt_handle.unwrap_or_default(),
+                body: m.body.unwrap_or_default(),
+                receive_count,
+            }
+        }))
+    }
 }
 
 #[async_trait]
@@ -89,37 +117,20 @@ impl StepQueue for SqsStepQueue {
         Ok(Enqueued::Sent)
     }
 
+    /// One message per `ReceiveMessage` call: SQS may return several messages of one group in
+    /// a batch, but never a group's next message while one is in flight, so single receives
+    /// keep the port's one-in-flight-per-run contract. (Lambda's own poller batches; the
+    /// worker handler orders a group's records itself.)
     async fn receive(&self, max: usize, visibility_ms: u64) -> Result<Vec<Delivery>, QueueError> {
-        let out = self
-            .client
-            .receive_message()
-            .queue_url(&self.url)
-            .max_number_of_messages(max.clamp(1, 10) as i32)
-            .visibility_timeout(seconds(visibility_ms))
-            .wait_time_seconds(self.wait_seconds)
-            .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
-            .send()
-            .await
-            .map_err(|e| QueueError::Unavailable(describe(&e)))?;
-        Ok(out
-            .messages
-            .unwrap_or_default()
-            .into_iter()
-            .map(|m| {
-                let receive_count = m
-                    .attributes
-                    .as_ref()
-                    .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(1);
-                Delivery {
-                    message_id: m.message_id.unwrap_or_default(),
-                    receipt: m.receipt_handle.unwrap_or_default(),
-                    body: m.body.unwrap_or_default(),
-                    receive_count,
-                }
-            })
-            .collect())
+        let mut out = vec![];
+        while out.len() < max {
+            let got = self.receive_one(visibility_ms).await?;
+            match got {
+                Some(d) => out.push(d),
+                None => break,
+            }
+        }
+        Ok(out)
     }
 
     async fn ack(&self, receipt: &str) -> Result<(), QueueError> {
