@@ -17,7 +17,7 @@ use longrun_domain::change;
 use longrun_domain::run::{Budgets, BudgetsInput, Run, RunStatus};
 use longrun_domain::{DocMeta, Thresholds};
 use longrun_engine::StepReason;
-use longrun_engine::ports::RunQuery;
+use longrun_engine::ports::{RunQuery, Webhook};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -25,13 +25,22 @@ use serde_json::{Value, json};
 use crate::error::{ApiError, ApiJson};
 use crate::platform::Platform;
 
-/// The caller, from `Authorization: Bearer <token>`.
+/// The caller, from `Authorization: Bearer <token>`, or from a [`VerifiedUser`] that the
+/// hosting layer attached.
 pub struct User(pub String);
+
+/// A user identity established outside the router, e.g. from API Gateway's JWT authorizer
+/// claims. Only code can attach it (a request extension), never a client.
+#[derive(Clone, Debug)]
+pub struct VerifiedUser(pub String);
 
 impl FromRequestParts<Platform> for User {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, p: &Platform) -> Result<Self, Self::Rejection> {
+        if let Some(VerifiedUser(user)) = parts.extensions.get::<VerifiedUser>() {
+            return Ok(User(user.clone()));
+        }
         let token = parts
             .headers
             .get(header::AUTHORIZATION)
@@ -510,6 +519,65 @@ async fn notifications(
     Ok(Json(json!({"notifications": items, "unread": unread})))
 }
 
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WebhooksBody {
+    /// Replaces all of your webhooks. Each outcome is POSTed to every URL with an
+    /// `X-Longrun-Signature: sha256=<hex HMAC-SHA256 of the body>` header.
+    pub webhooks: Vec<Webhook>,
+}
+
+pub const MAX_WEBHOOKS: usize = 5;
+
+/// https only, except plain http to the machine itself (local development).
+fn check_webhook(h: &Webhook) -> Result<(), ApiError> {
+    let url = h.url.trim();
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .ok_or_else(|| ApiError::Unprocessable("webhooks[].url must be an https URL".into()))?;
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+    let bare = host.rsplit_once(':').map_or(host, |(h, _)| h);
+    if bare.is_empty() {
+        return Err(ApiError::Unprocessable("webhooks[].url has no host".into()));
+    }
+    if url.starts_with("http://") && !matches!(bare, "127.0.0.1" | "localhost" | "[::1]") {
+        return Err(ApiError::Unprocessable(
+            "webhooks[].url must be https (plain http only to localhost)".into(),
+        ));
+    }
+    if h.secret.chars().count() < 16 {
+        return Err(ApiError::Unprocessable(
+            "webhooks[].secret must be at least 16 characters".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn redacted(hooks: &[Webhook]) -> Value {
+    json!({"webhooks": hooks.iter().map(|h| json!({"url": h.url})).collect::<Vec<_>>()})
+}
+
+async fn put_webhooks(
+    State(p): State<Platform>,
+    user: User,
+    ApiJson(body): ApiJson<WebhooksBody>,
+) -> Result<Json<Value>, ApiError> {
+    if body.webhooks.len() > MAX_WEBHOOKS {
+        return Err(ApiError::Unprocessable(format!(
+            "at most {MAX_WEBHOOKS} webhooks"
+        )));
+    }
+    body.webhooks.iter().try_for_each(check_webhook)?;
+    p.store.put_webhooks(&user.0, &body.webhooks).await?;
+    Ok(Json(redacted(&body.webhooks)))
+}
+
+async fn get_webhooks(State(p): State<Platform>, user: User) -> Result<Json<Value>, ApiError> {
+    Ok(Json(redacted(&p.store.webhooks(&user.0).await?)))
+}
+
 async fn healthz() -> Json<Value> {
     Json(json!({"status": "ok"}))
 }
@@ -544,6 +612,7 @@ pub fn router(p: Platform) -> Router {
         .route("/v1/runs/{id}/respond", post(respond))
         .route("/v1/runs/{id}/continue", post(continue_run))
         .route("/v1/notifications", get(notifications))
+        .route("/v1/webhooks", get(get_webhooks).put(put_webhooks))
         .fallback(fallback)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(p)

@@ -1,12 +1,14 @@
 //! The HTTP API, configuration and wiring shared by the CLI and (later) the Lambda functions.
 
 pub mod api;
+#[cfg(feature = "aws")]
+pub mod aws;
 pub mod config;
 pub mod error;
 pub mod openapi;
 pub mod platform;
 
-pub use api::{CreateRun, create_run, router};
+pub use api::{CreateRun, VerifiedUser, create_run, router};
 pub use config::{AppConfig, Tokens};
 pub use error::ApiError;
 pub use platform::{Embedded, Platform, Running};

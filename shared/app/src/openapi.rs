@@ -8,7 +8,7 @@ use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Value, json};
 
-use crate::api::{ContinueBody, CreateRun, RespondBody};
+use crate::api::{ContinueBody, CreateRun, RespondBody, WebhooksBody};
 
 struct Op {
     method: &'static str,
@@ -41,6 +41,9 @@ fn hits(g: &mut SchemaGenerator) -> Value {
 }
 fn notifications(g: &mut SchemaGenerator) -> Value {
     list_of::<Notification>("notifications")(g)
+}
+fn webhooks(_: &mut SchemaGenerator) -> Value {
+    json!({"type": "object", "properties": {"webhooks": {"type": "array", "items": {"type": "object", "properties": {"url": {"type": "string"}}}}}})
 }
 fn runs(g: &mut SchemaGenerator) -> Value {
     json!({"type": "object", "properties": {"runs": {"type": "array", "items": {"type": "object"}},
@@ -168,6 +171,22 @@ const OPS: &[Op] = &[
         body: None,
         ok: 200,
         response: Some(notifications),
+    },
+    Op {
+        method: "get",
+        path: "/v1/webhooks",
+        summary: "Your webhook URLs (secrets are never returned)",
+        body: None,
+        ok: 200,
+        response: Some(webhooks),
+    },
+    Op {
+        method: "put",
+        path: "/v1/webhooks",
+        summary: "Replace your webhooks",
+        body: Some(schema::<WebhooksBody>),
+        ok: 200,
+        response: Some(webhooks),
     },
     Op {
         method: "get",

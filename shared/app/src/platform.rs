@@ -21,6 +21,8 @@ pub enum PlatformError {
     DataDir { path: String, message: String },
     #[error(transparent)]
     Model(#[from] longrun_llm::ModelError),
+    #[error("configuration: {0}")]
+    Setting(String),
 }
 
 /// Everything the API and the worker need, shared by reference.

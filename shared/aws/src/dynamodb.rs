@@ -18,7 +18,7 @@ use longrun_domain::change::ActiveDelta;
 use longrun_domain::run::Run;
 use longrun_domain::{Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange};
 use longrun_engine::ports::{
-    ChangeFn, DocHit, Notification, RunQuery, RunStore, StoreError, sequence_events,
+    ChangeFn, DocHit, Notification, RunQuery, RunStore, StoreError, Webhook, sequence_events,
 };
 use longrun_engine::tools::doc_hit;
 use serde::Serialize;
@@ -719,5 +719,36 @@ impl RunStore for DynamoDbRunStore {
             )
             .await?;
         items.iter().map(|i| from_attr(i, "body")).collect()
+    }
+
+    async fn put_webhooks(&self, user_id: &str, hooks: &[Webhook]) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item("PK", s(user_pk(user_id)))
+            .item("SK", s("WEBHOOKS"))
+            .item("body", s(to_json(&hooks)?))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| unavailable(describe(&e)))
+    }
+
+    async fn webhooks(&self, user_id: &str) -> Result<Vec<Webhook>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("PK", s(user_pk(user_id)))
+            .key("SK", s("WEBHOOKS"))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| unavailable(describe(&e)))?;
+        Ok(out
+            .item
+            .map(|i| from_attr(&i, "body"))
+            .transpose()?
+            .unwrap_or_default())
     }
 }

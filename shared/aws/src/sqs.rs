@@ -73,20 +73,25 @@ impl SqsStepQueue {
             .send()
             .await
             .map_err(|e| QueueError::Unavailable(describe(&e)))?;
-        Ok(out.messages.unwrap_or_default().into_iter().next().map(|m| {
-            let receive_count = m
-                .attributes
-                .as_ref()
-                .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(1);
-            Delivery {
-                message_id: m.message_id.unwrap_or_default(),
-                receipt: m.receipt_handle.unwrap_or_default(),
-                body: m.body.unwrap_or_default(),
-                receive_count,
-            }
-        }))
+        Ok(out
+            .messages
+            .unwrap_or_default()
+            .into_iter()
+            .next()
+            .map(|m| {
+                let receive_count = m
+                    .attributes
+                    .as_ref()
+                    .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(1);
+                Delivery {
+                    message_id: m.message_id.unwrap_or_default(),
+                    receipt: m.receipt_handle.unwrap_or_default(),
+                    body: m.body.unwrap_or_default(),
+                    receive_count,
+                }
+            }))
     }
 }
 

@@ -11,5 +11,5 @@ pub use ports::{
     Clock, Delivery, FaultPoint, Faults, ManualClock, NoFaults, Notifier, OutcomeMessage,
     QueueError, RunStore, StepMessage, StepQueue, StepReason, StoreError, SystemClock,
 };
-pub use step::{Dispatch, Engine, EngineConfig, EngineError, StepOutcome};
+pub use step::{Dispatch, Engine, EngineConfig, EngineError, StepOutcome, SweepReport};
 pub use tools::ToolRegistry;

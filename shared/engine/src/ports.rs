@@ -166,6 +166,22 @@ pub trait RunStore: Send + Sync {
     /// Runs the sweeper may have to nudge, oldest write first: claimable (a next step is owed)
     /// or with an outcome not yet published, and not written since `updated_before`.
     async fn stale_runs(&self, updated_before: i64, limit: usize) -> Result<Vec<Run>, StoreError>;
+    /// Replaces the user's webhooks.
+    async fn put_webhooks(&self, user_id: &str, hooks: &[Webhook]) -> Result<(), StoreError>;
+    async fn webhooks(&self, user_id: &str) -> Result<Vec<Webhook>, StoreError>;
+}
+
+/// Where a user's run outcomes are POSTed, signed with the secret (HMAC-SHA256).
+#[derive(Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Webhook {
+    pub url: String,
+    pub secret: String,
+}
+
+impl std::fmt::Debug for Webhook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Webhook({}, secret redacted)", self.url)
+    }
 }
 
 /// Whether the sweeper index holds this run: a step or an outcome may still be owed.

@@ -88,6 +88,17 @@ pub enum StepOutcome {
     Retry { delay_ms: u64 },
 }
 
+/// What one sweep did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SweepReport {
+    /// Runs whose next step was sent again.
+    pub requeued: Vec<String>,
+    /// Runs whose outcome was published again.
+    pub republished: Vec<String>,
+    /// Stale-looking runs left alone because a worker still holds a live lease.
+    pub leased: usize,
+}
+
 /// Sends what follows a commit: the next step, or the outcome notification. Shared by the
 /// worker and the API (respond, continue, cancel).
 #[derive(Clone)]
@@ -147,6 +158,32 @@ impl Dispatch {
             Ok(_) | Err(StoreError::Rejected(_)) => Ok(()),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// Nudges runs not written for `stale_ms`: a claimable run with no live lease gets its
+    /// next step again (a dedup id with a sweep suffix gets past the dedup window; the claim
+    /// makes a duplicate harmless), and an outcome never marked published is published.
+    pub async fn sweep(&self, stale_ms: i64, limit: usize) -> Result<SweepReport, EngineError> {
+        let now = self.clock.now_ms();
+        let mut report = SweepReport::default();
+        for run in self.store.stale_runs(now - stale_ms, limit).await? {
+            if run.status.is_claimable() {
+                if run.lease_is_live(now) {
+                    report.leased += 1;
+                    continue;
+                }
+                let msg = StepMessage::new(&run.id, run.iteration + 1, StepReason::Sweep);
+                let dedup = format!("{}#sweep-{}", msg.dedup_id(), now / 60_000);
+                self.queue.enqueue(&msg, &dedup, 0).await?;
+                info!(run_id = %run.id, iteration = run.iteration + 1, "sweeper re-sent a stalled step");
+                report.requeued.push(run.id);
+            } else if !run.notified {
+                self.publish_outcome(&run).await?;
+                info!(run_id = %run.id, status = %run.status, "sweeper re-published an outcome");
+                report.republished.push(run.id);
+            }
+        }
+        Ok(report)
     }
 
     /// `follow_up` from inside a worker step, whose message is still unacknowledged: a send

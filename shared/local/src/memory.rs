@@ -9,7 +9,8 @@ use longrun_domain::run::Run;
 use longrun_domain::{Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange};
 use longrun_engine::ports::{
     ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, DocHit, Enqueued, Notification, QueueError,
-    RunQuery, RunStore, StepMessage, StepQueue, StoreError, owes_follow_up, sequence_events,
+    RunQuery, RunStore, StepMessage, StepQueue, StoreError, Webhook, owes_follow_up,
+    sequence_events,
 };
 use longrun_engine::tools::doc_hit;
 
@@ -22,6 +23,7 @@ struct State {
     pads: HashMap<String, BTreeMap<u32, PadEntry>>,
     active: HashMap<String, u32>,
     notifications: HashMap<String, Notification>,
+    webhooks: HashMap<String, Vec<Webhook>>,
 }
 
 #[derive(Default)]
@@ -269,6 +271,22 @@ impl RunStore for InMemoryRunStore {
         out.sort_by(|a, b| (a.updated_at, &a.id).cmp(&(b.updated_at, &b.id)));
         out.truncate(limit);
         Ok(out)
+    }
+
+    async fn put_webhooks(&self, user_id: &str, hooks: &[Webhook]) -> Result<(), StoreError> {
+        self.lock()
+            .webhooks
+            .insert(user_id.to_string(), hooks.to_vec());
+        Ok(())
+    }
+
+    async fn webhooks(&self, user_id: &str) -> Result<Vec<Webhook>, StoreError> {
+        Ok(self
+            .lock()
+            .webhooks
+            .get(user_id)
+            .cloned()
+            .unwrap_or_default())
     }
 }
 

@@ -14,7 +14,7 @@ use longrun_domain::run::{Run, RunStatus};
 use longrun_domain::{Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange};
 use longrun_engine::ports::{
     ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, DocHit, Enqueued, Notification, QueueError,
-    RunQuery, RunStore, StepMessage, StepQueue, StoreError, sequence_events,
+    RunQuery, RunStore, StepMessage, StepQueue, StoreError, Webhook, sequence_events,
 };
 use longrun_engine::tools::doc_hit;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -51,6 +51,7 @@ CREATE TABLE IF NOT EXISTS pads (
     PRIMARY KEY (run_id, n)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS active (user_id TEXT PRIMARY KEY, count INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS webhooks (user_id TEXT PRIMARY KEY, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS notifications (
     id TEXT PRIMARY KEY, user_id TEXT NOT NULL, at INTEGER NOT NULL, body TEXT NOT NULL
 );
@@ -679,6 +680,34 @@ impl RunStore for SqliteRunStore {
                 )
             })
             .await
+    }
+
+    async fn put_webhooks(&self, user_id: &str, hooks: &[Webhook]) -> Result<(), StoreError> {
+        let body = to_json(&hooks)?;
+        self.db
+            .write(|c| {
+                c.execute(
+                    "INSERT OR REPLACE INTO webhooks (user_id, body) VALUES (?1, ?2)",
+                    params![user_id, body],
+                )
+                .map(|_| ())
+                .map_err(unavailable)
+            })
+            .await
+    }
+
+    async fn webhooks(&self, user_id: &str) -> Result<Vec<Webhook>, StoreError> {
+        let rows: Vec<Vec<Webhook>> = self
+            .db
+            .read(|c| {
+                query_json(
+                    c,
+                    "SELECT body FROM webhooks WHERE user_id = ?1",
+                    &[&user_id],
+                )
+            })
+            .await?;
+        Ok(rows.into_iter().next().unwrap_or_default())
     }
 }
 

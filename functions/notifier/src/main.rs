@@ -1,0 +1,28 @@
+use std::time::Duration;
+
+use lambda_runtime::{LambdaEvent, service_fn};
+use longrun_app::Platform;
+use longrun_fn_notifier::NotifierHandler;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    longrun_app::init_tracing(true, "info");
+    let running = Platform::aws_from_env().await?;
+    let handler = NotifierHandler::new(
+        running.platform.store.clone(),
+        vec![
+            Duration::from_millis(500),
+            Duration::from_secs(1),
+            Duration::from_secs(2),
+        ],
+    )?;
+    let handler = &handler;
+    lambda_runtime::run(service_fn(move |ev: LambdaEvent<_>| async move {
+        handler
+            .handle(ev.payload)
+            .await
+            .map_err(lambda_runtime::Error::from)
+    }))
+    .await
+    .map_err(|e| anyhow::anyhow!(e))
+}

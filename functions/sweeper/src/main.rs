@@ -1,0 +1,23 @@
+use lambda_runtime::{LambdaEvent, service_fn};
+use longrun_app::Platform;
+
+/// Stalled = not written for longer than the queue's visibility timeout (15 min) plus slack.
+const DEFAULT_STALE_MS: i64 = 16 * 60 * 1000;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    longrun_app::init_tracing(true, "info");
+    let running = Platform::aws_from_env().await?;
+    let stale_ms = std::env::var("LONGRUN_SWEEP_STALE_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(DEFAULT_STALE_MS);
+    let dispatch = &running.platform.dispatch;
+    lambda_runtime::run(service_fn(move |ev: LambdaEvent<_>| async move {
+        longrun_fn_sweeper::handle(dispatch, stale_ms, ev.payload)
+            .await
+            .map_err(lambda_runtime::Error::from)
+    }))
+    .await
+    .map_err(|e| anyhow::anyhow!(e))
+}

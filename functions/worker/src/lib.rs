@@ -1,0 +1,88 @@
+//! The worker: each SQS record is one iteration step. Records of one run (one FIFO message
+//! group) are handled in order, groups concurrently; a record that must be retried fails its
+//! group's later records too, so a run's steps are never reordered.
+
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
+use futures_util::future::join_all;
+use longrun_engine::{Engine, EngineError, StepMessage, StepOutcome};
+use tracing::{Instrument, error, info_span, warn};
+
+/// A CloudWatch metric in Embedded Metric Format: one JSON line on stdout.
+#[allow(clippy::print_stdout)]
+pub fn emit_metric(name: &str, value: u64) {
+    let ts = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or_default();
+    println!(
+        "{}",
+        serde_json::json!({
+            "_aws": {"Timestamp": ts, "CloudWatchMetrics": [{
+                "Namespace": "longrun", "Dimensions": [[]],
+                "Metrics": [{"Name": name, "Unit": "Count"}]}]},
+            name: value,
+        })
+    );
+}
+
+pub async fn handle(engine: &Engine, owner: &str, event: SqsEvent) -> SqsBatchResponse {
+    let mut groups: Vec<(String, Vec<&SqsMessage>)> = vec![];
+    for r in &event.records {
+        let group = r
+            .attributes
+            .get("MessageGroupId")
+            .cloned()
+            .or_else(|| r.message_id.clone())
+            .unwrap_or_default();
+        match groups.iter_mut().find(|(g, _)| *g == group) {
+            Some((_, records)) => records.push(r),
+            None => groups.push((group, vec![r])),
+        }
+    }
+    let failed = join_all(groups.iter().map(|(_, records)| async move {
+        let mut failed = vec![];
+        for r in records {
+            let id = r.message_id.clone().unwrap_or_default();
+            if !failed.is_empty() || !handle_record(engine, owner, r).await {
+                failed.push(id);
+            }
+        }
+        failed
+    }))
+    .await;
+    let mut response = SqsBatchResponse::default();
+    for id in failed.into_iter().flatten() {
+        response.add_failure(id);
+    }
+    response
+}
+
+/// True when the record is finished with and may be deleted.
+async fn handle_record(engine: &Engine, owner: &str, r: &SqsMessage) -> bool {
+    let message_id = r.message_id.as_deref().unwrap_or("?");
+    let msg = match StepMessage::parse(r.body.as_deref().unwrap_or_default()) {
+        Ok(m) => m,
+        Err(e) => {
+            // It would never succeed; retrying would only block its run's group.
+            warn!(message_id, error = %e, "acknowledging an unparseable step message");
+            emit_metric("UnparseableStepMessage", 1);
+            return true;
+        }
+    };
+    let span = info_span!("step", run_id = %msg.run_id, iteration = msg.iteration, message_id);
+    match engine.step(&msg, owner).instrument(span).await {
+        Ok(StepOutcome::Done) | Ok(StepOutcome::Dropped(_)) => true,
+        Ok(StepOutcome::Retry { delay_ms }) => {
+            warn!(run_id = %msg.run_id, delay_ms, "run is leased elsewhere; retrying later");
+            false
+        }
+        Err(EngineError::Crashed(point)) => {
+            warn!(run_id = %msg.run_id, ?point, "step crashed (fault injection)");
+            false
+        }
+        Err(e) => {
+            error!(run_id = %msg.run_id, iteration = msg.iteration, error = %e, retryable = e.is_retryable(), "step failed");
+            false
+        }
+    }
+}

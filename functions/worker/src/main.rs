@@ -1,0 +1,33 @@
+use lambda_runtime::{LambdaEvent, service_fn};
+use longrun_app::Platform;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    longrun_app::init_tracing(true, "info");
+    let running = Platform::aws_from_env().await?;
+    let engine = running.platform.engine.clone();
+    // One identity per execution environment: a lease names the instance that holds it.
+    let owner = format!("lambda-{}", uuid_like());
+    lambda_runtime::run(service_fn(|ev: LambdaEvent<_>| {
+        let engine = engine.clone();
+        let owner = owner.clone();
+        async move {
+            Ok::<_, lambda_runtime::Error>(
+                longrun_fn_worker::handle(&engine, &owner, ev.payload).await,
+            )
+        }
+    }))
+    .await
+    .map_err(|e| anyhow::anyhow!(e))
+}
+
+fn uuid_like() -> String {
+    format!(
+        "{:x}{:x}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default()
+    )
+}

@@ -1,0 +1,118 @@
+//! The serverless wiring: DynamoDB store, SQS FIFO queue, SNS notifier, configured from the
+//! environment the infrastructure sets on every function.
+
+use std::sync::Arc;
+
+use longrun_aws::{AwsClients, DynamoDbRunStore, SnsNotifier, SqsStepQueue};
+use longrun_engine::ports::{Faults, NoFaults, SystemClock};
+use longrun_engine::{EngineConfig, LlmClient};
+use longrun_llm::{LlmSettings, ModelRouter};
+use longrun_local::WorkerConfig;
+
+use crate::config::{AppConfig, Tokens};
+use crate::platform::{Platform, PlatformError, Running};
+
+/// Where the deployed resources are.
+#[derive(Clone, Debug)]
+pub struct AwsSettings {
+    pub table: String,
+    pub queue_url: String,
+    pub topic_arn: String,
+}
+
+fn var(name: &str) -> Result<String, PlatformError> {
+    std::env::var(name)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .ok_or_else(|| PlatformError::Setting(format!("{name} is not set")))
+}
+
+impl AwsSettings {
+    /// `LONGRUN_TABLE`, `LONGRUN_QUEUE_URL`, `LONGRUN_TOPIC_ARN`.
+    pub fn from_env() -> Result<AwsSettings, PlatformError> {
+        Ok(AwsSettings {
+            table: var("LONGRUN_TABLE")?,
+            queue_url: var("LONGRUN_QUEUE_URL")?,
+            topic_arn: var("LONGRUN_TOPIC_ARN")?,
+        })
+    }
+}
+
+/// `LONGRUN_MODELS` (comma-separated, first is the default), `LONGRUN_APP_BASE_URL`,
+/// `LONGRUN_ACTIVE_LIMIT`. Users come from the JWT authorizer, so no tokens.
+pub fn config_from_env() -> Result<AppConfig, PlatformError> {
+    let models: Vec<String> = var("LONGRUN_MODELS")?
+        .split(',')
+        .map(|m| m.trim().to_string())
+        .filter(|m| !m.is_empty())
+        .collect();
+    let mut config = AppConfig::new(Tokens::default(), models)
+        .map_err(|e| PlatformError::Setting(e.to_string()))?;
+    if let Ok(url) = var("LONGRUN_APP_BASE_URL") {
+        config.app_base_url = url;
+    }
+    if let Ok(limit) = var("LONGRUN_ACTIVE_LIMIT") {
+        config.active_limit = limit
+            .parse()
+            .map_err(|_| PlatformError::Setting("LONGRUN_ACTIVE_LIMIT must be a number".into()))?;
+    }
+    Ok(config)
+}
+
+impl Platform {
+    /// The platform over the AWS adapters. `llm: None` builds the model router from the
+    /// configured models and the provider environment.
+    pub fn aws(
+        clients: &AwsClients,
+        settings: &AwsSettings,
+        config: AppConfig,
+        llm: Option<Arc<dyn LlmClient>>,
+        faults: Arc<dyn Faults>,
+        engine: EngineConfig,
+    ) -> Result<Running, PlatformError> {
+        let llm: Arc<dyn LlmClient> = match llm {
+            Some(llm) => llm,
+            None => Arc::new(ModelRouter::build(
+                &config.models,
+                &LlmSettings::from_env(),
+            )?),
+        };
+        Ok(Platform::assemble(
+            Arc::new(DynamoDbRunStore::new(
+                clients.dynamodb.clone(),
+                settings.table.clone(),
+            )),
+            Arc::new(SqsStepQueue::new(
+                clients.sqs.clone(),
+                settings.queue_url.clone(),
+            )),
+            Arc::new(SnsNotifier::new(
+                clients.sns.clone(),
+                settings.topic_arn.clone(),
+            )),
+            llm,
+            config,
+            Arc::new(SystemClock),
+            faults,
+            engine,
+            WorkerConfig::default(),
+        ))
+    }
+
+    /// Everything from the environment, as each Lambda function starts.
+    pub async fn aws_from_env() -> Result<Running, PlatformError> {
+        let clients = AwsClients::new(&longrun_aws::load_config().await);
+        Platform::aws(
+            &clients,
+            &AwsSettings::from_env()?,
+            config_from_env()?,
+            None,
+            Arc::new(NoFaults),
+            EngineConfig {
+                // A claim outlives the longest invocation (Lambda's 15-minute ceiling).
+                lease_ms: 15 * 60 * 1000,
+                ..EngineConfig::default()
+            },
+        )
+    }
+}
