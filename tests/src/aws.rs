@@ -43,3 +43,193 @@ pub async fn step_queue(c: &AwsClients, max_receives: u32) -> (SqsStepQueue, Str
         .unwrap();
     (SqsStepQueue::new(c.sqs.clone(), url), dlq)
 }
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use aws_lambda_events::event::sns::SnsEvent;
+use aws_lambda_events::event::sqs::SqsEvent;
+use longrun_app::aws::AwsSettings;
+use longrun_app::{AppConfig, Platform, Running, Tokens};
+use longrun_aws::ThrottleInjector;
+use longrun_domain::run::Run;
+use longrun_engine::EngineConfig;
+use longrun_engine::ports::{Delivery, Faults, StepMessage, StepQueue};
+use serde_json::{Value, json};
+
+use crate::{CountingLlm, MODEL, scripted};
+
+pub const APP_BASE_URL: &str = "https://console.example.com";
+
+/// The whole serverless stack on the emulator: table, FIFO step queue (+DLQ), outcome topic
+/// with a subscribed queue, and the platform the four functions share.
+pub struct Stack {
+    pub running: Running,
+    pub settings: AwsSettings,
+    pub llm: Arc<CountingLlm>,
+    pub throttle: ThrottleInjector,
+    /// The step queue as Lambda's poller sees it (plain clients, no injected faults).
+    pub steps: SqsStepQueue,
+    /// The standard queue subscribed to the outcome topic.
+    pub outcomes: SqsStepQueue,
+}
+
+pub async fn stack(script: &str, faults: Arc<dyn Faults>, lease_ms: u64) -> Stack {
+    let plain = clients().await;
+    let table = table(&plain).await;
+    let (queue_url, _dlq) = provision::create_step_queue(&plain, &unique("steps"), 30, 10)
+        .await
+        .unwrap();
+    let topic_arn = provision::create_topic(&plain, &unique("outcomes"))
+        .await
+        .unwrap();
+    let outcomes_url = provision::subscribe_queue(&plain, &topic_arn, &unique("inbox"))
+        .await
+        .unwrap();
+    let settings = AwsSettings {
+        table,
+        queue_url: queue_url.clone(),
+        topic_arn,
+    };
+    let throttle = ThrottleInjector::new(0);
+    let faulty = AwsClients::with_interceptors(&load_config().await, None, Some(throttle.clone()));
+    let llm = Arc::new(CountingLlm::new(scripted(script)));
+    let mut config = AppConfig::new(Tokens::default(), vec![MODEL.to_string()]).unwrap();
+    config.app_base_url = APP_BASE_URL.into();
+    config.active_limit = 3;
+    let running = Platform::aws(
+        &faulty,
+        &settings,
+        config,
+        Some(llm.clone()),
+        faults,
+        EngineConfig {
+            lease_ms,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    Stack {
+        running,
+        settings,
+        llm,
+        throttle,
+        steps: SqsStepQueue::new(plain.sqs.clone(), queue_url),
+        outcomes: SqsStepQueue::new(plain.sqs.clone(), outcomes_url),
+    }
+}
+
+/// Deliveries as the SQS event Lambda's poller would hand the worker.
+pub fn sqs_event(deliveries: &[Delivery]) -> SqsEvent {
+    let records: Vec<Value> = deliveries
+        .iter()
+        .map(|d| {
+            let group = StepMessage::parse(&d.body)
+                .map(|m| m.run_id)
+                .unwrap_or_else(|_| "unparseable".into());
+            json!({
+                "messageId": d.message_id,
+                "receiptHandle": d.receipt,
+                "body": d.body,
+                "attributes": {
+                    "ApproximateReceiveCount": d.receive_count.to_string(),
+                    "MessageGroupId": group,
+                },
+                "messageAttributes": {},
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:steps.fifo",
+                "awsRegion": "us-east-1",
+            })
+        })
+        .collect();
+    serde_json::from_value(json!({ "Records": records })).unwrap()
+}
+
+/// An SNS envelope received on a subscribed queue, as the SNS event Lambda would deliver.
+pub fn sns_event(envelope: &str) -> SnsEvent {
+    let mut sns: Value = serde_json::from_str(envelope).unwrap();
+    let obj = sns.as_object_mut().unwrap();
+    for (from, to) in [
+        ("SigningCertURL", "SigningCertUrl"),
+        ("UnsubscribeURL", "UnsubscribeUrl"),
+    ] {
+        if let Some(v) = obj.remove(from) {
+            obj.insert(to.into(), v);
+        }
+    }
+    obj.entry("SigningCertUrl").or_insert(json!(""));
+    obj.entry("UnsubscribeUrl").or_insert(json!(""));
+    obj.entry("Signature").or_insert(json!(""));
+    obj.entry("SignatureVersion").or_insert(json!("1"));
+    serde_json::from_value(json!({"Records": [{
+        "EventSource": "aws:sns",
+        "EventVersion": "1.0",
+        "EventSubscriptionArn": "arn:aws:sns:us-east-1:123456789012:outcomes:sub",
+        "Sns": sns,
+    }]}))
+    .unwrap()
+}
+
+impl Stack {
+    pub fn p(&self) -> &Platform {
+        &self.running.platform
+    }
+
+    pub async fn run(&self, id: &str) -> Run {
+        self.p().store.get_run(id).await.unwrap().unwrap()
+    }
+
+    /// Plays Lambda's SQS poller: receive, invoke the worker handler with the batch, delete
+    /// what succeeded, make failures visible again. A failed batch is followed by a fresh
+    /// execution environment (a new lease owner), as after a crash.
+    pub async fn drive(&self, run_id: &str, max_rounds: usize) -> Run {
+        let mut owner = unique("lambda");
+        for _ in 0..max_rounds {
+            let run = self.run(run_id).await;
+            if (run.status.is_ended() || run.status.is_waiting()) && run.notified {
+                return run;
+            }
+            let deliveries = self.steps.receive(10, 30_000).await.unwrap();
+            if deliveries.is_empty() {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+            let resp =
+                longrun_fn_worker::handle(&self.p().engine, &owner, sqs_event(&deliveries)).await;
+            let failed: Vec<&str> = resp
+                .batch_item_failures
+                .iter()
+                .map(|f| f.item_identifier.as_str())
+                .collect();
+            for d in &deliveries {
+                if failed.contains(&d.message_id.as_str()) {
+                    self.steps.extend(&d.receipt, 0).await.unwrap();
+                } else {
+                    self.steps.ack(&d.receipt).await.unwrap();
+                }
+            }
+            if !failed.is_empty() {
+                owner = unique("lambda");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        panic!("run {run_id} did not settle within {max_rounds} rounds");
+    }
+
+    /// The next outcome that reached the subscribed queue, as an SNS event.
+    pub async fn next_outcome(&self) -> SnsEvent {
+        for _ in 0..100 {
+            if let Some(d) = self.outcomes.receive(1, 30_000).await.unwrap().pop() {
+                self.outcomes.ack(&d.receipt).await.unwrap();
+                return sns_event(&d.body);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("no outcome reached the subscribed queue");
+    }
+
+    pub fn tokens_spent(&self) -> u64 {
+        self.llm.tokens.load(Ordering::SeqCst)
+    }
+}

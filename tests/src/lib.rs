@@ -19,6 +19,36 @@ use longrun_local::WorkerConfig;
 
 pub const MODEL: &str = "script:test.json";
 
+/// Five working iterations (a doc, an executor task each), then a valid completion.
+pub const NOTES_SCRIPT: &str = r#"{
+  "planner": [
+    {"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "wrote notes/{{iteration}}.md", "remaining_work": ["more"]},
+                 "tool_calls": [{"name": "doc_write", "args": {"path": "notes/{{iteration}}.md", "content": "note {{iteration}}"}}],
+                 "executor_tasks": [{"title": "expand {{iteration}}", "instructions": "write exec/{{iteration}}.md", "tools": ["doc_write"]}]},
+     "usage": {"input_tokens": 100, "output_tokens": 20}},
+    {"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "wrote notes/{{iteration}}.md", "remaining_work": ["more"]},
+                 "tool_calls": [{"name": "doc_write", "args": {"path": "notes/{{iteration}}.md", "content": "note {{iteration}}"}}],
+                 "executor_tasks": [{"title": "expand {{iteration}}", "instructions": "write exec/{{iteration}}.md", "tools": ["doc_write"]}]},
+     "usage": {"input_tokens": 100, "output_tokens": 20}},
+    {"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "wrote notes/{{iteration}}.md", "remaining_work": ["more"]},
+                 "tool_calls": [{"name": "doc_write", "args": {"path": "notes/{{iteration}}.md", "content": "note {{iteration}}"}}]},
+     "usage": {"input_tokens": 100, "output_tokens": 20}},
+    {"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "wrote notes/{{iteration}}.md", "remaining_work": ["more"]},
+                 "tool_calls": [{"name": "doc_write", "args": {"path": "notes/{{iteration}}.md", "content": "note {{iteration}}"}}]},
+     "usage": {"input_tokens": 100, "output_tokens": 20}},
+    {"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "wrote notes/{{iteration}}.md", "remaining_work": ["more"]},
+                 "tool_calls": [{"name": "doc_write", "args": {"path": "notes/{{iteration}}.md", "content": "note {{iteration}}"}}]},
+     "usage": {"input_tokens": 100, "output_tokens": 20}},
+    {"content": {"status": {"exit_signal": true, "needs_user_input": false, "progress_summary": "done", "remaining_work": [], "completion_evidence": ["final.md"]},
+                 "tool_calls": [{"name": "doc_write", "args": {"path": "final.md", "content": "final"}}]},
+     "usage": {"input_tokens": 100, "output_tokens": 20}}
+  ],
+  "executor": [
+    {"content": {"tool_calls": [{"name": "doc_write", "args": {"path": "exec/{{iteration}}.md", "content": "e"}}], "summary": "ok"},
+     "usage": {"input_tokens": 50, "output_tokens": 10}}
+  ]
+}"#;
+
 /// A run row as the API would create it.
 pub fn new_run(id: &str, user: &str, created_at: i64) -> Run {
     Run::new(

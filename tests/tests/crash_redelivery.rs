@@ -16,39 +16,9 @@ use longrun_engine::ports::{
 };
 use longrun_local::{RecordingNotifier, SqliteDb, SqliteRunStore, SqliteStepQueue, WorkerConfig};
 use longrun_tests::{
-    CountingLlm, CrashOnce, MODEL, TestPlatform, assert_gapless, assert_iterations_once, platform,
-    scripted,
+    CountingLlm, CrashOnce, MODEL, NOTES_SCRIPT, TestPlatform, assert_gapless,
+    assert_iterations_once, platform, scripted,
 };
-
-/// Five working iterations (a doc, an executor task each), then a valid completion.
-const SCRIPT: &str = r#"{
-  "planner": [
-    {"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "wrote notes/{{iteration}}.md", "remaining_work": ["more"]},
-                 "tool_calls": [{"name": "doc_write", "args": {"path": "notes/{{iteration}}.md", "content": "note {{iteration}}"}}],
-                 "executor_tasks": [{"title": "expand {{iteration}}", "instructions": "write exec/{{iteration}}.md", "tools": ["doc_write"]}]},
-     "usage": {"input_tokens": 100, "output_tokens": 20}},
-    {"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "wrote notes/{{iteration}}.md", "remaining_work": ["more"]},
-                 "tool_calls": [{"name": "doc_write", "args": {"path": "notes/{{iteration}}.md", "content": "note {{iteration}}"}}],
-                 "executor_tasks": [{"title": "expand {{iteration}}", "instructions": "write exec/{{iteration}}.md", "tools": ["doc_write"]}]},
-     "usage": {"input_tokens": 100, "output_tokens": 20}},
-    {"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "wrote notes/{{iteration}}.md", "remaining_work": ["more"]},
-                 "tool_calls": [{"name": "doc_write", "args": {"path": "notes/{{iteration}}.md", "content": "note {{iteration}}"}}]},
-     "usage": {"input_tokens": 100, "output_tokens": 20}},
-    {"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "wrote notes/{{iteration}}.md", "remaining_work": ["more"]},
-                 "tool_calls": [{"name": "doc_write", "args": {"path": "notes/{{iteration}}.md", "content": "note {{iteration}}"}}]},
-     "usage": {"input_tokens": 100, "output_tokens": 20}},
-    {"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "wrote notes/{{iteration}}.md", "remaining_work": ["more"]},
-                 "tool_calls": [{"name": "doc_write", "args": {"path": "notes/{{iteration}}.md", "content": "note {{iteration}}"}}]},
-     "usage": {"input_tokens": 100, "output_tokens": 20}},
-    {"content": {"status": {"exit_signal": true, "needs_user_input": false, "progress_summary": "done", "remaining_work": [], "completion_evidence": ["final.md"]},
-                 "tool_calls": [{"name": "doc_write", "args": {"path": "final.md", "content": "final"}}]},
-     "usage": {"input_tokens": 100, "output_tokens": 20}}
-  ],
-  "executor": [
-    {"content": {"tool_calls": [{"name": "doc_write", "args": {"path": "exec/{{iteration}}.md", "content": "e"}}], "summary": "ok"},
-     "usage": {"input_tokens": 50, "output_tokens": 10}}
-  ]
-}"#;
 
 async fn start(t: &TestPlatform) -> String {
     let req = longrun_app::CreateRun {
@@ -116,7 +86,7 @@ async fn assert_books(t: &TestPlatform, run_id: &str) {
 
 async fn crash_test(points: Vec<(FaultPoint, u32)>) {
     let faults = Arc::new(CrashOnce::new(points.clone()));
-    let mut t = platform(SCRIPT, faults.clone(), &[], 5);
+    let mut t = platform(NOTES_SCRIPT, faults.clone(), &[], 5);
     let (_stop, rx) = tokio::sync::watch::channel(false);
     // Only the notification consumer runs in the background; the test drives the worker.
     let _consumer = t.running.spawn_notifications(rx);
@@ -210,7 +180,7 @@ async fn every_message_delivered_twice_commits_each_iteration_once() {
     let db = SqliteDb::open(&dir.path().join("t.sqlite3")).unwrap();
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));
     let inner: Arc<dyn StepQueue> = Arc::new(SqliteStepQueue::new(db.clone(), clock.clone()));
-    let llm = Arc::new(CountingLlm::new(scripted(SCRIPT)));
+    let llm = Arc::new(CountingLlm::new(scripted(NOTES_SCRIPT)));
     let notifier = Arc::new(RecordingNotifier::default());
     let running = Platform::assemble(
         Arc::new(SqliteRunStore::new(db)),
@@ -247,7 +217,7 @@ async fn every_message_delivered_twice_commits_each_iteration_once() {
 
 #[tokio::test]
 async fn start_up_recovery_resends_a_lost_step_and_a_lost_outcome() {
-    let mut t = platform(SCRIPT, Arc::new(NoFaults), &[], 5);
+    let mut t = platform(NOTES_SCRIPT, Arc::new(NoFaults), &[], 5);
     let (_stop, rx) = tokio::sync::watch::channel(false);
     let _consumer = t.running.spawn_notifications(rx);
     // A run whose first message was lost: created, never enqueued.
