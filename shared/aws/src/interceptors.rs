@@ -127,7 +127,7 @@ impl Intercept for ThrottleInjector {
     ) -> Result<(), BoxError> {
         let every = self.every.load(Ordering::SeqCst);
         let n = self.seen.fetch_add(1, Ordering::SeqCst) + 1;
-        let throttle = every != 0 && n % every == 0;
+        let throttle = every != 0 && n.is_multiple_of(every);
         if throttle {
             self.injected.fetch_add(1, Ordering::SeqCst);
             let req = ctx.request_mut();
