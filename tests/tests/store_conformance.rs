@@ -5,8 +5,10 @@ use std::sync::Arc;
 
 use longrun_domain::change::{self, ActiveDelta};
 use longrun_domain::run::{RunStatus, Spend};
-use longrun_domain::{Doc, EventDraft, EventKind, PadEntry, Rejection, RunChange};
-use longrun_engine::ports::{Notification, RunQuery, RunStore, StoreError};
+use longrun_domain::{
+    Doc, EventDraft, EventKind, PadEntry, Rejection, RunChange, RunTemplate, Schedule,
+};
+use longrun_engine::ports::{Notification, RunQuery, RunStore, StoreError, Webhook};
 use longrun_local::{InMemoryRunStore, SqliteDb, SqliteRunStore};
 use longrun_tests::new_run;
 use serde_json::json;
@@ -330,6 +332,74 @@ mod suite {
         assert!(s.stale_runs(100, 10).await.unwrap().is_empty());
     }
 
+    pub async fn webhooks_are_replaced_whole_and_scoped_to_their_user(s: &dyn RunStore) {
+        let hook = |url: &str| Webhook {
+            url: url.into(),
+            secret: "0123456789abcdef".into(),
+        };
+        assert!(s.webhooks("alice").await.unwrap().is_empty());
+        s.put_webhooks("alice", &[hook("https://a/1"), hook("https://a/2")])
+            .await
+            .unwrap();
+        s.put_webhooks("alice", &[hook("https://a/3")])
+            .await
+            .unwrap();
+        assert_eq!(
+            s.webhooks("alice").await.unwrap(),
+            vec![hook("https://a/3")]
+        );
+        assert!(s.webhooks("bob").await.unwrap().is_empty());
+    }
+
+    pub async fn due_schedules_advance_once_and_are_deleted_only_by_their_owner(s: &dyn RunStore) {
+        let sched = |id: &str, user: &str, next_at: i64| Schedule {
+            id: id.into(),
+            user_id: user.into(),
+            cron: "0 * * * *".into(),
+            template: RunTemplate {
+                objective: "hourly".into(),
+                budgets: Default::default(),
+                thresholds: None,
+                model: None,
+            },
+            next_at,
+            created_at: 1,
+            last_run_id: None,
+        };
+        s.put_schedule(&sched("s2", "alice", 200)).await.unwrap();
+        s.put_schedule(&sched("s1", "alice", 100)).await.unwrap();
+        s.put_schedule(&sched("s3", "bob", 300)).await.unwrap();
+        let ids = |v: Vec<Schedule>| v.into_iter().map(|s| s.id).collect::<Vec<_>>();
+
+        assert_eq!(
+            ids(s.due_schedules(200, 10).await.unwrap()),
+            vec!["s1", "s2"]
+        );
+        assert_eq!(ids(s.due_schedules(200, 1).await.unwrap()), vec!["s1"]);
+        assert_eq!(ids(s.schedules("alice").await.unwrap()), vec!["s1", "s2"]);
+
+        let mut moved = sched("s1", "alice", 1_000);
+        moved.last_run_id = Some("run_x".into());
+        assert!(s.advance_schedule(&moved, 100).await.unwrap());
+        assert!(
+            !s.advance_schedule(&sched("s1", "alice", 2_000), 100)
+                .await
+                .unwrap(),
+            "a second sweeper that saw the same occurrence does not advance it again"
+        );
+        assert_eq!(
+            ids(s.due_schedules(300, 10).await.unwrap()),
+            vec!["s2", "s3"]
+        );
+        let stored = s.schedules("alice").await.unwrap();
+        assert_eq!(stored[0], moved);
+
+        assert!(!s.delete_schedule("bob", "s1").await.unwrap());
+        assert!(s.delete_schedule("alice", "s1").await.unwrap());
+        assert!(!s.delete_schedule("alice", "s1").await.unwrap());
+        assert_eq!(ids(s.schedules("alice").await.unwrap()), vec!["s2"]);
+    }
+
     pub async fn runs_are_listed_per_user_newest_first_with_filters_and_cursor(s: &dyn RunStore) {
         for i in 0..5 {
             s.create_run(change::create(
@@ -483,6 +553,8 @@ macro_rules! all_adapters {
                 the_scratchpad_returns_the_last_entries_oldest_first,
                 runs_are_listed_per_user_newest_first_with_filters_and_cursor,
                 stale_runs_are_the_claimable_and_the_unnotified_oldest_first,
+                webhooks_are_replaced_whole_and_scoped_to_their_user,
+                due_schedules_advance_once_and_are_deleted_only_by_their_owner,
                 notifications_are_idempotent_and_scoped_to_their_user;
                 shared: concurrent_writers_never_lose_an_update_or_a_seq);
         )*

@@ -16,7 +16,9 @@ use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{AttributeValue as Av, Put, TransactWriteItem, Update};
 use longrun_domain::change::ActiveDelta;
 use longrun_domain::run::Run;
-use longrun_domain::{Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange};
+use longrun_domain::{
+    Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange, Schedule,
+};
 use longrun_engine::ports::{
     ChangeFn, DocHit, Notification, RunQuery, RunStore, StoreError, Webhook, sequence_events,
 };
@@ -34,6 +36,8 @@ const MAX_ATTEMPTS: u32 = 64;
 const NOTIFICATION_TTL_S: i64 = 90 * 24 * 3600;
 /// The sparse sweeper index holds only runs that may need the sweeper.
 const SWEEP_PARTITION: &str = "SWEEP";
+/// Schedules share the sparse index, in their own partition keyed by `next_at`.
+const SCHEDULE_PARTITION: &str = "SCHED";
 pub const GSI_USER_RUNS: &str = "GSI1";
 pub const GSI_SWEEP: &str = "GSI2";
 
@@ -751,4 +755,85 @@ impl RunStore for DynamoDbRunStore {
             .transpose()?
             .unwrap_or_default())
     }
+
+    async fn put_schedule(&self, schedule: &Schedule) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(schedule_item(schedule)?))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| unavailable(describe(&e)))
+    }
+
+    async fn schedules(&self, user_id: &str) -> Result<Vec<Schedule>, StoreError> {
+        let items = self
+            .with_prefix(user_pk(user_id), "SCHED#".into(), "body", usize::MAX, false)
+            .await?;
+        items.iter().map(|i| from_attr(i, "body")).collect()
+    }
+
+    async fn delete_schedule(&self, user_id: &str, id: &str) -> Result<bool, StoreError> {
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key("PK", s(user_pk(user_id)))
+            .key("SK", s(format!("SCHED#{id}")))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(|e| unavailable(describe(&e)))?;
+        Ok(out.attributes.is_some_and(|a| !a.is_empty()))
+    }
+
+    async fn due_schedules(&self, now: i64, limit: usize) -> Result<Vec<Schedule>, StoreError> {
+        // `#` sorts before every digit-free suffix, so `{now}#~` bounds all ids due at `now`.
+        let upto = format!("{}#~", stamp(now));
+        let items = self
+            .query_pages(
+                |b| {
+                    b.index_name(GSI_SWEEP)
+                        .key_condition_expression("GSI2PK = :pk AND GSI2SK <= :upto")
+                        .expression_attribute_values(":pk", s(SCHEDULE_PARTITION))
+                        .expression_attribute_values(":upto", s(upto.clone()))
+                        .limit(limit.clamp(1, 1000) as i32)
+                },
+                limit,
+            )
+            .await?;
+        items.iter().map(|i| from_attr(i, "body")).collect()
+    }
+
+    async fn advance_schedule(&self, next: &Schedule, from: i64) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(schedule_item(next)?))
+            .condition_expression("next_at = :from")
+            .expression_attribute_values(":from", n(from))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(e) if error_code(&e) == Some("ConditionalCheckFailedException") => Ok(false),
+            Err(e) => Err(unavailable(describe(&e))),
+        }
+    }
+}
+
+fn schedule_item(sc: &Schedule) -> Result<HashMap<String, Av>, StoreError> {
+    Ok(HashMap::from([
+        ("PK".to_string(), s(user_pk(&sc.user_id))),
+        ("SK".to_string(), s(format!("SCHED#{}", sc.id))),
+        ("body".to_string(), s(to_json(sc)?)),
+        ("next_at".to_string(), n(sc.next_at)),
+        ("GSI2PK".to_string(), s(SCHEDULE_PARTITION)),
+        (
+            "GSI2SK".to_string(),
+            s(format!("{}#{}", stamp(sc.next_at), sc.id)),
+        ),
+    ]))
 }

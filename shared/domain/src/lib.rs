@@ -7,6 +7,7 @@ pub mod planner;
 pub mod record;
 pub mod report;
 pub mod run;
+pub mod schedule;
 
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -16,6 +17,7 @@ pub use decide::{IterationFacts, Outcome, Verdict, decide};
 pub use record::{Doc, DocMeta, Event, EventDraft, EventKind, IterationRecord, PadEntry};
 pub use report::Report;
 pub use run::{Budgets, BudgetsInput, Run, RunStatus, StopType, StoppingReason, Thresholds};
+pub use schedule::{RunTemplate, Schedule};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum DomainError {

@@ -5,7 +5,9 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use async_trait::async_trait;
 use longrun_domain::run::{Run, RunStatus, StoppingReason};
-use longrun_domain::{Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange};
+use longrun_domain::{
+    Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange, Schedule,
+};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, thiserror::Error)]
@@ -169,6 +171,17 @@ pub trait RunStore: Send + Sync {
     /// Replaces the user's webhooks.
     async fn put_webhooks(&self, user_id: &str, hooks: &[Webhook]) -> Result<(), StoreError>;
     async fn webhooks(&self, user_id: &str) -> Result<Vec<Webhook>, StoreError>;
+    /// Creates or replaces the schedule.
+    async fn put_schedule(&self, schedule: &Schedule) -> Result<(), StoreError>;
+    async fn schedules(&self, user_id: &str) -> Result<Vec<Schedule>, StoreError>;
+    /// False when the user has no such schedule.
+    async fn delete_schedule(&self, user_id: &str, id: &str) -> Result<bool, StoreError>;
+    /// Schedules whose `next_at` is at or before `now`, earliest first.
+    async fn due_schedules(&self, now: i64, limit: usize) -> Result<Vec<Schedule>, StoreError>;
+    /// Stores `next` only while the stored schedule still has `next_at == from`: of two
+    /// sweepers that saw the same occurrence, one advances it. False when it moved already
+    /// (or was deleted).
+    async fn advance_schedule(&self, next: &Schedule, from: i64) -> Result<bool, StoreError>;
 }
 
 /// Where a user's run outcomes are POSTed, signed with the secret (HMAC-SHA256).

@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use longrun_domain::change::ActiveDelta;
 use longrun_domain::run::Run;
-use longrun_domain::{Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange};
+use longrun_domain::{
+    Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange, Schedule,
+};
 use longrun_engine::ports::{
     ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, DocHit, Enqueued, Notification, QueueError,
     RunQuery, RunStore, StepMessage, StepQueue, StoreError, Webhook, owes_follow_up,
@@ -24,6 +26,7 @@ struct State {
     active: HashMap<String, u32>,
     notifications: HashMap<String, Notification>,
     webhooks: HashMap<String, Vec<Webhook>>,
+    schedules: HashMap<String, Schedule>,
 }
 
 #[derive(Default)]
@@ -287,6 +290,62 @@ impl RunStore for InMemoryRunStore {
             .get(user_id)
             .cloned()
             .unwrap_or_default())
+    }
+
+    async fn put_schedule(&self, schedule: &Schedule) -> Result<(), StoreError> {
+        self.lock()
+            .schedules
+            .insert(schedule.id.clone(), schedule.clone());
+        Ok(())
+    }
+
+    async fn schedules(&self, user_id: &str) -> Result<Vec<Schedule>, StoreError> {
+        let mut out: Vec<Schedule> = self
+            .lock()
+            .schedules
+            .values()
+            .filter(|s| s.user_id == user_id)
+            .cloned()
+            .collect();
+        out.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(out)
+    }
+
+    async fn delete_schedule(&self, user_id: &str, id: &str) -> Result<bool, StoreError> {
+        let mut state = self.lock();
+        if state
+            .schedules
+            .get(id)
+            .is_some_and(|s| s.user_id == user_id)
+        {
+            state.schedules.remove(id);
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    async fn due_schedules(&self, now: i64, limit: usize) -> Result<Vec<Schedule>, StoreError> {
+        let mut out: Vec<Schedule> = self
+            .lock()
+            .schedules
+            .values()
+            .filter(|s| s.next_at <= now)
+            .cloned()
+            .collect();
+        out.sort_by(|a, b| (a.next_at, &a.id).cmp(&(b.next_at, &b.id)));
+        out.truncate(limit);
+        Ok(out)
+    }
+
+    async fn advance_schedule(&self, next: &Schedule, from: i64) -> Result<bool, StoreError> {
+        let mut state = self.lock();
+        match state.schedules.get_mut(&next.id) {
+            Some(s) if s.next_at == from => {
+                *s = next.clone();
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
     }
 }
 

@@ -11,7 +11,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use longrun_domain::change::ActiveDelta;
 use longrun_domain::run::{Run, RunStatus};
-use longrun_domain::{Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange};
+use longrun_domain::{
+    Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange, Schedule,
+};
 use longrun_engine::ports::{
     ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, DocHit, Enqueued, Notification, QueueError,
     RunQuery, RunStore, StepMessage, StepQueue, StoreError, Webhook, sequence_events,
@@ -52,6 +54,9 @@ CREATE TABLE IF NOT EXISTS pads (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS active (user_id TEXT PRIMARY KEY, count INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS webhooks (user_id TEXT PRIMARY KEY, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS schedules (
+    id TEXT PRIMARY KEY, user_id TEXT NOT NULL, next_at INTEGER NOT NULL, body TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_at);
 CREATE TABLE IF NOT EXISTS notifications (
     id TEXT PRIMARY KEY, user_id TEXT NOT NULL, at INTEGER NOT NULL, body TEXT NOT NULL
 );
@@ -708,6 +713,71 @@ impl RunStore for SqliteRunStore {
             })
             .await?;
         Ok(rows.into_iter().next().unwrap_or_default())
+    }
+
+    async fn put_schedule(&self, schedule: &Schedule) -> Result<(), StoreError> {
+        let body = to_json(schedule)?;
+        self.db
+            .write(|c| {
+                c.execute(
+                    "INSERT OR REPLACE INTO schedules (id, user_id, next_at, body) VALUES (?1, ?2, ?3, ?4)",
+                    params![schedule.id, schedule.user_id, schedule.next_at, body],
+                )
+                .map(|_| ())
+                .map_err(unavailable)
+            })
+            .await
+    }
+
+    async fn schedules(&self, user_id: &str) -> Result<Vec<Schedule>, StoreError> {
+        self.db
+            .read(|c| {
+                query_json(
+                    c,
+                    "SELECT body FROM schedules WHERE user_id = ?1 ORDER BY id",
+                    &[&user_id],
+                )
+            })
+            .await
+    }
+
+    async fn delete_schedule(&self, user_id: &str, id: &str) -> Result<bool, StoreError> {
+        self.db
+            .write(|c| {
+                c.execute(
+                    "DELETE FROM schedules WHERE id = ?1 AND user_id = ?2",
+                    params![id, user_id],
+                )
+                .map(|n| n == 1)
+                .map_err(unavailable)
+            })
+            .await
+    }
+
+    async fn due_schedules(&self, now: i64, limit: usize) -> Result<Vec<Schedule>, StoreError> {
+        self.db
+            .read(|c| {
+                query_json(
+                    c,
+                    "SELECT body FROM schedules WHERE next_at <= ?1 ORDER BY next_at, id LIMIT ?2",
+                    &[&now, &(limit as i64)],
+                )
+            })
+            .await
+    }
+
+    async fn advance_schedule(&self, next: &Schedule, from: i64) -> Result<bool, StoreError> {
+        let body = to_json(next)?;
+        self.db
+            .write(|c| {
+                c.execute(
+                    "UPDATE schedules SET next_at = ?1, body = ?2 WHERE id = ?3 AND next_at = ?4",
+                    params![next.next_at, body, next.id, from],
+                )
+                .map(|n| n == 1)
+                .map_err(unavailable)
+            })
+            .await
     }
 }
 
