@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use longrun_engine::ports::NoFaults;
+use longrun_engine::ports::{Clock, NoFaults};
 use longrun_tests::{TestPlatform, platform};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -240,6 +240,8 @@ async fn every_v1_route_needs_a_valid_token() {
         "/v1/runs/x/events",
         "/v1/runs/x/report",
         "/v1/notifications",
+        "/v1/schedules",
+        "/v1/webhooks",
     ] {
         let (s, body, ctype) = app.req(reqwest::Method::GET, path, None, None).await;
         assert_eq!(s, StatusCode::UNAUTHORIZED, "{path}");
@@ -543,6 +545,9 @@ async fn the_openapi_document_is_3_1_and_covers_the_routes() {
         "/v1/runs/{id}/events",
         "/v1/runs/{id}/respond",
         "/v1/notifications",
+        "/v1/schedules",
+        "/v1/schedules/{id}",
+        "/v1/webhooks",
     ] {
         assert!(doc["paths"].get(path).is_some(), "{path}");
     }
@@ -563,4 +568,127 @@ async fn the_openapi_document_is_3_1_and_covers_the_routes() {
             "dangling $ref {name}"
         );
     }
+}
+
+#[tokio::test]
+async fn a_schedule_starts_one_run_per_occurrence_and_only_its_owner_can_delete_it() {
+    // Arrange
+    let app = spawn_app(LOOP, 3, false).await;
+    let template = json!({"objective": "the hourly digest", "budgets": {"max_iterations": 2}});
+
+    // Act: create, with bad input first.
+    let (bad_cron, problem) = app
+        .post(
+            "/v1/schedules",
+            ALICE,
+            json!({"cron": "61 * * * *", "template": template}),
+        )
+        .await;
+    let (bad_model, _) = app
+        .post(
+            "/v1/schedules",
+            ALICE,
+            json!({"cron": "0 * * * *", "template": {"objective": "x", "model": "nope:nope"}}),
+        )
+        .await;
+    let (created, sched) = app
+        .post(
+            "/v1/schedules",
+            ALICE,
+            json!({"cron": "0 * * * *", "template": template}),
+        )
+        .await;
+
+    // Assert
+    assert_eq!(bad_cron, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        problem["detail"].as_str().unwrap().contains("cron"),
+        "{problem}"
+    );
+    assert_eq!(bad_model, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(created, StatusCode::CREATED, "{sched}");
+    let now = app.t.clock.now_ms();
+    let next_at = sched["next_at"].as_i64().unwrap();
+    assert!(next_at > now && next_at <= now + 3_600_000);
+    let (_, listed) = app.get("/v1/schedules", ALICE).await;
+    assert_eq!(listed["schedules"].as_array().unwrap().len(), 1);
+    let (_, bobs) = app.get("/v1/schedules", BOB).await;
+    assert_eq!(bobs["schedules"], json!([]));
+
+    // Nothing is due yet; then the hour turns, twice over for two sweeps of one occurrence.
+    assert!(
+        longrun_app::schedules::start_due(app.t.p(), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    app.t.clock.advance(next_at - now);
+    let started = longrun_app::schedules::start_due(app.t.p(), 10)
+        .await
+        .unwrap();
+    let again = longrun_app::schedules::start_due(app.t.p(), 10)
+        .await
+        .unwrap();
+    assert_eq!(started.len(), 1);
+    assert!(again.is_empty(), "one occurrence starts one run");
+    let (_, run) = app.get(&format!("/v1/runs/{}", started[0]), ALICE).await;
+    assert_eq!(run["objective"], "the hourly digest");
+    assert_eq!(run["budgets"]["max_iterations"], 2);
+    let (_, listed) = app.get("/v1/schedules", ALICE).await;
+    assert_eq!(listed["schedules"][0]["next_at"], next_at + 3_600_000);
+    assert_eq!(listed["schedules"][0]["last_run_id"], started[0].as_str());
+
+    let id = sched["id"].as_str().unwrap();
+    let (by_bob, _, _) = app
+        .req(
+            reqwest::Method::DELETE,
+            &format!("/v1/schedules/{id}"),
+            Some(BOB),
+            None,
+        )
+        .await;
+    let (by_alice, _, _) = app
+        .req(
+            reqwest::Method::DELETE,
+            &format!("/v1/schedules/{id}"),
+            Some(ALICE),
+            None,
+        )
+        .await;
+    assert_eq!(by_bob, StatusCode::NOT_FOUND);
+    assert_eq!(by_alice, StatusCode::NO_CONTENT);
+}
+
+#[tokio::test]
+async fn webhooks_need_https_and_a_real_secret_and_secrets_are_never_returned() {
+    let app = spawn_app(LOOP, 3, false).await;
+    let put = |body: Value| {
+        app.req(
+            reqwest::Method::PUT,
+            "/v1/webhooks",
+            Some(ALICE),
+            Some(body),
+        )
+    };
+
+    let (plain_http, _, _) =
+        put(json!({"webhooks": [{"url": "http://example.com/h", "secret": "0123456789abcdef"}]}))
+            .await;
+    let (short_secret, _, _) =
+        put(json!({"webhooks": [{"url": "https://example.com/h", "secret": "short"}]})).await;
+    let (ok, body, _) =
+        put(json!({"webhooks": [{"url": "https://example.com/h", "secret": "0123456789abcdef"}]}))
+            .await;
+
+    assert_eq!(plain_http, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(short_secret, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(ok, StatusCode::OK);
+    assert_eq!(
+        body,
+        json!({"webhooks": [{"url": "https://example.com/h"}]})
+    );
+    let (_, got) = app.get("/v1/webhooks", ALICE).await;
+    assert!(!got.to_string().contains("0123456789abcdef"));
+    let (_, bobs) = app.get("/v1/webhooks", BOB).await;
+    assert_eq!(bobs, json!({"webhooks": []}));
 }

@@ -262,7 +262,7 @@ async fn the_sweeper_recovers_a_run_whose_next_message_was_lost() {
     assert!(s.steps.receive(1, 30_000).await.unwrap().is_empty());
 
     let scheduled = serde_json::from_str(&fixture("eventbridge-scheduled.json")).unwrap();
-    let report = longrun_fn_sweeper::handle(&s.p().dispatch, 0, scheduled)
+    let report = longrun_fn_sweeper::handle(s.p(), 0, scheduled)
         .await
         .unwrap();
     assert_eq!(report.requeued, vec![run_id.clone()]);
@@ -288,7 +288,7 @@ async fn the_sweeper_republishes_an_outcome_that_was_never_marked_published() {
         .unwrap();
 
     let scheduled = serde_json::from_str(&fixture("eventbridge-scheduled.json")).unwrap();
-    let report = longrun_fn_sweeper::handle(&s.p().dispatch, 0, scheduled)
+    let report = longrun_fn_sweeper::handle(s.p(), 0, scheduled)
         .await
         .unwrap();
 
@@ -484,4 +484,39 @@ async fn the_notifier_records_the_fixture_outcome_once_and_retries_a_failing_web
         got[0].0[DELIVERY_HEADER], got[1].0[DELIVERY_HEADER],
         "repeats carry the same delivery id"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sweeper_starts_a_due_schedule_once() {
+    let s = stack(NOTES_SCRIPT, Arc::new(NoFaults), 30_000).await;
+    let (status, _, sched) = call_api(
+        &s,
+        &api_event(
+            "POST",
+            "/v1/schedules",
+            Some("user-jwt-1"),
+            Some(json!({"cron": "*/5 * * * *", "template": {"objective": "digest"}})),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{sched}");
+    let mut due: longrun_domain::Schedule = serde_json::from_value(sched).unwrap();
+    due.next_at = longrun_engine::SystemClock.now_ms() - 1_000;
+    s.p().store.put_schedule(&due).await.unwrap();
+    let scheduled = || serde_json::from_str(&fixture("eventbridge-scheduled.json")).unwrap();
+
+    let first = longrun_fn_sweeper::handle(s.p(), 60_000, scheduled())
+        .await
+        .unwrap();
+    let second = longrun_fn_sweeper::handle(s.p(), 60_000, scheduled())
+        .await
+        .unwrap();
+
+    assert_eq!(first.started.len(), 1);
+    assert!(second.started.is_empty());
+    let run = s.run(&first.started[0]).await;
+    assert_eq!(run.user_id, "user-jwt-1");
+    assert_eq!(run.objective, "digest");
+    let step = s.steps.receive(10, 30_000).await.unwrap();
+    assert_eq!(step.len(), 1, "its first step was sent");
 }

@@ -12,9 +12,9 @@ async fn main() -> anyhow::Result<()> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(DEFAULT_STALE_MS);
-    let dispatch = &running.platform.dispatch;
+    let platform = &running.platform;
     lambda_runtime::run(service_fn(move |ev: LambdaEvent<_>| async move {
-        longrun_fn_sweeper::handle(dispatch, stale_ms, ev.payload)
+        longrun_fn_sweeper::handle(platform, stale_ms, ev.payload)
             .await
             .map_err(lambda_runtime::Error::from)
     }))

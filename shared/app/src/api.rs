@@ -85,6 +85,30 @@ pub struct ContinueBody {
 
 /// Validates and creates a run, then enqueues its first iteration.
 pub async fn create_run(p: &Platform, user: &str, req: CreateRun) -> Result<Run, ApiError> {
+    let id = format!("run_{}", uuid::Uuid::new_v4().simple());
+    create_run_with_id(p, user, req, id).await
+}
+
+/// `create_run` under a caller-chosen id: creating the same id twice is a 409, which is how a
+/// schedule occurrence starts at most one run.
+pub async fn create_run_with_id(
+    p: &Platform,
+    user: &str,
+    req: CreateRun,
+    id: String,
+) -> Result<Run, ApiError> {
+    let run = prepare_run(p, user, req, id)?;
+    let run = p
+        .store
+        .create_run(change::create(run, p.config.active_limit))
+        .await?;
+    // If this send fails the run stays queued; the sweeper re-enqueues it.
+    p.dispatch.enqueue_next(&run, StepReason::Start).await?;
+    Ok(run)
+}
+
+/// Validates a request into a new queued run; writes nothing.
+pub fn prepare_run(p: &Platform, user: &str, req: CreateRun, id: String) -> Result<Run, ApiError> {
     let objective = req.objective.trim();
     if objective.is_empty() {
         return Err(ApiError::Unprocessable(
@@ -116,15 +140,9 @@ pub async fn create_run(p: &Platform, user: &str, req: CreateRun) -> Result<Run,
         )));
     }
     let now = p.clock.now_ms();
-    let id = format!("run_{}", uuid::Uuid::new_v4().simple());
-    let run = Run::new(&id, user, objective, &model, budgets, thresholds, now);
-    let run = p
-        .store
-        .create_run(change::create(run, p.config.active_limit))
-        .await?;
-    // If this send fails the run stays queued; the sweeper re-enqueues it.
-    p.dispatch.enqueue_next(&run, StepReason::Start).await?;
-    Ok(run)
+    Ok(Run::new(
+        &id, user, objective, &model, budgets, thresholds, now,
+    ))
 }
 
 pub fn run_view(p: &Platform, run: &Run) -> Value {
@@ -613,6 +631,14 @@ pub fn router(p: Platform) -> Router {
         .route("/v1/runs/{id}/continue", post(continue_run))
         .route("/v1/notifications", get(notifications))
         .route("/v1/webhooks", get(get_webhooks).put(put_webhooks))
+        .route(
+            "/v1/schedules",
+            post(crate::schedules::post_schedule).get(crate::schedules::list_schedules),
+        )
+        .route(
+            "/v1/schedules/{id}",
+            axum::routing::delete(crate::schedules::delete_schedule),
+        )
         .fallback(fallback)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(p)

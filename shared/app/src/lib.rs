@@ -7,6 +7,7 @@ pub mod config;
 pub mod error;
 pub mod openapi;
 pub mod platform;
+pub mod schedules;
 
 pub use api::{CreateRun, VerifiedUser, create_run, router};
 pub use config::{AppConfig, Tokens};

@@ -9,6 +9,8 @@ use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Value, json};
 
 use crate::api::{ContinueBody, CreateRun, RespondBody, WebhooksBody};
+use crate::schedules::CreateSchedule;
+use longrun_domain::Schedule;
 
 struct Op {
     method: &'static str,
@@ -41,6 +43,9 @@ fn hits(g: &mut SchemaGenerator) -> Value {
 }
 fn notifications(g: &mut SchemaGenerator) -> Value {
     list_of::<Notification>("notifications")(g)
+}
+fn schedules(g: &mut SchemaGenerator) -> Value {
+    list_of::<Schedule>("schedules")(g)
 }
 fn webhooks(_: &mut SchemaGenerator) -> Value {
     json!({"type": "object", "properties": {"webhooks": {"type": "array", "items": {"type": "object", "properties": {"url": {"type": "string"}}}}}})
@@ -187,6 +192,30 @@ const OPS: &[Op] = &[
         body: Some(schema::<WebhooksBody>),
         ok: 200,
         response: Some(webhooks),
+    },
+    Op {
+        method: "post",
+        path: "/v1/schedules",
+        summary: "Start a run on a cron schedule (UTC)",
+        body: Some(schema::<CreateSchedule>),
+        ok: 201,
+        response: Some(schema::<Schedule>),
+    },
+    Op {
+        method: "get",
+        path: "/v1/schedules",
+        summary: "Your schedules",
+        body: None,
+        ok: 200,
+        response: Some(schedules),
+    },
+    Op {
+        method: "delete",
+        path: "/v1/schedules/{id}",
+        summary: "Delete a schedule",
+        body: None,
+        ok: 204,
+        response: None,
     },
     Op {
         method: "get",

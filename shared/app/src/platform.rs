@@ -109,12 +109,34 @@ impl Running {
         )))
     }
 
-    /// Starts the worker loop and the notification consumer; they stop when `shutdown` turns true.
+    /// Starts due scheduled runs every `every` until `shutdown` turns true.
+    pub fn spawn_scheduler(
+        &self,
+        every: std::time::Duration,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> JoinHandle<()> {
+        let platform = self.platform.clone();
+        tokio::spawn(async move {
+            loop {
+                if let Err(e) = crate::schedules::start_due(&platform, 100).await {
+                    tracing::error!(error = %e, "starting scheduled runs failed; retrying");
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(every) => {}
+                    _ = shutdown.changed() => return,
+                }
+            }
+        })
+    }
+
+    /// Starts the worker loop, the notification consumer and the scheduler; they stop when
+    /// `shutdown` turns true.
     pub fn spawn(&mut self, shutdown: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
         let mut handles: Vec<JoinHandle<()>> = self
             .spawn_notifications(shutdown.clone())
             .into_iter()
             .collect();
+        handles.push(self.spawn_scheduler(std::time::Duration::from_secs(15), shutdown.clone()));
         let worker = self.worker.clone();
         handles.push(tokio::spawn(async move { worker.run(shutdown).await }));
         handles

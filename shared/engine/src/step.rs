@@ -97,6 +97,8 @@ pub struct SweepReport {
     pub republished: Vec<String>,
     /// Stale-looking runs left alone because a worker still holds a live lease.
     pub leased: usize,
+    /// Runs started by due schedules.
+    pub started: Vec<String>,
 }
 
 /// Sends what follows a commit: the next step, or the outcome notification. Shared by the

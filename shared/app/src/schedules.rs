@@ -1,0 +1,119 @@
+//! Scheduled runs: `POST/GET/DELETE /v1/schedules`, and starting the occurrences that are due
+//! (the sweeper on AWS, a background task in `longrun serve`).
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use longrun_domain::schedule::{next_occurrence, occurrence_run_id};
+use longrun_domain::{RunTemplate, Schedule};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tracing::{info, warn};
+
+use crate::api::{CreateRun, User, create_run_with_id, prepare_run};
+use crate::error::{ApiError, ApiJson};
+use crate::platform::Platform;
+
+pub const MAX_SCHEDULES: usize = 20;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSchedule {
+    /// Five-field cron expression, evaluated in UTC, e.g. `0 9 * * 1-5`.
+    pub cron: String,
+    /// The run each occurrence starts (the body of `POST /v1/runs`).
+    pub template: RunTemplate,
+}
+
+fn to_request(t: &RunTemplate) -> CreateRun {
+    CreateRun {
+        objective: t.objective.clone(),
+        budgets: t.budgets.clone(),
+        thresholds: t.thresholds.clone(),
+        model: t.model.clone(),
+    }
+}
+
+pub async fn post_schedule(
+    State(p): State<Platform>,
+    user: User,
+    ApiJson(body): ApiJson<CreateSchedule>,
+) -> Result<Response, ApiError> {
+    let now = p.clock.now_ms();
+    let next_at = next_occurrence(body.cron.trim(), now)?;
+    // The template must be a run this server would accept, so it fails now, not at 3 a.m.
+    prepare_run(&p, &user.0, to_request(&body.template), "validation".into())?;
+    if p.store.schedules(&user.0).await?.len() >= MAX_SCHEDULES {
+        return Err(ApiError::TooManyRequests(format!(
+            "at most {MAX_SCHEDULES} schedules per user"
+        )));
+    }
+    let schedule = Schedule {
+        id: format!("sch_{}", uuid::Uuid::new_v4().simple()),
+        user_id: user.0,
+        cron: body.cron.trim().to_string(),
+        template: body.template,
+        next_at,
+        created_at: now,
+        last_run_id: None,
+    };
+    p.store.put_schedule(&schedule).await?;
+    let location = format!("/v1/schedules/{}", schedule.id);
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(schedule),
+    )
+        .into_response())
+}
+
+pub async fn list_schedules(
+    State(p): State<Platform>,
+    user: User,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(
+        json!({"schedules": p.store.schedules(&user.0).await?}),
+    ))
+}
+
+pub async fn delete_schedule(
+    State(p): State<Platform>,
+    user: User,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    if p.store.delete_schedule(&user.0, &id).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::NotFound(format!("schedule {id}")))
+    }
+}
+
+/// Starts every due occurrence once and moves each schedule to its next occurrence after
+/// now (missed occurrences are not replayed). The run id is derived from the occurrence, so
+/// two sweepers racing start one run. Returns the ids of the runs started.
+pub async fn start_due(p: &Platform, limit: usize) -> Result<Vec<String>, ApiError> {
+    let now = p.clock.now_ms();
+    let mut started = vec![];
+    for sc in p.store.due_schedules(now, limit).await? {
+        let run_id = occurrence_run_id(&sc.id, sc.next_at);
+        match create_run_with_id(p, &sc.user_id, to_request(&sc.template), run_id.clone()).await {
+            Ok(_) => {
+                info!(schedule = %sc.id, run_id = %run_id, "scheduled run started");
+                started.push(run_id.clone());
+            }
+            // Another sweeper started this occurrence already.
+            Err(ApiError::Conflict(_)) => {}
+            Err(e @ (ApiError::Unavailable(_) | ApiError::Internal(_))) => return Err(e),
+            Err(e) => warn!(schedule = %sc.id, error = %e, "scheduled occurrence skipped"),
+        }
+        let next = Schedule {
+            next_at: next_occurrence(&sc.cron, now)?,
+            last_run_id: Some(run_id),
+            ..sc.clone()
+        };
+        p.store.advance_schedule(&next, sc.next_at).await?;
+    }
+    Ok(started)
+}
