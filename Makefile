@@ -1,7 +1,7 @@
 # The two commands a new user needs: `make demo` and `make test`.
 CARGO ?= cargo
 
-.PHONY: demo test lint bench serve build
+.PHONY: demo test lint bench bench-aws serve build
 
 ## A real multi-iteration run on the embedded platform: no cloud account, no API key.
 demo:
@@ -21,6 +21,10 @@ lint:
 ## Throughput, memory and per-iteration cost; writes BENCHMARKS.md.
 bench:
 	$(CARGO) run --release -p longrun-tests --bin bench -- BENCHMARKS.md
+
+## AWS requests, capacity units and cost per iteration on the emulator; updates BENCHMARKS.md.
+bench-aws:
+	scripts/with-moto $(CARGO) run -p longrun-tests --bin bench_aws -- BENCHMARKS.md
 
 ## The API, worker and notifier in one process (SQLite in ./.longrun).
 serve:

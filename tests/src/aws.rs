@@ -52,7 +52,7 @@ use aws_lambda_events::event::sns::SnsEvent;
 use aws_lambda_events::event::sqs::SqsEvent;
 use longrun_app::aws::AwsSettings;
 use longrun_app::{AppConfig, Platform, Running, Tokens};
-use longrun_aws::ThrottleInjector;
+use longrun_aws::{CallCounter, ThrottleInjector};
 use longrun_domain::run::Run;
 use longrun_engine::EngineConfig;
 use longrun_engine::ports::{Delivery, Faults, StepMessage, StepQueue};
@@ -73,9 +73,21 @@ pub struct Stack {
     pub steps: SqsStepQueue,
     /// The standard queue subscribed to the outcome topic.
     pub outcomes: SqsStepQueue,
+    /// The table as the test sees it (uncounted, never throttled).
+    pub observer: DynamoDbRunStore,
 }
 
 pub async fn stack(script: &str, faults: Arc<dyn Faults>, lease_ms: u64) -> Stack {
+    stack_with(script, faults, lease_ms, None).await
+}
+
+/// `stack` whose clients, including the stand-in for Lambda's SQS poller, count their calls.
+pub async fn stack_with(
+    script: &str,
+    faults: Arc<dyn Faults>,
+    lease_ms: u64,
+    counter: Option<CallCounter>,
+) -> Stack {
     let plain = clients().await;
     let table = table(&plain).await;
     let (queue_url, _dlq) = provision::create_step_queue(&plain, &unique("steps"), 30, 10)
@@ -93,15 +105,17 @@ pub async fn stack(script: &str, faults: Arc<dyn Faults>, lease_ms: u64) -> Stac
         topic_arn,
     };
     let throttle = ThrottleInjector::new(0);
-    let faulty = AwsClients::with_interceptors(&load_config().await, None, Some(throttle.clone()));
+    let config = load_config().await;
+    let faulty = AwsClients::with_interceptors(&config, counter.clone(), Some(throttle.clone()));
+    let poller = AwsClients::with_interceptors(&config, counter, None);
     let llm = Arc::new(CountingLlm::new(scripted(script)));
-    let mut config = AppConfig::new(Tokens::default(), vec![MODEL.to_string()]).unwrap();
-    config.app_base_url = APP_BASE_URL.into();
-    config.active_limit = 3;
+    let mut app = AppConfig::new(Tokens::default(), vec![MODEL.to_string()]).unwrap();
+    app.app_base_url = APP_BASE_URL.into();
+    app.active_limit = 3;
     let running = Platform::aws(
         &faulty,
         &settings,
-        config,
+        app,
         Some(llm.clone()),
         faults,
         EngineConfig {
@@ -110,13 +124,15 @@ pub async fn stack(script: &str, faults: Arc<dyn Faults>, lease_ms: u64) -> Stac
         },
     )
     .unwrap();
+    let observer = DynamoDbRunStore::new(plain.dynamodb.clone(), settings.table.clone());
     Stack {
+        observer,
         running,
         settings,
         llm,
         throttle,
-        steps: SqsStepQueue::new(plain.sqs.clone(), queue_url),
-        outcomes: SqsStepQueue::new(plain.sqs.clone(), outcomes_url),
+        steps: SqsStepQueue::new(poller.sqs.clone(), queue_url),
+        outcomes: SqsStepQueue::new(poller.sqs.clone(), outcomes_url),
     }
 }
 
@@ -177,11 +193,12 @@ impl Stack {
     }
 
     pub async fn run(&self, id: &str) -> Run {
-        self.p().store.get_run(id).await.unwrap().unwrap()
+        use longrun_engine::RunStore;
+        self.observer.get_run(id).await.unwrap().unwrap()
     }
 
     /// Plays Lambda's SQS poller: receive, invoke the worker handler with the batch, delete
-    /// what succeeded, make failures visible again. A failed batch is followed by a fresh
+    /// what succeeded, let failures come back a second later. A failed batch is followed by a fresh
     /// execution environment (a new lease owner), as after a crash.
     pub async fn drive(&self, run_id: &str, max_rounds: usize) -> Run {
         let mut owner = unique("lambda");
@@ -190,7 +207,8 @@ impl Stack {
             if (run.status.is_ended() || run.status.is_waiting()) && run.notified {
                 return run;
             }
-            let deliveries = self.steps.receive(10, 30_000).await.unwrap();
+            // One message per run is in flight: a batch of one is what the run can use.
+            let deliveries = self.steps.receive(1, 30_000).await.unwrap();
             if deliveries.is_empty() {
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
@@ -204,7 +222,8 @@ impl Stack {
                 .collect();
             for d in &deliveries {
                 if failed.contains(&d.message_id.as_str()) {
-                    self.steps.extend(&d.receipt, 0).await.unwrap();
+                    // Back after a (shortened) visibility timeout, as Lambda returns it.
+                    self.steps.extend(&d.receipt, 1_000).await.unwrap();
                 } else {
                     self.steps.ack(&d.receipt).await.unwrap();
                 }
@@ -214,7 +233,11 @@ impl Stack {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
-        panic!("run {run_id} did not settle within {max_rounds} rounds");
+        let run = self.run(run_id).await;
+        panic!(
+            "run {run_id} did not settle within {max_rounds} rounds: {} at iteration {}, lease {:?}",
+            run.status, run.iteration, run.lease
+        );
     }
 
     /// The next outcome that reached the subscribed queue, as an SNS event.

@@ -7,13 +7,19 @@
 //! `attribute_not_exists`, so two writers can never both own a seq.
 
 use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{AttributeValue as Av, Put, TransactWriteItem, Update};
+use flate2::Compression;
+use flate2::read::DeflateDecoder;
+use flate2::write::DeflateEncoder;
 use longrun_domain::change::ActiveDelta;
 use longrun_domain::run::Run;
 use longrun_domain::{
@@ -106,7 +112,14 @@ impl From<StoreError> for WriteFailure {
 pub struct DynamoDbRunStore {
     client: Client,
     table: String,
+    /// The last version of each run this instance read or wrote. A write computed from it is
+    /// still conditioned on `ver`, so a stale copy costs one failed write, never a wrong one;
+    /// a fresh copy saves the read before every claim, spend and commit.
+    cache: Mutex<HashMap<String, (Run, u64)>>,
 }
+
+/// Runs remembered per instance; a Lambda instance works on a handful at a time.
+const CACHE_MAX: usize = 512;
 
 /// Item kinds of one transaction, so a cancellation reason can be traced to its cause.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -123,7 +136,24 @@ impl DynamoDbRunStore {
         DynamoDbRunStore {
             client,
             table: table.into(),
+            cache: Mutex::default(),
         }
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Run, u64)>> {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn remember(&self, run: &Run, ver: u64) {
+        let mut c = self.cache();
+        if c.len() >= CACHE_MAX && !c.contains_key(&run.id) {
+            c.clear();
+        }
+        c.insert(run.id.clone(), (run.clone(), ver));
+    }
+
+    fn forget(&self, run_id: &str) {
+        self.cache().remove(run_id);
     }
 
     pub fn table(&self) -> &str {
@@ -142,9 +172,12 @@ impl DynamoDbRunStore {
             .await
             .map_err(|e| unavailable(describe(&e)))?;
         let Some(item) = out.item else {
+            self.forget(run_id);
             return Ok(None);
         };
-        Ok(Some((from_attr(&item, "body")?, num(&item, "ver")?)))
+        let (run, ver): (Run, u64) = (unpack(&item, "run")?, num(&item, "ver")?);
+        self.remember(&run, ver);
+        Ok(Some((run, ver)))
     }
 
     fn run_item(&self, run: &Run, ver: u64) -> Result<HashMap<String, Av>, StoreError> {
@@ -152,7 +185,7 @@ impl DynamoDbRunStore {
             ("PK".to_string(), s(run_pk(&run.id))),
             ("SK".to_string(), s("RUN")),
             ("ver".to_string(), n(ver)),
-            ("body".to_string(), s(to_json(run)?)),
+            ("run".to_string(), pack(run)?),
             ("status".to_string(), s(run.status.as_str())),
             ("user_id".to_string(), s(run.user_id.clone())),
             ("GSI1PK".to_string(), s(user_pk(&run.user_id))),
@@ -254,7 +287,7 @@ impl DynamoDbRunStore {
             let item = HashMap::from([
                 ("PK".to_string(), s(pk.clone())),
                 ("SK".to_string(), s(format!("ITER#{:06}", rec.n))),
-                ("body".to_string(), s(to_json(rec)?)),
+                ("rec".to_string(), pack(rec)?),
             ]);
             let p = Put::builder()
                 .table_name(&self.table)
@@ -311,17 +344,39 @@ impl DynamoDbRunStore {
 
     async fn apply(&self, run_id: &str, change: ChangeFn<'_>) -> Result<Run, StoreError> {
         let mut release_counter = true;
+        let mut cached = self.cache().get(run_id).cloned();
         for attempt in 0..MAX_ATTEMPTS {
-            let (run, ver) = self.load(run_id).await?.ok_or(Rejection::NotFound)?;
+            let fresh = cached.is_none();
+            let (run, ver) = match cached.take() {
+                Some(c) => c,
+                None => self.load(run_id).await?.ok_or(Rejection::NotFound)?,
+            };
             let base = run.event_seq;
-            let c = change(&run)?;
+            let c = match change(&run) {
+                Ok(c) => c,
+                // Only the current state may say no.
+                Err(_) if !fresh => continue,
+                Err(rejection) => return Err(rejection.into()),
+            };
             match self.write(c, base, Some(ver), release_counter).await {
-                Ok(run) => return Ok(run),
-                Err(WriteFailure::Store(e)) => return Err(e),
-                Err(WriteFailure::CounterEmpty) => release_counter = false,
+                Ok(next) => {
+                    self.remember(&next, ver + 1);
+                    return Ok(next);
+                }
+                Err(WriteFailure::Store(e)) => {
+                    self.forget(run_id);
+                    return Err(e);
+                }
+                Err(WriteFailure::CounterEmpty) => {
+                    release_counter = false;
+                    cached = Some((run, ver));
+                }
                 Err(WriteFailure::Raced) => {
-                    let ms = fastrand::u64(2..=20) << attempt.min(4);
-                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    self.forget(run_id);
+                    if fresh {
+                        let ms = fastrand::u64(2..=20) << attempt.min(4);
+                        tokio::time::sleep(Duration::from_millis(ms)).await;
+                    }
                 }
             }
         }
@@ -406,6 +461,29 @@ impl DynamoDbRunStore {
     }
 }
 
+/// Deflated JSON: the run and iteration items are rewritten on every write and billed per KB,
+/// and their JSON compresses several-fold.
+fn pack<T: Serialize>(v: &T) -> Result<Av, StoreError> {
+    let json = serde_json::to_vec(v).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let mut enc = DeflateEncoder::new(Vec::with_capacity(json.len() / 3), Compression::fast());
+    enc.write_all(&json)
+        .and_then(|_| enc.finish())
+        .map(|b| Av::B(Blob::new(b)))
+        .map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+fn unpack<T: DeserializeOwned>(item: &HashMap<String, Av>, name: &str) -> Result<T, StoreError> {
+    let bytes = item
+        .get(name)
+        .and_then(|v| v.as_b().ok())
+        .ok_or_else(|| StoreError::Corrupt(format!("item lacks binary attribute {name}")))?;
+    let mut json = vec![];
+    DeflateDecoder::new(bytes.as_ref())
+        .read_to_end(&mut json)
+        .map_err(|e| StoreError::Corrupt(format!("{name}: {e}")))?;
+    serde_json::from_slice(&json).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
 fn put_item(
     p: aws_sdk_dynamodb::types::builders::PutBuilder,
 ) -> Result<TransactWriteItem, StoreError> {
@@ -475,7 +553,10 @@ fn classify(
 impl RunStore for DynamoDbRunStore {
     async fn create_run(&self, change: RunChange) -> Result<Run, StoreError> {
         match self.write(change, 0, None, true).await {
-            Ok(run) => Ok(run),
+            Ok(run) => {
+                self.remember(&run, 1);
+                Ok(run)
+            }
             Err(WriteFailure::Store(e)) => Err(e),
             Err(WriteFailure::Raced) | Err(WriteFailure::CounterEmpty) => {
                 Err(StoreError::Conflict("run creation raced".into()))
@@ -519,7 +600,7 @@ impl RunStore for DynamoDbRunStore {
                 q.limit,
             )
             .await?;
-        items.iter().map(|i| from_attr(i, "body")).collect()
+        items.iter().map(|i| unpack(i, "run")).collect()
     }
 
     async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> Result<Run, StoreError> {
@@ -565,7 +646,7 @@ impl RunStore for DynamoDbRunStore {
                 false,
             )
             .await?;
-        items.iter().map(|i| from_attr(i, "body")).collect()
+        items.iter().map(|i| unpack(i, "rec")).collect()
     }
 
     async fn docs(
@@ -722,7 +803,7 @@ impl RunStore for DynamoDbRunStore {
                 limit,
             )
             .await?;
-        items.iter().map(|i| from_attr(i, "body")).collect()
+        items.iter().map(|i| unpack(i, "run")).collect()
     }
 
     async fn put_webhooks(&self, user_id: &str, hooks: &[Webhook]) -> Result<(), StoreError> {

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use aws_sdk_dynamodb::config::interceptors::{
-    BeforeDeserializationInterceptorContextMut, BeforeTransmitInterceptorContextMut,
-    BeforeTransmitInterceptorContextRef,
+    BeforeDeserializationInterceptorContextMut, BeforeDeserializationInterceptorContextRef,
+    BeforeTransmitInterceptorContextMut, BeforeTransmitInterceptorContextRef,
 };
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_smithy_runtime_api::http::StatusCode;
@@ -44,17 +44,66 @@ fn operation_of(ctx: &BeforeTransmitInterceptorContextRef<'_>) -> String {
     format!("sns:{action}")
 }
 
-/// Counts requests sent on the wire (retries included) by `service:Operation`.
+/// What the counter saw: requests by `service:Operation` (retries included) and the DynamoDB
+/// capacity units they consume at on-demand pricing, estimated from the wire: a write costs
+/// 1 WRU per started KB of each item (2 inside a transaction), a strongly consistent read 1
+/// RRU per started 4 KB returned.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CallTally {
+    pub calls: BTreeMap<String, u64>,
+    pub write_units: u64,
+    pub read_units: u64,
+    /// Items written inside `TransactWriteItems` calls.
+    pub transact_items: u64,
+}
+
+/// Counts requests and estimates DynamoDB capacity units (the cost benchmark).
 #[derive(Clone, Debug, Default)]
-pub struct CallCounter(Arc<Mutex<BTreeMap<String, u64>>>);
+pub struct CallCounter(Arc<Mutex<CallTally>>);
+
+#[derive(Clone, Debug)]
+struct Operation(String);
+
+impl Storable for Operation {
+    type Storer = StoreReplace<Self>;
+}
+
+fn kb(bytes: usize, unit: usize) -> u64 {
+    bytes.div_ceil(unit).max(1) as u64
+}
+
+/// Write units of a DynamoDB write request, from its JSON body.
+fn write_units(op: &str, body: &[u8]) -> u64 {
+    let Ok(req) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return 0;
+    };
+    let size = |v: &serde_json::Value| v.to_string().len();
+    match op {
+        "dynamodb:PutItem" => kb(size(&req["Item"]), 1024),
+        "dynamodb:UpdateItem" | "dynamodb:DeleteItem" => 1,
+        "dynamodb:TransactWriteItems" => req["TransactItems"]
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .map(|i| match i.get("Put") {
+                        Some(put) => 2 * kb(size(&put["Item"]), 1024),
+                        None => 2,
+                    })
+                    .sum()
+            })
+            .unwrap_or(0),
+        _ => 0,
+    }
+}
 
 impl CallCounter {
-    pub fn snapshot(&self) -> BTreeMap<String, u64> {
+    pub fn snapshot(&self) -> CallTally {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     pub fn reset(&self) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = CallTally::default();
     }
 }
 
@@ -67,15 +116,45 @@ impl Intercept for CallCounter {
         &self,
         ctx: &BeforeTransmitInterceptorContextRef<'_>,
         _: &RuntimeComponents,
-        _: &mut ConfigBag,
+        cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         let op = operation_of(ctx);
-        *self
-            .0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(op)
-            .or_default() += 1;
+        let body = ctx.request().body().bytes().unwrap_or_default();
+        let wru = write_units(&op, body);
+        let items = if op == "dynamodb:TransactWriteItems" {
+            serde_json::from_slice::<serde_json::Value>(body)
+                .ok()
+                .and_then(|v| v["TransactItems"].as_array().map(|a| a.len() as u64))
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        let mut t = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        *t.calls.entry(op.clone()).or_default() += 1;
+        t.write_units += wru;
+        t.transact_items += items;
+        cfg.interceptor_state().store_put(Operation(op));
+        Ok(())
+    }
+
+    fn read_before_deserialization(
+        &self,
+        ctx: &BeforeDeserializationInterceptorContextRef<'_>,
+        _: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let is_read = cfg
+            .load::<Operation>()
+            .is_some_and(|o| matches!(o.0.as_str(), "dynamodb:GetItem" | "dynamodb:Query"));
+        if is_read {
+            let len: usize = ctx
+                .response()
+                .headers()
+                .get("content-length")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            self.0.lock().unwrap_or_else(|e| e.into_inner()).read_units += kb(len, 4096);
+        }
         Ok(())
     }
 }
@@ -155,5 +234,26 @@ impl Intercept for ThrottleInjector {
             r#"{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate of requests exceeds the allowed throughput."}"#,
         );
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transactional_puts_cost_two_units_per_started_kilobyte_of_each_item() {
+        let small = serde_json::json!({"PK": {"S": "RUN#r"}});
+        let big = serde_json::json!({"PK": {"S": "x".repeat(1500)}});
+        let body = serde_json::json!({"TransactItems": [
+            {"Put": {"Item": small}}, {"Put": {"Item": big}}, {"Update": {"Key": {}}}]});
+        let units = write_units("dynamodb:TransactWriteItems", body.to_string().as_bytes());
+        assert_eq!(units, 2 + 4 + 2);
+        let put = serde_json::json!({"Item": {"PK": {"S": "x".repeat(2100)}}});
+        assert_eq!(
+            write_units("dynamodb:PutItem", put.to_string().as_bytes()),
+            3
+        );
+        assert_eq!(write_units("dynamodb:GetItem", b"{}"), 0);
     }
 }

@@ -17,7 +17,7 @@ use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, SdkConfig};
 
 pub use dynamodb::DynamoDbRunStore;
-pub use interceptors::{CallCounter, ThrottleInjector};
+pub use interceptors::{CallCounter, CallTally, ThrottleInjector};
 pub use sns::SnsNotifier;
 pub use sqs::SqsStepQueue;
 

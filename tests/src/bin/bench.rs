@@ -23,6 +23,8 @@ const SCRIPT: &str = r#"{"planner": [{"content": {"status": {"exit_signal": fals
   "tool_calls": [{"name": "doc_write", "args": {"path": "notes/{{iteration}}.md", "content": "note {{iteration}}: the quick brown fox jumps over the lazy dog"}}]},
   "usage": {"input_tokens": 1000, "output_tokens": 200}, "latency_ms": 0}]}"#;
 
+const AWS_SECTION: &str = "## Serverless (AWS) cost per iteration";
+
 fn peak_rss_mb() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
@@ -248,6 +250,12 @@ fn main() {
         long["mean_ms_last_10"].as_f64().unwrap(),
         long["mean_ms_all"].as_f64().unwrap(),
     );
-    std::fs::write(&out, &md).unwrap();
+    // The serverless section is written by `bench_aws`; keep it.
+    let old = std::fs::read_to_string(&out).unwrap_or_default();
+    let aws = old
+        .find(AWS_SECTION)
+        .map(|i| format!("\n{}", &old[i..]))
+        .unwrap_or_default();
+    std::fs::write(&out, format!("{md}{aws}")).unwrap();
     println!("{md}");
 }
