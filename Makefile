@@ -1,7 +1,7 @@
 # The two commands a new user needs: `make demo` and `make test`.
 CARGO ?= cargo
 
-.PHONY: demo test lint bench bench-aws serve build
+.PHONY: demo test lint bench bench-aws bench-lambda serve build
 
 ## A real multi-iteration run on the embedded platform: no cloud account, no API key.
 demo:
@@ -25,6 +25,10 @@ bench:
 ## AWS requests, capacity units and cost per iteration on the emulator; updates BENCHMARKS.md.
 bench-aws:
 	scripts/with-moto $(CARGO) run -p longrun-tests --bin bench_aws -- BENCHMARKS.md
+
+## The Lambda binaries: zipped sizes and the worker's peak RSS for one iteration (release build).
+bench-lambda:
+	scripts/with-moto scripts/measure-worker
 
 ## The API, worker and notifier in one process (SQLite in ./.longrun).
 serve:

@@ -51,7 +51,7 @@ use std::time::Duration;
 use aws_lambda_events::event::sns::SnsEvent;
 use aws_lambda_events::event::sqs::SqsEvent;
 use longrun_app::aws::AwsSettings;
-use longrun_app::{AppConfig, Platform, Running, Tokens};
+use longrun_app::{AppConfig, Platform, Tokens};
 use longrun_aws::{CallCounter, ThrottleInjector};
 use longrun_domain::run::Run;
 use longrun_engine::EngineConfig;
@@ -65,7 +65,7 @@ pub const APP_BASE_URL: &str = "https://console.example.com";
 /// The whole serverless stack on the emulator: table, FIFO step queue (+DLQ), outcome topic
 /// with a subscribed queue, and the platform the four functions share.
 pub struct Stack {
-    pub running: Running,
+    pub platform: Platform,
     pub settings: AwsSettings,
     pub llm: Arc<CountingLlm>,
     pub throttle: ThrottleInjector,
@@ -112,7 +112,7 @@ pub async fn stack_with(
     let mut app = AppConfig::new(Tokens::default(), vec![MODEL.to_string()]).unwrap();
     app.app_base_url = APP_BASE_URL.into();
     app.active_limit = 3;
-    let running = Platform::aws(
+    let platform = Platform::aws(
         &faulty,
         &settings,
         app,
@@ -127,7 +127,7 @@ pub async fn stack_with(
     let observer = DynamoDbRunStore::new(plain.dynamodb.clone(), settings.table.clone());
     Stack {
         observer,
-        running,
+        platform,
         settings,
         llm,
         throttle,
@@ -189,7 +189,7 @@ pub fn sns_event(envelope: &str) -> SnsEvent {
 
 impl Stack {
     pub fn p(&self) -> &Platform {
-        &self.running.platform
+        &self.platform
     }
 
     pub async fn run(&self, id: &str) -> Run {

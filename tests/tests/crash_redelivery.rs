@@ -182,7 +182,7 @@ async fn every_message_delivered_twice_commits_each_iteration_once() {
     let inner: Arc<dyn StepQueue> = Arc::new(SqliteStepQueue::new(db.clone(), clock.clone()));
     let llm = Arc::new(CountingLlm::new(scripted(NOTES_SCRIPT)));
     let notifier = Arc::new(RecordingNotifier::default());
-    let running = Platform::assemble(
+    let platform = Platform::assemble(
         Arc::new(SqliteRunStore::new(db)),
         Arc::new(TwiceQueue(inner)),
         notifier.clone(),
@@ -191,8 +191,8 @@ async fn every_message_delivered_twice_commits_each_iteration_once() {
         clock.clone() as Arc<dyn Clock>,
         Arc::new(NoFaults),
         EngineConfig::default(),
-        WorkerConfig::default(),
     );
+    let running = longrun_app::Running::new(platform, WorkerConfig::default());
     let t = TestPlatform {
         running,
         clock,

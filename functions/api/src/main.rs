@@ -3,8 +3,8 @@ use longrun_app::Platform;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     longrun_app::init_tracing(true, "info");
-    let running = Platform::aws_from_env().await?;
-    lambda_http::run(longrun_fn_api::app(running.platform))
+    let platform = Platform::aws_from_env().await?;
+    lambda_http::run(longrun_fn_api::app(platform))
         .await
         .map_err(|e| anyhow::anyhow!(e))
 }

@@ -7,9 +7,9 @@ use longrun_fn_notifier::NotifierHandler;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     longrun_app::init_tracing(true, "info");
-    let running = Platform::aws_from_env().await?;
+    let platform = Platform::aws_from_env().await?;
     let handler = NotifierHandler::new(
-        running.platform.store.clone(),
+        platform.store.clone(),
         vec![
             Duration::from_millis(500),
             Duration::from_secs(1),

@@ -7,12 +7,12 @@ const DEFAULT_STALE_MS: i64 = 16 * 60 * 1000;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     longrun_app::init_tracing(true, "info");
-    let running = Platform::aws_from_env().await?;
+    let platform = Platform::aws_from_env().await?;
     let stale_ms = std::env::var("LONGRUN_SWEEP_STALE_MS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(DEFAULT_STALE_MS);
-    let platform = &running.platform;
+    let platform = &platform;
     lambda_runtime::run(service_fn(move |ev: LambdaEvent<_>| async move {
         longrun_fn_sweeper::handle(platform, stale_ms, ev.payload)
             .await

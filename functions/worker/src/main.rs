@@ -4,8 +4,8 @@ use longrun_app::Platform;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     longrun_app::init_tracing(true, "info");
-    let running = Platform::aws_from_env().await?;
-    let engine = running.platform.engine.clone();
+    let platform = Platform::aws_from_env().await?;
+    let engine = platform.engine.clone();
     // One identity per execution environment: a lease names the instance that holds it.
     let owner = format!("lambda-{}", uuid_like());
     lambda_runtime::run(service_fn(|ev: LambdaEvent<_>| {

@@ -7,10 +7,9 @@ use longrun_aws::{AwsClients, DynamoDbRunStore, SnsNotifier, SqsStepQueue};
 use longrun_engine::ports::{Faults, NoFaults, SystemClock};
 use longrun_engine::{EngineConfig, LlmClient};
 use longrun_llm::{LlmSettings, ModelRouter};
-use longrun_local::WorkerConfig;
 
 use crate::config::{AppConfig, Tokens};
-use crate::platform::{Platform, PlatformError, Running};
+use crate::platform::{Platform, PlatformError};
 
 /// Where the deployed resources are.
 #[derive(Clone, Debug)]
@@ -69,7 +68,7 @@ impl Platform {
         llm: Option<Arc<dyn LlmClient>>,
         faults: Arc<dyn Faults>,
         engine: EngineConfig,
-    ) -> Result<Running, PlatformError> {
+    ) -> Result<Platform, PlatformError> {
         let llm: Arc<dyn LlmClient> = match llm {
             Some(llm) => llm,
             None => Arc::new(ModelRouter::build(
@@ -95,12 +94,11 @@ impl Platform {
             Arc::new(SystemClock),
             faults,
             engine,
-            WorkerConfig::default(),
         ))
     }
 
     /// Everything from the environment, as each Lambda function starts.
-    pub async fn aws_from_env() -> Result<Running, PlatformError> {
+    pub async fn aws_from_env() -> Result<Platform, PlatformError> {
         let clients = AwsClients::new(&longrun_aws::load_config().await);
         Platform::aws(
             &clients,

@@ -4,6 +4,8 @@ pub mod api;
 #[cfg(feature = "aws")]
 pub mod aws;
 pub mod config;
+#[cfg(feature = "embedded")]
+pub mod embedded;
 pub mod error;
 pub mod openapi;
 pub mod platform;
@@ -11,8 +13,10 @@ pub mod schedules;
 
 pub use api::{CreateRun, VerifiedUser, create_run, router};
 pub use config::{AppConfig, Tokens};
+#[cfg(feature = "embedded")]
+pub use embedded::{Embedded, Running};
 pub use error::ApiError;
-pub use platform::{Embedded, Platform, Running};
+pub use platform::Platform;
 
 /// Human logs for the CLI, JSON for Lambda; `RUST_LOG` overrides the level.
 pub fn init_tracing(json: bool, default_level: &str) {

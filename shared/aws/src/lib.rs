@@ -24,7 +24,13 @@ pub use sqs::SqsStepQueue;
 /// The shared SDK configuration: standard retries (3 attempts, backoff with jitter) and
 /// timeouts short enough that a hung call fails inside one Lambda invocation.
 pub async fn load_config() -> SdkConfig {
+    let http = aws_smithy_http_client::Builder::new()
+        .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
+            aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,
+        ))
+        .build_https();
     aws_config::defaults(BehaviorVersion::latest())
+        .http_client(http)
         .retry_config(RetryConfig::standard().with_max_attempts(3))
         .timeout_config(
             TimeoutConfig::builder()

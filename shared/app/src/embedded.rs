@@ -1,0 +1,194 @@
+//! The embedded platform (`longrun serve`, `run --embedded`, tests): SQLite store and queue,
+//! the in-process worker loop, notifier consumer and scheduler.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use longrun_engine::ports::{Clock, Faults, RunStore, StepQueue};
+use longrun_engine::ports::{NoFaults, SystemClock};
+use longrun_engine::{EngineConfig, LlmClient};
+use longrun_llm::{LlmSettings, ModelRouter};
+use longrun_local::{
+    ChannelNotifier, SqliteDb, SqliteRunStore, SqliteStepQueue, WorkerConfig, WorkerLoop,
+    consume_notifications,
+};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::config::AppConfig;
+use crate::platform::{Platform, PlatformError};
+
+/// Knobs for building the embedded platform; tests swap the clock, faults or model.
+pub struct Embedded {
+    pub llm: Option<Arc<dyn LlmClient>>,
+    pub clock: Arc<dyn Clock>,
+    pub faults: Arc<dyn Faults>,
+    pub engine: EngineConfig,
+    pub worker: WorkerConfig,
+}
+
+impl Default for Embedded {
+    fn default() -> Self {
+        Embedded {
+            llm: None,
+            clock: Arc::new(SystemClock),
+            faults: Arc::new(NoFaults),
+            engine: EngineConfig {
+                lease_ms: 30_000,
+                ..EngineConfig::default()
+            },
+            worker: WorkerConfig::default(),
+        }
+    }
+}
+
+/// The embedded platform and the handles that drive it.
+pub struct Running {
+    pub platform: Platform,
+    /// The embedded database, when there is one.
+    pub db: Option<SqliteDb>,
+    sqlite_queue: Option<Arc<SqliteStepQueue>>,
+    pub worker: Arc<WorkerLoop>,
+    notifications: Option<tokio::sync::mpsc::UnboundedReceiver<longrun_engine::OutcomeMessage>>,
+}
+
+impl Running {
+    /// The worker loop over any platform (the embedded one, or adapters a test picks).
+    pub fn new(platform: Platform, worker: WorkerConfig) -> Running {
+        let worker = Arc::new(WorkerLoop::new(
+            platform.engine.clone(),
+            platform.queue.clone(),
+            worker,
+        ));
+        Running {
+            platform,
+            worker,
+            db: None,
+            sqlite_queue: None,
+            notifications: None,
+        }
+    }
+
+    /// Heals what a crash left behind: re-sends the next step of runs whose message was lost
+    /// and publishes outcomes that were never published. The claim and the notification ids
+    /// make both harmless if nothing was actually lost.
+    pub async fn recover(&self) -> Result<usize, longrun_engine::EngineError> {
+        let Some(queue) = &self.sqlite_queue else {
+            return Ok(0);
+        };
+        let stranded = queue.stranded().await?;
+        let now = self.platform.clock.now_ms();
+        for run in &stranded {
+            if run.status.is_claimable() {
+                let msg = longrun_engine::StepMessage::new(
+                    &run.id,
+                    run.iteration + 1,
+                    longrun_engine::StepReason::Sweep,
+                );
+                let dedup = format!("{}#recover-{now}", msg.dedup_id());
+                self.platform.queue.enqueue(&msg, &dedup, 0).await?;
+            } else {
+                self.platform.dispatch.publish_outcome(run).await?;
+            }
+        }
+        Ok(stranded.len())
+    }
+
+    /// Starts the notification consumer alone (tests drive the worker by hand).
+    pub fn spawn_notifications(
+        &mut self,
+        shutdown: watch::Receiver<bool>,
+    ) -> Option<JoinHandle<()>> {
+        let rx = self.notifications.take()?;
+        Some(tokio::spawn(consume_notifications(
+            rx,
+            self.platform.store.clone(),
+            shutdown,
+        )))
+    }
+
+    /// Starts due scheduled runs every `every` until `shutdown` turns true.
+    pub fn spawn_scheduler(
+        &self,
+        every: std::time::Duration,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> JoinHandle<()> {
+        let platform = self.platform.clone();
+        tokio::spawn(async move {
+            loop {
+                if let Err(e) = crate::schedules::start_due(&platform, 100).await {
+                    tracing::error!(error = %e, "starting scheduled runs failed; retrying");
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(every) => {}
+                    _ = shutdown.changed() => return,
+                }
+            }
+        })
+    }
+
+    /// Starts the worker loop, the notification consumer and the scheduler; they stop when
+    /// `shutdown` turns true.
+    pub fn spawn(&mut self, shutdown: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
+        let mut handles: Vec<JoinHandle<()>> = self
+            .spawn_notifications(shutdown.clone())
+            .into_iter()
+            .collect();
+        handles.push(self.spawn_scheduler(std::time::Duration::from_secs(15), shutdown.clone()));
+        let worker = self.worker.clone();
+        handles.push(tokio::spawn(async move { worker.run(shutdown).await }));
+        handles
+    }
+}
+
+impl Platform {
+    /// SQLite in `data_dir` (or in memory with `None`), the in-process queue and notifier.
+    pub fn embedded(
+        data_dir: Option<&Path>,
+        config: AppConfig,
+        opts: Embedded,
+    ) -> Result<Running, PlatformError> {
+        let db = match data_dir {
+            Some(dir) => {
+                std::fs::create_dir_all(dir).map_err(|e| PlatformError::DataDir {
+                    path: dir.display().to_string(),
+                    message: e.to_string(),
+                })?;
+                SqliteDb::open(&dir.join("longrun.sqlite3"))
+            }
+            None => SqliteDb::open_in_memory(),
+        }
+        .map_err(|e| PlatformError::DataDir {
+            path: data_dir
+                .map(|d| d.display().to_string())
+                .unwrap_or_else(|| ":memory:".into()),
+            message: e.to_string(),
+        })?;
+        let store: Arc<dyn RunStore> = Arc::new(SqliteRunStore::new(db.clone()));
+        let sqlite_queue = Arc::new(SqliteStepQueue::new(db.clone(), opts.clock.clone()));
+        let queue: Arc<dyn StepQueue> = sqlite_queue.clone();
+        let (notifier, rx) = ChannelNotifier::new();
+        let llm: Arc<dyn LlmClient> = match opts.llm {
+            Some(llm) => llm,
+            None => Arc::new(ModelRouter::build(
+                &config.models,
+                &LlmSettings::from_env(),
+            )?),
+        };
+        let platform = Platform::assemble(
+            store,
+            queue,
+            Arc::new(notifier),
+            llm,
+            config,
+            opts.clock,
+            opts.faults,
+            opts.engine,
+        );
+        let mut running = Running::new(platform, opts.worker);
+        running.notifications = Some(rx);
+        running.db = Some(db);
+        running.sqlite_queue = Some(sqlite_queue);
+        Ok(running)
+    }
+}
