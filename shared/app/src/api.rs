@@ -13,9 +13,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use futures_util::Stream;
+use longrun_domain::DocMeta;
 use longrun_domain::change;
 use longrun_domain::run::{Budgets, BudgetsInput, Run, RunStatus};
-use longrun_domain::{DocMeta, Thresholds};
 use longrun_engine::StepReason;
 use longrun_engine::ports::{RunQuery, Webhook};
 use schemars::JsonSchema;
@@ -56,19 +56,8 @@ impl FromRequestParts<Platform> for User {
     }
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CreateRun {
-    /// What the run must achieve.
-    pub objective: String,
-    #[serde(default)]
-    pub budgets: BudgetsInput,
-    #[serde(default)]
-    pub thresholds: Option<Thresholds>,
-    /// `provider:model`; one of the server's configured models.
-    #[serde(default)]
-    pub model: Option<String>,
-}
+/// The body of `POST /v1/runs`; a schedule's template has the same shape.
+pub type CreateRun = longrun_domain::RunTemplate;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

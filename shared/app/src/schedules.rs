@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tracing::{info, warn};
 
-use crate::api::{CreateRun, User, create_run_with_id, prepare_run};
+use crate::api::{User, create_run_with_id, prepare_run};
 use crate::error::{ApiError, ApiJson};
 use crate::platform::Platform;
 
@@ -27,15 +27,6 @@ pub struct CreateSchedule {
     pub template: RunTemplate,
 }
 
-fn to_request(t: &RunTemplate) -> CreateRun {
-    CreateRun {
-        objective: t.objective.clone(),
-        budgets: t.budgets.clone(),
-        thresholds: t.thresholds.clone(),
-        model: t.model.clone(),
-    }
-}
-
 pub async fn post_schedule(
     State(p): State<Platform>,
     user: User,
@@ -44,7 +35,7 @@ pub async fn post_schedule(
     let now = p.clock.now_ms();
     let next_at = next_occurrence(body.cron.trim(), now)?;
     // The template must be a run this server would accept, so it fails now, not at 3 a.m.
-    prepare_run(&p, &user.0, to_request(&body.template), "validation".into())?;
+    prepare_run(&p, &user.0, body.template.clone(), "validation".into())?;
     if p.store.schedules(&user.0).await?.len() >= MAX_SCHEDULES {
         return Err(ApiError::TooManyRequests(format!(
             "at most {MAX_SCHEDULES} schedules per user"
@@ -98,7 +89,7 @@ pub async fn start_due(p: &Platform, limit: usize) -> Result<Vec<String>, ApiErr
     let mut started = vec![];
     for sc in p.store.due_schedules(now, limit).await? {
         let run_id = occurrence_run_id(&sc.id, sc.next_at);
-        match create_run_with_id(p, &sc.user_id, to_request(&sc.template), run_id.clone()).await {
+        match create_run_with_id(p, &sc.user_id, sc.template.clone(), run_id.clone()).await {
             Ok(_) => {
                 info!(schedule = %sc.id, run_id = %run_id, "scheduled run started");
                 started.push(run_id.clone());

@@ -10,15 +10,17 @@ use serde::{Deserialize, Serialize};
 use crate::DomainError;
 use crate::run::{BudgetsInput, Thresholds};
 
-/// The body of a run a schedule starts; the same fields as `POST /v1/runs`.
+/// A run to start: the body of `POST /v1/runs`, and what a schedule starts at each occurrence.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunTemplate {
+    /// What the run must achieve.
     pub objective: String,
     #[serde(default)]
     pub budgets: BudgetsInput,
     #[serde(default)]
     pub thresholds: Option<Thresholds>,
+    /// `provider:model`; one of the server's configured models.
     #[serde(default)]
     pub model: Option<String>,
 }
