@@ -1,7 +1,7 @@
 # The two commands a new user needs: `make demo` and `make test`.
 CARGO ?= cargo
 
-.PHONY: demo test lint bench bench-aws bench-lambda serve build
+.PHONY: demo test lint bench bench-aws bench-lambda serve build synth package
 
 ## A real multi-iteration run on the embedded platform: no cloud account, no API key.
 demo:
@@ -9,9 +9,12 @@ demo:
 
 ## Every test: unit, port conformance suites (SQLite, memory, and DynamoDB/SQS/SNS on the moto
 ## emulator, which scripts/with-moto installs into .venv and runs on a free loopback port),
-## crash/redelivery, API, CLI, Lambda handlers, provider wire tests.
+## crash/redelivery, API, CLI, Lambda handlers, provider wire tests; then the infrastructure,
+## offline: CDK assertions and cdk-nag, cfn-lint and checkov on the synthesized template,
+## terraform fmt and checkov on the Terraform module (scripts/infra installs what it needs).
 test:
 	scripts/with-moto $(CARGO) test --workspace --all-targets
+	scripts/infra check
 
 ## Formatting and lints, as CI runs them.
 lint:
@@ -36,3 +39,12 @@ serve:
 
 build:
 	$(CARGO) build --workspace --release
+
+## The CDK stack, synthesized offline to infra/cdk.out.
+synth:
+	scripts/infra synth
+
+## The four functions as Lambda zips in target/lambda/ (arm64 via cargo-lambda), each then
+## answering its event from events/ under a local Lambda Runtime API.
+package:
+	scripts/package

@@ -1,0 +1,39 @@
+#!/usr/bin/env node
+// The CDK app: parameters come from context (`-c stage=prod -c appBaseUrl=https://…`), or
+// from cdk.json's defaults for an offline synth.
+import * as path from 'node:path';
+
+import { App, Validations } from 'aws-cdk-lib';
+import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
+
+import { LongrunStack, stubAssets, type LongrunStackProps } from '../lib/longrun-stack';
+
+const app = new App();
+const ctx = (key: string): string | undefined => {
+  const v = app.node.tryGetContext(key);
+  return v === undefined || v === '' ? undefined : String(v);
+};
+
+const root = path.resolve(__dirname, '..', '..', '..');
+let assetsDir = ctx('assetsDir') ?? path.join(root, 'target', 'lambda');
+if (ctx('stubAssets') === 'true') {
+  assetsDir = stubAssets(path.join(root, 'infra', 'cdk.out', 'stub-assets'));
+}
+const issuer = ctx('jwtIssuer');
+const props: LongrunStackProps = {
+  stage: ctx('stage') ?? 'dev',
+  appBaseUrl: ctx('appBaseUrl') ?? 'http://localhost:8080',
+  jwt: issuer ? { issuer, audience: (ctx('jwtAudience') ?? '').split(',').filter(Boolean) } : undefined,
+  llm: {
+    models: ctx('models') ?? 'openai:gpt-4.1-mini',
+    openaiBaseUrl: ctx('openaiBaseUrl'),
+    apiKeySecretName: ctx('llmKeySecret'),
+    apiKeyParameterName: ctx('llmKeyParameter'),
+  },
+  assetsDir,
+  alarmEmail: ctx('alarmEmail'),
+  workerMaxConcurrency: ctx('workerMaxConcurrency') ? Number(ctx('workerMaxConcurrency')) : undefined,
+  env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
+};
+new LongrunStack(app, `longrun-${props.stage}`, props);
+Validations.of(app).addPlugins(new AwsSolutionsChecks(app), new ServerlessChecks(app));

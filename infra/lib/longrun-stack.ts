@@ -1,0 +1,551 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+import {
+  CfnOutput,
+  CfnResource,
+  Duration,
+  RemovalPolicy,
+  Stack,
+  type StackProps,
+  Validations,
+} from 'aws-cdk-lib';
+import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpJwtAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as cognito from 'aws-cdk-lib/aws-cognito';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import * as subs from 'aws-cdk-lib/aws-sns-subscriptions';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import * as ssm from 'aws-cdk-lib/aws-ssm';
+import type { Construct } from 'constructs';
+
+/** The four Lambda binaries, as `cargo lambda build` names their output folders. */
+export const FUNCTIONS = ['api', 'worker', 'notifier', 'sweeper'] as const;
+export type FunctionName = (typeof FUNCTIONS)[number];
+
+/** Statuses the notifier is subscribed to: the outcomes a user hears about. */
+export const NOTIFIED_STATUSES = ['completed', 'stopped', 'canceled', 'failed', 'waiting_on_user'];
+
+export interface JwtSettings {
+  /** The OIDC issuer URL, e.g. `https://login.example.com/`. */
+  readonly issuer: string;
+  /** Accepted `aud` values (client ids). */
+  readonly audience: string[];
+}
+
+export interface LlmSettings {
+  /** `LONGRUN_MODELS`: comma-separated `provider:model`, the first is the default. */
+  readonly models: string;
+  /** An OpenAI-compatible base URL, when not OpenAI itself. */
+  readonly openaiBaseUrl?: string;
+  /** Name of a Secrets Manager secret whose string is the provider's API key. */
+  readonly apiKeySecretName?: string;
+  /** Name of an SSM SecureString parameter holding the API key (alternative to the secret). */
+  readonly apiKeyParameterName?: string;
+}
+
+export interface LongrunStackProps extends StackProps {
+  /** `dev`, `prod`, …: part of every resource name, and `prod` keeps data on delete. */
+  readonly stage: string;
+  /** Where the web console lives; deep links and CORS use it. */
+  readonly appBaseUrl: string;
+  /** An existing identity provider; without one the stack creates a Cognito user pool. */
+  readonly jwt?: JwtSettings;
+  readonly llm: LlmSettings;
+  /** Folder holding `{api,worker,notifier,sweeper}/bootstrap` (cargo lambda build output). */
+  readonly assetsDir: string;
+  /** Email address for alarm notifications; no alarm topic without it. */
+  readonly alarmEmail?: string;
+  /** Upper bound of concurrent worker invocations (protects the LLM provider's rate limits). */
+  readonly workerMaxConcurrency?: number;
+  /** Runs one user may have active at once. */
+  readonly activeRunLimit?: number;
+}
+
+/** The worker's timeout bounds one iteration: LLM calls, tools and the commit. */
+export const WORKER_TIMEOUT = Duration.seconds(150);
+/** AWS's guidance for SQS event sources: at least six times the function timeout. */
+export const STEP_VISIBILITY = Duration.seconds(WORKER_TIMEOUT.toSeconds() * 6);
+export const MAX_RECEIVES = 5;
+
+type Skip = { id: string; comment: string };
+
+/** Records checkov findings we accept, with the reason, on the resource itself. */
+export function checkovSkip(resource: CfnResource, ...skips: Skip[]): void {
+  const existing = (resource.getMetadata('checkov') as { skip?: Skip[] } | undefined)?.skip ?? [];
+  resource.addMetadata('checkov', { skip: [...existing, ...skips] });
+}
+
+/** Accepts a cdk-nag finding on a construct; the reason is the review. */
+function accept(construct: Construct, id: string, reason: string): void {
+  Validations.of(construct).acknowledge({ id, reason });
+}
+
+function cfn(construct: Construct): CfnResource {
+  return construct.node.defaultChild as CfnResource;
+}
+
+/**
+ * One deployable longrun: DynamoDB table, SQS FIFO step queue with its DLQ, SNS outcome topic,
+ * HTTP API behind a JWT authorizer, the four functions with a role each, the sweeper's
+ * schedule and the alarms that say when a run is in trouble.
+ */
+export class LongrunStack extends Stack {
+  readonly table: dynamodb.Table;
+  readonly stepQueue: sqs.Queue;
+  readonly deadLetters: sqs.Queue;
+  readonly topic: sns.Topic;
+  readonly api: apigw.HttpApi;
+  readonly functions: Record<FunctionName, lambda.Function>;
+  readonly alarms: cloudwatch.Alarm[] = [];
+
+  constructor(scope: Construct, id: string, props: LongrunStackProps) {
+    super(scope, id, props);
+    const prod = props.stage === 'prod';
+    const name = (s: string) => `longrun-${props.stage}-${s}`;
+
+    const key = new kms.Key(this, 'Key', {
+      description: 'longrun: table, queues, topic, logs and function environments',
+      enableKeyRotation: true,
+      removalPolicy: prod ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+    });
+    // Services that write into the encrypted log groups and queues on our behalf.
+    for (const service of [`logs.${this.region}.amazonaws.com`, 'events.amazonaws.com',
+      'sns.amazonaws.com', 'cloudwatch.amazonaws.com']) {
+      key.grantEncryptDecrypt(new iam.ServicePrincipal(service));
+    }
+
+    this.table = new dynamodb.Table(this, 'Table', {
+      tableName: name('runs'),
+      partitionKey: { name: 'PK', type: dynamodb.AttributeType.STRING },
+      sortKey: { name: 'SK', type: dynamodb.AttributeType.STRING },
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      encryption: dynamodb.TableEncryption.CUSTOMER_MANAGED,
+      encryptionKey: key,
+      timeToLiveAttribute: 'expires_at',
+      deletionProtection: prod,
+      removalPolicy: prod ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+    });
+    // GSI1: a user's runs, newest first. GSI2 (sparse): runs owing a step or an outcome, and
+    // schedules that are due; only the sweeper reads it.
+    for (const gsi of ['GSI1', 'GSI2']) {
+      this.table.addGlobalSecondaryIndex({
+        indexName: gsi,
+        partitionKey: { name: `${gsi}PK`, type: dynamodb.AttributeType.STRING },
+        sortKey: { name: `${gsi}SK`, type: dynamodb.AttributeType.STRING },
+        projectionType: dynamodb.ProjectionType.ALL,
+      });
+    }
+
+    this.deadLetters = new sqs.Queue(this, 'StepDeadLetters', {
+      queueName: `${name('steps-dlq')}.fifo`,
+      fifo: true,
+      retentionPeriod: Duration.days(14),
+      encryption: sqs.QueueEncryption.KMS,
+      encryptionMasterKey: key,
+      enforceSSL: true,
+    });
+    accept(this.deadLetters, 'Serverless-SQSRedrivePolicy', 'It is the step queue\'s DLQ.');
+    this.stepQueue = new sqs.Queue(this, 'StepQueue', {
+      queueName: `${name('steps')}.fifo`,
+      fifo: true,
+      // Every message carries its own `{run_id}#{n}` deduplication id.
+      contentBasedDeduplication: false,
+      visibilityTimeout: STEP_VISIBILITY,
+      retentionPeriod: Duration.days(4),
+      deadLetterQueue: { queue: this.deadLetters, maxReceiveCount: MAX_RECEIVES },
+      encryption: sqs.QueueEncryption.KMS,
+      encryptionMasterKey: key,
+      enforceSSL: true,
+    });
+
+    this.topic = new sns.Topic(this, 'Outcomes', {
+      topicName: name('outcomes'),
+      masterKey: key,
+      enforceSSL: true,
+    });
+
+    // Async invocations (SNS → notifier, EventBridge → sweeper) that fail for good land here.
+    const failed = new sqs.Queue(this, 'FailedInvocations', {
+      queueName: name('failed-invocations'),
+      retentionPeriod: Duration.days(14),
+      encryption: sqs.QueueEncryption.KMS,
+      encryptionMasterKey: key,
+      enforceSSL: true,
+    });
+    const dlqReason = 'It is the DLQ of the notifier subscription, the sweeper target and the '
+      + 'async functions\' failure destination.';
+    accept(failed, 'AwsSolutions-SQS3', dlqReason);
+    accept(failed, 'Serverless-SQSRedrivePolicy', dlqReason);
+
+    const llmEnv: Record<string, string> = { LONGRUN_MODELS: props.llm.models };
+    if (props.llm.openaiBaseUrl) llmEnv.OPENAI_BASE_URL = props.llm.openaiBaseUrl;
+    if (props.llm.apiKeySecretName) llmEnv.LONGRUN_LLM_KEY_SECRET = props.llm.apiKeySecretName;
+    if (props.llm.apiKeyParameterName) {
+      llmEnv.LONGRUN_LLM_KEY_PARAMETER = props.llm.apiKeyParameterName;
+    }
+    const common: Record<string, string> = {
+      ...llmEnv,
+      LONGRUN_TABLE: this.table.tableName,
+      LONGRUN_QUEUE_URL: this.stepQueue.queueUrl,
+      LONGRUN_TOPIC_ARN: this.topic.topicArn,
+      LONGRUN_APP_BASE_URL: props.appBaseUrl,
+      LONGRUN_ACTIVE_LIMIT: String(props.activeRunLimit ?? 10),
+      RUST_LOG: 'info',
+    };
+
+    const fn = (
+      fname: FunctionName,
+      opts: {
+        memory: number;
+        timeout: Duration;
+        reserved?: number;
+        async?: boolean;
+        environment?: Record<string, string>;
+      },
+    ): lambda.Function => {
+      const logGroup = new logs.LogGroup(this, `${fname}Logs`, {
+        logGroupName: `/aws/lambda/${name(fname)}`,
+        retention: prod ? logs.RetentionDays.THREE_MONTHS : logs.RetentionDays.ONE_MONTH,
+        encryptionKey: key,
+        removalPolicy: RemovalPolicy.DESTROY,
+      });
+      // A role per function with only its own log group: no managed policy, no shared grants.
+      const role = new iam.Role(this, `${fname}Role`, {
+        assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+        description: `longrun ${fname} function`,
+      });
+      role.addToPolicy(
+        new iam.PolicyStatement({
+          actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+          resources: [logGroup.logGroupArn, `${logGroup.logGroupArn}:log-stream:*`],
+        }),
+      );
+      const logGroupId = this.getLogicalId(logGroup.node.defaultChild as CfnResource);
+      accept(role, `AwsSolutions-IAM5[Resource::<${logGroupId}.Arn>:log-stream:*]`,
+        'Lambda names a log stream per execution environment; scoped to this function\'s group.');
+      const f = new lambda.Function(this, fname, {
+        functionName: name(fname),
+        runtime: lambda.Runtime.PROVIDED_AL2023,
+        architecture: lambda.Architecture.ARM_64,
+        handler: 'bootstrap',
+        code: functionCode(props.assetsDir, fname),
+        memorySize: opts.memory,
+        timeout: opts.timeout,
+        role,
+        logGroup,
+        loggingFormat: lambda.LoggingFormat.JSON,
+        environment: { ...common, ...opts.environment },
+        environmentEncryption: key,
+        reservedConcurrentExecutions: opts.reserved,
+        ...(opts.async ? { onFailure: new SqsDestination(failed), retryAttempts: 2 } : {}),
+      });
+      const skips: Skip[] = [
+        {
+          id: 'CKV_AWS_117',
+          comment: 'No VPC resources to reach; a VPC would add NAT cost to every LLM call.',
+        },
+        {
+          id: 'CKV_AWS_50',
+          comment: 'Tracing is off: traces cost per iteration; EMF metrics and JSON logs carry run_id.',
+        },
+      ];
+      if (opts.reserved === undefined) {
+        skips.push({
+          id: 'CKV_AWS_115',
+          comment: 'Bounded by its trigger (API Gateway throttling or the SQS maximum concurrency).',
+        });
+      }
+      const noDlq = opts.async
+        ? 'Failed async invocations go to an on-failure destination, which keeps more context.'
+        : 'Invoked synchronously (API Gateway, SQS poller): a DLQ never receives anything.';
+      skips.push({ id: 'CKV_AWS_116', comment: noDlq });
+      checkovSkip(cfn(f), ...skips);
+      accept(f, 'Serverless-LambdaTracing',
+        'Tracing is off: traces cost per iteration; EMF metrics and JSON logs carry run_id.');
+      accept(f, 'Serverless-LambdaDLQ', noDlq);
+      if (opts.async) {
+        for (const action of ['kms:GenerateDataKey*', 'kms:ReEncrypt*']) {
+          accept(role, `AwsSolutions-IAM5[Action::${action}]`,
+            'CDK\'s grant for sending to the encrypted failure queue; limited to the one key.');
+        }
+      }
+      return f;
+    };
+
+    const workerMax = props.workerMaxConcurrency ?? 20;
+    this.functions = {
+      api: fn('api', { memory: 256, timeout: Duration.seconds(29) }),
+      worker: fn('worker', { memory: 512, timeout: WORKER_TIMEOUT }),
+      notifier: fn('notifier', { memory: 256, timeout: Duration.seconds(60), async: true,
+        reserved: 5 }),
+      // One sweep at a time: two would only race to republish the same steps.
+      sweeper: fn('sweeper', { memory: 256, timeout: Duration.seconds(60), async: true,
+        reserved: 1, environment: {
+          LONGRUN_SWEEP_STALE_MS: String((STEP_VISIBILITY.toSeconds() + 60) * 1000),
+        } }),
+    };
+    const { api, worker, notifier, sweeper } = this.functions;
+
+    // Least privilege, per function: the item actions each one's code issues, nothing else.
+    const tableArns = [this.table.tableArn, `${this.table.tableArn}/index/GSI1`];
+    const ddb = (f: lambda.Function, actions: string[], extra: string[] = []) => {
+      f.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: actions.map((a) => `dynamodb:${a}`),
+          resources: [...tableArns, ...extra],
+        }),
+      );
+    };
+    const rw = ['GetItem', 'PutItem', 'UpdateItem', 'Query', 'ConditionCheckItem'];
+    ddb(api, [...rw, 'DeleteItem']);
+    ddb(worker, rw);
+    ddb(notifier, rw);
+    ddb(sweeper, rw, [`${this.table.tableArn}/index/GSI2`]);
+    const keyUse = (f: lambda.Function, actions: string[]) =>
+      f.addToRolePolicy(new iam.PolicyStatement({ actions, resources: [key.keyArn] }));
+    for (const f of [api, worker, notifier, sweeper]) keyUse(f, ['kms:Decrypt', 'kms:GenerateDataKey']);
+    for (const f of [api, worker, sweeper]) {
+      f.addToRolePolicy(
+        new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.stepQueue.queueArn] }),
+      );
+      f.addToRolePolicy(
+        new iam.PolicyStatement({ actions: ['sns:Publish'], resources: [this.topic.topicArn] }),
+      );
+    }
+    if (props.llm.apiKeySecretName) {
+      secretsmanager.Secret.fromSecretNameV2(this, 'LlmKey', props.llm.apiKeySecretName)
+        .grantRead(worker);
+    }
+    if (props.llm.apiKeyParameterName) {
+      ssm.StringParameter.fromSecureStringParameterAttributes(this, 'LlmKeyParameter', {
+        parameterName: props.llm.apiKeyParameterName,
+      }).grantRead(worker);
+    }
+
+    worker.addEventSource(
+      new SqsEventSource(this.stepQueue, {
+        batchSize: 10,
+        reportBatchItemFailures: true,
+        maxConcurrency: workerMax,
+      }),
+    );
+    accept(worker, 'Serverless-LambdaEventSourceMappingDestination',
+      'SQS sources do not take one: a step that fails every delivery goes to the queue\'s DLQ.');
+    this.topic.addSubscription(
+      new subs.LambdaSubscription(notifier, {
+        filterPolicy: {
+          status: sns.SubscriptionFilter.stringFilter({ allowlist: NOTIFIED_STATUSES }),
+        },
+        deadLetterQueue: failed,
+      }),
+    );
+    new events.Rule(this, 'SweepSchedule', {
+      ruleName: name('sweep'),
+      description: 'Recovers stalled runs, republishes missed outcomes, starts due schedules',
+      schedule: events.Schedule.rate(Duration.minutes(1)),
+      targets: [
+        new targets.LambdaFunction(sweeper, {
+          deadLetterQueue: failed,
+          retryAttempts: 2,
+          maxEventAge: Duration.minutes(2),
+        }),
+      ],
+    });
+
+    // Identity: the caller's issuer, or a user pool made here.
+    let jwt = props.jwt;
+    if (!jwt) {
+      const pool = new cognito.UserPool(this, 'Users', {
+        userPoolName: name('users'),
+        selfSignUpEnabled: false,
+        signInAliases: { email: true },
+        mfa: cognito.Mfa.REQUIRED,
+        mfaSecondFactor: { sms: false, otp: true },
+        passwordPolicy: {
+          minLength: 12,
+          requireDigits: true,
+          requireLowercase: true,
+          requireUppercase: true,
+          requireSymbols: true,
+        },
+        featurePlan: cognito.FeaturePlan.PLUS,
+        standardThreatProtectionMode: cognito.StandardThreatProtectionMode.FULL_FUNCTION,
+        removalPolicy: prod ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+      });
+      const client = pool.addClient('Console', {
+        generateSecret: false,
+        authFlows: { userSrp: true },
+        oAuth: {
+          flows: { authorizationCodeGrant: true },
+          callbackUrls: [props.appBaseUrl],
+          logoutUrls: [props.appBaseUrl],
+        },
+      });
+      jwt = {
+        issuer: `https://cognito-idp.${this.region}.amazonaws.com/${pool.userPoolId}`,
+        audience: [client.userPoolClientId],
+      };
+      new CfnOutput(this, 'UserPoolId', { value: pool.userPoolId });
+      new CfnOutput(this, 'UserPoolClientId', { value: client.userPoolClientId });
+    }
+
+    const origin = new URL(props.appBaseUrl).origin;
+    this.api = new apigw.HttpApi(this, 'Api', {
+      apiName: name('api'),
+      description: 'longrun HTTP API',
+      defaultAuthorizer: new HttpJwtAuthorizer('Jwt', jwt.issuer, {
+        jwtAudience: jwt.audience,
+      }),
+      corsPreflight: {
+        allowOrigins: [origin],
+        allowHeaders: ['authorization', 'content-type', 'last-event-id'],
+        allowMethods: [
+          apigw.CorsHttpMethod.GET,
+          apigw.CorsHttpMethod.POST,
+          apigw.CorsHttpMethod.PUT,
+          apigw.CorsHttpMethod.PATCH,
+          apigw.CorsHttpMethod.DELETE,
+        ],
+        maxAge: Duration.hours(1),
+      },
+    });
+    const integration = new HttpLambdaIntegration('ApiIntegration', api);
+    this.api.addRoutes({ path: '/v1/{proxy+}', methods: [apigw.HttpMethod.ANY], integration });
+    const [health] = this.api.addRoutes({
+      path: '/healthz',
+      methods: [apigw.HttpMethod.GET],
+      integration,
+      authorizer: new apigw.HttpNoneAuthorizer(),
+    });
+    accept(health, 'AwsSolutions-APIG4',
+      'The health check answers without auth for load balancers and uptime probes; it reads nothing.');
+    const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', {
+      logGroupName: `/aws/apigateway/${name('api')}`,
+      retention: prod ? logs.RetentionDays.THREE_MONTHS : logs.RetentionDays.ONE_MONTH,
+      encryptionKey: key,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    const stage = this.api.defaultStage?.node.defaultChild as apigw.CfnStage;
+    stage.accessLogSettings = {
+      destinationArn: accessLogs.logGroupArn,
+      format: JSON.stringify({
+        requestId: '$context.requestId',
+        ip: '$context.identity.sourceIp',
+        user: '$context.authorizer.claims.sub',
+        method: '$context.httpMethod',
+        path: '$context.path',
+        status: '$context.status',
+        latencyMs: '$context.responseLatency',
+        error: '$context.error.message',
+        authorizerError: '$context.authorizer.error',
+      }),
+    };
+    stage.defaultRouteSettings = { throttlingBurstLimit: 200, throttlingRateLimit: 100 };
+
+    this.addAlarms(props, key, failed);
+
+    new CfnOutput(this, 'ApiUrl', { value: this.api.apiEndpoint, description: 'LONGRUN_API_URL' });
+    new CfnOutput(this, 'TableName', { value: this.table.tableName });
+    new CfnOutput(this, 'QueueUrl', { value: this.stepQueue.queueUrl });
+    new CfnOutput(this, 'TopicArn', { value: this.topic.topicArn });
+  }
+
+  private addAlarms(props: LongrunStackProps, key: kms.IKey, failed: sqs.IQueue): void {
+    const alarm = (id: string, metric: cloudwatch.IMetric, threshold: number, what: string) => {
+      const a = new cloudwatch.Alarm(this, id, {
+        alarmName: `longrun-${props.stage}-${id}`,
+        alarmDescription: what,
+        metric,
+        threshold,
+        evaluationPeriods: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+      this.alarms.push(a);
+    };
+    const five = Duration.minutes(5);
+    alarm(
+      'DeadLetters',
+      this.deadLetters.metricApproximateNumberOfMessagesVisible({ period: five, statistic: 'Maximum' }),
+      0,
+      'A step message failed every delivery: a run is stuck until someone looks.',
+    );
+    alarm(
+      'WorkerErrors',
+      this.functions.worker.metricErrors({ period: five, statistic: 'Sum' }),
+      0,
+      'The worker failed invocations (panics, time-outs).',
+    );
+    alarm(
+      'OldestStep',
+      this.stepQueue.metricApproximateAgeOfOldestMessage({ period: five, statistic: 'Maximum' }),
+      STEP_VISIBILITY.toSeconds(),
+      'A step has waited longer than one visibility timeout: workers are not keeping up.',
+    );
+    alarm(
+      'WorkerThrottles',
+      this.functions.worker.metricThrottles({ period: five, statistic: 'Sum' }),
+      0,
+      'Worker invocations were throttled (account concurrency).',
+    );
+    alarm(
+      'TableThrottles',
+      new cloudwatch.MathExpression({
+        expression: 'r + w',
+        usingMetrics: {
+          r: this.table.metric('ReadThrottleEvents', { period: five, statistic: 'Sum' }),
+          w: this.table.metric('WriteThrottleEvents', { period: five, statistic: 'Sum' }),
+        },
+        period: five,
+      }),
+      0,
+      'DynamoDB throttled reads or writes.',
+    );
+    if (props.alarmEmail) {
+      const topic = new sns.Topic(this, 'Alarms', {
+        topicName: `longrun-${props.stage}-alarms`,
+        masterKey: key,
+        enforceSSL: true,
+      });
+      topic.addSubscription(
+        new subs.EmailSubscription(props.alarmEmail, { deadLetterQueue: failed }),
+      );
+      for (const a of this.alarms) a.addAlarmAction(new SnsAction(topic));
+    }
+  }
+}
+
+/** `cargo lambda build --output-format zip` writes `{name}/bootstrap.zip`; a plain build, a folder. */
+export function functionCode(assetsDir: string, name: FunctionName): lambda.Code {
+  const zip = path.join(assetsDir, name, 'bootstrap.zip');
+  return lambda.Code.fromAsset(fs.existsSync(zip) ? zip : path.join(assetsDir, name));
+}
+
+/** A stand-in `bootstrap` for each function, so the stack synthesizes before a build. */
+export function stubAssets(dir: string): string {
+  for (const f of FUNCTIONS) {
+    fs.mkdirSync(path.join(dir, f), { recursive: true });
+    const boot = path.join(dir, f, 'bootstrap');
+    if (!fs.existsSync(boot)) {
+      fs.writeFileSync(boot, '#!/bin/sh\necho "not built: run make package" >&2\nexit 1\n', {
+        mode: 0o755,
+      });
+    }
+  }
+  return dir;
+}

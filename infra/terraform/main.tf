@@ -1,0 +1,604 @@
+# The longrun stack, resource for resource the same as the CDK app in ../lib/longrun-stack.ts.
+
+data "aws_caller_identity" "current" {}
+data "aws_region" "current" {}
+data "aws_partition" "current" {}
+
+locals {
+  name        = "longrun-${var.stage}"
+  prod        = var.stage == "prod"
+  create_pool = var.jwt_issuer == ""
+  region      = data.aws_region.current.name
+  account     = data.aws_caller_identity.current.account_id
+  # The worker's timeout bounds one iteration; SQS wants six times that as visibility.
+  worker_timeout = 150
+  visibility     = 6 * local.worker_timeout
+  max_receives   = 5
+  statuses       = ["completed", "stopped", "canceled", "failed", "waiting_on_user"]
+  log_retention  = local.prod ? 90 : 30
+  functions = {
+    api      = { memory = 256, timeout = 29, reserved = -1 }
+    worker   = { memory = 512, timeout = local.worker_timeout, reserved = -1 }
+    notifier = { memory = 256, timeout = 60, reserved = 5 }
+    sweeper  = { memory = 256, timeout = 60, reserved = 1 }
+  }
+  async_functions = toset(["notifier", "sweeper"])
+  environment = merge(
+    {
+      LONGRUN_MODELS         = var.models
+      LONGRUN_TABLE          = aws_dynamodb_table.runs.name
+      LONGRUN_QUEUE_URL      = aws_sqs_queue.steps.url
+      LONGRUN_TOPIC_ARN      = aws_sns_topic.outcomes.arn
+      LONGRUN_APP_BASE_URL   = var.app_base_url
+      LONGRUN_ACTIVE_LIMIT   = tostring(var.active_run_limit)
+      LONGRUN_SWEEP_STALE_MS = tostring((local.visibility + 60) * 1000)
+      RUST_LOG               = "info"
+    },
+    var.openai_base_url == "" ? {} : { OPENAI_BASE_URL = var.openai_base_url },
+    var.llm_key_secret_name == "" ? {} : { LONGRUN_LLM_KEY_SECRET = var.llm_key_secret_name },
+  )
+  origin   = regex("^(https?://[^/]+)", var.app_base_url)[0]
+  issuer   = local.create_pool ? "https://cognito-idp.${local.region}.amazonaws.com/${aws_cognito_user_pool.users[0].id}" : var.jwt_issuer
+  audience = local.create_pool ? [aws_cognito_user_pool_client.console[0].id] : var.jwt_audience
+}
+
+# --- encryption ------------------------------------------------------------------------------
+
+data "aws_iam_policy_document" "key" {
+  # In a key policy "*" means this key; the account statement is the default key policy.
+  #checkov:skip=CKV_AWS_111:Key policy: resource "*" is the key itself.
+  #checkov:skip=CKV_AWS_356:Key policy: resource "*" is the key itself.
+  #checkov:skip=CKV_AWS_109:Key policy: the account root keeps administering its key (AWS default).
+  statement {
+    sid       = "Account"
+    actions   = ["kms:*"]
+    resources = ["*"]
+    principals {
+      type        = "AWS"
+      identifiers = ["arn:${data.aws_partition.current.partition}:iam::${local.account}:root"]
+    }
+  }
+  statement {
+    sid       = "Services"
+    actions   = ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:ReEncryptFrom", "kms:ReEncryptTo"]
+    resources = ["*"]
+    principals {
+      type = "Service"
+      identifiers = [
+        "logs.${local.region}.amazonaws.com",
+        "events.amazonaws.com",
+        "sns.amazonaws.com",
+        "cloudwatch.amazonaws.com",
+      ]
+    }
+  }
+}
+
+resource "aws_kms_key" "main" {
+  description         = "longrun: table, queues, topic, logs and function environments"
+  enable_key_rotation = true
+  policy              = data.aws_iam_policy_document.key.json
+}
+
+resource "aws_kms_alias" "main" {
+  name          = "alias/${local.name}"
+  target_key_id = aws_kms_key.main.key_id
+}
+
+# --- table -----------------------------------------------------------------------------------
+
+resource "aws_dynamodb_table" "runs" {
+  name                        = "${local.name}-runs"
+  billing_mode                = "PAY_PER_REQUEST"
+  hash_key                    = "PK"
+  range_key                   = "SK"
+  deletion_protection_enabled = local.prod
+
+  dynamic "attribute" {
+    for_each = ["PK", "SK", "GSI1PK", "GSI1SK", "GSI2PK", "GSI2SK"]
+    content {
+      name = attribute.value
+      type = "S"
+    }
+  }
+
+  # GSI1: a user's runs. GSI2 (sparse): runs owing a step or an outcome, and due schedules.
+  dynamic "global_secondary_index" {
+    for_each = ["GSI1", "GSI2"]
+    content {
+      name            = global_secondary_index.value
+      hash_key        = "${global_secondary_index.value}PK"
+      range_key       = "${global_secondary_index.value}SK"
+      projection_type = "ALL"
+    }
+  }
+
+  ttl {
+    attribute_name = "expires_at"
+    enabled        = true
+  }
+
+  point_in_time_recovery {
+    enabled = true
+  }
+
+  server_side_encryption {
+    enabled     = true
+    kms_key_arn = aws_kms_key.main.arn
+  }
+}
+
+# --- queues and topic ------------------------------------------------------------------------
+
+resource "aws_sqs_queue" "steps_dlq" {
+  name                      = "${local.name}-steps-dlq.fifo"
+  fifo_queue                = true
+  message_retention_seconds = 14 * 24 * 3600
+  kms_master_key_id         = aws_kms_key.main.arn
+}
+
+resource "aws_sqs_queue" "steps" {
+  name                        = "${local.name}-steps.fifo"
+  fifo_queue                  = true
+  content_based_deduplication = false # every message carries its own "{run_id}#{n}" id
+  visibility_timeout_seconds  = local.visibility
+  message_retention_seconds   = 4 * 24 * 3600
+  kms_master_key_id           = aws_kms_key.main.arn
+  redrive_policy = jsonencode({
+    deadLetterTargetArn = aws_sqs_queue.steps_dlq.arn
+    maxReceiveCount     = local.max_receives
+  })
+}
+
+# Async invocations (SNS -> notifier, EventBridge -> sweeper) that fail for good land here.
+resource "aws_sqs_queue" "failed" {
+  name                      = "${local.name}-failed-invocations"
+  message_retention_seconds = 14 * 24 * 3600
+  kms_master_key_id         = aws_kms_key.main.arn
+}
+
+data "aws_iam_policy_document" "tls_only" {
+  for_each = {
+    steps     = aws_sqs_queue.steps.arn
+    steps_dlq = aws_sqs_queue.steps_dlq.arn
+    failed    = aws_sqs_queue.failed.arn
+  }
+  statement {
+    effect    = "Deny"
+    actions   = ["sqs:*"]
+    resources = [each.value]
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+    condition {
+      test     = "Bool"
+      variable = "aws:SecureTransport"
+      values   = ["false"]
+    }
+  }
+}
+
+data "aws_iam_policy_document" "failed_queue" {
+  source_policy_documents = [data.aws_iam_policy_document.tls_only["failed"].json]
+  statement {
+    actions   = ["sqs:SendMessage"]
+    resources = [aws_sqs_queue.failed.arn]
+    principals {
+      type        = "Service"
+      identifiers = ["sns.amazonaws.com", "events.amazonaws.com"]
+    }
+  }
+}
+
+resource "aws_sqs_queue_policy" "steps" {
+  queue_url = aws_sqs_queue.steps.id
+  policy    = data.aws_iam_policy_document.tls_only["steps"].json
+}
+
+resource "aws_sqs_queue_policy" "steps_dlq" {
+  queue_url = aws_sqs_queue.steps_dlq.id
+  policy    = data.aws_iam_policy_document.tls_only["steps_dlq"].json
+}
+
+resource "aws_sqs_queue_policy" "failed" {
+  queue_url = aws_sqs_queue.failed.id
+  policy    = data.aws_iam_policy_document.failed_queue.json
+}
+
+resource "aws_sns_topic" "outcomes" {
+  name              = "${local.name}-outcomes"
+  kms_master_key_id = aws_kms_key.main.arn
+}
+
+resource "aws_sns_topic_subscription" "notifier" {
+  topic_arn     = aws_sns_topic.outcomes.arn
+  protocol      = "lambda"
+  endpoint      = aws_lambda_function.fn["notifier"].arn
+  filter_policy = jsonencode({ status = local.statuses })
+  redrive_policy = jsonencode({
+    deadLetterTargetArn = aws_sqs_queue.failed.arn
+  })
+}
+
+resource "aws_lambda_permission" "notifier_from_sns" {
+  statement_id  = "AllowSns"
+  action        = "lambda:InvokeFunction"
+  function_name = aws_lambda_function.fn["notifier"].function_name
+  principal     = "sns.amazonaws.com"
+  source_arn    = aws_sns_topic.outcomes.arn
+}
+
+# --- functions -------------------------------------------------------------------------------
+
+resource "aws_cloudwatch_log_group" "fn" {
+  for_each          = local.functions
+  name              = "/aws/lambda/${local.name}-${each.key}"
+  retention_in_days = local.log_retention
+  kms_key_id        = aws_kms_key.main.arn
+}
+
+data "aws_iam_policy_document" "assume_lambda" {
+  statement {
+    actions = ["sts:AssumeRole"]
+    principals {
+      type        = "Service"
+      identifiers = ["lambda.amazonaws.com"]
+    }
+  }
+}
+
+resource "aws_iam_role" "fn" {
+  for_each           = local.functions
+  name               = "${local.name}-${each.key}"
+  description        = "longrun ${each.key} function"
+  assume_role_policy = data.aws_iam_policy_document.assume_lambda.json
+}
+
+locals {
+  table_arns = [aws_dynamodb_table.runs.arn, "${aws_dynamodb_table.runs.arn}/index/GSI1"]
+  item_rw    = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:ConditionCheckItem"]
+  # Least privilege, per function: the item actions each one's code issues, nothing else.
+  table_actions = {
+    api      = concat(local.item_rw, ["dynamodb:DeleteItem"])
+    worker   = local.item_rw
+    notifier = local.item_rw
+    sweeper  = local.item_rw
+  }
+  enqueues = toset(["api", "worker", "sweeper"])
+}
+
+data "aws_iam_policy_document" "fn" {
+  for_each = local.functions
+
+  statement {
+    sid     = "Logs"
+    actions = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    # Lambda names a log stream per execution environment, inside this function's group.
+    resources = [aws_cloudwatch_log_group.fn[each.key].arn, "${aws_cloudwatch_log_group.fn[each.key].arn}:log-stream:*"]
+  }
+  statement {
+    sid       = "Table"
+    actions   = local.table_actions[each.key]
+    resources = each.key == "sweeper" ? concat(local.table_arns, ["${aws_dynamodb_table.runs.arn}/index/GSI2"]) : local.table_arns
+  }
+  statement {
+    sid       = "Key"
+    actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
+    resources = [aws_kms_key.main.arn]
+  }
+  dynamic "statement" {
+    for_each = contains(local.enqueues, each.key) ? [1] : []
+    content {
+      sid       = "Steps"
+      actions   = ["sqs:SendMessage"]
+      resources = [aws_sqs_queue.steps.arn]
+    }
+  }
+  dynamic "statement" {
+    for_each = contains(local.enqueues, each.key) ? [1] : []
+    content {
+      sid       = "Outcomes"
+      actions   = ["sns:Publish"]
+      resources = [aws_sns_topic.outcomes.arn]
+    }
+  }
+  dynamic "statement" {
+    for_each = each.key == "worker" ? [1] : []
+    content {
+      sid       = "Poll"
+      actions   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"]
+      resources = [aws_sqs_queue.steps.arn]
+    }
+  }
+  dynamic "statement" {
+    for_each = each.key == "worker" && var.llm_key_secret_name != "" ? [1] : []
+    content {
+      sid       = "LlmKey"
+      actions   = ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"]
+      resources = ["arn:${data.aws_partition.current.partition}:secretsmanager:${local.region}:${local.account}:secret:${var.llm_key_secret_name}-??????"]
+    }
+  }
+  dynamic "statement" {
+    for_each = contains(local.async_functions, each.key) ? [1] : []
+    content {
+      sid       = "FailureDestination"
+      actions   = ["sqs:SendMessage"]
+      resources = [aws_sqs_queue.failed.arn]
+    }
+  }
+}
+
+resource "aws_iam_role_policy" "fn" {
+  for_each = local.functions
+  name     = "longrun-${each.key}"
+  role     = aws_iam_role.fn[each.key].id
+  policy   = data.aws_iam_policy_document.fn[each.key].json
+}
+
+resource "aws_lambda_function" "fn" {
+  for_each = local.functions
+  #checkov:skip=CKV_AWS_117:No VPC resources to reach; a VPC would add NAT cost to every LLM call.
+  #checkov:skip=CKV_AWS_50:Tracing is off: traces cost per iteration; EMF metrics and JSON logs carry run_id.
+  #checkov:skip=CKV_AWS_116:api and worker are invoked synchronously; notifier and sweeper use an on-failure destination.
+  #checkov:skip=CKV_AWS_115:api and worker are bounded by API throttling and the SQS maximum concurrency.
+  #checkov:skip=CKV_AWS_272:Code signing needs a signing profile per account; the zips are built by make package.
+  function_name                  = "${local.name}-${each.key}"
+  role                           = aws_iam_role.fn[each.key].arn
+  runtime                        = "provided.al2023"
+  architectures                  = ["arm64"]
+  handler                        = "bootstrap"
+  filename                       = "${var.lambda_dir}/${each.key}/bootstrap.zip"
+  source_code_hash               = filebase64sha256("${var.lambda_dir}/${each.key}/bootstrap.zip")
+  memory_size                    = each.value.memory
+  timeout                        = each.value.timeout
+  reserved_concurrent_executions = each.value.reserved
+  kms_key_arn                    = aws_kms_key.main.arn
+
+  environment {
+    variables = local.environment
+  }
+
+  logging_config {
+    log_format = "JSON"
+    log_group  = aws_cloudwatch_log_group.fn[each.key].name
+  }
+
+  depends_on = [aws_iam_role_policy.fn]
+}
+
+resource "aws_lambda_function_event_invoke_config" "async" {
+  for_each                     = local.async_functions
+  function_name                = aws_lambda_function.fn[each.key].function_name
+  maximum_retry_attempts       = 2
+  maximum_event_age_in_seconds = 3600
+  destination_config {
+    on_failure {
+      destination = aws_sqs_queue.failed.arn
+    }
+  }
+}
+
+resource "aws_lambda_event_source_mapping" "steps" {
+  event_source_arn        = aws_sqs_queue.steps.arn
+  function_name           = aws_lambda_function.fn["worker"].arn
+  batch_size              = 10
+  function_response_types = ["ReportBatchItemFailures"]
+  scaling_config {
+    maximum_concurrency = var.worker_max_concurrency
+  }
+}
+
+# --- sweeper schedule ------------------------------------------------------------------------
+
+resource "aws_cloudwatch_event_rule" "sweep" {
+  name                = "${local.name}-sweep"
+  description         = "Recovers stalled runs, republishes missed outcomes, starts due schedules"
+  schedule_expression = "rate(1 minute)"
+}
+
+resource "aws_cloudwatch_event_target" "sweep" {
+  rule = aws_cloudwatch_event_rule.sweep.name
+  arn  = aws_lambda_function.fn["sweeper"].arn
+  retry_policy {
+    maximum_retry_attempts       = 2
+    maximum_event_age_in_seconds = 120
+  }
+  dead_letter_config {
+    arn = aws_sqs_queue.failed.arn
+  }
+}
+
+resource "aws_lambda_permission" "sweeper_from_events" {
+  statement_id  = "AllowEventBridge"
+  action        = "lambda:InvokeFunction"
+  function_name = aws_lambda_function.fn["sweeper"].function_name
+  principal     = "events.amazonaws.com"
+  source_arn    = aws_cloudwatch_event_rule.sweep.arn
+}
+
+# --- identity and API ------------------------------------------------------------------------
+
+resource "aws_cognito_user_pool" "users" {
+  count                    = local.create_pool ? 1 : 0
+  name                     = "${local.name}-users"
+  username_attributes      = ["email"]
+  auto_verified_attributes = ["email"]
+  mfa_configuration        = "ON"
+  software_token_mfa_configuration {
+    enabled = true
+  }
+  admin_create_user_config {
+    allow_admin_create_user_only = true
+  }
+  password_policy {
+    minimum_length    = 12
+    require_lowercase = true
+    require_uppercase = true
+    require_numbers   = true
+    require_symbols   = true
+  }
+  user_pool_add_ons {
+    advanced_security_mode = "ENFORCED"
+  }
+}
+
+resource "aws_cognito_user_pool_client" "console" {
+  count                                = local.create_pool ? 1 : 0
+  name                                 = "console"
+  user_pool_id                         = aws_cognito_user_pool.users[0].id
+  generate_secret                      = false
+  explicit_auth_flows                  = ["ALLOW_USER_SRP_AUTH", "ALLOW_REFRESH_TOKEN_AUTH"]
+  allowed_oauth_flows_user_pool_client = true
+  allowed_oauth_flows                  = ["code"]
+  allowed_oauth_scopes                 = ["openid", "email", "profile"]
+  supported_identity_providers         = ["COGNITO"]
+  callback_urls                        = [var.app_base_url]
+  logout_urls                          = [var.app_base_url]
+}
+
+resource "aws_apigatewayv2_api" "api" {
+  name          = "${local.name}-api"
+  description   = "longrun HTTP API"
+  protocol_type = "HTTP"
+  cors_configuration {
+    allow_origins = [local.origin]
+    allow_headers = ["authorization", "content-type", "last-event-id"]
+    allow_methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+    max_age       = 3600
+  }
+}
+
+resource "aws_apigatewayv2_authorizer" "jwt" {
+  api_id           = aws_apigatewayv2_api.api.id
+  name             = "jwt"
+  authorizer_type  = "JWT"
+  identity_sources = ["$request.header.Authorization"]
+  jwt_configuration {
+    issuer   = local.issuer
+    audience = local.audience
+  }
+}
+
+resource "aws_apigatewayv2_integration" "api" {
+  api_id                 = aws_apigatewayv2_api.api.id
+  integration_type       = "AWS_PROXY"
+  integration_uri        = aws_lambda_function.fn["api"].invoke_arn
+  payload_format_version = "2.0"
+}
+
+resource "aws_apigatewayv2_route" "v1" {
+  api_id             = aws_apigatewayv2_api.api.id
+  route_key          = "ANY /v1/{proxy+}"
+  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
+  authorization_type = "JWT"
+  authorizer_id      = aws_apigatewayv2_authorizer.jwt.id
+}
+
+resource "aws_apigatewayv2_route" "healthz" {
+  #checkov:skip=CKV_AWS_309:The health check answers without auth for probes; it reads nothing.
+  api_id             = aws_apigatewayv2_api.api.id
+  route_key          = "GET /healthz"
+  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
+  authorization_type = "NONE"
+}
+
+resource "aws_cloudwatch_log_group" "api_access" {
+  name              = "/aws/apigateway/${local.name}-api"
+  retention_in_days = local.log_retention
+  kms_key_id        = aws_kms_key.main.arn
+}
+
+resource "aws_apigatewayv2_stage" "default" {
+  api_id      = aws_apigatewayv2_api.api.id
+  name        = "$default"
+  auto_deploy = true
+  default_route_settings {
+    throttling_burst_limit = 200
+    throttling_rate_limit  = 100
+  }
+  access_log_settings {
+    destination_arn = aws_cloudwatch_log_group.api_access.arn
+    format = jsonencode({
+      requestId       = "$context.requestId"
+      ip              = "$context.identity.sourceIp"
+      user            = "$context.authorizer.claims.sub"
+      method          = "$context.httpMethod"
+      path            = "$context.path"
+      status          = "$context.status"
+      latencyMs       = "$context.responseLatency"
+      error           = "$context.error.message"
+      authorizerError = "$context.authorizer.error"
+    })
+  }
+}
+
+resource "aws_lambda_permission" "api_from_gateway" {
+  statement_id  = "AllowApiGateway"
+  action        = "lambda:InvokeFunction"
+  function_name = aws_lambda_function.fn["api"].function_name
+  principal     = "apigateway.amazonaws.com"
+  source_arn    = "${aws_apigatewayv2_api.api.execution_arn}/*/*"
+}
+
+# --- alarms ----------------------------------------------------------------------------------
+
+resource "aws_sns_topic" "alarms" {
+  count             = var.alarm_email == "" ? 0 : 1
+  name              = "${local.name}-alarms"
+  kms_master_key_id = aws_kms_key.main.arn
+}
+
+resource "aws_sns_topic_subscription" "alarms" {
+  count     = var.alarm_email == "" ? 0 : 1
+  topic_arn = aws_sns_topic.alarms[0].arn
+  protocol  = "email"
+  endpoint  = var.alarm_email
+}
+
+locals {
+  alarm_actions = var.alarm_email == "" ? [] : [aws_sns_topic.alarms[0].arn]
+  alarms = {
+    DeadLetters = {
+      namespace  = "AWS/SQS", metric = "ApproximateNumberOfMessagesVisible", stat = "Maximum",
+      dimensions = { QueueName = aws_sqs_queue.steps_dlq.name }, threshold = 0,
+      what       = "A step message failed every delivery: a run is stuck until someone looks."
+    }
+    WorkerErrors = {
+      namespace  = "AWS/Lambda", metric = "Errors", stat = "Sum",
+      dimensions = { FunctionName = aws_lambda_function.fn["worker"].function_name }, threshold = 0,
+      what       = "The worker failed invocations (panics, time-outs)."
+    }
+    OldestStep = {
+      namespace  = "AWS/SQS", metric = "ApproximateAgeOfOldestMessage", stat = "Maximum",
+      dimensions = { QueueName = aws_sqs_queue.steps.name }, threshold = local.visibility,
+      what       = "A step has waited longer than one visibility timeout: workers are not keeping up."
+    }
+    WorkerThrottles = {
+      namespace  = "AWS/Lambda", metric = "Throttles", stat = "Sum",
+      dimensions = { FunctionName = aws_lambda_function.fn["worker"].function_name }, threshold = 0,
+      what       = "Worker invocations were throttled (account concurrency)."
+    }
+    TableThrottles = {
+      namespace  = "AWS/DynamoDB", metric = "WriteThrottleEvents", stat = "Sum",
+      dimensions = { TableName = aws_dynamodb_table.runs.name }, threshold = 0,
+      what       = "DynamoDB throttled writes."
+    }
+  }
+}
+
+resource "aws_cloudwatch_metric_alarm" "alarm" {
+  for_each            = local.alarms
+  alarm_name          = "${local.name}-${each.key}"
+  alarm_description   = each.value.what
+  namespace           = each.value.namespace
+  metric_name         = each.value.metric
+  statistic           = each.value.stat
+  dimensions          = each.value.dimensions
+  period              = 300
+  evaluation_periods  = 1
+  threshold           = each.value.threshold
+  comparison_operator = "GreaterThanThreshold"
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = local.alarm_actions
+}

@@ -1,0 +1,77 @@
+# `terraform test` with a mocked AWS provider: plans the module and checks the properties the
+# CDK assertions check. Runs only where the hashicorp/aws provider is installed (see
+# scripts/check-infra); the zips come from tests/fixtures, made by that script.
+
+mock_provider "aws" {
+  mock_data "aws_caller_identity" {
+    defaults = { account_id = "123456789012" }
+  }
+  mock_data "aws_region" {
+    defaults = { name = "eu-west-1" }
+  }
+  mock_data "aws_partition" {
+    defaults = { partition = "aws" }
+  }
+}
+
+variables {
+  stage        = "test"
+  app_base_url = "https://console.example.com/app"
+  lambda_dir   = "tests/fixtures"
+}
+
+run "step_queue_feeds_the_worker_with_batch_failures_and_a_dlq" {
+  command = plan
+
+  assert {
+    condition     = contains(aws_lambda_event_source_mapping.steps.function_response_types, "ReportBatchItemFailures")
+    error_message = "the worker must report per-record batch failures"
+  }
+  assert {
+    condition     = jsondecode(aws_sqs_queue.steps.redrive_policy).maxReceiveCount == 5
+    error_message = "the step queue must redrive to its DLQ"
+  }
+  assert {
+    condition     = aws_sqs_queue.steps.visibility_timeout_seconds >= 6 * aws_lambda_function.fn["worker"].timeout
+    error_message = "visibility timeout must be at least six worker timeouts"
+  }
+  assert {
+    condition     = aws_sqs_queue.steps.fifo_queue && aws_sqs_queue.steps_dlq.fifo_queue
+    error_message = "both step queues are FIFO"
+  }
+}
+
+run "only_the_health_check_skips_the_authorizer" {
+  command = plan
+
+  assert {
+    condition     = aws_apigatewayv2_route.v1.authorization_type == "JWT"
+    error_message = "API routes need the JWT authorizer"
+  }
+  assert {
+    condition     = aws_apigatewayv2_route.healthz.authorization_type == "NONE" && aws_apigatewayv2_route.healthz.route_key == "GET /healthz"
+    error_message = "only GET /healthz is open"
+  }
+}
+
+run "table_is_recoverable_and_expires_items" {
+  command = plan
+
+  assert {
+    condition     = aws_dynamodb_table.runs.point_in_time_recovery[0].enabled && aws_dynamodb_table.runs.ttl[0].attribute_name == "expires_at"
+    error_message = "PITR and TTL must be on"
+  }
+  assert {
+    condition     = aws_dynamodb_table.runs.billing_mode == "PAY_PER_REQUEST"
+    error_message = "on-demand billing"
+  }
+}
+
+run "functions_run_on_graviton" {
+  command = plan
+
+  assert {
+    condition     = alltrue([for f in aws_lambda_function.fn : f.runtime == "provided.al2023" && contains(f.architectures, "arm64")])
+    error_message = "every function is provided.al2023 on arm64"
+  }
+}

@@ -1,0 +1,64 @@
+variable "stage" {
+  description = "dev, prod, ...: part of every resource name; prod keeps data on destroy."
+  type        = string
+  default     = "dev"
+}
+
+variable "app_base_url" {
+  description = "Where the web console lives; deep links and CORS use it."
+  type        = string
+}
+
+variable "jwt_issuer" {
+  description = "OIDC issuer URL of an existing identity provider; empty creates a Cognito user pool."
+  type        = string
+  default     = ""
+}
+
+variable "jwt_audience" {
+  description = "Accepted aud values (client ids) for jwt_issuer."
+  type        = list(string)
+  default     = []
+}
+
+variable "models" {
+  description = "LONGRUN_MODELS: comma-separated provider:model, the first is the default."
+  type        = string
+  default     = "openai:gpt-4.1-mini"
+}
+
+variable "openai_base_url" {
+  description = "An OpenAI-compatible base URL, when not OpenAI itself."
+  type        = string
+  default     = ""
+}
+
+variable "llm_key_secret_name" {
+  description = "Secrets Manager secret whose string is the LLM provider's API key."
+  type        = string
+  default     = ""
+}
+
+variable "lambda_dir" {
+  description = "cargo lambda build output: {api,worker,notifier,sweeper}/bootstrap.zip."
+  type        = string
+  default     = "../../target/lambda"
+}
+
+variable "alarm_email" {
+  description = "Email address for alarm notifications; no alarm topic without it."
+  type        = string
+  default     = ""
+}
+
+variable "worker_max_concurrency" {
+  description = "Upper bound of concurrent worker invocations (protects LLM rate limits)."
+  type        = number
+  default     = 20
+}
+
+variable "active_run_limit" {
+  description = "Runs one user may have active at once."
+  type        = number
+  default     = 10
+}

@@ -1,0 +1,351 @@
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+
+import { App, Validations } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
+
+import {
+  LongrunStack,
+  MAX_RECEIVES,
+  NOTIFIED_STATUSES,
+  stubAssets,
+  type LongrunStackProps,
+} from '../lib/longrun-stack';
+
+const assets = stubAssets(fs.mkdtempSync(path.join(os.tmpdir(), 'longrun-assets-')));
+
+function props(extra: Partial<LongrunStackProps> = {}): LongrunStackProps {
+  return {
+    stage: 'test',
+    appBaseUrl: 'https://console.example.com/app',
+    llm: { models: 'openai:gpt-4.1-mini', apiKeySecretName: 'longrun/openai' },
+    assetsDir: assets,
+    env: { account: '123456789012', region: 'eu-west-1' },
+    ...extra,
+  };
+}
+
+function synth(extra: Partial<LongrunStackProps> = {}): { stack: LongrunStack; t: Template } {
+  const app = new App();
+  const stack = new LongrunStack(app, 'longrun-test', props(extra));
+  return { stack, t: Template.fromStack(stack) };
+}
+
+type Resource = { Type: string; Properties: Record<string, unknown>; Metadata?: unknown };
+
+function resources(t: Template, type: string): [string, Resource][] {
+  return Object.entries(t.findResources(type)) as [string, Resource][];
+}
+
+/** Logical id of the one function whose FunctionName ends with `-{name}`. */
+function fnId(t: Template, name: string): string {
+  const found = resources(t, 'AWS::Lambda::Function').filter(([, r]) =>
+    String(r.Properties.FunctionName).endsWith(`-${name}`),
+  );
+  assert.equal(found.length, 1, `one ${name} function`);
+  return found[0][0];
+}
+
+type Grant = { action: string; resource: string };
+
+/** Every (action, resource) pair granted to the role of function `name`. */
+function grantsOf(t: Template, name: string): Grant[] {
+  const fn = t.toJSON().Resources[fnId(t, name)];
+  const roleId = fn.Properties.Role['Fn::GetAtt'][0];
+  const grants: Grant[] = [];
+  for (const [, policy] of resources(t, 'AWS::IAM::Policy')) {
+    const roles = policy.Properties.Roles as { Ref: string }[];
+    if (!roles.some((r) => r.Ref === roleId)) continue;
+    const doc = policy.Properties.PolicyDocument as {
+      Statement: { Action: string | string[]; Resource: unknown }[];
+    };
+    for (const s of doc.Statement) {
+      for (const action of [s.Action].flat()) {
+        for (const resource of [s.Resource].flat()) {
+          grants.push({ action, resource: JSON.stringify(resource) });
+        }
+      }
+    }
+  }
+  return grants;
+}
+
+function can(grants: Grant[], action: string, resourceId?: string): boolean {
+  return grants.some(
+    (g) => g.action === action && (resourceId === undefined || g.resource.includes(`"${resourceId}"`)),
+  );
+}
+
+describe('the longrun stack', () => {
+  const { t } = synth();
+
+  it('keeps runs in one on-demand, encrypted, point-in-time-recoverable table with TTL and both indexes', () => {
+    t.hasResourceProperties('AWS::DynamoDB::Table', {
+      BillingMode: 'PAY_PER_REQUEST',
+      KeySchema: [
+        { AttributeName: 'PK', KeyType: 'HASH' },
+        { AttributeName: 'SK', KeyType: 'RANGE' },
+      ],
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      SSESpecification: { SSEEnabled: true, SSEType: 'KMS', KMSMasterKeyId: Match.anyValue() },
+      TimeToLiveSpecification: { AttributeName: 'expires_at', Enabled: true },
+      GlobalSecondaryIndexes: Match.arrayWith(
+        ['GSI1', 'GSI2'].map((g) =>
+          Match.objectLike({
+            IndexName: g,
+            KeySchema: [
+              { AttributeName: `${g}PK`, KeyType: 'HASH' },
+              { AttributeName: `${g}SK`, KeyType: 'RANGE' },
+            ],
+            Projection: { ProjectionType: 'ALL' },
+          }),
+        ),
+      ),
+    });
+  });
+
+  it('sends step messages through an encrypted FIFO queue whose failures go to a FIFO dead-letter queue', () => {
+    const queues = resources(t, 'AWS::SQS::Queue');
+    const step = queues.find(([, q]) => String(q.Properties.QueueName).endsWith('-steps.fifo'));
+    const dlq = queues.find(([, q]) => String(q.Properties.QueueName).endsWith('-steps-dlq.fifo'));
+    assert.ok(step && dlq, 'step queue and DLQ exist');
+    assert.equal(step[1].Properties.FifoQueue, true);
+    assert.equal(dlq[1].Properties.FifoQueue, true);
+    assert.deepEqual(step[1].Properties.RedrivePolicy, {
+      deadLetterTargetArn: { 'Fn::GetAtt': [dlq[0], 'Arn'] },
+      maxReceiveCount: MAX_RECEIVES,
+    });
+    for (const [, q] of queues) assert.ok(q.Properties.KmsMasterKeyId, 'every queue is encrypted');
+  });
+
+  it('gives step messages a visibility timeout of at least six worker timeouts', () => {
+    const step = resources(t, 'AWS::SQS::Queue').find(([, q]) =>
+      String(q.Properties.QueueName).endsWith('-steps.fifo'),
+    );
+    const worker = t.toJSON().Resources[fnId(t, 'worker')];
+    assert.ok(step);
+    assert.ok(
+      Number(step[1].Properties.VisibilityTimeout) >= 6 * Number(worker.Properties.Timeout),
+      `visibility ${step[1].Properties.VisibilityTimeout} vs timeout ${worker.Properties.Timeout}`,
+    );
+  });
+
+  it('feeds the worker from the step queue with per-record failures and bounded concurrency', () => {
+    t.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: fnId(t, 'worker') },
+      EventSourceArn: Match.anyValue(),
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      ScalingConfig: { MaximumConcurrency: Match.anyValue() },
+    });
+    t.resourceCountIs('AWS::Lambda::EventSourceMapping', 1);
+  });
+
+  it('publishes outcomes on an encrypted topic and subscribes the notifier filtered by status', () => {
+    t.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: Match.anyValue() });
+    t.hasResourceProperties('AWS::SNS::Subscription', {
+      Protocol: 'lambda',
+      Endpoint: { 'Fn::GetAtt': [fnId(t, 'notifier'), 'Arn'] },
+      FilterPolicy: { status: NOTIFIED_STATUSES },
+      RedrivePolicy: { deadLetterTargetArn: Match.anyValue() },
+    });
+  });
+
+  it('puts every route behind the JWT authorizer except the health check', () => {
+    const routes = resources(t, 'AWS::ApiGatewayV2::Route');
+    assert.ok(routes.length >= 2);
+    for (const [, r] of routes) {
+      const open = r.Properties.RouteKey === 'GET /healthz';
+      const preflight = String(r.Properties.RouteKey).startsWith('OPTIONS ');
+      assert.ok(!preflight, 'CORS preflight is answered by API Gateway, not a route');
+      assert.equal(
+        r.Properties.AuthorizationType,
+        open ? 'NONE' : 'JWT',
+        `${r.Properties.RouteKey} authorization`,
+      );
+      if (!open) assert.ok(r.Properties.AuthorizerId, `${r.Properties.RouteKey} names the authorizer`);
+    }
+    assert.ok(routes.some(([, r]) => r.Properties.RouteKey === 'ANY /v1/{proxy+}'));
+    t.hasResourceProperties('AWS::ApiGatewayV2::Authorizer', {
+      AuthorizerType: 'JWT',
+      IdentitySource: ['$request.header.Authorization'],
+      JwtConfiguration: { Audience: Match.anyValue(), Issuer: Match.anyValue() },
+    });
+  });
+
+  it('allows the console origin only and writes access logs', () => {
+    t.hasResourceProperties('AWS::ApiGatewayV2::Api', {
+      ProtocolType: 'HTTP',
+      CorsConfiguration: Match.objectLike({ AllowOrigins: ['https://console.example.com'] }),
+    });
+    t.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      AccessLogSettings: { DestinationArn: Match.anyValue(), Format: Match.stringLikeRegexp('requestId') },
+      DefaultRouteSettings: Match.objectLike({ ThrottlingRateLimit: Match.anyValue() }),
+    });
+  });
+
+  it('runs four arm64 provided.al2023 functions with retained, encrypted logs', () => {
+    for (const name of ['api', 'worker', 'notifier', 'sweeper']) {
+      const fn = t.toJSON().Resources[fnId(t, name)];
+      assert.equal(fn.Properties.Runtime, 'provided.al2023');
+      assert.deepEqual(fn.Properties.Architectures, ['arm64']);
+      assert.equal(fn.Properties.Handler, 'bootstrap');
+      assert.ok(fn.Properties.KmsKeyArn, `${name} environment is encrypted`);
+      assert.ok(fn.Properties.Environment.Variables.LONGRUN_TABLE);
+    }
+    const groups = resources(t, 'AWS::Logs::LogGroup');
+    assert.ok(groups.length >= 5);
+    for (const [, g] of groups) {
+      assert.ok(g.Properties.RetentionInDays, 'retention is set');
+      assert.ok(g.Properties.KmsKeyId, 'logs are encrypted');
+    }
+  });
+
+  it('reserves concurrency for the sweeper and the notifier', () => {
+    assert.equal(t.toJSON().Resources[fnId(t, 'sweeper')].Properties.ReservedConcurrentExecutions, 1);
+    assert.ok(t.toJSON().Resources[fnId(t, 'notifier')].Properties.ReservedConcurrentExecutions > 0);
+  });
+
+  it('gives each function only the permissions its code uses', () => {
+    const [api, worker, notifier, sweeper] = ['api', 'worker', 'notifier', 'sweeper'].map((n) =>
+      grantsOf(t, n),
+    );
+    const stepQueue = resources(t, 'AWS::SQS::Queue').find(([, q]) =>
+      String(q.Properties.QueueName).endsWith('-steps.fifo'),
+    )![0];
+    const topic = resources(t, 'AWS::SNS::Topic').find(([, q]) =>
+      String(q.Properties.TopicName).endsWith('-outcomes'),
+    )![0];
+    for (const all of [api, worker, notifier, sweeper]) {
+      const broad = all.filter((g) => g.action === '*' || g.action.endsWith(':*') || g.resource === '"*"');
+      assert.deepEqual(broad, [], 'no service-wide or resource-wide grants');
+      assert.ok(!can(all, 'dynamodb:Scan') && !can(all, 'dynamodb:DeleteTable'));
+    }
+    assert.ok(can(api, 'dynamodb:DeleteItem'), 'the API deletes schedules');
+    assert.ok(!can(worker, 'dynamodb:DeleteItem'), 'the worker deletes nothing');
+    assert.ok(can(worker, 'secretsmanager:GetSecretValue'), 'the worker reads the LLM key');
+    assert.ok(!can(api, 'secretsmanager:GetSecretValue'), 'the API never sees the LLM key');
+    assert.ok(!can(notifier, 'sqs:SendMessage', stepQueue), 'the notifier cannot enqueue steps');
+    assert.ok(!can(notifier, 'sns:Publish', topic), 'the notifier cannot publish outcomes');
+    assert.ok(can(api, 'sqs:SendMessage', stepQueue) && can(sweeper, 'sns:Publish', topic));
+    assert.ok(can(worker, 'sqs:DeleteMessage', stepQueue), 'the poller can delete handled steps');
+    assert.ok(!can(api, 'sqs:ReceiveMessage'), 'the API cannot consume steps');
+  });
+
+  it('lets only the sweeper read the sweep index', () => {
+    const json = JSON.stringify(t.toJSON().Resources);
+    const policies = resources(t, 'AWS::IAM::Policy').filter(([, p]) =>
+      JSON.stringify(p.Properties.PolicyDocument).includes('/index/GSI2'),
+    );
+    assert.ok(json.includes('/index/GSI2'));
+    assert.equal(policies.length, 1);
+    const roleId = (policies[0][1].Properties.Roles as { Ref: string }[])[0].Ref;
+    assert.equal(t.toJSON().Resources[fnId(t, 'sweeper')].Properties.Role['Fn::GetAtt'][0], roleId);
+  });
+
+  it('runs the sweeper every minute with retries and a dead-letter queue', () => {
+    t.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(1 minute)',
+      State: 'ENABLED',
+      Targets: [
+        Match.objectLike({
+          Arn: { 'Fn::GetAtt': [fnId(t, 'sweeper'), 'Arn'] },
+          DeadLetterConfig: { Arn: Match.anyValue() },
+          RetryPolicy: Match.objectLike({ MaximumRetryAttempts: 2 }),
+        }),
+      ],
+    });
+  });
+
+  it('alarms on dead letters, worker errors, old steps and throttles', () => {
+    const alarms = resources(t, 'AWS::CloudWatch::Alarm').map(([, a]) => a.Properties);
+    const named = (suffix: string) => alarms.find((a) => String(a.AlarmName).endsWith(suffix));
+    assert.equal(named('DeadLetters')?.MetricName, 'ApproximateNumberOfMessagesVisible');
+    assert.equal(named('DeadLetters')?.Threshold, 0);
+    assert.equal(named('WorkerErrors')?.MetricName, 'Errors');
+    assert.equal(named('OldestStep')?.MetricName, 'ApproximateAgeOfOldestMessage');
+    assert.equal(named('WorkerThrottles')?.MetricName, 'Throttles');
+    assert.ok(named('TableThrottles')?.Metrics, 'table throttles are a math expression');
+    for (const a of alarms) assert.equal(a.AlarmActions, undefined, 'no alarm topic unless asked');
+  });
+
+  it('sends alarms to an email topic when one is given', () => {
+    const { t: withEmail } = synth({ alarmEmail: 'ops@example.com' });
+    withEmail.hasResourceProperties('AWS::SNS::Subscription', {
+      Protocol: 'email',
+      Endpoint: 'ops@example.com',
+    });
+    for (const [, a] of resources(withEmail, 'AWS::CloudWatch::Alarm')) {
+      assert.equal((a.Properties.AlarmActions as unknown[]).length, 1);
+    }
+  });
+
+  it('creates a Cognito user pool when no issuer is given, and none when one is', () => {
+    t.resourceCountIs('AWS::Cognito::UserPool', 1);
+    const { t: external } = synth({
+      jwt: { issuer: 'https://login.example.com/', audience: ['console'] },
+    });
+    external.resourceCountIs('AWS::Cognito::UserPool', 0);
+    external.hasResourceProperties('AWS::ApiGatewayV2::Authorizer', {
+      JwtConfiguration: { Audience: ['console'], Issuer: 'https://login.example.com/' },
+    });
+  });
+
+  it('outputs the API URL, table name, queue URL and topic ARN', () => {
+    for (const out of ['ApiUrl', 'TableName', 'QueueUrl', 'TopicArn']) t.hasOutput(out, {});
+  });
+
+  it('keeps production data when the stack is deleted', () => {
+    const { t: prod } = synth({ stage: 'prod' });
+    prod.hasResource('AWS::DynamoDB::Table', {
+      DeletionPolicy: 'Retain',
+      Properties: Match.objectLike({ DeletionProtectionEnabled: true }),
+    });
+  });
+});
+
+/** Synthesizes with both nag packs; returns every violation left unacknowledged. */
+function nagViolations(extra?: (stack: LongrunStack) => void): string[] {
+  const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'longrun-nag-'));
+  const app = new App({ outdir });
+  const stack = new LongrunStack(app, 'longrun-nag', props({ alarmEmail: 'ops@example.com' }));
+  extra?.(stack);
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app), new ServerlessChecks(app));
+  try {
+    app.synth();
+  } catch {
+    // A failing validation throws after writing its report, which is what we read.
+  }
+  const report = JSON.parse(fs.readFileSync(path.join(outdir, 'validation-report.json'), 'utf8'));
+  return report.pluginReports.flatMap(
+    (p: { violations: { ruleName: string; violatingConstructs: { constructPath: string }[] }[] }) =>
+      p.violations.map((v) => `${v.ruleName} at ${v.violatingConstructs.map((c) => c.constructPath)}`),
+  );
+}
+
+describe('cdk-nag', () => {
+  it('finds nothing unexplained under AwsSolutions and Serverless checks', () => {
+    assert.deepEqual(nagViolations(), []);
+  });
+
+  it('reports a resource that breaks the rules, so a clean report means something', () => {
+    const violations = nagViolations((stack) => {
+      new sqs.Queue(stack, 'Careless', { encryption: sqs.QueueEncryption.UNENCRYPTED });
+    });
+    assert.ok(violations.some((v) => v.startsWith('AwsSolutions-SQS4 at longrun-nag/Careless')), `${violations}`);
+    assert.ok(violations.some((v) => v.startsWith('Serverless-SQSRedrivePolicy at longrun-nag/Careless')));
+  });
+});
+
+describe('cdk.json', () => {
+  it('keeps synth off the network: no telemetry, no notices, no version reporting', () => {
+    const cdk = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'cdk.json'), 'utf8'));
+    assert.equal(cdk.notices, false);
+    assert.equal(cdk.versionReporting, false);
+    assert.equal(cdk['cli-telemetry'], false);
+  });
+});
