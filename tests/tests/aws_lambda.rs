@@ -520,3 +520,54 @@ async fn the_sweeper_starts_a_due_schedule_once() {
     let step = s.steps.receive(10, 30_000).await.unwrap();
     assert_eq!(step.len(), 1, "its first step was sent");
 }
+
+#[tokio::test]
+async fn the_provider_key_is_read_from_the_secret_the_stack_names() {
+    // Arrange
+    longrun_tests::aws::require_emulator();
+    let clients = longrun_tests::aws::clients().await;
+    let name = longrun_tests::aws::unique("longrun/openai");
+    clients
+        .secrets
+        .create_secret()
+        .name(&name)
+        .secret_string("sk-test-123\n")
+        .send()
+        .await
+        .unwrap();
+
+    // Act
+    let settings = longrun_app::aws::with_key_secret(
+        longrun_llm::LlmSettings::default(),
+        &clients,
+        Some(&name),
+    )
+    .await
+    .unwrap();
+
+    // Assert
+    assert_eq!(settings.openai_api_key.unwrap().expose(), "sk-test-123");
+}
+
+#[tokio::test]
+async fn a_missing_key_secret_stops_start_up_with_its_name_and_no_key() {
+    // Arrange
+    longrun_tests::aws::require_emulator();
+    let clients = longrun_tests::aws::clients().await;
+
+    // Act
+    let err = longrun_app::aws::with_key_secret(
+        longrun_llm::LlmSettings::default(),
+        &clients,
+        Some("longrun/absent"),
+    )
+    .await
+    .unwrap_err();
+
+    // Assert
+    let msg = err.to_string();
+    assert!(
+        msg.contains("longrun/absent") && msg.contains("could not be read"),
+        "{msg}"
+    );
+}

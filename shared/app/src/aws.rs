@@ -6,7 +6,7 @@ use std::sync::Arc;
 use longrun_aws::{AwsClients, DynamoDbRunStore, SnsNotifier, SqsStepQueue};
 use longrun_engine::ports::{Faults, NoFaults, SystemClock};
 use longrun_engine::{EngineConfig, LlmClient};
-use longrun_llm::{LlmSettings, ModelRouter};
+use longrun_llm::{LlmSettings, ModelRouter, Secret};
 
 use crate::config::{AppConfig, Tokens};
 use crate::platform::{Platform, PlatformError};
@@ -58,6 +58,25 @@ pub fn config_from_env() -> Result<AppConfig, PlatformError> {
     Ok(config)
 }
 
+/// `LONGRUN_LLM_KEY_SECRET`: the Secrets Manager secret holding the provider's API key.
+pub const LLM_KEY_SECRET: &str = "LONGRUN_LLM_KEY_SECRET";
+
+/// `settings` with the provider key read from the Secrets Manager secret `secret`, when one
+/// is named; the deployed stack passes a name, never the key itself.
+pub async fn with_key_secret(
+    mut settings: LlmSettings,
+    clients: &AwsClients,
+    secret: Option<&str>,
+) -> Result<LlmSettings, PlatformError> {
+    if let Some(name) = secret {
+        let key = longrun_aws::secrets::secret_string(&clients.secrets, name)
+            .await
+            .map_err(|e| PlatformError::Setting(e.to_string()))?;
+        settings.openai_api_key = Some(Secret::new(key));
+    }
+    Ok(settings)
+}
+
 impl Platform {
     /// The platform over the AWS adapters. `llm: None` builds the model router from the
     /// configured models and the provider environment.
@@ -100,11 +119,15 @@ impl Platform {
     /// Everything from the environment, as each Lambda function starts.
     pub async fn aws_from_env() -> Result<Platform, PlatformError> {
         let clients = AwsClients::new(&longrun_aws::load_config().await);
+        let config = config_from_env()?;
+        let secret = var(LLM_KEY_SECRET).ok();
+        let llm = with_key_secret(LlmSettings::from_env(), &clients, secret.as_deref()).await?;
+        let llm = Arc::new(ModelRouter::build(&config.models, &llm)?);
         Platform::aws(
             &clients,
             &AwsSettings::from_env()?,
-            config_from_env()?,
-            None,
+            config,
+            Some(llm),
             Arc::new(NoFaults),
             EngineConfig {
                 // A claim outlives the longest invocation (Lambda's 15-minute ceiling).

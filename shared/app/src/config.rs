@@ -1,8 +1,10 @@
 //! Server configuration, validated when it is built so a bad value fails at start-up.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use longrun_domain::Budgets;
+use longrun_fetch::{FetchPolicy, FetchSettings, HostLookup, SystemLookup};
 
 /// Bearer token → user id. Tokens are never logged or printed by `Debug`.
 #[derive(Clone, Default)]
@@ -63,6 +65,63 @@ pub struct AppConfig {
     pub default_budgets: Budgets,
     pub app_base_url: String,
     pub max_objective_bytes: usize,
+    pub fetch: FetchConfig,
+}
+
+/// The `http_fetch` tool: on by default, behind the SSRF guard; the deployment may narrow it
+/// with allow/deny host lists, or turn it off.
+#[derive(Clone)]
+pub struct FetchConfig {
+    pub enabled: bool,
+    pub policy: FetchPolicy,
+    pub settings: FetchSettings,
+    pub lookup: Arc<dyn HostLookup>,
+}
+
+impl std::fmt::Debug for FetchConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FetchConfig")
+            .field("enabled", &self.enabled)
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for FetchConfig {
+    fn default() -> Self {
+        FetchConfig {
+            enabled: true,
+            policy: FetchPolicy::default(),
+            settings: FetchSettings::default(),
+            lookup: Arc::new(SystemLookup),
+        }
+    }
+}
+
+fn host_list(v: Option<String>) -> Vec<String> {
+    v.unwrap_or_default()
+        .split(',')
+        .map(|h| h.trim().to_ascii_lowercase())
+        .filter(|h| !h.is_empty())
+        .collect()
+}
+
+impl FetchConfig {
+    /// `LONGRUN_FETCH=off` turns the tool off; `LONGRUN_FETCH_ALLOW` (only these hosts and
+    /// their subdomains), `LONGRUN_FETCH_DENY` and `LONGRUN_FETCH_TRUSTED_PRIVATE` (names that
+    /// may resolve to private addresses, e.g. an intranet wiki) are comma-separated hosts.
+    pub fn from_env() -> FetchConfig {
+        let var = |k: &str| std::env::var(k).ok();
+        FetchConfig {
+            enabled: !matches!(var("LONGRUN_FETCH").as_deref(), Some("off" | "false" | "0")),
+            policy: FetchPolicy {
+                allow: host_list(var("LONGRUN_FETCH_ALLOW")),
+                deny: host_list(var("LONGRUN_FETCH_DENY")),
+                trusted_private: host_list(var("LONGRUN_FETCH_TRUSTED_PRIVATE")),
+            },
+            ..FetchConfig::default()
+        }
+    }
 }
 
 impl AppConfig {
@@ -78,6 +137,7 @@ impl AppConfig {
             default_budgets: Budgets::default(),
             app_base_url: "http://127.0.0.1:8080".into(),
             max_objective_bytes: 16 * 1024,
+            fetch: FetchConfig::from_env(),
         })
     }
 

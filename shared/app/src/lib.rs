@@ -12,7 +12,7 @@ pub mod platform;
 pub mod schedules;
 
 pub use api::{CreateRun, VerifiedUser, create_run, router};
-pub use config::{AppConfig, Tokens};
+pub use config::{AppConfig, FetchConfig, Tokens};
 #[cfg(feature = "embedded")]
 pub use embedded::{Embedded, Running};
 pub use error::ApiError;

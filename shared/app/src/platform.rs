@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use longrun_engine::ports::{Clock, Faults, Notifier, RunStore, StepQueue};
 use longrun_engine::{Dispatch, Engine, EngineConfig, LlmClient, ToolRegistry};
+use longrun_fetch::HttpFetch;
 
 use crate::config::AppConfig;
 
@@ -48,10 +49,18 @@ impl Platform {
             clock: clock.clone(),
             app_base_url: config.app_base_url.clone(),
         };
+        let mut tools = ToolRegistry::builtin();
+        if config.fetch.enabled {
+            let f = &config.fetch;
+            match HttpFetch::new(f.policy.clone(), f.lookup.clone(), f.settings.clone()) {
+                Ok(fetch) => tools.register(Arc::new(fetch)),
+                Err(e) => tracing::error!(error = %e, "http_fetch is unavailable"),
+            }
+        }
         let engine = Arc::new(Engine {
             dispatch: dispatch.clone(),
             llm,
-            tools: Arc::new(ToolRegistry::builtin()),
+            tools: Arc::new(tools),
             faults,
             config: engine,
         });

@@ -7,6 +7,7 @@
 pub mod dynamodb;
 pub mod interceptors;
 pub mod provision;
+pub mod secrets;
 pub mod sns;
 pub mod sqs;
 
@@ -50,6 +51,7 @@ pub struct AwsClients {
     pub dynamodb: aws_sdk_dynamodb::Client,
     pub sqs: aws_sdk_sqs::Client,
     pub sns: aws_sdk_sns::Client,
+    pub secrets: aws_sdk_secretsmanager::Client,
 }
 
 impl AwsClients {
@@ -77,6 +79,7 @@ impl AwsClients {
             dynamodb: aws_sdk_dynamodb::Client::from_conf(ddb.build()),
             sqs: aws_sdk_sqs::Client::from_conf(sqs.build()),
             sns: aws_sdk_sns::Client::from_conf(sns.build()),
+            secrets: aws_sdk_secretsmanager::Client::new(config),
         }
     }
 }
