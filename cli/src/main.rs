@@ -129,9 +129,22 @@ enum Command {
     },
     /// Cancel a run.
     Cancel { run_id: String },
+    /// Pause a run after its current iteration (`continue` resumes it).
+    Pause { run_id: String },
+    /// Edit a run's objective or plan; takes effect at its next iteration.
+    Edit {
+        run_id: String,
+        /// The new objective.
+        #[arg(long)]
+        objective: Option<String>,
+        /// A plan step to add or change: `id:status:title` (status: pending, in_progress,
+        /// done, blocked). Repeatable.
+        #[arg(long = "step")]
+        steps: Vec<String>,
+    },
     /// Answer a run that waits on you.
     Respond { run_id: String, answer: String },
-    /// Continue a stopped run with raised budgets.
+    /// Continue a stopped run with raised budgets, or resume a paused one.
     Continue {
         run_id: String,
         #[command(flatten)]

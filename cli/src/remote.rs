@@ -256,6 +256,47 @@ pub async fn run(
                 format!("{} is {}", run_id, r["status"].as_str().unwrap_or(""))
             });
         }
+        Command::Pause { run_id } => {
+            let r = c
+                .post(&format!("/v1/runs/{run_id}/pause"), json!({}))
+                .await?;
+            print(&r, json, |r| {
+                format!(
+                    "{} is {}{}",
+                    run_id,
+                    r["status"].as_str().unwrap_or(""),
+                    if r["pause_requested"] == true {
+                        " (pauses once its current iteration is committed)"
+                    } else {
+                        ""
+                    }
+                )
+            });
+        }
+        Command::Edit {
+            run_id,
+            objective,
+            steps,
+        } => {
+            let plan = steps
+                .iter()
+                .map(|s| parse_step(s))
+                .collect::<Result<Vec<_>>>()?;
+            let mut body = json!({"plan": plan});
+            if let Some(o) = objective {
+                body["objective"] = json!(o);
+            }
+            let r = c
+                .call(
+                    reqwest::Method::PATCH,
+                    &format!("/v1/runs/{run_id}"),
+                    Some(body),
+                )
+                .await?;
+            print(&r, json, |_| {
+                format!("{run_id}: edit recorded; it applies from the next iteration")
+            });
+        }
         Command::Continue { run_id, budgets } => {
             let r = c
                 .post(
@@ -312,4 +353,16 @@ pub async fn run(
         Command::Serve { .. } | Command::Demo { .. } => unreachable!("handled in main"),
     }
     Ok(())
+}
+
+/// `id:status:title` → a plan step edit.
+fn parse_step(spec: &str) -> Result<Value> {
+    let mut parts = spec.splitn(3, ':');
+    let (Some(id), Some(status), Some(title)) = (parts.next(), parts.next(), parts.next()) else {
+        anyhow::bail!("--step `{spec}` must be id:status:title");
+    };
+    if !["pending", "in_progress", "done", "blocked"].contains(&status) {
+        anyhow::bail!("--step `{spec}`: status must be pending, in_progress, done or blocked");
+    }
+    Ok(json!({"id": id.trim(), "status": status, "title": title.trim()}))
 }

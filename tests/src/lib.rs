@@ -67,6 +67,8 @@ pub struct CountingLlm {
     inner: Arc<dyn LlmClient>,
     pub calls: AtomicU64,
     pub tokens: AtomicU64,
+    /// (run id, iteration, every message's text) of each planner call.
+    pub planner_prompts: Mutex<Vec<(String, u32, String)>>,
 }
 
 impl CountingLlm {
@@ -75,13 +77,32 @@ impl CountingLlm {
             inner,
             calls: AtomicU64::new(0),
             tokens: AtomicU64::new(0),
+            planner_prompts: Mutex::new(vec![]),
         }
+    }
+
+    /// The last planner prompt of iteration `n` of `run_id`.
+    pub fn planner_prompt(&self, run_id: &str, n: u32) -> Option<String> {
+        let prompts = self.planner_prompts.lock().unwrap();
+        prompts
+            .iter()
+            .rev()
+            .find(|(r, i, _)| r == run_id && *i == n)
+            .map(|(_, _, p)| p.clone())
     }
 }
 
 #[async_trait]
 impl LlmClient for CountingLlm {
     async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        if req.role == longrun_engine::LlmRole::Planner {
+            let text: Vec<&str> = req.messages.iter().map(|m| m.content.as_str()).collect();
+            self.planner_prompts.lock().unwrap().push((
+                req.run_id.clone(),
+                req.iteration,
+                text.join("\n"),
+            ));
+        }
         let resp = self.inner.chat(req).await?;
         self.calls.fetch_add(1, Ordering::SeqCst);
         let u = &resp.usage;

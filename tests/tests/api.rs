@@ -692,3 +692,86 @@ async fn webhooks_need_https_and_a_real_secret_and_secrets_are_never_returned() 
     let (_, bobs) = app.get("/v1/webhooks", BOB).await;
     assert_eq!(bobs, json!({"webhooks": []}));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pause_holds_the_run_after_its_iteration_and_an_edit_reaches_the_next_prompt() {
+    // Arrange: a run writing a note per iteration, well under way.
+    let app = spawn_app(LOOP, 3, true).await;
+    let (_, run) = app
+        .post(
+            "/v1/runs",
+            ALICE,
+            json!({"objective": "keep writing tea notes"}),
+        )
+        .await;
+    let id = run["id"].as_str().unwrap().to_string();
+    for _ in 0..200 {
+        let (_, r) = app.get(&format!("/v1/runs/{id}"), ALICE).await;
+        if r["iteration"].as_u64().unwrap() >= 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    // Act: pause, then edit while paused.
+    let (s, _) = app
+        .post(&format!("/v1/runs/{id}/pause"), ALICE, json!({}))
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    let paused = app.wait_status(&id, &["paused"]).await;
+    let at = paused["iteration"].as_u64().unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (_, still) = app.get(&format!("/v1/runs/{id}"), ALICE).await;
+    let (s, _, _) = app
+        .req(
+            reqwest::Method::PATCH,
+            &format!("/v1/runs/{id}"),
+            Some(ALICE),
+            Some(json!({"objective": "write coffee notes instead"})),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    let (s, _) = app
+        .post(&format!("/v1/runs/{id}/continue"), ALICE, json!({}))
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    for _ in 0..300 {
+        let (_, r) = app.get(&format!("/v1/runs/{id}"), ALICE).await;
+        if r["iteration"].as_u64().unwrap() > at {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    // Assert: held where it paused; the edit reached the next planner prompt and the log.
+    assert_eq!(still["status"], "paused");
+    assert_eq!(
+        still["iteration"].as_u64().unwrap(),
+        at,
+        "no iteration while paused"
+    );
+    let before = app.t.llm.planner_prompt(&id, at as u32).unwrap();
+    let after = app.t.llm.planner_prompt(&id, at as u32 + 1).unwrap();
+    assert!(before.contains("keep writing tea notes"));
+    assert!(after.contains("write coffee notes instead"), "{after}");
+    assert!(after.contains("changed the objective"));
+    let (_, events) = app.get(&format!("/v1/runs/{id}/events"), ALICE).await;
+    let kinds: Vec<&str> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    let pos = |k: &str| kinds.iter().position(|x| *x == k).unwrap_or(usize::MAX);
+    assert!(pos("pause_requested") < pos("run_paused"), "{kinds:?}");
+    assert!(pos("run_paused") < pos("run_patched") && pos("run_patched") < pos("run_resumed"));
+    let patched = &events["events"].as_array().unwrap()[pos("run_patched")];
+    assert_eq!(
+        patched["payload"]["changed"]["objective"]["to"],
+        "write coffee notes instead"
+    );
+    let (s, _) = app
+        .post(&format!("/v1/runs/{id}/pause"), ALICE, json!({}))
+        .await;
+    assert_eq!(s, StatusCode::OK, "a resumed run can be paused again");
+}

@@ -15,7 +15,8 @@ use axum::{Json, Router};
 use futures_util::Stream;
 use longrun_domain::DocMeta;
 use longrun_domain::change;
-use longrun_domain::run::{Budgets, BudgetsInput, Run, RunStatus};
+use longrun_domain::change::Rejection;
+use longrun_domain::run::{Budgets, BudgetsInput, Run, RunPatch, RunStatus};
 use longrun_engine::StepReason;
 use longrun_engine::ports::{RunQuery, Webhook};
 use schemars::JsonSchema;
@@ -505,11 +506,59 @@ async fn continue_run(
     owned(&p, &user, &id).await?;
     let now = p.clock.now_ms();
     let limit = p.config.active_limit;
+    let raise = body.budgets != BudgetsInput::default();
     let run = p
         .store
-        .update_run(&id, &|r| change::continue_run(r, &body.budgets, limit, now))
+        .update_run(&id, &|r| {
+            // A paused run resumes where it left off; raised budgets apply to it too.
+            if r.status == RunStatus::Paused {
+                let resumed = change::resume(r, now)?;
+                if raise {
+                    let budgets = body
+                        .budgets
+                        .resolve(&r.budgets)
+                        .map_err(|e| Rejection::Conflict(e.to_string()))?;
+                    let mut next = resumed;
+                    next.run.budgets = budgets;
+                    return Ok(next);
+                }
+                return Ok(resumed);
+            }
+            change::continue_run(r, &body.budgets, limit, now)
+        })
         .await?;
     p.dispatch.enqueue_next(&run, StepReason::Resume).await?;
+    Ok(Json(run_view(&p, &run)))
+}
+
+/// Pause: a queued run at once, a running one after the iteration in flight commits.
+async fn pause(
+    State(p): State<Platform>,
+    user: User,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    owned(&p, &user, &id).await?;
+    let now = p.clock.now_ms();
+    let run = p
+        .store
+        .update_run(&id, &|r| change::request_pause(r, now))
+        .await?;
+    Ok(Json(run_view(&p, &run)))
+}
+
+/// Edit the objective or the plan; takes effect at the next iteration.
+async fn patch_run(
+    State(p): State<Platform>,
+    user: User,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<RunPatch>,
+) -> Result<Json<Value>, ApiError> {
+    owned(&p, &user, &id).await?;
+    let now = p.clock.now_ms();
+    let run = p
+        .store
+        .update_run(&id, &|r| change::patch(r, body.clone(), now))
+        .await?;
     Ok(Json(run_view(&p, &run)))
 }
 
@@ -606,7 +655,8 @@ pub fn router(p: Platform) -> Router {
         .route("/healthz", get(healthz))
         .route("/v1/openapi.json", get(openapi))
         .route("/v1/runs", post(post_run).get(list_runs))
-        .route("/v1/runs/{id}", get(get_run))
+        .route("/v1/runs/{id}", get(get_run).patch(patch_run))
+        .route("/v1/runs/{id}/pause", post(pause))
         .route("/v1/runs/{id}/events", get(events))
         .route("/v1/runs/{id}/stream", get(stream))
         .route("/v1/runs/{id}/iterations", get(iterations))

@@ -2,6 +2,7 @@
 //! (schemars, JSON Schema 2020-12, which 3.1 adopts), paths from one table.
 
 use longrun_domain::report::Report;
+use longrun_domain::run::RunPatch;
 use longrun_domain::{Doc, Event, IterationRecord, PadEntry, Run};
 use longrun_engine::ports::{DocHit, Notification};
 use schemars::generate::SchemaSettings;
@@ -163,8 +164,24 @@ const OPS: &[Op] = &[
     },
     Op {
         method: "post",
+        path: "/v1/runs/{id}/pause",
+        summary: "Pause a run after the iteration in flight (continue resumes it)",
+        body: None,
+        ok: 200,
+        response: Some(schema::<Run>),
+    },
+    Op {
+        method: "patch",
+        path: "/v1/runs/{id}",
+        summary: "Edit the objective or plan; takes effect at the next iteration",
+        body: Some(schema::<RunPatch>),
+        ok: 200,
+        response: Some(schema::<Run>),
+    },
+    Op {
+        method: "post",
         path: "/v1/runs/{id}/continue",
-        summary: "Continue a stopped run with raised budgets",
+        summary: "Continue a stopped run with raised budgets, or resume a paused one",
         body: Some(schema::<ContinueBody>),
         ok: 200,
         response: Some(schema::<Run>),

@@ -11,8 +11,8 @@ use crate::decide::{Outcome, Verdict, check_budgets};
 use crate::record::{Doc, DocMeta, EventDraft, EventKind, IterationRecord, PadEntry};
 use crate::report::build_report;
 use crate::run::{
-    BudgetsInput, LastIteration, Lease, PlanStep, Run, RunStatus, Spend, StopType, StoppingReason,
-    Streaks, UserAnswer,
+    BudgetsInput, LastIteration, Lease, PlanStep, Run, RunPatch, RunStatus, Spend, StopType,
+    StoppingReason, Streaks, UserAnswer, apply_plan_updates,
 };
 
 /// How a change moves the owner's active-run counter.
@@ -124,11 +124,45 @@ pub fn claim(
         expires_at: now + lease_ms as i64,
     });
     next.updated_at = now;
-    let event = EventDraft::new(
-        EventKind::IterationStarted,
-        json!({"iteration": n, "reclaimed": reclaimed}),
-    );
+    let patched = next
+        .pending_patch
+        .take()
+        .map(|p| apply_patch(&mut next, p, n));
+    let mut payload = json!({"iteration": n, "reclaimed": reclaimed});
+    if let Some(changed) = patched {
+        payload["patched"] = changed;
+    }
+    let event = EventDraft::new(EventKind::IterationStarted, payload);
     Ok(RunChange::of(next, vec![event]))
+}
+
+/// Applies the user's edit to the run about to be worked on, and tells the planner.
+fn apply_patch(run: &mut Run, patch: RunPatch, n: u32) -> serde_json::Value {
+    let mut changed = json!({});
+    if let Some(objective) = patch.objective {
+        run.hints.push(format!(
+            "The user changed the objective. The previous one was: {}",
+            clip_chars(&run.objective, 500)
+        ));
+        changed["objective"] = json!(objective);
+        run.objective = objective;
+    }
+    if !patch.plan.is_empty() {
+        let updates: Vec<_> = patch
+            .plan
+            .iter()
+            .map(|e| (e.id.clone(), e.title.clone(), e.status))
+            .collect();
+        apply_plan_updates(&mut run.plan, &updates, n);
+        run.hints
+            .push("The user edited the plan; follow the plan as it now stands.".into());
+        changed["plan"] = json!(patch.plan);
+    }
+    changed
+}
+
+fn clip_chars(s: &str, max: usize) -> String {
+    s.chars().take(max).collect()
 }
 
 /// Adds one LLM call's real spend. Not fenced: money spent by a crashed or superseded attempt
@@ -228,7 +262,19 @@ impl CommitPlan {
             }),
         )];
         let mut active = ActiveDelta::None;
+        next.pause_requested = false;
         match &self.verdict.outcome {
+            Outcome::Continue if run.pause_requested => {
+                // Asked to pause while this iteration ran: it is committed, the next waits.
+                next.status = RunStatus::Paused;
+                record.outcome = RunStatus::Paused;
+                // Nothing to announce: the user asked for it.
+                next.notified = true;
+                events.push(EventDraft::new(
+                    EventKind::RunPaused,
+                    json!({"after_iteration": self.n}),
+                ));
+            }
             Outcome::Continue => {}
             Outcome::Wait { questions } => {
                 next.questions = questions.clone();
@@ -320,6 +366,106 @@ pub fn request_cancel(run: &Run, workspace: &[DocMeta], now: i64) -> Result<RunC
             ],
         )
     })
+}
+
+/// Pauses a queued run now; a running one after the iteration in flight is committed.
+pub fn request_pause(run: &Run, now: i64) -> Result<RunChange, Rejection> {
+    let mut next = run.clone();
+    next.updated_at = now;
+    match run.status {
+        RunStatus::Running if run.pause_requested => {
+            Err(Rejection::Conflict("pause already requested".into()))
+        }
+        RunStatus::Running => {
+            next.pause_requested = true;
+            Ok(RunChange::of(
+                next,
+                vec![EventDraft::new(EventKind::PauseRequested, json!({}))],
+            ))
+        }
+        RunStatus::Queued => {
+            next.status = RunStatus::Paused;
+            next.notified = true;
+            Ok(RunChange::of(
+                next,
+                vec![
+                    EventDraft::new(EventKind::PauseRequested, json!({})),
+                    EventDraft::new(
+                        EventKind::RunPaused,
+                        json!({"after_iteration": run.iteration}),
+                    ),
+                ],
+            ))
+        }
+        other => Err(Rejection::Conflict(format!(
+            "run is {other}; only queued or running runs can be paused"
+        ))),
+    }
+}
+
+pub const MAX_PATCH_OBJECTIVE_BYTES: usize = 16 * 1024;
+
+/// Records the user's edit; it takes effect when the next iteration is claimed (an iteration
+/// in flight keeps the objective it started with).
+pub fn patch(run: &Run, edit: RunPatch, now: i64) -> Result<RunChange, Rejection> {
+    if run.status.is_final() {
+        return Err(Rejection::Conflict(format!(
+            "run is {}; it can no longer be edited",
+            run.status
+        )));
+    }
+    if edit.is_empty() {
+        return Err(Rejection::Conflict(
+            "nothing to change: give an objective or plan steps".into(),
+        ));
+    }
+    if let Some(o) = &edit.objective
+        && (o.trim().is_empty() || o.len() > MAX_PATCH_OBJECTIVE_BYTES)
+    {
+        return Err(Rejection::Conflict(format!(
+            "objective must be 1 to {MAX_PATCH_OBJECTIVE_BYTES} bytes"
+        )));
+    }
+    let mut changed = json!({});
+    if let Some(o) = &edit.objective {
+        changed["objective"] = json!({"from": run.objective, "to": o});
+    }
+    if !edit.plan.is_empty() {
+        changed["plan"] = json!(edit.plan);
+    }
+    let mut next = run.clone();
+    next.pending_patch = Some(match next.pending_patch.take() {
+        Some(earlier) => earlier.merge(edit),
+        None => edit,
+    });
+    next.updated_at = now;
+    Ok(RunChange::of(
+        next,
+        vec![EventDraft::new(
+            EventKind::RunPatched,
+            json!({"changed": changed, "applies_from_iteration": run.iteration + 1}),
+        )],
+    ))
+}
+
+/// A paused run goes back to the queue, where it left off.
+pub fn resume(run: &Run, now: i64) -> Result<RunChange, Rejection> {
+    if run.status != RunStatus::Paused {
+        return Err(Rejection::Conflict(format!(
+            "run is {}; only paused runs can be resumed",
+            run.status
+        )));
+    }
+    let mut next = run.clone();
+    next.status = RunStatus::Queued;
+    next.updated_at = now;
+    Ok(RunChange::of(
+        next,
+        vec![EventDraft::new(
+            EventKind::RunResumed,
+            json!({"from_iteration": run.iteration}),
+        )],
+    ))
 }
 
 pub const MAX_ANSWER_BYTES: usize = 16 * 1024;
@@ -494,17 +640,10 @@ mod tests {
         assert_eq!(change.events[0].kind, EventKind::IterationCostUpdate);
     }
 
-    #[test]
-    fn a_commit_by_a_worker_that_lost_the_lease_is_rejected() {
-        let mut run = sample_run();
-        run.lease = Some(Lease {
-            owner: "thief".into(),
-            iteration: 1,
-            expires_at: 10,
-        });
-        let plan = CommitPlan {
+    fn continue_plan(run: &Run, owner: &str) -> CommitPlan {
+        CommitPlan {
             n: 1,
-            owner: "me".into(),
+            owner: owner.into(),
             verdict: Verdict {
                 outcome: Outcome::Continue,
                 streaks: Streaks::default(),
@@ -548,7 +687,117 @@ mod tests {
             workspace: vec![],
             evidence: vec![],
             now: 0,
-        };
+        }
+    }
+
+    #[test]
+    fn a_commit_by_a_worker_that_lost_the_lease_is_rejected() {
+        let mut run = sample_run();
+        run.lease = Some(Lease {
+            owner: "thief".into(),
+            iteration: 1,
+            expires_at: 10,
+        });
+        let plan = continue_plan(&run, "me");
         assert_eq!(plan.apply(&run).unwrap_err(), Rejection::LeaseLost);
+    }
+
+    #[test]
+    fn a_pause_during_an_iteration_lets_it_commit_then_holds_the_run() {
+        // Arrange: iteration 1 is claimed, then the user pauses.
+        let run = claim(&sample_run(), 1, "me", 0, 1_000).unwrap().run;
+        let paused = request_pause(&run, 5).unwrap();
+        assert_eq!(paused.run.status, RunStatus::Running);
+        assert!(paused.run.pause_requested);
+
+        // Act
+        let committed = continue_plan(&paused.run, "me").apply(&paused.run).unwrap();
+
+        // Assert
+        assert_eq!(committed.run.iteration, 1);
+        assert_eq!(committed.run.status, RunStatus::Paused);
+        assert!(!committed.run.pause_requested && committed.run.notified);
+        assert!(
+            committed
+                .events
+                .iter()
+                .any(|e| e.kind == EventKind::RunPaused)
+        );
+        assert!(matches!(
+            claim(&committed.run, 2, "me", 10, 1_000),
+            Err(Rejection::NotRunnable {
+                status: RunStatus::Paused
+            })
+        ));
+        let resumed = resume(&committed.run, 20).unwrap().run;
+        assert_eq!(resumed.status, RunStatus::Queued);
+        assert!(claim(&resumed, 2, "me", 30, 1_000).is_ok());
+    }
+
+    #[test]
+    fn a_queued_run_pauses_at_once_and_an_ended_one_refuses() {
+        let mut run = sample_run();
+        run.status = RunStatus::Queued;
+        assert_eq!(
+            request_pause(&run, 1).unwrap().run.status,
+            RunStatus::Paused
+        );
+        run.status = RunStatus::Completed;
+        assert!(request_pause(&run, 1).is_err());
+    }
+
+    #[test]
+    fn a_patch_waits_for_the_next_claim_and_then_tells_the_planner() {
+        // Arrange
+        let run = sample_run();
+        let edit = RunPatch {
+            objective: Some("write a shorter report".into()),
+            plan: vec![crate::run::PlanStepEdit {
+                id: "s9".into(),
+                title: "cut to one page".into(),
+                status: crate::run::StepStatus::Pending,
+            }],
+        };
+
+        // Act
+        let patched = patch(&run, edit, 3).unwrap();
+        let claimed = claim(&patched.run, 1, "me", 4, 1_000).unwrap();
+
+        // Assert
+        assert_eq!(
+            patched.run.objective, "write a report",
+            "not before the next iteration"
+        );
+        assert_eq!(patched.events[0].kind, EventKind::RunPatched);
+        assert_eq!(
+            patched.events[0].payload["changed"]["objective"],
+            json!({"from": "write a report", "to": "write a shorter report"})
+        );
+        assert_eq!(claimed.run.objective, "write a shorter report");
+        assert!(claimed.run.pending_patch.is_none());
+        assert!(claimed.run.plan.iter().any(|p| p.id == "s9"));
+        assert!(
+            claimed
+                .run
+                .hints
+                .iter()
+                .any(|h| h.contains("changed the objective"))
+        );
+        assert_eq!(
+            claimed.events[0].payload["patched"]["objective"],
+            "write a shorter report"
+        );
+    }
+
+    #[test]
+    fn an_empty_patch_or_one_on_a_final_run_is_refused() {
+        let mut run = sample_run();
+        assert!(patch(&run, RunPatch::default(), 0).is_err());
+        run.status = RunStatus::Canceled;
+        let edit = RunPatch {
+            objective: Some("x".into()),
+            plan: vec![],
+        };
+        assert!(patch(&run, edit, 0).is_err());
     }
 }

@@ -22,6 +22,10 @@ pub enum EventKind {
     CancelRequested,
     UserResponded,
     RunContinued,
+    PauseRequested,
+    RunPaused,
+    RunResumed,
+    RunPatched,
     Warning,
 }
 
@@ -34,6 +38,7 @@ impl EventKind {
             RunStatus::Canceled => Some(EventKind::RunCanceled),
             RunStatus::Failed => Some(EventKind::RunFailed),
             RunStatus::WaitingOnUser | RunStatus::WaitingOnChildren => Some(EventKind::RunWaiting),
+            RunStatus::Paused => Some(EventKind::RunPaused),
             RunStatus::Queued | RunStatus::Running => None,
         }
     }

@@ -15,6 +15,8 @@ pub enum RunStatus {
     Running,
     WaitingOnUser,
     WaitingOnChildren,
+    /// Held by the user between iterations; `continue` queues it again.
+    Paused,
     Completed,
     Stopped,
     Canceled,
@@ -22,11 +24,12 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
-    pub const ALL: [RunStatus; 8] = [
+    pub const ALL: [RunStatus; 9] = [
         RunStatus::Queued,
         RunStatus::Running,
         RunStatus::WaitingOnUser,
         RunStatus::WaitingOnChildren,
+        RunStatus::Paused,
         RunStatus::Completed,
         RunStatus::Stopped,
         RunStatus::Canceled,
@@ -39,6 +42,7 @@ impl RunStatus {
             RunStatus::Running => "running",
             RunStatus::WaitingOnUser => "waiting_on_user",
             RunStatus::WaitingOnChildren => "waiting_on_children",
+            RunStatus::Paused => "paused",
             RunStatus::Completed => "completed",
             RunStatus::Stopped => "stopped",
             RunStatus::Canceled => "canceled",
@@ -81,18 +85,19 @@ impl RunStatus {
     pub fn can_transition_to(self, to: RunStatus) -> bool {
         use RunStatus::*;
         match self {
-            Queued => matches!(to, Running | Canceled | Failed),
+            Queued => matches!(to, Running | Paused | Canceled | Failed),
             Running => matches!(
                 to,
                 Running
                     | WaitingOnUser
                     | WaitingOnChildren
+                    | Paused
                     | Completed
                     | Stopped
                     | Canceled
                     | Failed
             ),
-            WaitingOnUser | WaitingOnChildren => matches!(to, Queued | Canceled | Failed),
+            WaitingOnUser | WaitingOnChildren | Paused => matches!(to, Queued | Canceled | Failed),
             Stopped => matches!(to, Queued),
             Completed | Canceled | Failed => false,
         }
@@ -337,6 +342,46 @@ impl StepStatus {
     }
 }
 
+/// A user's mid-run edit (`PATCH /v1/runs/{id}`): a new objective, and plan steps to add or
+/// change by id.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunPatch {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objective: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plan: Vec<PlanStepEdit>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanStepEdit {
+    pub id: String,
+    pub title: String,
+    pub status: StepStatus,
+}
+
+impl RunPatch {
+    pub fn is_empty(&self) -> bool {
+        self.objective.is_none() && self.plan.is_empty()
+    }
+
+    /// A later patch on top of one not yet applied: the newest objective, plan edits merged
+    /// by step id.
+    pub fn merge(mut self, later: RunPatch) -> RunPatch {
+        if later.objective.is_some() {
+            self.objective = later.objective;
+        }
+        for edit in later.plan {
+            match self.plan.iter_mut().find(|e| e.id == edit.id) {
+                Some(e) => *e = edit,
+                None => self.plan.push(edit),
+            }
+        }
+        self
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PlanStep {
     pub id: String,
@@ -476,6 +521,12 @@ pub struct Run {
     pub streaks: Streaks,
     pub lease: Option<Lease>,
     pub cancel_requested: bool,
+    /// Set by `pause` while an iteration is in flight: its commit pauses the run.
+    #[serde(default)]
+    pub pause_requested: bool,
+    /// The user's edits, applied when the next iteration is claimed.
+    #[serde(default)]
+    pub pending_patch: Option<RunPatch>,
     /// Number of events appended so far; the next event gets `event_seq + 1`.
     pub event_seq: u64,
     pub parent_run_id: Option<String>,
@@ -521,6 +572,8 @@ impl Run {
             streaks: Streaks::default(),
             lease: None,
             cancel_requested: false,
+            pause_requested: false,
+            pending_patch: None,
             event_seq: 0,
             parent_run_id: None,
             depth: 0,

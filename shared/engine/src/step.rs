@@ -206,6 +206,8 @@ impl Dispatch {
         match run.status {
             RunStatus::Running => self.enqueue_next(run, StepReason::Continue).await,
             RunStatus::Queued => self.enqueue_next(run, StepReason::Resume).await,
+            // The user holds it; `continue` sends the next step.
+            RunStatus::Paused => Ok(()),
             _ => self.publish_outcome(run).await,
         }
     }
