@@ -103,6 +103,10 @@ enum Command {
         /// Tail the run live until it ends.
         #[arg(long)]
         follow: bool,
+        /// autopilot (default), approve_plan (the first plan waits for your approval) or
+        /// per_write (every write waits for your approval; answer with `respond --approve`).
+        #[arg(long, value_parser = ["autopilot", "approve_plan", "per_write"])]
+        mode: Option<String>,
         /// Keep the embedded run's data here instead of a temporary dir.
         #[arg(long)]
         data_dir: Option<PathBuf>,
@@ -142,8 +146,18 @@ enum Command {
         #[arg(long = "step")]
         steps: Vec<String>,
     },
-    /// Answer a run that waits on you.
-    Respond { run_id: String, answer: String },
+    /// Answer a run that waits on you, and approve or reject what waits for approval.
+    Respond {
+        run_id: String,
+        #[arg(default_value = "")]
+        answer: String,
+        /// Approve the plan or the held writes.
+        #[arg(long, conflicts_with = "reject")]
+        approve: bool,
+        /// Reject the held writes (the answer, if any, is the reason).
+        #[arg(long)]
+        reject: bool,
+    },
     /// Continue a stopped run with raised budgets, or resume a paused one.
     Continue {
         run_id: String,
@@ -343,6 +357,7 @@ async fn run_embedded(
         budgets: budgets.input(),
         thresholds: None,
         model: Some(model.to_string()),
+        permission_mode: None,
     };
     let run = create_run(&p, "local", req)
         .await

@@ -164,12 +164,16 @@ pub async fn run(
             budgets,
             model,
             follow: f,
+            mode,
             ..
         } => {
             let b = budgets.input();
             let mut body = json!({"objective": objective, "budgets": b});
             if let Some(m) = model {
                 body["model"] = json!(m);
+            }
+            if let Some(m) = mode {
+                body["permission_mode"] = json!(m);
             }
             let run = c.post("/v1/runs", body).await?;
             let id = run["id"].as_str().unwrap_or_default().to_string();
@@ -245,13 +249,17 @@ pub async fn run(
                 )
             });
         }
-        Command::Respond { run_id, answer } => {
-            let r = c
-                .post(
-                    &format!("/v1/runs/{run_id}/respond"),
-                    json!({"answer": answer}),
-                )
-                .await?;
+        Command::Respond {
+            run_id,
+            answer,
+            approve,
+            reject,
+        } => {
+            let mut body = json!({"answer": answer});
+            if approve || reject {
+                body["approve"] = json!(approve);
+            }
+            let r = c.post(&format!("/v1/runs/{run_id}/respond"), body).await?;
             print(&r, json, |r| {
                 format!("{} is {}", run_id, r["status"].as_str().unwrap_or(""))
             });

@@ -775,3 +775,130 @@ async fn pause_holds_the_run_after_its_iteration_and_an_edit_reaches_the_next_pr
         .await;
     assert_eq!(s, StatusCode::OK, "a resumed run can be paused again");
 }
+
+const PLAN_THEN_WRITE: &str = r#"{"planner": [
+  {"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "planned",
+    "remaining_work": ["write the note"]},
+    "plan_updates": [{"id": "s1", "title": "write the note", "status": "pending"}],
+    "tool_calls": [{"name": "doc_write", "args": {"path": "early.md", "content": "too soon"}}]}},
+  {"content": {"status": {"exit_signal": true, "needs_user_input": false, "progress_summary": "wrote note.md",
+    "remaining_work": [], "completion_evidence": ["note.md"]},
+    "plan_updates": [{"id": "s1", "title": "write the note", "status": "done"}],
+    "tool_calls": [{"name": "doc_write", "args": {"path": "note.md", "content": "approved work"}}]}}]}"#;
+
+const TWO_WRITES: &str = r#"{"planner": [
+  {"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "drafting",
+    "remaining_work": ["finish"]},
+    "tool_calls": [{"name": "doc_write", "args": {"path": "keep.md", "content": "keep me"}},
+                   {"name": "doc_write", "args": {"path": "drop.md", "content": "drop me"}},
+                   {"name": "doc_list", "args": {}}]}},
+  {"content": {"status": {"exit_signal": true, "needs_user_input": false, "progress_summary": "done",
+    "remaining_work": [], "completion_evidence": ["keep.md"]}}}]}"#;
+
+async fn docs_of(app: &App, id: &str) -> Vec<String> {
+    let (_, ws) = app.get(&format!("/v1/runs/{id}/workspace"), ALICE).await;
+    ws["docs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["path"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approve_plan_holds_all_work_until_the_plan_is_approved() {
+    // Arrange
+    let app = spawn_app(PLAN_THEN_WRITE, 3, true).await;
+    let (s, run) = app
+        .post(
+            "/v1/runs",
+            ALICE,
+            json!({"objective": "write a note", "permission_mode": "approve_plan"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED);
+    let id = run["id"].as_str().unwrap().to_string();
+
+    // Act: the first plan waits; then the user approves it.
+    let waiting = app.wait_status(&id, &["waiting_on_user"]).await;
+    let docs_before = docs_of(&app, &id).await;
+    let (s, _) = app
+        .post(
+            &format!("/v1/runs/{id}/respond"),
+            ALICE,
+            json!({"approve": true}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    let done = app.wait_status(&id, &["completed"]).await;
+
+    // Assert
+    let question = waiting["questions"][0].as_str().unwrap();
+    assert!(question.starts_with("Approve this plan?"), "{question}");
+    assert!(question.contains("- [pending] write the note"));
+    assert_eq!(
+        waiting["plan"][0]["id"], "s1",
+        "the plan is visible while it waits"
+    );
+    assert!(
+        docs_before.is_empty(),
+        "nothing ran before approval: {docs_before:?}"
+    );
+    assert_eq!(done["plan_approved"], true);
+    assert_eq!(docs_of(&app, &id).await, vec!["note.md".to_string()]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_write_holds_each_write_and_a_rejected_one_never_happens() {
+    // Arrange
+    let app = spawn_app(TWO_WRITES, 3, true).await;
+    let (_, run) = app
+        .post(
+            "/v1/runs",
+            ALICE,
+            json!({"objective": "draft notes", "permission_mode": "per_write"}),
+        )
+        .await;
+    let id = run["id"].as_str().unwrap().to_string();
+
+    // Act: both writes wait; the user approves one and rejects the other.
+    let waiting = app.wait_status(&id, &["waiting_on_user"]).await;
+    let docs_before = docs_of(&app, &id).await;
+    let (s, _) = app
+        .post(
+            &format!("/v1/runs/{id}/respond"),
+            ALICE,
+            json!({"decisions": [
+                {"id": "c1.1", "approve": true},
+                {"id": "c1.2", "approve": false, "reason": "no drafts to drop"}]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    let done = app.wait_status(&id, &["completed"]).await;
+
+    // Assert
+    let pending: Vec<&str> = waiting["pending_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(pending, ["c1.1", "c1.2"], "reads ran, writes were held");
+    assert_eq!(waiting["questions"].as_array().unwrap().len(), 2);
+    assert!(docs_before.is_empty());
+    assert_eq!(docs_of(&app, &id).await, vec!["keep.md".to_string()]);
+    let prompt = app.t.llm.planner_prompt(&id, 2).unwrap();
+    assert!(
+        prompt.contains("rejected by the user: no drafts to drop"),
+        "the planner sees the rejection"
+    );
+    assert_eq!(done["pending_calls"], json!([]));
+    let (s, _) = app
+        .post(
+            &format!("/v1/runs/{id}/respond"),
+            ALICE,
+            json!({"decisions": [{"id": "c9.9", "approve": true}]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CONFLICT, "nothing waits on a completed run");
+}

@@ -25,6 +25,7 @@ async fn start(t: &TestPlatform) -> String {
         objective: "write notes".into(),
         budgets: Default::default(),
         thresholds: None,
+        permission_mode: None,
         model: None,
     };
     create_run(t.p(), "alice", req).await.unwrap().id

@@ -361,6 +361,7 @@ mod suite {
                 budgets: Default::default(),
                 thresholds: None,
                 model: None,
+                permission_mode: None,
             },
             next_at,
             created_at: 1,

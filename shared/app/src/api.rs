@@ -63,7 +63,16 @@ pub type CreateRun = longrun_domain::RunTemplate;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RespondBody {
+    /// The answer to the run's questions (may be empty when only approving).
+    #[serde(default)]
     pub answer: String,
+    /// Approve (true) or reject (false) what waits: the plan under `approve_plan`, every
+    /// held write under `per_write` not decided in `decisions`.
+    #[serde(default)]
+    pub approve: Option<bool>,
+    /// Per held write: `{"id": "c3.1", "approve": false, "reason": "…"}`.
+    #[serde(default)]
+    pub decisions: Vec<change::CallDecision>,
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -130,9 +139,9 @@ pub fn prepare_run(p: &Platform, user: &str, req: CreateRun, id: String) -> Resu
         )));
     }
     let now = p.clock.now_ms();
-    Ok(Run::new(
-        &id, user, objective, &model, budgets, thresholds, now,
-    ))
+    let mut run = Run::new(&id, user, objective, &model, budgets, thresholds, now);
+    run.permission_mode = req.permission_mode.unwrap_or_default();
+    Ok(run)
 }
 
 pub fn run_view(p: &Platform, run: &Run) -> Value {
@@ -482,16 +491,20 @@ async fn respond(
 ) -> Result<Json<Value>, ApiError> {
     owned(&p, &user, &id).await?;
     let answer = body.answer.trim();
-    if answer.is_empty() || answer.len() > change::MAX_ANSWER_BYTES {
+    let approval = change::Approval {
+        approve: body.approve,
+        decisions: body.decisions,
+    };
+    if (answer.is_empty() && approval.is_empty()) || answer.len() > change::MAX_ANSWER_BYTES {
         return Err(ApiError::Unprocessable(format!(
-            "answer must be between 1 and {} bytes",
+            "answer must be between 1 and {} bytes, or approve / decisions must be given",
             change::MAX_ANSWER_BYTES
         )));
     }
     let now = p.clock.now_ms();
     let run = p
         .store
-        .update_run(&id, &|r| change::respond(r, answer, now))
+        .update_run(&id, &|r| change::respond(r, answer, &approval, now))
         .await?;
     p.dispatch.enqueue_next(&run, StepReason::Respond).await?;
     Ok(Json(run_view(&p, &run)))

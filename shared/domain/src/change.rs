@@ -11,8 +11,8 @@ use crate::decide::{Outcome, Verdict, check_budgets};
 use crate::record::{Doc, DocMeta, EventDraft, EventKind, IterationRecord, PadEntry};
 use crate::report::build_report;
 use crate::run::{
-    BudgetsInput, LastIteration, Lease, PlanStep, Run, RunPatch, RunStatus, Spend, StopType,
-    StoppingReason, Streaks, UserAnswer, apply_plan_updates,
+    BudgetsInput, Decision, LastIteration, Lease, PendingCall, PermissionMode, PlanStep, Run,
+    RunPatch, RunStatus, Spend, StopType, StoppingReason, Streaks, UserAnswer, apply_plan_updates,
 };
 
 /// How a change moves the owner's active-run counter.
@@ -213,6 +213,8 @@ pub struct CommitPlan {
     /// The whole workspace after this commit, for the report.
     pub workspace: Vec<DocMeta>,
     pub evidence: Vec<String>,
+    /// Writes this iteration proposed under `per_write`, waiting for the user.
+    pub pending_calls: Vec<PendingCall>,
     pub now: i64,
 }
 
@@ -238,6 +240,8 @@ impl CommitPlan {
         next.hints = self.verdict.hints.clone();
         next.remaining_work = self.remaining_work.clone();
         next.last_iteration = Some(self.last_iteration.clone());
+        // Decided calls were carried out (or refused) by this iteration; new ones wait.
+        next.pending_calls = self.pending_calls.clone();
         next.metrics.iterations += 1;
         next.metrics.running_ms += self.running_ms;
         next.metrics.docs += self.record.created_docs.len() as u32;
@@ -470,27 +474,108 @@ pub fn resume(run: &Run, now: i64) -> Result<RunChange, Rejection> {
 
 pub const MAX_ANSWER_BYTES: usize = 16 * 1024;
 
-/// The user's answer moves a waiting run back to the queue.
-pub fn respond(run: &Run, answer: &str, now: i64) -> Result<RunChange, Rejection> {
+/// The user's decisions on what waits for approval: the plan (`approve_plan`) and held
+/// writes (`per_write`). `approve` applies to everything not decided one by one.
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Approval {
+    #[serde(default)]
+    pub approve: Option<bool>,
+    #[serde(default)]
+    pub decisions: Vec<CallDecision>,
+}
+
+#[derive(Clone, Debug, PartialEq, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CallDecision {
+    /// A pending call's id (`c{iteration}.{k}`).
+    pub id: String,
+    pub approve: bool,
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+impl Approval {
+    pub fn is_empty(&self) -> bool {
+        self.approve.is_none() && self.decisions.is_empty()
+    }
+}
+
+/// The user's answer (and approvals) move a waiting run back to the queue.
+pub fn respond(
+    run: &Run,
+    answer: &str,
+    approval: &Approval,
+    now: i64,
+) -> Result<RunChange, Rejection> {
     if run.status != RunStatus::WaitingOnUser {
         return Err(Rejection::Conflict(format!(
             "run is {}; answers are accepted only while waiting_on_user",
             run.status
         )));
     }
+    if answer.trim().is_empty() && approval.is_empty() {
+        return Err(Rejection::Conflict(
+            "give an answer, or approve / reject what waits".into(),
+        ));
+    }
+    if let Some(d) = approval
+        .decisions
+        .iter()
+        .find(|d| !run.pending_calls.iter().any(|c| c.id == d.id))
+    {
+        return Err(Rejection::Conflict(format!(
+            "no pending call `{}` on this run",
+            d.id
+        )));
+    }
     let mut next = run.clone();
     next.status = RunStatus::Queued;
-    next.pending_answers.push(UserAnswer {
-        text: answer.to_string(),
-        at: now,
-    });
+    if !answer.trim().is_empty() {
+        next.pending_answers.push(UserAnswer {
+            text: answer.to_string(),
+            at: now,
+        });
+    }
+    if run.permission_mode == PermissionMode::ApprovePlan && approval.approve == Some(true) {
+        next.plan_approved = true;
+    }
+    let fallback = if answer.trim().is_empty() {
+        "not approved by the user".to_string()
+    } else {
+        answer.trim().to_string()
+    };
+    for call in next
+        .pending_calls
+        .iter_mut()
+        .filter(|c| c.decision.is_none())
+    {
+        let one = approval.decisions.iter().find(|d| d.id == call.id);
+        let approved = one.map(|d| d.approve).or(approval.approve).unwrap_or(false);
+        call.decision = Some(if approved {
+            Decision::Approved
+        } else {
+            Decision::Rejected {
+                reason: one
+                    .and_then(|d| d.reason.clone())
+                    .unwrap_or_else(|| fallback.clone()),
+            }
+        });
+    }
     let questions = std::mem::take(&mut next.questions);
     next.stopping_reason = None;
     next.report = None;
     next.updated_at = now;
     let event = EventDraft::new(
         EventKind::UserResponded,
-        json!({"questions": questions, "answer": answer}),
+        json!({
+            "questions": questions,
+            "answer": answer,
+            "approve": approval.approve,
+            "decisions": next.pending_calls.iter()
+                .map(|c| json!({"id": c.id, "name": c.name, "decision": c.decision}))
+                .collect::<Vec<_>>(),
+        }),
     );
     Ok(RunChange::of(next, vec![event]))
 }
@@ -686,6 +771,7 @@ mod tests {
             summary: String::new(),
             workspace: vec![],
             evidence: vec![],
+            pending_calls: vec![],
             now: 0,
         }
     }

@@ -111,6 +111,8 @@ pub struct IterationFacts {
     pub workspace_docs: usize,
     /// Completion-evidence items naming an existing workspace doc path.
     pub evidence_docs: usize,
+    /// Work waits for the user's approval (a plan, or writes), so the run cannot be complete.
+    pub awaiting_approval: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -234,6 +236,7 @@ pub fn decide(run: &Run, facts: &IterationFacts) -> Verdict {
     let mut hints = vec![];
     if let Some(status) = &facts.status
         && status.exit_signal
+        && !facts.awaiting_approval
     {
         let failures = exit_gate_failures(
             status,

@@ -342,6 +342,37 @@ impl StepStatus {
     }
 }
 
+/// How much the agent may do without asking.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionMode {
+    /// Plans and acts on its own.
+    #[default]
+    Autopilot,
+    /// The first plan waits for the user's approval; then autopilot.
+    ApprovePlan,
+    /// Every write tool call waits for the user's approval.
+    PerWrite,
+}
+
+/// A write the planner proposed under `per_write`, held until the user decides.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PendingCall {
+    /// `c{iteration}.{k}`: what the user approves or rejects.
+    pub id: String,
+    pub name: String,
+    pub args: serde_json::Value,
+    #[serde(default)]
+    pub decision: Option<Decision>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum Decision {
+    Approved,
+    Rejected { reason: String },
+}
+
 /// A user's mid-run edit (`PATCH /v1/runs/{id}`): a new objective, and plan steps to add or
 /// change by id.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -527,6 +558,14 @@ pub struct Run {
     /// The user's edits, applied when the next iteration is claimed.
     #[serde(default)]
     pub pending_patch: Option<RunPatch>,
+    #[serde(default)]
+    pub permission_mode: PermissionMode,
+    /// Under `approve_plan`: the user approved a plan.
+    #[serde(default)]
+    pub plan_approved: bool,
+    /// Under `per_write`: writes waiting for (or carrying) the user's decision.
+    #[serde(default)]
+    pub pending_calls: Vec<PendingCall>,
     /// Number of events appended so far; the next event gets `event_seq + 1`.
     pub event_seq: u64,
     pub parent_run_id: Option<String>,
@@ -574,6 +613,9 @@ impl Run {
             cancel_requested: false,
             pause_requested: false,
             pending_patch: None,
+            permission_mode: PermissionMode::Autopilot,
+            plan_approved: false,
+            pending_calls: vec![],
             event_seq: 0,
             parent_run_id: None,
             depth: 0,

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::DomainError;
-use crate::run::{BudgetsInput, Thresholds};
+use crate::run::{BudgetsInput, PermissionMode, Thresholds};
 
 /// A run to start: the body of `POST /v1/runs`, and what a schedule starts at each occurrence.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -23,6 +23,9 @@ pub struct RunTemplate {
     /// `provider:model`; one of the server's configured models.
     #[serde(default)]
     pub model: Option<String>,
+    /// `autopilot` (default), `approve_plan` or `per_write`.
+    #[serde(default)]
+    pub permission_mode: Option<PermissionMode>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

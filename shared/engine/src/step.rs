@@ -13,7 +13,8 @@ use longrun_domain::planner::{
 };
 use longrun_domain::record::{IterationMetrics, IterationRecord, PadEntry};
 use longrun_domain::run::{
-    ExecutorBrief, LastIteration, Metrics, Run, RunStatus, Spend, ToolResultBrief,
+    Decision, ExecutorBrief, LastIteration, Metrics, PendingCall, PermissionMode, PlanStep, Run,
+    RunStatus, Spend, ToolResultBrief,
 };
 use longrun_domain::{Rejection, RunChange, decide};
 use serde_json::json;
@@ -492,9 +493,13 @@ impl Engine {
         staging: &Staging,
         task: &ExecutorTask,
     ) -> Result<ExecutorBrief, EngineError> {
+        // Under per_write executors only read: every write goes through the planner, where
+        // each one can be approved.
+        let read_only = it.run.permission_mode == PermissionMode::PerWrite;
         let allowed: Vec<&str> = EXECUTOR_TOOLS
             .into_iter()
             .filter(|t| task.tools.is_empty() || task.tools.iter().any(|x| x == t))
+            .filter(|t| !read_only || !self.tools.writes(t))
             .collect();
         let max = self.config.executor_tool_calls;
         let messages = prompt::executor_messages(
@@ -541,6 +546,57 @@ impl Engine {
         owner: &str,
         started_at: i64,
     ) -> Result<CommitPlan, EngineError> {
+        let staging = Staging::new(
+            self.store().clone(),
+            &run.id,
+            n,
+            run.plan.clone(),
+            started_at,
+        );
+        // Writes the user decided on (per_write) are carried out or refused first, and the
+        // planner is told which.
+        let mut tool_results: Vec<ToolResultBrief> = vec![];
+        let mut decided = vec![];
+        for call in &run.pending_calls {
+            let outcome = match &call.decision {
+                Some(Decision::Approved) => {
+                    let c = ToolCall {
+                        name: call.name.clone(),
+                        args: call.args.clone(),
+                    };
+                    self.tools.invoke(&staging, &c, None).await
+                }
+                Some(Decision::Rejected { reason }) => ToolOutcome {
+                    name: call.name.clone(),
+                    args: call.args.clone(),
+                    result: Err(format!("rejected by the user: {reason}")),
+                },
+                None => continue,
+            };
+            decided.push(format!(
+                "{} {} (id {}): {}",
+                call.name,
+                clip(&call.args.to_string(), 120),
+                call.id,
+                match &outcome.result {
+                    Ok(_) => "approved and done".to_string(),
+                    Err(e) => clip(e, 200),
+                }
+            ));
+            tool_results.push(brief_of(&outcome, false));
+        }
+        let told;
+        let run = if decided.is_empty() {
+            run
+        } else {
+            let mut r = run.clone();
+            r.hints.push(format!(
+                "The user decided on the writes you proposed: {}. Do not repeat a rejected write.",
+                decided.join("; ")
+            ));
+            told = r;
+            &told
+        };
         let it = Iter {
             run,
             n,
@@ -552,17 +608,13 @@ impl Engine {
                 budget: None,
             }),
         };
-        let staging = Staging::new(
-            self.store().clone(),
-            &run.id,
-            n,
-            run.plan.clone(),
-            started_at,
-        );
+        let mode = run.permission_mode;
+        let hold_plan = mode == PermissionMode::ApprovePlan && !run.plan_approved;
+        let mut pending_calls: Vec<PendingCall> = vec![];
+        let mut approval_questions: Vec<String> = vec![];
         let mut cancel = run.cancel_requested;
         let mut error = None;
         let mut planner = None;
-        let mut tool_results: Vec<ToolResultBrief> = vec![];
         let mut executor_results = vec![];
         let mut actions = vec![];
 
@@ -591,8 +643,39 @@ impl Engine {
                     .map(|t| format!("executor: {}", t.title)),
             );
 
+            // Under approve_plan nothing runs until a plan is approved; under per_write
+            // writes are held for approval and the rest runs.
+            let (writes, calls): (Vec<ToolCall>, Vec<ToolCall>) = if hold_plan {
+                approval_questions.push(format!(
+                    "Approve this plan? Respond with approve: true to start the work, or answer \
+                     with what to change.\n{}",
+                    render_plan(&staging.plan())
+                ));
+                (vec![], vec![])
+            } else if mode == PermissionMode::PerWrite {
+                out.tool_calls
+                    .iter()
+                    .cloned()
+                    .partition(|c| self.tools.writes(&c.name))
+            } else {
+                (vec![], out.tool_calls.clone())
+            };
+            for (k, w) in writes.into_iter().enumerate() {
+                let id = format!("c{n}.{}", k + 1);
+                approval_questions.push(format!(
+                    "Approve {} {} (id {id})?",
+                    w.name,
+                    clip(&w.args.to_string(), 300)
+                ));
+                pending_calls.push(PendingCall {
+                    id,
+                    name: w.name,
+                    args: w.args,
+                    decision: None,
+                });
+            }
             let outcomes = self
-                .run_tools(&staging, &out.tool_calls, None, self.config.max_tool_calls)
+                .run_tools(&staging, &calls, None, self.config.max_tool_calls)
                 .await;
             let failed: Vec<ToolOutcome> = outcomes
                 .iter()
@@ -601,7 +684,8 @@ impl Engine {
                 .collect();
             tool_results.extend(outcomes.iter().map(|o| brief_of(o, false)));
 
-            let more_llm = !failed.is_empty() || !out.executor_tasks.is_empty();
+            let executor_tasks: &[ExecutorTask] = if hold_plan { &[] } else { &out.executor_tasks };
+            let more_llm = !failed.is_empty() || !executor_tasks.is_empty();
             if more_llm && self.cancel_requested(&run.id).await? {
                 cancel = true;
             }
@@ -612,8 +696,7 @@ impl Engine {
             if !cancel {
                 // Futures are built up front: a lazily mapped stream trips the `Send` check
                 // of the spawned worker future on its higher-ranked closure lifetimes.
-                let pending: Vec<_> = out
-                    .executor_tasks
+                let pending: Vec<_> = executor_tasks
                     .iter()
                     .take(self.config.max_executor_tasks)
                     .map(|task| self.execute(&it, &staging, task))
@@ -656,6 +739,8 @@ impl Engine {
             answers_consumed: planner.is_some() && !run.pending_answers.is_empty(),
         };
         let mut questions = staged.questions.clone();
+        let awaiting_approval = !approval_questions.is_empty();
+        questions.extend(approval_questions);
         if let Some(s) = &status
             && s.needs_user_input
         {
@@ -689,6 +774,7 @@ impl Engine {
             questions: (!questions.is_empty()).then_some(questions),
             workspace_docs: run.metrics.docs as usize + staged.created.len(),
             evidence_docs,
+            awaiting_approval,
         };
         let verdict = decide(run, &facts);
         let now = self.now();
@@ -796,6 +882,7 @@ impl Engine {
             summary,
             workspace,
             evidence,
+            pending_calls,
             now,
         })
     }
@@ -807,6 +894,25 @@ fn llm_error(e: &LlmError) -> IterationError {
         message: format!("model call failed: {e}"),
         fatal: !e.is_retryable(),
     }
+}
+
+fn render_plan(plan: &[PlanStep]) -> String {
+    if plan.is_empty() {
+        return "(the planner proposed no plan steps)".into();
+    }
+    plan.iter()
+        .map(|p| {
+            format!(
+                "- [{}] {}",
+                serde_json::to_value(p.status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default(),
+                p.title
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn brief_of(o: &ToolOutcome, repaired: bool) -> ToolResultBrief {

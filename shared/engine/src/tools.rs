@@ -241,6 +241,11 @@ pub trait Tool: Send + Sync {
     fn name(&self) -> &'static str;
     fn description(&self) -> &'static str;
     fn schema(&self) -> Value;
+    /// Changes something (the workspace, an outside system): held for approval under
+    /// `per_write`.
+    fn writes(&self) -> bool {
+        false
+    }
     /// Called only with arguments that passed the schema.
     async fn call(&self, staging: &Staging, args: Value) -> Result<Value, String>;
 }
@@ -268,6 +273,9 @@ struct DocWrite;
 impl Tool for DocWrite {
     fn name(&self) -> &'static str {
         "doc_write"
+    }
+    fn writes(&self) -> bool {
+        true
     }
     fn description(&self) -> &'static str {
         "Create or replace a workspace document."
@@ -520,6 +528,11 @@ impl ToolRegistry {
             },
         );
         self.block = crate::prompt::tools_block(&self.specs(None));
+    }
+
+    /// Whether `name` is a write tool (unknown names are not: they fail validation anyway).
+    pub fn writes(&self, name: &str) -> bool {
+        self.tools.get(name).is_some_and(|e| e.tool.writes())
     }
 
     pub fn prompt_block(&self) -> &str {

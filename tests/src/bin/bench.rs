@@ -64,6 +64,7 @@ async fn start(p: &Platform, iterations: i64) -> String {
             ..Default::default()
         },
         thresholds: None,
+        permission_mode: None,
         model: None,
     };
     create_run(p, "bench", req).await.unwrap().id

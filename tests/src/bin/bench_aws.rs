@@ -39,6 +39,7 @@ async fn main() {
             ..Default::default()
         },
         thresholds: None,
+        permission_mode: None,
         model: None,
     };
     let run = create_run(s.p(), "bench", req).await.unwrap();
