@@ -190,6 +190,17 @@ pub fn platform(
     tokens: &[(&str, &str)],
     active_limit: u32,
 ) -> TestPlatform {
+    platform_with(script_json, faults, tokens, active_limit, |_| {})
+}
+
+/// [`platform`] with a last say over the configuration (fetch policy, resolver, …).
+pub fn platform_with(
+    script_json: &str,
+    faults: Arc<dyn Faults>,
+    tokens: &[(&str, &str)],
+    active_limit: u32,
+    configure: impl FnOnce(&mut AppConfig),
+) -> TestPlatform {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));
     let llm = Arc::new(CountingLlm::new(scripted(script_json)));
@@ -199,6 +210,7 @@ pub fn platform(
     }
     let mut config = AppConfig::new(t, vec![MODEL.to_string()]).unwrap();
     config.active_limit = active_limit;
+    configure(&mut config);
     let running = Platform::embedded(
         Some(dir.path()),
         config,

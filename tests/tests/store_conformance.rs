@@ -8,7 +8,7 @@ use longrun_domain::run::{RunStatus, Spend};
 use longrun_domain::{
     Doc, EventDraft, EventKind, PadEntry, Rejection, RunChange, RunTemplate, Schedule,
 };
-use longrun_engine::ports::{Notification, RunQuery, RunStore, StoreError, Webhook};
+use longrun_engine::ports::{Notification, RunQuery, RunStore, StoreError, UserTool, Webhook};
 use longrun_local::{InMemoryRunStore, SqliteDb, SqliteRunStore};
 use longrun_tests::new_run;
 use serde_json::json;
@@ -351,6 +351,46 @@ mod suite {
         assert!(s.webhooks("bob").await.unwrap().is_empty());
     }
 
+    pub async fn tools_are_kept_per_user_by_name_and_deleted_only_by_their_owner(s: &dyn RunStore) {
+        let tool = |name: &str, url: &str| UserTool {
+            name: name.into(),
+            description: "looks things up".into(),
+            parameters: serde_json::json!({"type": "object"}),
+            url: url.into(),
+            secret: "0123456789abcdef".into(),
+            write: false,
+            created_at: 7,
+        };
+        s.put_tool("alice", &tool("search", "https://a/1"))
+            .await
+            .unwrap();
+        s.put_tool("alice", &tool("crm", "https://a/2"))
+            .await
+            .unwrap();
+        s.put_tool("alice", &tool("search", "https://a/3"))
+            .await
+            .unwrap();
+        s.put_tool("bob", &tool("search", "https://b/1"))
+            .await
+            .unwrap();
+
+        assert_eq!(
+            s.tools("alice").await.unwrap(),
+            vec![tool("crm", "https://a/2"), tool("search", "https://a/3")]
+        );
+        assert!(!s.delete_tool("bob", "crm").await.unwrap());
+        assert!(s.delete_tool("alice", "crm").await.unwrap());
+        assert!(!s.delete_tool("alice", "crm").await.unwrap());
+        assert_eq!(
+            s.tools("alice").await.unwrap(),
+            vec![tool("search", "https://a/3")]
+        );
+        assert_eq!(
+            s.tools("bob").await.unwrap(),
+            vec![tool("search", "https://b/1")]
+        );
+    }
+
     pub async fn due_schedules_advance_once_and_are_deleted_only_by_their_owner(s: &dyn RunStore) {
         let sched = |id: &str, user: &str, next_at: i64| Schedule {
             id: id.into(),
@@ -555,6 +595,7 @@ macro_rules! all_adapters {
                 runs_are_listed_per_user_newest_first_with_filters_and_cursor,
                 stale_runs_are_the_claimable_and_the_unnotified_oldest_first,
                 webhooks_are_replaced_whole_and_scoped_to_their_user,
+                tools_are_kept_per_user_by_name_and_deleted_only_by_their_owner,
                 due_schedules_advance_once_and_are_deleted_only_by_their_owner,
                 notifications_are_idempotent_and_scoped_to_their_user;
                 shared: concurrent_writers_never_lose_an_update_or_a_seq);

@@ -5,14 +5,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aws_lambda_events::event::sns::SnsEvent;
-use hmac::{Hmac, Mac};
 use longrun_engine::RunStore;
 use longrun_engine::ports::{OutcomeMessage, StoreError, Webhook, notification_for};
 use serde_json::{Value, json};
-use sha2::Sha256;
 use tracing::{info, warn};
 
-pub const SIGNATURE_HEADER: &str = "x-longrun-signature";
+/// Webhooks are signed the way user tool calls are.
+pub use longrun_fetch::user_tool::{SIGNATURE_HEADER, signature};
 /// Same value on every attempt for one outcome, so receivers can drop repeats.
 pub const DELIVERY_HEADER: &str = "x-longrun-delivery";
 
@@ -35,19 +34,6 @@ impl NotifierError {
             NotifierError::Webhook { .. } => true,
         }
     }
-}
-
-/// `sha256=<hex HMAC-SHA256(secret, body)>`.
-pub fn signature(secret: &str, body: &[u8]) -> String {
-    let mut mac = match Hmac::<Sha256>::new_from_slice(secret.as_bytes()) {
-        Ok(m) => m,
-        // HMAC takes keys of any length; this arm cannot be reached.
-        Err(_) => return String::new(),
-    };
-    mac.update(body);
-    let bytes = mac.finalize().into_bytes();
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256={hex}")
 }
 
 /// The webhook body: the outcome, its metrics, the deep link, and a Slack-compatible `text`.

@@ -691,6 +691,14 @@ pub fn router(p: Platform) -> Router {
             "/v1/schedules/{id}",
             axum::routing::delete(crate::schedules::delete_schedule),
         )
+        .route(
+            "/v1/tools",
+            post(crate::tools::register_tool).get(crate::tools::list_tools),
+        )
+        .route(
+            "/v1/tools/{name}",
+            axum::routing::delete(crate::tools::delete_tool),
+        )
         .fallback(fallback)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(p)

@@ -10,6 +10,7 @@ pub mod error;
 pub mod openapi;
 pub mod platform;
 pub mod schedules;
+pub mod tools;
 
 pub use api::{CreateRun, VerifiedUser, create_run, router};
 pub use config::{AppConfig, FetchConfig, Tokens};

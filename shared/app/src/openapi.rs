@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::api::{ContinueBody, CreateRun, RespondBody, WebhooksBody};
 use crate::schedules::CreateSchedule;
+use crate::tools::RegisterTool;
 use longrun_domain::Schedule;
 
 struct Op {
@@ -209,6 +210,30 @@ const OPS: &[Op] = &[
         body: Some(schema::<WebhooksBody>),
         ok: 200,
         response: Some(webhooks),
+    },
+    Op {
+        method: "post",
+        path: "/v1/tools",
+        summary: "Register (or replace) a tool your runs may call",
+        body: Some(schema::<RegisterTool>),
+        ok: 201,
+        response: None,
+    },
+    Op {
+        method: "get",
+        path: "/v1/tools",
+        summary: "Your registered tools (secrets are never returned)",
+        body: None,
+        ok: 200,
+        response: None,
+    },
+    Op {
+        method: "delete",
+        path: "/v1/tools/{name}",
+        summary: "Delete a registered tool",
+        body: None,
+        ok: 204,
+        response: None,
     },
     Op {
         method: "post",

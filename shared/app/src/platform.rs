@@ -3,8 +3,9 @@
 use std::sync::Arc;
 
 use longrun_engine::ports::{Clock, Faults, Notifier, RunStore, StepQueue};
+use longrun_engine::tools::ToolFactory;
 use longrun_engine::{Dispatch, Engine, EngineConfig, LlmClient, ToolRegistry};
-use longrun_fetch::HttpFetch;
+use longrun_fetch::{HttpFetch, HttpToolFactory, UserToolSettings};
 
 use crate::config::AppConfig;
 
@@ -27,6 +28,8 @@ pub struct Platform {
     pub engine: Arc<Engine>,
     pub clock: Arc<dyn Clock>,
     pub config: Arc<AppConfig>,
+    /// Calls users' registered tools; `None` only if its HTTP client could not be built.
+    pub user_tools: Option<Arc<HttpToolFactory>>,
 }
 
 impl Platform {
@@ -57,10 +60,23 @@ impl Platform {
                 Err(e) => tracing::error!(error = %e, "http_fetch is unavailable"),
             }
         }
+        let f = &config.fetch;
+        let user_tools = match HttpToolFactory::new(
+            f.policy.clone(),
+            f.lookup.clone(),
+            UserToolSettings::default(),
+        ) {
+            Ok(factory) => Some(Arc::new(factory)),
+            Err(e) => {
+                tracing::error!(error = %e, "registered tools are unavailable");
+                None
+            }
+        };
         let engine = Arc::new(Engine {
             dispatch: dispatch.clone(),
             llm,
             tools: Arc::new(tools),
+            user_tools: user_tools.clone().map(|f| f as Arc<dyn ToolFactory>),
             faults,
             config: engine,
         });
@@ -71,6 +87,7 @@ impl Platform {
             engine,
             clock,
             config: Arc::new(config),
+            user_tools,
         }
     }
 }

@@ -26,7 +26,8 @@ use longrun_domain::{
     Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange, Schedule,
 };
 use longrun_engine::ports::{
-    ChangeFn, DocHit, Notification, RunQuery, RunStore, StoreError, Webhook, sequence_events,
+    ChangeFn, DocHit, Notification, RunQuery, RunStore, StoreError, UserTool, Webhook,
+    sequence_events,
 };
 use longrun_engine::tools::doc_hit;
 use serde::Serialize;
@@ -804,6 +805,40 @@ impl RunStore for DynamoDbRunStore {
             )
             .await?;
         items.iter().map(|i| unpack(i, "run")).collect()
+    }
+
+    async fn put_tool(&self, user_id: &str, tool: &UserTool) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item("PK", s(user_pk(user_id)))
+            .item("SK", s(format!("TOOL#{}", tool.name)))
+            .item("body", s(to_json(tool)?))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| unavailable(describe(&e)))
+    }
+
+    async fn tools(&self, user_id: &str) -> Result<Vec<UserTool>, StoreError> {
+        let items = self
+            .with_prefix(user_pk(user_id), "TOOL#".into(), "body", usize::MAX, false)
+            .await?;
+        items.iter().map(|i| from_attr(i, "body")).collect()
+    }
+
+    async fn delete_tool(&self, user_id: &str, name: &str) -> Result<bool, StoreError> {
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key("PK", s(user_pk(user_id)))
+            .key("SK", s(format!("TOOL#{name}")))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(|e| unavailable(describe(&e)))?;
+        Ok(out.attributes.is_some_and(|a| !a.is_empty()))
     }
 
     async fn put_webhooks(&self, user_id: &str, hooks: &[Webhook]) -> Result<(), StoreError> {

@@ -182,6 +182,38 @@ pub trait RunStore: Send + Sync {
     /// sweepers that saw the same occurrence, one advances it. False when it moved already
     /// (or was deleted).
     async fn advance_schedule(&self, next: &Schedule, from: i64) -> Result<bool, StoreError>;
+    /// Creates or replaces the user's tool of that name.
+    async fn put_tool(&self, user_id: &str, tool: &UserTool) -> Result<(), StoreError>;
+    /// The user's tools, by name.
+    async fn tools(&self, user_id: &str) -> Result<Vec<UserTool>, StoreError>;
+    /// False when the user has no such tool.
+    async fn delete_tool(&self, user_id: &str, name: &str) -> Result<bool, StoreError>;
+}
+
+/// A tool a user registered (`POST /v1/tools`): runs of that user may call it; each call is
+/// POSTed to `url`, signed with `secret`.
+#[derive(Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct UserTool {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments; enforced before every call.
+    pub parameters: serde_json::Value,
+    pub url: String,
+    pub secret: String,
+    /// Changes something outside: held for approval under `per_write`.
+    #[serde(default = "yes")]
+    pub write: bool,
+    pub created_at: i64,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl std::fmt::Debug for UserTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "UserTool({} → {}, secret redacted)", self.name, self.url)
+    }
 }
 
 /// Where a user's run outcomes are POSTed, signed with the secret (HMAC-SHA256).
@@ -380,6 +412,8 @@ impl Clock for ManualClock {
 pub enum FaultPoint {
     AfterClaim,
     AfterLlmCall,
+    /// The iteration's work (model and tool calls) is done; nothing of it is committed.
+    BeforeCommit,
     AfterCommit,
     AfterEnqueue,
 }

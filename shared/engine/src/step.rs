@@ -26,7 +26,7 @@ use crate::ports::{
     StepMessage, StepQueue, StepReason, StoreError,
 };
 use crate::prompt::{self, SCRATCHPAD_TAIL, clip};
-use crate::tools::{EXECUTOR_TOOLS, Staging, ToolOutcome, ToolRegistry};
+use crate::tools::{EXECUTOR_TOOLS, Staging, ToolFactory, ToolOutcome, ToolRegistry};
 
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -218,6 +218,8 @@ pub struct Engine {
     pub dispatch: Dispatch,
     pub llm: Arc<dyn LlmClient>,
     pub tools: Arc<ToolRegistry>,
+    /// Builds the tools users registered; without it runs use the built-ins only.
+    pub user_tools: Option<Arc<dyn ToolFactory>>,
     pub faults: Arc<dyn Faults>,
     pub config: EngineConfig,
 }
@@ -232,6 +234,8 @@ struct Spent {
 
 struct Iter<'a> {
     run: &'a Run,
+    /// The built-ins plus the run owner's tools.
+    tools: Arc<ToolRegistry>,
     n: u32,
     started_at: i64,
     spent: Mutex<Spent>,
@@ -300,6 +304,7 @@ impl Engine {
         self.crash(FaultPoint::AfterClaim, &run.id, n)?;
 
         let plan = self.work(&run, n, owner, now).await?;
+        self.crash(FaultPoint::BeforeCommit, &run.id, n)?;
         // Deferred: until message n is acknowledged, a lost commit is redone on redelivery.
         let committed = self
             .store()
@@ -402,7 +407,7 @@ impl Engine {
                 it.run,
                 it.n,
                 pad,
-                self.tools.prompt_block(),
+                it.tools.prompt_block(),
                 correction.as_ref().map(|(a, e)| (a.as_str(), e.as_str())),
             );
             let resp = match self
@@ -436,8 +441,31 @@ impl Engine {
         Ok(Ok(None))
     }
 
+    /// The built-ins, plus the tools the run's owner registered.
+    async fn tools_for(&self, user_id: &str) -> Result<Arc<ToolRegistry>, EngineError> {
+        let Some(factory) = &self.user_tools else {
+            return Ok(self.tools.clone());
+        };
+        let specs = self.store().tools(user_id).await?;
+        if specs.is_empty() {
+            return Ok(self.tools.clone());
+        }
+        let extra = specs
+            .iter()
+            .filter_map(|spec| match factory.build(spec) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    warn!(tool = %spec.name, error = %e, "a user tool was left out");
+                    None
+                }
+            })
+            .collect();
+        Ok(Arc::new(self.tools.with_extra(extra)))
+    }
+
     async fn run_tools(
         &self,
+        tools: &ToolRegistry,
         staging: &Staging,
         calls: &[ToolCall],
         allowed: Option<&[&str]>,
@@ -453,7 +481,7 @@ impl Engine {
                 });
                 continue;
             }
-            out.push(self.tools.invoke(staging, call, allowed).await);
+            out.push(tools.invoke(staging, call, allowed).await);
         }
         out
     }
@@ -475,7 +503,7 @@ impl Engine {
                 )
             })
             .collect();
-        let messages = prompt::repair_messages(&failures, &self.tools.specs(None), max);
+        let messages = prompt::repair_messages(&failures, &it.tools.specs(None), max);
         let resp = match self.call_llm(it, LlmRole::Repair, messages, None).await? {
             Llm::Answer(r) => r,
             _ => return Ok(vec![]),
@@ -484,7 +512,7 @@ impl Engine {
             return Ok(vec![]);
         };
         let calls: Vec<ToolCall> = repair.tool_calls.into_iter().take(max).collect();
-        Ok(self.run_tools(staging, &calls, None, max).await)
+        Ok(self.run_tools(&it.tools, staging, &calls, None, max).await)
     }
 
     async fn execute(
@@ -499,14 +527,14 @@ impl Engine {
         let allowed: Vec<&str> = EXECUTOR_TOOLS
             .into_iter()
             .filter(|t| task.tools.is_empty() || task.tools.iter().any(|x| x == t))
-            .filter(|t| !read_only || !self.tools.writes(t))
+            .filter(|t| !read_only || !it.tools.writes(t))
             .collect();
         let max = self.config.executor_tool_calls;
         let messages = prompt::executor_messages(
             &it.run.objective,
             &task.title,
             &task.instructions,
-            &self.tools.specs(Some(&allowed)),
+            &it.tools.specs(Some(&allowed)),
             max,
         );
         let brief = |summary: String, tool_results| ExecutorBrief {
@@ -529,7 +557,7 @@ impl Engine {
             }
         };
         let results = self
-            .run_tools(staging, &out.tool_calls, Some(&allowed), max)
+            .run_tools(&it.tools, staging, &out.tool_calls, Some(&allowed), max)
             .await;
         Ok(brief(
             clip(&out.summary, 500),
@@ -553,6 +581,7 @@ impl Engine {
             run.plan.clone(),
             started_at,
         );
+        let tools = self.tools_for(&run.user_id).await?;
         // Writes the user decided on (per_write) are carried out or refused first, and the
         // planner is told which.
         let mut tool_results: Vec<ToolResultBrief> = vec![];
@@ -564,7 +593,7 @@ impl Engine {
                         name: call.name.clone(),
                         args: call.args.clone(),
                     };
-                    self.tools.invoke(&staging, &c, None).await
+                    tools.invoke(&staging, &c, None).await
                 }
                 Some(Decision::Rejected { reason }) => ToolOutcome {
                     name: call.name.clone(),
@@ -599,6 +628,7 @@ impl Engine {
         };
         let it = Iter {
             run,
+            tools,
             n,
             started_at,
             spent: Mutex::new(Spent {
@@ -656,7 +686,7 @@ impl Engine {
                 out.tool_calls
                     .iter()
                     .cloned()
-                    .partition(|c| self.tools.writes(&c.name))
+                    .partition(|c| it.tools.writes(&c.name))
             } else {
                 (vec![], out.tool_calls.clone())
             };
@@ -675,7 +705,13 @@ impl Engine {
                 });
             }
             let outcomes = self
-                .run_tools(&staging, &calls, None, self.config.max_tool_calls)
+                .run_tools(
+                    &it.tools,
+                    &staging,
+                    &calls,
+                    None,
+                    self.config.max_tool_calls,
+                )
                 .await;
             let failed: Vec<ToolOutcome> = outcomes
                 .iter()

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::ports::{DocHit, RunStore};
+use crate::ports::{DocHit, RunStore, UserTool};
 
 const LIST_LIMIT: usize = 100;
 
@@ -238,8 +238,8 @@ pub fn snippet(content: &str, byte_pos: usize) -> String {
 
 #[async_trait]
 pub trait Tool: Send + Sync {
-    fn name(&self) -> &'static str;
-    fn description(&self) -> &'static str;
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
     fn schema(&self) -> Value;
     /// Changes something (the workspace, an outside system): held for approval under
     /// `per_write`.
@@ -485,8 +485,15 @@ pub struct ToolOutcome {
     pub result: Result<Value, String>,
 }
 
+/// Builds the tools a user registered, for one iteration of one of their runs.
+pub trait ToolFactory: Send + Sync {
+    fn build(&self, spec: &UserTool) -> Result<Arc<dyn Tool>, String>;
+}
+
+/// Cheap to clone: a run's iteration adds its owner's tools to a copy of the built-ins.
+#[derive(Clone)]
 pub struct ToolRegistry {
-    tools: BTreeMap<&'static str, Entry>,
+    tools: BTreeMap<String, Arc<Entry>>,
     /// The planner's tool descriptions, rendered once per registration instead of per call.
     block: String,
 }
@@ -515,19 +522,44 @@ impl ToolRegistry {
     }
 
     pub fn register(&mut self, tool: Arc<dyn Tool>) {
-        let schema = tool.schema();
         // Built-in schemas come from our own types; one that does not compile is a bug.
         #[allow(clippy::expect_used)]
-        let validator = jsonschema::validator_for(&schema).expect("tool schema compiles");
+        self.try_register(tool).expect("tool schema compiles");
+    }
+
+    /// Adds a tool whose schema may be invalid (a user's); the error says why.
+    pub fn try_register(&mut self, tool: Arc<dyn Tool>) -> Result<(), String> {
+        let schema = tool.schema();
+        let validator = jsonschema::validator_for(&schema)
+            .map_err(|e| format!("tool `{}` has an invalid schema: {e}", tool.name()))?;
         self.tools.insert(
-            tool.name(),
-            Entry {
+            tool.name().to_string(),
+            Arc::new(Entry {
                 tool,
                 schema,
                 validator,
-            },
+            }),
         );
         self.block = crate::prompt::tools_block(&self.specs(None));
+        Ok(())
+    }
+
+    /// This registry plus `extra`; an extra tool never replaces a built-in.
+    pub fn with_extra(&self, extra: Vec<Arc<dyn Tool>>) -> ToolRegistry {
+        let mut reg = self.clone();
+        for tool in extra {
+            if self.tools.contains_key(tool.name()) {
+                continue;
+            }
+            if let Err(e) = reg.try_register(tool) {
+                tracing::warn!(error = %e, "a user tool was left out");
+            }
+        }
+        reg
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.tools.contains_key(name)
     }
 
     /// Whether `name` is a write tool (unknown names are not: they fail validation anyway).
@@ -542,7 +574,7 @@ impl ToolRegistry {
     pub fn specs(&self, only: Option<&[&str]>) -> Vec<ToolSpec> {
         self.tools
             .iter()
-            .filter(|(name, _)| only.is_none_or(|o| o.contains(name)))
+            .filter(|(name, _)| only.is_none_or(|o| o.contains(&name.as_str())))
             .map(|(name, e)| ToolSpec {
                 name: name.to_string(),
                 description: e.tool.description().to_string(),
@@ -557,7 +589,7 @@ impl ToolRegistry {
             let names: Vec<&str> = self
                 .tools
                 .keys()
-                .copied()
+                .map(String::as_str)
                 .filter(|n| allowed.is_none_or(|a| a.contains(n)))
                 .collect();
             return Err(format!(

@@ -9,6 +9,7 @@
 
 pub mod guard;
 pub mod html;
+pub mod user_tool;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -25,6 +26,7 @@ use serde_json::{Value, json};
 use url::Url;
 
 pub use guard::{FetchPolicy, Refusal};
+pub use user_tool::{HttpTool, HttpToolFactory, UserToolSettings};
 
 /// Where host names are looked up. Production uses the system resolver; tests (and
 /// deployments with fixed hosts) a static table. The guard runs on whatever it returns.
@@ -170,8 +172,43 @@ enum FetchMethod {
     Head,
 }
 
+/// A client that resolves only through the guard, follows no redirects and ignores proxy
+/// settings from the environment.
+pub fn guarded_client(
+    policy: Arc<FetchPolicy>,
+    lookup: Arc<dyn HostLookup>,
+    connect_timeout: Duration,
+    timeout: Duration,
+) -> Result<reqwest::Client, reqwest::Error> {
+    reqwest::Client::builder()
+        .dns_resolver(Arc::new(GuardedResolver { policy, lookup }))
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(connect_timeout)
+        .timeout(timeout)
+        .user_agent(concat!("longrun/", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
+/// Reads at most `limit` bytes of the body; true when there was more.
+pub async fn read_limited(
+    mut resp: reqwest::Response,
+    limit: usize,
+) -> Result<(Vec<u8>, bool), reqwest::Error> {
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await? {
+        let room = limit - body.len();
+        if chunk.len() > room {
+            body.extend_from_slice(&chunk[..room]);
+            return Ok((body, true));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((body, false))
+}
+
 /// The reason a refused connection gives, wherever reqwest wrapped it.
-fn refusal_in(err: &(dyn std::error::Error + 'static)) -> Option<Refusal> {
+pub fn refusal_in(err: &(dyn std::error::Error + 'static)) -> Option<Refusal> {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(err);
     while let Some(e) = cur {
         if let Some(r) = e.downcast_ref::<Refusal>() {
@@ -189,21 +226,16 @@ impl HttpFetch {
         settings: FetchSettings,
     ) -> Result<HttpFetch, FetchError> {
         let policy = Arc::new(policy);
-        let client = reqwest::Client::builder()
-            .dns_resolver(Arc::new(GuardedResolver {
-                policy: policy.clone(),
-                lookup,
-            }))
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(settings.connect_timeout)
-            .timeout(settings.timeout)
-            .user_agent(concat!("longrun-http-fetch/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| FetchError::Http {
-                url: String::new(),
-                reason: e.to_string(),
-            })?;
+        let client = guarded_client(
+            policy.clone(),
+            lookup,
+            settings.connect_timeout,
+            settings.timeout,
+        )
+        .map_err(|e| FetchError::Http {
+            url: String::new(),
+            reason: e.to_string(),
+        })?;
         Ok(HttpFetch {
             client,
             policy,
@@ -275,7 +307,7 @@ impl HttpFetch {
     async fn read(
         &self,
         url: Url,
-        mut resp: reqwest::Response,
+        resp: reqwest::Response,
         limit: usize,
     ) -> Result<Fetched, FetchError> {
         let status = resp.status().as_u16();
@@ -285,22 +317,12 @@ impl HttpFetch {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_string();
-        let mut body = Vec::new();
-        let mut truncated = false;
-        loop {
-            let chunk = resp.chunk().await.map_err(|e| FetchError::Http {
+        let (body, truncated) = read_limited(resp, limit)
+            .await
+            .map_err(|e| FetchError::Http {
                 url: url.to_string(),
                 reason: e.to_string(),
             })?;
-            let Some(chunk) = chunk else { break };
-            let room = limit - body.len();
-            if chunk.len() > room {
-                body.extend_from_slice(&chunk[..room]);
-                truncated = true;
-                break;
-            }
-            body.extend_from_slice(&chunk);
-        }
         let raw = String::from_utf8_lossy(&body);
         let mime = content_type.to_ascii_lowercase();
         let (title, text) = if mime.contains("html") {

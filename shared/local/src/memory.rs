@@ -11,7 +11,7 @@ use longrun_domain::{
 };
 use longrun_engine::ports::{
     ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, DocHit, Enqueued, Notification, QueueError,
-    RunQuery, RunStore, StepMessage, StepQueue, StoreError, Webhook, owes_follow_up,
+    RunQuery, RunStore, StepMessage, StepQueue, StoreError, UserTool, Webhook, owes_follow_up,
     sequence_events,
 };
 use longrun_engine::tools::doc_hit;
@@ -26,6 +26,7 @@ struct State {
     active: HashMap<String, u32>,
     notifications: HashMap<String, Notification>,
     webhooks: HashMap<String, Vec<Webhook>>,
+    tools: BTreeMap<(String, String), UserTool>,
     schedules: HashMap<String, Schedule>,
 }
 
@@ -274,6 +275,31 @@ impl RunStore for InMemoryRunStore {
         out.sort_by(|a, b| (a.updated_at, &a.id).cmp(&(b.updated_at, &b.id)));
         out.truncate(limit);
         Ok(out)
+    }
+
+    async fn put_tool(&self, user_id: &str, tool: &UserTool) -> Result<(), StoreError> {
+        self.lock()
+            .tools
+            .insert((user_id.to_string(), tool.name.clone()), tool.clone());
+        Ok(())
+    }
+
+    async fn tools(&self, user_id: &str) -> Result<Vec<UserTool>, StoreError> {
+        Ok(self
+            .lock()
+            .tools
+            .iter()
+            .filter(|((u, _), _)| u == user_id)
+            .map(|(_, t)| t.clone())
+            .collect())
+    }
+
+    async fn delete_tool(&self, user_id: &str, name: &str) -> Result<bool, StoreError> {
+        Ok(self
+            .lock()
+            .tools
+            .remove(&(user_id.to_string(), name.to_string()))
+            .is_some())
     }
 
     async fn put_webhooks(&self, user_id: &str, hooks: &[Webhook]) -> Result<(), StoreError> {

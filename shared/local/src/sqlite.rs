@@ -16,7 +16,7 @@ use longrun_domain::{
 };
 use longrun_engine::ports::{
     ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, DocHit, Enqueued, Notification, QueueError,
-    RunQuery, RunStore, StepMessage, StepQueue, StoreError, Webhook, sequence_events,
+    RunQuery, RunStore, StepMessage, StepQueue, StoreError, UserTool, Webhook, sequence_events,
 };
 use longrun_engine::tools::doc_hit;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -54,6 +54,8 @@ CREATE TABLE IF NOT EXISTS pads (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS active (user_id TEXT PRIMARY KEY, count INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS webhooks (user_id TEXT PRIMARY KEY, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS user_tools (
+  user_id TEXT NOT NULL, name TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (user_id, name));
 CREATE TABLE IF NOT EXISTS schedules (
     id TEXT PRIMARY KEY, user_id TEXT NOT NULL, next_at INTEGER NOT NULL, body TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_at);
@@ -754,6 +756,47 @@ impl RunStore for SqliteRunStore {
                      ORDER BY updated_at, id LIMIT ?2",
                     &[&updated_before, &(limit as i64)],
                 )
+            })
+            .await
+    }
+
+    async fn put_tool(&self, user_id: &str, tool: &UserTool) -> Result<(), StoreError> {
+        let body = to_json(tool)?;
+        let (user, name) = (user_id.to_string(), tool.name.clone());
+        self.db
+            .write(move |c| {
+                c.execute(
+                    "INSERT OR REPLACE INTO user_tools (user_id, name, body) VALUES (?1, ?2, ?3)",
+                    params![user, name, body],
+                )
+                .map(|_| ())
+                .map_err(unavailable)
+            })
+            .await
+    }
+
+    async fn tools(&self, user_id: &str) -> Result<Vec<UserTool>, StoreError> {
+        self.db
+            .read(|c| {
+                query_json(
+                    c,
+                    "SELECT body FROM user_tools WHERE user_id = ?1 ORDER BY name",
+                    &[&user_id],
+                )
+            })
+            .await
+    }
+
+    async fn delete_tool(&self, user_id: &str, name: &str) -> Result<bool, StoreError> {
+        let (user, name) = (user_id.to_string(), name.to_string());
+        self.db
+            .write(move |c| {
+                c.execute(
+                    "DELETE FROM user_tools WHERE user_id = ?1 AND name = ?2",
+                    params![user, name],
+                )
+                .map(|n| n > 0)
+                .map_err(unavailable)
             })
             .await
     }

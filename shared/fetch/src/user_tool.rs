@@ -1,0 +1,198 @@
+//! Tools users register (`POST /v1/tools`): each call is POSTed to the user's URL as JSON,
+//! signed with HMAC-SHA256 over the body, with an `Idempotency-Key` that a redelivered
+//! iteration repeats. The arguments were checked against the tool's schema before the call
+//! (by the registry); the URL goes through the same SSRF guard as `http_fetch`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use hmac::{Hmac, Mac};
+use longrun_domain::fingerprint;
+use longrun_engine::ports::UserTool;
+use longrun_engine::tools::{Staging, Tool, ToolFactory};
+use serde_json::{Value, json};
+use sha2::Sha256;
+use url::Url;
+
+use crate::{FetchPolicy, HostLookup, guarded_client, read_limited, refusal_in};
+
+pub const SIGNATURE_HEADER: &str = "x-longrun-signature";
+pub const IDEMPOTENCY_HEADER: &str = "idempotency-key";
+
+/// `sha256=<hex HMAC-SHA256(secret, body)>`.
+pub fn signature(secret: &str, body: &[u8]) -> String {
+    let mut mac = match Hmac::<Sha256>::new_from_slice(secret.as_bytes()) {
+        Ok(m) => m,
+        // HMAC takes keys of any length; this arm cannot be reached.
+        Err(_) => return String::new(),
+    };
+    mac.update(body);
+    let bytes = mac.finalize().into_bytes();
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256={hex}")
+}
+
+#[derive(Clone, Debug)]
+pub struct UserToolSettings {
+    pub timeout: Duration,
+    pub max_response_bytes: usize,
+    /// Response text handed to the planner.
+    pub max_chars: usize,
+}
+
+impl Default for UserToolSettings {
+    fn default() -> Self {
+        UserToolSettings {
+            timeout: Duration::from_secs(20),
+            max_response_bytes: 256 * 1024,
+            max_chars: 8_000,
+        }
+    }
+}
+
+/// Builds [`HttpTool`]s on one guarded client, shared by every run.
+pub struct HttpToolFactory {
+    client: reqwest::Client,
+    policy: Arc<FetchPolicy>,
+    settings: UserToolSettings,
+}
+
+impl HttpToolFactory {
+    pub fn new(
+        policy: FetchPolicy,
+        lookup: Arc<dyn HostLookup>,
+        settings: UserToolSettings,
+    ) -> Result<HttpToolFactory, String> {
+        let policy = Arc::new(policy);
+        let client = guarded_client(
+            policy.clone(),
+            lookup,
+            Duration::from_secs(5),
+            settings.timeout,
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(HttpToolFactory {
+            client,
+            policy,
+            settings,
+        })
+    }
+
+    /// Checks a registration's URL against the guard (DNS is checked again at every call).
+    pub fn check_url(&self, url: &str) -> Result<(), String> {
+        let parsed = Url::parse(url).map_err(|e| format!("url `{url}` is not valid: {e}"))?;
+        self.policy
+            .check_url(&parsed)
+            .map_err(|r| format!("url `{url}` is refused: {r}"))
+    }
+}
+
+impl ToolFactory for HttpToolFactory {
+    fn build(&self, spec: &UserTool) -> Result<Arc<dyn Tool>, String> {
+        self.check_url(&spec.url)?;
+        Ok(Arc::new(HttpTool {
+            spec: spec.clone(),
+            client: self.client.clone(),
+            policy: self.policy.clone(),
+            settings: self.settings.clone(),
+            seen: Mutex::new(HashMap::new()),
+        }))
+    }
+}
+
+/// One user tool for one iteration.
+pub struct HttpTool {
+    spec: UserTool,
+    client: reqwest::Client,
+    policy: Arc<FetchPolicy>,
+    settings: UserToolSettings,
+    /// Same-argument calls within the iteration, so each gets its own stable key.
+    seen: Mutex<HashMap<String, u32>>,
+}
+
+impl HttpTool {
+    /// `{run_id}#{iteration}#{call}`, where the call is named by the tool, a fingerprint of
+    /// its arguments and its occurrence: the same on a redelivery of the iteration, whatever
+    /// order concurrent executors call in.
+    fn idempotency_key(&self, staging: &Staging, args: &Value) -> String {
+        let print = fingerprint::of_json(args);
+        let k = {
+            let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+            let n = seen.entry(print.clone()).or_insert(0);
+            *n += 1;
+            *n
+        };
+        format!(
+            "{}#{}#{}.{}.{k}",
+            staging.run_id, staging.iteration, self.spec.name, print
+        )
+    }
+}
+
+#[async_trait]
+impl Tool for HttpTool {
+    fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    fn description(&self) -> &str {
+        &self.spec.description
+    }
+
+    fn schema(&self) -> Value {
+        self.spec.parameters.clone()
+    }
+
+    fn writes(&self) -> bool {
+        self.spec.write
+    }
+
+    async fn call(&self, staging: &Staging, args: Value) -> Result<Value, String> {
+        let name = &self.spec.name;
+        let url = Url::parse(&self.spec.url).map_err(|e| format!("{name}: bad url: {e}"))?;
+        self.policy
+            .check_url(&url)
+            .map_err(|r| format!("{name}: refused {url}: {r}"))?;
+        let key = self.idempotency_key(staging, &args);
+        let body = json!({
+            "tool": name,
+            "run_id": staging.run_id,
+            "iteration": staging.iteration,
+            "args": args,
+        })
+        .to_string();
+        let resp = self
+            .client
+            .post(url.clone())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(
+                SIGNATURE_HEADER,
+                signature(&self.spec.secret, body.as_bytes()),
+            )
+            .header(IDEMPOTENCY_HEADER, &key)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| match refusal_in(&e) {
+                Some(r) => format!("{name}: refused {url}: {r}"),
+                None if e.is_timeout() => format!("{name}: timed out"),
+                None => format!("{name}: request failed: {e}"),
+            })?;
+        let status = resp.status();
+        let (bytes, truncated) = read_limited(resp, self.settings.max_response_bytes)
+            .await
+            .map_err(|e| format!("{name}: reading the response failed: {e}"))?;
+        let text = String::from_utf8_lossy(&bytes);
+        let clipped = longrun_engine::prompt::clip(&text, self.settings.max_chars);
+        if !status.is_success() {
+            return Err(format!("{name} answered {}: {clipped}", status.as_u16()));
+        }
+        let result = match serde_json::from_str::<Value>(&text) {
+            Ok(v) if !truncated && text.chars().count() <= self.settings.max_chars => v,
+            _ => Value::String(clipped),
+        };
+        Ok(json!({"status": status.as_u16(), "result": result, "truncated": truncated}))
+    }
+}
