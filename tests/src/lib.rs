@@ -201,9 +201,26 @@ pub fn platform_with(
     active_limit: u32,
     configure: impl FnOnce(&mut AppConfig),
 ) -> TestPlatform {
+    platform_with_llm(
+        scripted(script_json),
+        faults,
+        tokens,
+        active_limit,
+        configure,
+    )
+}
+
+/// [`platform_with`] over any model client.
+pub fn platform_with_llm(
+    model: Arc<dyn LlmClient>,
+    faults: Arc<dyn Faults>,
+    tokens: &[(&str, &str)],
+    active_limit: u32,
+    configure: impl FnOnce(&mut AppConfig),
+) -> TestPlatform {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));
-    let llm = Arc::new(CountingLlm::new(scripted(script_json)));
+    let llm = Arc::new(CountingLlm::new(model));
     let mut t = Tokens::default();
     for (token, user) in tokens {
         t.insert(token, user);

@@ -478,7 +478,8 @@ async fn cancel(
         .update_run(&id, &|r| change::request_cancel(r, &docs, now))
         .await?;
     if run.status == RunStatus::Canceled {
-        p.dispatch.publish_outcome(&run).await?;
+        // Ends its children too, and tells its parent.
+        p.dispatch.follow_up(&run).await?;
     }
     Ok(Json(run_view(&p, &run)))
 }

@@ -11,8 +11,9 @@ use crate::decide::{Outcome, Verdict, check_budgets};
 use crate::record::{Doc, DocMeta, EventDraft, EventKind, IterationRecord, PadEntry};
 use crate::report::build_report;
 use crate::run::{
-    BudgetsInput, Decision, LastIteration, Lease, PendingCall, PermissionMode, PlanStep, Run,
-    RunPatch, RunStatus, Spend, StopType, StoppingReason, Streaks, UserAnswer, apply_plan_updates,
+    BudgetsInput, ChildRun, Decision, LastIteration, Lease, PendingCall, PermissionMode, PlanStep,
+    Run, RunPatch, RunStatus, Spend, StopType, StoppingReason, Streaks, UserAnswer,
+    apply_plan_updates,
 };
 
 /// How a change moves the owner's active-run counter.
@@ -215,6 +216,8 @@ pub struct CommitPlan {
     pub evidence: Vec<String>,
     /// Writes this iteration proposed under `per_write`, waiting for the user.
     pub pending_calls: Vec<PendingCall>,
+    /// Child runs this iteration started.
+    pub children: Vec<ChildRun>,
     pub now: i64,
 }
 
@@ -242,6 +245,17 @@ impl CommitPlan {
         next.last_iteration = Some(self.last_iteration.clone());
         // Decided calls were carried out (or refused) by this iteration; new ones wait.
         next.pending_calls = self.pending_calls.clone();
+        let mut spawned = vec![];
+        for child in &self.children {
+            if !next.children.iter().any(|c| c.id == child.id) {
+                next.children.push(child.clone());
+                spawned.push(EventDraft::new(
+                    EventKind::ChildSpawned,
+                    json!({"child_run_id": child.id, "objective": child.objective,
+                           "budgets": child.budgets}),
+                ));
+            }
+        }
         next.metrics.iterations += 1;
         next.metrics.running_ms += self.running_ms;
         next.metrics.docs += self.record.created_docs.len() as u32;
@@ -265,6 +279,7 @@ impl CommitPlan {
                 "cost_usd": next.metrics.cost_usd,
             }),
         )];
+        events.extend(spawned);
         let mut active = ActiveDelta::None;
         next.pause_requested = false;
         match &self.verdict.outcome {
@@ -280,6 +295,15 @@ impl CommitPlan {
                 ));
             }
             Outcome::Continue => {}
+            Outcome::WaitChildren => {
+                // The parent sleeps; its children's outcomes wake it. Nothing to announce.
+                next.notified = true;
+                events.push(EventDraft::new(
+                    EventKind::RunWaiting,
+                    json!({"children": next.children.iter()
+                        .filter(|c| !c.status.is_ended()).map(|c| &c.id).collect::<Vec<_>>()}),
+                ));
+            }
             Outcome::Wait { questions } => {
                 next.questions = questions.clone();
                 let reason = StoppingReason::new(
@@ -628,6 +652,57 @@ pub fn continue_run(
     })
 }
 
+/// A child ended: the parent records its outcome and spend, tells its planner, and wakes when
+/// it was waiting and no child is left active. Repeating it changes nothing.
+pub fn child_finished(parent: &Run, child: &Run, now: i64) -> Result<RunChange, Rejection> {
+    let Some(pos) = parent.children.iter().position(|c| c.id == child.id) else {
+        return Err(Rejection::Conflict(format!(
+            "{} is not a child of {}",
+            child.id, parent.id
+        )));
+    };
+    if parent.children[pos].status.is_ended() || !child.status.is_ended() {
+        return Err(Rejection::Conflict("nothing new to record".into()));
+    }
+    let summary = child
+        .report
+        .as_ref()
+        .map(|r| r.summary.clone())
+        .unwrap_or_default();
+    let mut next = parent.clone();
+    let entry = &mut next.children[pos];
+    entry.status = child.status;
+    entry.summary = Some(summary.clone());
+    entry.tokens = child.metrics.tokens() + child.metrics.children_tokens;
+    entry.cost_usd = child.metrics.cost_usd + child.metrics.children_cost_usd;
+    next.metrics.children_tokens += entry.tokens;
+    next.metrics.children_cost_usd += entry.cost_usd;
+    // Spend is now known: the reservation becomes the real figure.
+    entry.budgets.max_tokens = entry.budgets.max_tokens.map(|_| entry.tokens);
+    entry.budgets.max_cost_usd = entry.budgets.max_cost_usd.map(|_| entry.cost_usd);
+    next.hints.push(format!(
+        "Child run {} ({}) ended {}: {}",
+        child.id,
+        child.objective.chars().take(120).collect::<String>(),
+        child.status,
+        summary.chars().take(1_000).collect::<String>()
+    ));
+    let mut events = vec![EventDraft::new(
+        EventKind::ChildFinished,
+        json!({"child_run_id": child.id, "status": child.status, "summary": summary,
+               "tokens": next.children[pos].tokens, "cost_usd": next.children[pos].cost_usd}),
+    )];
+    if next.status == RunStatus::WaitingOnChildren && next.active_children() == 0 {
+        next.status = RunStatus::Queued;
+        events.push(EventDraft::new(
+            EventKind::RunResumed,
+            json!({"from_iteration": next.iteration, "reason": "children finished"}),
+        ));
+    }
+    next.updated_at = now;
+    Ok(RunChange::of(next, events))
+}
+
 /// After the outcome was published.
 pub fn mark_notified(run: &Run) -> Option<Run> {
     if run.notified {
@@ -772,6 +847,7 @@ mod tests {
             workspace: vec![],
             evidence: vec![],
             pending_calls: vec![],
+            children: vec![],
             now: 0,
         }
     }

@@ -113,12 +113,20 @@ pub struct IterationFacts {
     pub evidence_docs: usize,
     /// Work waits for the user's approval (a plan, or writes), so the run cannot be complete.
     pub awaiting_approval: bool,
+    /// Child runs still active after this iteration (including ones it spawned).
+    pub active_children: usize,
+    /// The planner asked to wait for its children (`wait_for_children`).
+    pub wait_for_children: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
     Continue,
-    Wait { questions: Vec<String> },
+    Wait {
+        questions: Vec<String>,
+    },
+    /// Sleep until a child run ends; burns no running time.
+    WaitChildren,
     Finish(StoppingReason),
 }
 
@@ -128,6 +136,7 @@ impl Outcome {
         match self {
             Outcome::Continue => RunStatus::Running,
             Outcome::Wait { .. } => RunStatus::WaitingOnUser,
+            Outcome::WaitChildren => RunStatus::WaitingOnChildren,
             Outcome::Finish(r) => match r.kind {
                 StopType::Completed => RunStatus::Completed,
                 StopType::Canceled => RunStatus::Canceled,
@@ -236,7 +245,18 @@ pub fn decide(run: &Run, facts: &IterationFacts) -> Verdict {
     let mut hints = vec![];
     if let Some(status) = &facts.status
         && status.exit_signal
+        && facts.active_children > 0
+    {
+        hints.push(format!(
+            "Your completion claim was rejected because {} child run(s) are still active: call \
+             wait_for_children and use their reports.",
+            facts.active_children
+        ));
+    }
+    if let Some(status) = &facts.status
+        && status.exit_signal
         && !facts.awaiting_approval
+        && facts.active_children == 0
     {
         let failures = exit_gate_failures(
             status,
@@ -262,6 +282,13 @@ pub fn decide(run: &Run, facts: &IterationFacts) -> Verdict {
             outcome: Outcome::Wait {
                 questions: questions.clone(),
             },
+            streaks,
+            hints,
+        };
+    }
+    if facts.wait_for_children && facts.active_children > 0 && facts.budget.is_none() {
+        return Verdict {
+            outcome: Outcome::WaitChildren,
             streaks,
             hints,
         };

@@ -26,6 +26,8 @@ pub enum EventKind {
     RunPaused,
     RunResumed,
     RunPatched,
+    ChildSpawned,
+    ChildFinished,
     Warning,
 }
 

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::record::DocMeta;
-use crate::run::{ModelMetrics, Run, RunStatus, StoppingReason};
+use crate::run::{ChildRun, ModelMetrics, Run, RunStatus, StoppingReason};
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct WhatChanged {
@@ -52,6 +52,9 @@ pub struct Report {
     pub stopping_reason: StoppingReason,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub questions: Vec<String>,
+    /// Child runs and their outcomes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<ChildRun>,
     pub generated_at: i64,
 }
 
@@ -120,6 +123,7 @@ pub fn build_report(
             StoppingReason::new(crate::run::StopType::Error, "no stopping reason recorded")
         }),
         questions: run.questions.clone(),
+        children: run.children.clone(),
         generated_at: now,
     }
 }

@@ -283,6 +283,11 @@ pub struct Metrics {
     /// Workspace documents created by the run.
     pub docs: u32,
     pub by_model: BTreeMap<String, ModelMetrics>,
+    /// Spent by finished child runs (not part of the fields above).
+    #[serde(default)]
+    pub children_tokens: u64,
+    #[serde(default)]
+    pub children_cost_usd: f64,
 }
 
 impl Metrics {
@@ -371,6 +376,66 @@ pub struct PendingCall {
 pub enum Decision {
     Approved,
     Rejected { reason: String },
+}
+
+/// A child run as its parent sees it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ChildRun {
+    pub id: String,
+    pub objective: String,
+    pub status: RunStatus,
+    /// Carved out of the parent's remainder when the child was spawned.
+    pub budgets: Budgets,
+    /// The child's report summary, once it ended.
+    #[serde(default)]
+    pub summary: Option<String>,
+    #[serde(default)]
+    pub tokens: u64,
+    #[serde(default)]
+    pub cost_usd: f64,
+}
+
+/// Budgets for a child: what was asked, never more than the parent has left once its own
+/// spend and every other child's budget (`siblings`, including ones spawned moments ago)
+/// are taken off. A token or cost limit the parent has but the request leaves out gets half
+/// of what is left, so one child cannot starve its siblings.
+pub fn carve_child_budgets(
+    parent: &Run,
+    siblings: &[Budgets],
+    requested: &BudgetsInput,
+    defaults: &Budgets,
+) -> Result<Budgets, String> {
+    let mut b = requested.resolve(defaults).map_err(|e| e.to_string())?;
+    let reserved = parent.children.iter().map(|c| &c.budgets).chain(siblings);
+    let (mut tokens, mut cost) = (0u64, 0f64);
+    for r in reserved {
+        tokens += r.max_tokens.unwrap_or(0);
+        cost += r.max_cost_usd.unwrap_or(0.0);
+    }
+    if let Some(max) = parent.budgets.max_tokens {
+        let left = max.saturating_sub(parent.metrics.tokens() + tokens);
+        if left == 0 {
+            return Err("no token budget left for a child run".into());
+        }
+        b.max_tokens = Some(b.max_tokens.map_or(left.div_ceil(2), |t| t.min(left)));
+    }
+    if let Some(max) = parent.budgets.max_cost_usd {
+        let left = max - parent.metrics.cost_usd - cost;
+        if left <= 0.0 {
+            return Err("no cost budget left for a child run".into());
+        }
+        b.max_cost_usd = Some(b.max_cost_usd.map_or(left / 2.0, |c| c.min(left)));
+    }
+    let running_left = parent
+        .budgets
+        .max_running_ms
+        .saturating_sub(parent.metrics.running_ms);
+    if running_left == 0 {
+        return Err("no running time left for a child run".into());
+    }
+    b.max_running_ms = b.max_running_ms.min(running_left);
+    b.max_iterations = b.max_iterations.min(parent.budgets.max_iterations);
+    Ok(b)
 }
 
 /// A user's mid-run edit (`PATCH /v1/runs/{id}`): a new objective, and plan steps to add or
@@ -566,6 +631,9 @@ pub struct Run {
     /// Under `per_write`: writes waiting for (or carrying) the user's decision.
     #[serde(default)]
     pub pending_calls: Vec<PendingCall>,
+    /// Runs this run spawned, with the budgets carved out for them.
+    #[serde(default)]
+    pub children: Vec<ChildRun>,
     /// Number of events appended so far; the next event gets `event_seq + 1`.
     pub event_seq: u64,
     pub parent_run_id: Option<String>,
@@ -616,6 +684,7 @@ impl Run {
             permission_mode: PermissionMode::Autopilot,
             plan_approved: false,
             pending_calls: vec![],
+            children: vec![],
             event_seq: 0,
             parent_run_id: None,
             depth: 0,
@@ -631,6 +700,25 @@ impl Run {
             updated_at: now,
             ended_at: None,
         }
+    }
+
+    /// Children not yet ended.
+    pub fn active_children(&self) -> usize {
+        self.children
+            .iter()
+            .filter(|c| !c.status.is_ended())
+            .count()
+    }
+
+    /// What budgets are checked against: the run's own spend plus everything reserved for its
+    /// children, so parent and children together never exceed the parent's budgets.
+    pub fn budget_metrics(&self) -> Metrics {
+        let mut m = self.metrics.clone();
+        for c in &self.children {
+            m.output_tokens += c.budgets.max_tokens.unwrap_or(0);
+            m.cost_usd += c.budgets.max_cost_usd.unwrap_or(0.0);
+        }
+        m
     }
 
     pub fn lease_is_live(&self, now: i64) -> bool {

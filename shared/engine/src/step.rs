@@ -13,8 +13,8 @@ use longrun_domain::planner::{
 };
 use longrun_domain::record::{IterationMetrics, IterationRecord, PadEntry};
 use longrun_domain::run::{
-    Decision, ExecutorBrief, LastIteration, Metrics, PendingCall, PermissionMode, PlanStep, Run,
-    RunStatus, Spend, ToolResultBrief,
+    ChildRun, Decision, ExecutorBrief, LastIteration, Metrics, PendingCall, PermissionMode,
+    PlanStep, Run, RunStatus, Spend, ToolResultBrief,
 };
 use longrun_domain::{Rejection, RunChange, decide};
 use serde_json::json;
@@ -26,7 +26,7 @@ use crate::ports::{
     StepMessage, StepQueue, StepReason, StoreError,
 };
 use crate::prompt::{self, SCRATCHPAD_TAIL, clip};
-use crate::tools::{EXECUTOR_TOOLS, Staging, ToolFactory, ToolOutcome, ToolRegistry};
+use crate::tools::{ChildRequest, EXECUTOR_TOOLS, Staging, ToolFactory, ToolOutcome, ToolRegistry};
 
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -181,7 +181,7 @@ impl Dispatch {
                 info!(run_id = %run.id, iteration = run.iteration + 1, "sweeper re-sent a stalled step");
                 report.requeued.push(run.id);
             } else if !run.notified {
-                self.publish_outcome(&run).await?;
+                self.follow_up(&run).await?;
                 info!(run_id = %run.id, status = %run.status, "sweeper re-published an outcome");
                 report.republished.push(run.id);
             }
@@ -209,8 +209,97 @@ impl Dispatch {
             RunStatus::Queued => self.enqueue_next(run, StepReason::Resume).await,
             // The user holds it; `continue` sends the next step.
             RunStatus::Paused => Ok(()),
-            _ => self.publish_outcome(run).await,
+            _ => {
+                if run.status.is_ended() {
+                    self.cancel_children(run).await?;
+                    self.settle_in_parent(run).await?;
+                }
+                self.publish_outcome(run).await
+            }
         }
+    }
+
+    /// An ended run takes its active children with it: queued or waiting ones end now, a
+    /// running one before its next model call.
+    async fn cancel_children(&self, run: &Run) -> Result<(), EngineError> {
+        for child in run.children.iter().filter(|c| !c.status.is_ended()) {
+            let docs = self.store.docs(&child.id, "", 10_000).await?;
+            let now = self.clock.now_ms();
+            match self
+                .store
+                .update_run(&child.id, &|r| change::request_cancel(r, &docs, now))
+                .await
+            {
+                Ok(c) if c.status.is_ended() => Box::pin(self.follow_up(&c)).await?,
+                Ok(_) | Err(StoreError::Rejected(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// An ended child reports to its parent, which wakes if it waited for its last child.
+    async fn settle_in_parent(&self, child: &Run) -> Result<(), EngineError> {
+        let Some(parent_id) = &child.parent_run_id else {
+            return Ok(());
+        };
+        let now = self.clock.now_ms();
+        match self
+            .store
+            .update_run(parent_id, &|p| change::child_finished(p, child, now))
+            .await
+        {
+            Ok(parent) if parent.status == RunStatus::Queued => {
+                self.enqueue_next(&parent, StepReason::ChildDone).await
+            }
+            Ok(_) | Err(StoreError::Rejected(_)) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Creates a child `spawn_run` asked for, once: a redelivered iteration finds it exists.
+    async fn spawn_child(&self, parent: &Run, req: &ChildRequest) -> Result<ChildRun, EngineError> {
+        let now = self.clock.now_ms();
+        let mut child = Run::new(
+            &req.id,
+            &parent.user_id,
+            &req.objective,
+            &parent.model,
+            req.budgets.clone(),
+            parent.thresholds.clone(),
+            now,
+        );
+        child.parent_run_id = Some(parent.id.clone());
+        child.depth = parent.depth + 1;
+        child.permission_mode = parent.permission_mode;
+        // Children are part of their parent's run, not new runs of the user's: no slot limit.
+        let created = match self.store.create_run(change::create(child, u32::MAX)).await {
+            Ok(run) => run,
+            Err(StoreError::Rejected(_)) => match self.store.get_run(&req.id).await? {
+                Some(run) if run.parent_run_id.as_deref() == Some(&parent.id) => run,
+                _ => {
+                    return Err(EngineError::Store(StoreError::Rejected(
+                        Rejection::Conflict(format!(
+                            "run {} exists and is not a child of {}",
+                            req.id, parent.id
+                        )),
+                    )));
+                }
+            },
+            Err(e) => return Err(e.into()),
+        };
+        if created.iteration == 0 && created.status == RunStatus::Queued {
+            self.enqueue_next(&created, StepReason::Start).await?;
+        }
+        Ok(ChildRun {
+            id: created.id.clone(),
+            objective: created.objective.clone(),
+            status: created.status,
+            budgets: created.budgets.clone(),
+            summary: None,
+            tokens: 0,
+            cost_usd: 0.0,
+        })
     }
 }
 
@@ -581,6 +670,7 @@ impl Engine {
             run.plan.clone(),
             started_at,
         );
+        staging.set_parent(run);
         let tools = self.tools_for(&run.user_id).await?;
         // Writes the user decided on (per_write) are carried out or refused first, and the
         // planner is told which.
@@ -634,7 +724,7 @@ impl Engine {
             spent: Mutex::new(Spent {
                 calls: 0,
                 iteration: IterationMetrics::default(),
-                run: run.metrics.clone(),
+                run: run.budget_metrics(),
                 budget: None,
             }),
         };
@@ -704,6 +794,11 @@ impl Engine {
                     decision: None,
                 });
             }
+            {
+                let s = it.spent();
+                let m = &s.iteration;
+                staging.note_spend(m.input_tokens + m.output_tokens, m.cost_usd);
+            }
             let outcomes = self
                 .run_tools(
                     &it.tools,
@@ -763,6 +858,10 @@ impl Engine {
             }
         }
         let staged = staging.finish();
+        let mut children = Vec::with_capacity(staged.spawned.len());
+        for req in &staged.spawned {
+            children.push(self.dispatch.spawn_child(run, req).await?);
+        }
         let status = planner.as_ref().map(|p| p.status.clone());
         let remaining_work = status
             .as_ref()
@@ -811,6 +910,8 @@ impl Engine {
             workspace_docs: run.metrics.docs as usize + staged.created.len(),
             evidence_docs,
             awaiting_approval,
+            active_children: run.active_children() + children.len(),
+            wait_for_children: staged.wait_for_children,
         };
         let verdict = decide(run, &facts);
         let now = self.now();
@@ -919,6 +1020,7 @@ impl Engine {
             workspace,
             evidence,
             pending_calls,
+            children,
             now,
         })
     }

@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use longrun_domain::planner::ToolCall;
 use longrun_domain::record::{MAX_DOC_BYTES, normalize_doc_path};
-use longrun_domain::run::{PlanStep, StepStatus, apply_plan_updates};
+use longrun_domain::run::{
+    Budgets, BudgetsInput, PlanStep, Run, StepStatus, apply_plan_updates, carve_child_budgets,
+};
 use longrun_domain::{Doc, DocMeta};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -37,6 +39,18 @@ struct StagingInner {
     plan_advanced: bool,
     plan_changes: Vec<String>,
     questions: Vec<String>,
+    /// The run being worked on, for tools that reason about it (`spawn_run`).
+    parent: Option<Run>,
+    spawned: Vec<ChildRequest>,
+    wait_for_children: bool,
+}
+
+/// A child run `spawn_run` asked for; the engine creates it before the commit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChildRequest {
+    pub id: String,
+    pub objective: String,
+    pub budgets: Budgets,
 }
 
 /// What the iteration staged, ready for the commit.
@@ -48,6 +62,8 @@ pub struct Staged {
     pub plan_advanced: bool,
     pub plan_changes: Vec<String>,
     pub questions: Vec<String>,
+    pub spawned: Vec<ChildRequest>,
+    pub wait_for_children: bool,
 }
 
 impl Staging {
@@ -207,6 +223,22 @@ impl Staging {
             plan_advanced: inner.plan_advanced,
             plan_changes: inner.plan_changes,
             questions: inner.questions,
+            spawned: inner.spawned,
+            wait_for_children: inner.wait_for_children,
+        }
+    }
+
+    /// Lets run-aware tools see the run (its budgets, depth, children).
+    pub fn set_parent(&self, run: &Run) {
+        self.lock().parent = Some(run.clone());
+    }
+
+    /// Adds what this iteration has spent so far to the run tools see, so a child's budget
+    /// is carved from what is really left.
+    pub fn note_spend(&self, tokens: u64, cost_usd: f64) {
+        if let Some(p) = self.lock().parent.as_mut() {
+            p.metrics.output_tokens += tokens;
+            p.metrics.cost_usd += cost_usd;
         }
     }
 }
@@ -464,6 +496,104 @@ impl Tool for AskUser {
     }
 }
 
+/// How deep a tree of runs may grow.
+pub const MAX_CHILD_DEPTH: u32 = 16;
+/// Children one run may have in all.
+pub const MAX_CHILDREN: usize = 20;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SpawnRunArgs {
+    /// What the child run must achieve.
+    objective: String,
+    /// Limits for the child; capped at what this run has left.
+    #[serde(default)]
+    budgets: BudgetsInput,
+}
+
+struct SpawnRun;
+
+#[async_trait]
+impl Tool for SpawnRun {
+    fn name(&self) -> &'static str {
+        "spawn_run"
+    }
+    fn description(&self) -> &'static str {
+        "Start a child run for a self-contained part of the objective. Its budgets come out of \
+         this run's remaining budget. Use wait_for_children to sleep until children end; this \
+         run cannot complete while a child is active."
+    }
+    fn schema(&self) -> Value {
+        schema_of::<SpawnRunArgs>()
+    }
+    fn writes(&self) -> bool {
+        true
+    }
+    async fn call(&self, st: &Staging, v: Value) -> Result<Value, String> {
+        let a: SpawnRunArgs = args(v)?;
+        let objective = a.objective.trim().to_string();
+        if objective.is_empty() || objective.len() > 16 * 1024 {
+            return Err("objective must be 1 to 16384 bytes".into());
+        }
+        let mut inner = st.lock();
+        let Some(parent) = inner.parent.clone() else {
+            return Err("spawn_run is not available here".into());
+        };
+        if parent.depth + 1 > MAX_CHILD_DEPTH {
+            return Err(format!(
+                "runs may nest at most {MAX_CHILD_DEPTH} deep; do this part here"
+            ));
+        }
+        if parent.children.len() + inner.spawned.len() >= MAX_CHILDREN {
+            return Err(format!("a run may spawn at most {MAX_CHILDREN} children"));
+        }
+        let siblings: Vec<Budgets> = inner.spawned.iter().map(|c| c.budgets.clone()).collect();
+        let budgets = carve_child_budgets(&parent, &siblings, &a.budgets, &Budgets::default())?;
+        // Stable across a redelivered iteration, so the child is created once.
+        let id = format!(
+            "{}-c{}-{}",
+            parent.id,
+            st.iteration,
+            inner.spawned.len() + 1
+        );
+        inner.spawned.push(ChildRequest {
+            id: id.clone(),
+            objective,
+            budgets: budgets.clone(),
+        });
+        Ok(json!({"child_run_id": id, "budgets": budgets, "status": "starting"}))
+    }
+}
+
+struct WaitForChildren;
+
+#[async_trait]
+impl Tool for WaitForChildren {
+    fn name(&self) -> &'static str {
+        "wait_for_children"
+    }
+    fn description(&self) -> &'static str {
+        "After this iteration, sleep until a child run ends; its report summary wakes this run."
+    }
+    fn schema(&self) -> Value {
+        json!({"type": "object", "properties": {}, "additionalProperties": false})
+    }
+    async fn call(&self, st: &Staging, _v: Value) -> Result<Value, String> {
+        let mut inner = st.lock();
+        let active = inner
+            .parent
+            .as_ref()
+            .map(|p| p.active_children())
+            .unwrap_or(0)
+            + inner.spawned.len();
+        if active == 0 {
+            return Err("no child run is active; nothing to wait for".into());
+        }
+        inner.wait_for_children = true;
+        Ok(json!({"waiting_for": active}))
+    }
+}
+
 struct Entry {
     tool: Arc<dyn Tool>,
     schema: Value,
@@ -507,13 +637,15 @@ impl ToolRegistry {
             tools: BTreeMap::new(),
             block: String::new(),
         };
-        let tools: [Arc<dyn Tool>; 6] = [
+        let tools: [Arc<dyn Tool>; 8] = [
             Arc::new(DocWrite),
             Arc::new(DocRead),
             Arc::new(DocList),
             Arc::new(DocSearch),
             Arc::new(PlanUpdateTool),
             Arc::new(AskUser),
+            Arc::new(SpawnRun),
+            Arc::new(WaitForChildren),
         ];
         for t in tools {
             reg.register(t);

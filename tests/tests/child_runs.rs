@@ -1,0 +1,271 @@
+//! Child runs: budgets carved from the parent's remainder, the parent sleeping until its
+//! children end and reading their outcomes, and cancellation taking the whole tree down.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use longrun_app::{CreateRun, create_run};
+use longrun_domain::change;
+use longrun_domain::run::{BudgetsInput, RunStatus};
+use longrun_engine::ports::{Clock, NoFaults};
+use longrun_engine::{ChatRequest, ChatResponse, LlmClient, LlmError};
+use longrun_tests::{TestPlatform, platform_with_llm, scripted};
+
+/// Parents and children follow different scripts: a child's id is `{parent}-c{n}-{k}`.
+struct ByRole {
+    parent: Arc<dyn LlmClient>,
+    child: Arc<dyn LlmClient>,
+}
+
+#[async_trait]
+impl LlmClient for ByRole {
+    async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        if req.run_id.contains("-c") {
+            self.child.chat(req).await
+        } else {
+            self.parent.chat(req).await
+        }
+    }
+}
+
+const PARENT: &str = r#"{"planner": [
+  {"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "split the work",
+    "remaining_work": ["collect the parts"]},
+    "tool_calls": [
+      {"name": "spawn_run", "args": {"objective": "research green tea", "budgets": {"max_tokens": 400}}},
+      {"name": "spawn_run", "args": {"objective": "research black tea", "budgets": {"max_tokens": 400}}},
+      {"name": "spawn_run", "args": {"objective": "research oolong", "budgets": {"max_tokens": 400}}},
+      {"name": "wait_for_children", "args": {}}]},
+   "usage": {"input_tokens": 10, "output_tokens": 5}},
+  {"content": {"status": {"exit_signal": true, "needs_user_input": false, "progress_summary": "merged the parts",
+    "remaining_work": [], "completion_evidence": ["summary.md"]},
+    "tool_calls": [{"name": "doc_write", "args": {"path": "summary.md", "content": "three teas"}}]},
+   "usage": {"input_tokens": 10, "output_tokens": 5}}]}"#;
+
+const CHILD_DONE: &str = r#"{"planner": [
+  {"content": {"status": {"exit_signal": true, "needs_user_input": false, "progress_summary": "wrote part {{run_id}}",
+    "remaining_work": [], "completion_evidence": ["part.md"]},
+    "tool_calls": [{"name": "doc_write", "args": {"path": "part.md", "content": "a part"}}]},
+   "usage": {"input_tokens": 20, "output_tokens": 10}}]}"#;
+
+const CHILD_FOREVER: &str = r#"{"planner": [
+  {"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "note {{iteration}}",
+    "remaining_work": ["more"]},
+    "tool_calls": [{"name": "doc_write", "args": {"path": "n{{iteration}}.md", "content": "n"}}]},
+   "usage": {"input_tokens": 2, "output_tokens": 1}}]}"#;
+
+fn tree(child: &str) -> TestPlatform {
+    let llm = Arc::new(ByRole {
+        parent: scripted(PARENT),
+        child: scripted(child),
+    });
+    platform_with_llm(
+        llm,
+        Arc::new(NoFaults),
+        &[("tok-alice", "alice")],
+        2,
+        |_| {},
+    )
+}
+
+async fn start(t: &TestPlatform) -> String {
+    let req = CreateRun {
+        objective: "compare three teas".into(),
+        budgets: BudgetsInput {
+            max_tokens: Some(1_000),
+            ..Default::default()
+        },
+        thresholds: None,
+        model: None,
+        permission_mode: None,
+    };
+    create_run(t.p(), "alice", req).await.unwrap().id
+}
+
+/// Polls the worker until the run has ended and its outcome went out.
+async fn settle(t: &TestPlatform, id: &str) -> longrun_domain::Run {
+    for _ in 0..300 {
+        let run = t.p().store.get_run(id).await.unwrap().unwrap();
+        if run.status.is_ended() && run.notified {
+            return run;
+        }
+        t.running.worker.poll_once().await.unwrap();
+    }
+    panic!("{id} did not end");
+}
+
+#[tokio::test]
+async fn three_children_share_the_parents_remainder_and_their_outcomes_wake_it() {
+    // Arrange
+    let t = tree(CHILD_DONE);
+    let id = start(&t).await;
+
+    // Act
+    let parent = settle(&t, &id).await;
+
+    // Assert
+    assert_eq!(
+        parent.status,
+        RunStatus::Completed,
+        "{:?}",
+        parent.stopping_reason
+    );
+    assert_eq!(parent.children.len(), 3);
+    let carved: u64 = parent
+        .children
+        .iter()
+        .map(|c| t.p().store.get_run(&c.id))
+        .collect::<futures_util::future::JoinAll<_>>()
+        .await
+        .into_iter()
+        .map(|r| r.unwrap().unwrap().budgets.max_tokens.unwrap())
+        .sum();
+    assert!(
+        carved <= 1_000 - 15,
+        "children got {carved} tokens; the parent had 985 left after its first call"
+    );
+    for c in &parent.children {
+        let child = t.p().store.get_run(&c.id).await.unwrap().unwrap();
+        assert_eq!(child.status, RunStatus::Completed);
+        assert_eq!(child.parent_run_id.as_deref(), Some(id.as_str()));
+        assert_eq!(child.depth, 1);
+    }
+    let report = parent.report.unwrap();
+    assert_eq!(report.children.len(), 3, "the report lists the children");
+    assert!(
+        report
+            .children
+            .iter()
+            .all(|c| c.status == RunStatus::Completed
+                && c.summary.as_deref().unwrap_or("").starts_with("wrote part"))
+    );
+    assert_eq!(
+        parent.metrics.children_tokens,
+        3 * 30,
+        "children's spend is rolled up"
+    );
+    let woke = t.llm.planner_prompt(&id, 2).unwrap();
+    assert_eq!(
+        woke.matches("ended completed: wrote part").count(),
+        3,
+        "{woke}"
+    );
+    let events = t.p().store.events(&id, 0, 1_000).await.unwrap();
+    let finished = events
+        .iter()
+        .filter(|e| e.kind == longrun_domain::EventKind::ChildFinished)
+        .count();
+    assert_eq!(
+        finished, 3,
+        "each child's outcome is in the parent's events"
+    );
+}
+
+#[tokio::test]
+async fn canceling_the_parent_cancels_every_child_within_one_iteration() {
+    // Arrange: the parent waits on three children that would never finish.
+    let t = tree(CHILD_FOREVER);
+    let id = start(&t).await;
+    for _ in 0..60 {
+        t.running.worker.poll_once().await.unwrap();
+        let parent = t.p().store.get_run(&id).await.unwrap().unwrap();
+        let mut working = parent.children.len() == 3;
+        for c in &parent.children {
+            working &= t.p().store.get_run(&c.id).await.unwrap().unwrap().iteration >= 1;
+        }
+        if working {
+            break;
+        }
+    }
+    let parent = t.p().store.get_run(&id).await.unwrap().unwrap();
+    assert_eq!(parent.status, RunStatus::WaitingOnChildren);
+    let mut at_cancel = vec![];
+    for c in &parent.children {
+        let child = t.p().store.get_run(&c.id).await.unwrap().unwrap();
+        assert!(child.iteration >= 1, "children were working");
+        at_cancel.push((c.id.clone(), child.iteration));
+    }
+
+    // Act
+    let docs = t.p().store.docs(&id, "", 100).await.unwrap();
+    let now = t.clock.now_ms();
+    let canceled = t
+        .p()
+        .store
+        .update_run(&id, &|r| change::request_cancel(r, &docs, now))
+        .await
+        .unwrap();
+    t.p().dispatch.follow_up(&canceled).await.unwrap();
+    for (child, _) in &at_cancel {
+        settle(&t, child).await;
+    }
+
+    // Assert
+    for (child, iteration) in at_cancel {
+        let c = t.p().store.get_run(&child).await.unwrap().unwrap();
+        assert_eq!(c.status, RunStatus::Canceled, "{child}");
+        assert!(
+            c.iteration <= iteration + 1,
+            "{child} ran on: {} > {iteration} + 1",
+            c.iteration
+        );
+    }
+    let parent = t.p().store.get_run(&id).await.unwrap().unwrap();
+    assert_eq!(parent.status, RunStatus::Canceled);
+    assert!(
+        parent
+            .children
+            .iter()
+            .all(|c| c.status == RunStatus::Canceled)
+    );
+}
+
+#[test]
+fn a_childs_budget_never_exceeds_what_the_parent_has_left() {
+    use longrun_domain::run::{Budgets, Run, Thresholds, carve_child_budgets};
+    let mut parent = Run::new(
+        "p",
+        "alice",
+        "o",
+        "m",
+        Budgets {
+            max_tokens: Some(1_000),
+            max_cost_usd: Some(1.0),
+            ..Budgets::default()
+        },
+        Thresholds::default(),
+        0,
+    );
+    parent.metrics.input_tokens = 100;
+    parent.metrics.cost_usd = 0.25;
+    let ask = |t: i64| BudgetsInput {
+        max_tokens: Some(t),
+        ..Default::default()
+    };
+
+    let first = carve_child_budgets(&parent, &[], &ask(600), &Budgets::default()).unwrap();
+    let second = carve_child_budgets(
+        &parent,
+        std::slice::from_ref(&first),
+        &ask(600),
+        &Budgets::default(),
+    )
+    .unwrap();
+    let third = carve_child_budgets(
+        &parent,
+        &[first.clone(), second.clone()],
+        &ask(10),
+        &Budgets::default(),
+    );
+
+    assert_eq!(first.max_tokens, Some(600));
+    assert_eq!(second.max_tokens, Some(300), "capped at the remainder");
+    assert!(third.is_err(), "nothing left: {third:?}");
+    assert_eq!(
+        first.max_cost_usd,
+        Some(0.375),
+        "unasked limits get half the remainder"
+    );
+    assert_eq!(second.max_cost_usd, Some(0.1875));
+}
