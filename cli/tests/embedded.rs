@@ -205,3 +205,27 @@ fn the_demo_completes_with_fan_out_repair_and_docs() {
         "the repaired call's doc exists: {stdout}"
     );
 }
+
+#[test]
+fn a_malformed_plan_step_is_refused_before_any_request() {
+    let out = Command::new(env!("CARGO_BIN_EXE_longrun"))
+        .args([
+            "edit",
+            "run_x",
+            "--step",
+            "s1:finished:Collect",
+            "--api-url",
+            "http://127.0.0.1:9",
+            "--token",
+            "t",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("status must be pending, in_progress, done or blocked")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+}
