@@ -28,7 +28,6 @@ const props: LongrunStackProps = {
     models: ctx('models') ?? 'openai:gpt-4.1-mini',
     openaiBaseUrl: ctx('openaiBaseUrl'),
     apiKeySecretName: ctx('llmKeySecret'),
-    apiKeyParameterName: ctx('llmKeyParameter'),
   },
   assetsDir,
   alarmEmail: ctx('alarmEmail'),

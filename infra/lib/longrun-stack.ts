@@ -29,7 +29,6 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subs from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
-import * as ssm from 'aws-cdk-lib/aws-ssm';
 import type { Construct } from 'constructs';
 
 /** The four Lambda binaries, as `cargo lambda build` names their output folders. */
@@ -53,8 +52,6 @@ export interface LlmSettings {
   readonly openaiBaseUrl?: string;
   /** Name of a Secrets Manager secret whose string is the provider's API key. */
   readonly apiKeySecretName?: string;
-  /** Name of an SSM SecureString parameter holding the API key (alternative to the secret). */
-  readonly apiKeyParameterName?: string;
 }
 
 export interface LongrunStackProps extends StackProps {
@@ -194,10 +191,9 @@ export class LongrunStack extends Stack {
 
     const llmEnv: Record<string, string> = { LONGRUN_MODELS: props.llm.models };
     if (props.llm.openaiBaseUrl) llmEnv.OPENAI_BASE_URL = props.llm.openaiBaseUrl;
-    if (props.llm.apiKeySecretName) llmEnv.LONGRUN_LLM_KEY_SECRET = props.llm.apiKeySecretName;
-    if (props.llm.apiKeyParameterName) {
-      llmEnv.LONGRUN_LLM_KEY_PARAMETER = props.llm.apiKeyParameterName;
-    }
+    // Only the worker calls the model, so only it learns where the key is (and may read it).
+    const workerEnv: Record<string, string> = {};
+    if (props.llm.apiKeySecretName) workerEnv.LONGRUN_LLM_KEY_SECRET = props.llm.apiKeySecretName;
     const common: Record<string, string> = {
       ...llmEnv,
       LONGRUN_TABLE: this.table.tableName,
@@ -290,7 +286,7 @@ export class LongrunStack extends Stack {
     const workerMax = props.workerMaxConcurrency ?? 20;
     this.functions = {
       api: fn('api', { memory: 256, timeout: Duration.seconds(29) }),
-      worker: fn('worker', { memory: 512, timeout: WORKER_TIMEOUT }),
+      worker: fn('worker', { memory: 512, timeout: WORKER_TIMEOUT, environment: workerEnv }),
       notifier: fn('notifier', { memory: 256, timeout: Duration.seconds(60), async: true,
         reserved: 5 }),
       // One sweep at a time: two would only race to republish the same steps.
@@ -330,11 +326,6 @@ export class LongrunStack extends Stack {
     if (props.llm.apiKeySecretName) {
       secretsmanager.Secret.fromSecretNameV2(this, 'LlmKey', props.llm.apiKeySecretName)
         .grantRead(worker);
-    }
-    if (props.llm.apiKeyParameterName) {
-      ssm.StringParameter.fromSecureStringParameterAttributes(this, 'LlmKeyParameter', {
-        parameterName: props.llm.apiKeyParameterName,
-      }).grantRead(worker);
     }
 
     worker.addEventSource(

@@ -35,11 +35,12 @@ locals {
       RUST_LOG               = "info"
     },
     var.openai_base_url == "" ? {} : { OPENAI_BASE_URL = var.openai_base_url },
-    var.llm_key_secret_name == "" ? {} : { LONGRUN_LLM_KEY_SECRET = var.llm_key_secret_name },
   )
-  origin   = regex("^(https?://[^/]+)", var.app_base_url)[0]
-  issuer   = local.create_pool ? "https://cognito-idp.${local.region}.amazonaws.com/${aws_cognito_user_pool.users[0].id}" : var.jwt_issuer
-  audience = local.create_pool ? [aws_cognito_user_pool_client.console[0].id] : var.jwt_audience
+  # Only the worker calls the model, so only it learns where the key is (and may read it).
+  worker_environment = var.llm_key_secret_name == "" ? {} : { LONGRUN_LLM_KEY_SECRET = var.llm_key_secret_name }
+  origin             = regex("^(https?://[^/]+)", var.app_base_url)[0]
+  issuer             = local.create_pool ? "https://cognito-idp.${local.region}.amazonaws.com/${aws_cognito_user_pool.users[0].id}" : var.jwt_issuer
+  audience           = local.create_pool ? [aws_cognito_user_pool_client.console[0].id] : var.jwt_audience
 }
 
 # --- encryption ------------------------------------------------------------------------------
@@ -356,7 +357,7 @@ resource "aws_lambda_function" "fn" {
   kms_key_arn                    = aws_kms_key.main.arn
 
   environment {
-    variables = local.environment
+    variables = merge(local.environment, each.key == "worker" ? local.worker_environment : {})
   }
 
   logging_config {

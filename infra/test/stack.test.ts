@@ -205,6 +205,13 @@ describe('the longrun stack', () => {
     }
   });
 
+  it('tells only the worker where the model key is', () => {
+    for (const name of ['api', 'worker', 'notifier', 'sweeper']) {
+      const env = t.toJSON().Resources[fnId(t, name)].Properties.Environment.Variables;
+      assert.equal(env.LONGRUN_LLM_KEY_SECRET, name === 'worker' ? 'longrun/openai' : undefined, name);
+    }
+  });
+
   it('reserves concurrency for the sweeper and the notifier', () => {
     assert.equal(t.toJSON().Resources[fnId(t, 'sweeper')].Properties.ReservedConcurrentExecutions, 1);
     assert.ok(t.toJSON().Resources[fnId(t, 'notifier')].Properties.ReservedConcurrentExecutions > 0);
