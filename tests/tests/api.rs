@@ -62,6 +62,18 @@ impl App {
         (s, v)
     }
 
+    /// Waits until the run has committed at least `n` iterations.
+    async fn wait_iteration(&self, id: &str, n: u64) -> Value {
+        for _ in 0..300 {
+            let (_, r) = self.get(&format!("/v1/runs/{id}"), ALICE).await;
+            if r["iteration"].as_u64().unwrap() >= n {
+                return r;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("run {id} never reached iteration {n}");
+    }
+
     async fn wait_status(&self, id: &str, statuses: &[&str]) -> Value {
         for _ in 0..500 {
             let (_, run) = self.get(&format!("/v1/runs/{id}"), ALICE).await;
@@ -438,13 +450,7 @@ async fn cancel_stops_a_running_run_and_frees_its_slot() {
         .post("/v1/runs", ALICE, json!({"objective": "keep writing"}))
         .await;
     let id = run["id"].as_str().unwrap().to_string();
-    for _ in 0..200 {
-        let (_, r) = app.get(&format!("/v1/runs/{id}"), ALICE).await;
-        if r["iteration"].as_u64().unwrap() >= 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    app.wait_iteration(&id, 2).await;
     let (s, _) = app
         .post(&format!("/v1/runs/{id}/cancel"), ALICE, json!({}))
         .await;
@@ -705,13 +711,7 @@ async fn pause_holds_the_run_after_its_iteration_and_an_edit_reaches_the_next_pr
         )
         .await;
     let id = run["id"].as_str().unwrap().to_string();
-    for _ in 0..200 {
-        let (_, r) = app.get(&format!("/v1/runs/{id}"), ALICE).await;
-        if r["iteration"].as_u64().unwrap() >= 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    app.wait_iteration(&id, 1).await;
 
     // Act: pause, then edit while paused.
     let (s, _) = app
@@ -735,13 +735,7 @@ async fn pause_holds_the_run_after_its_iteration_and_an_edit_reaches_the_next_pr
         .post(&format!("/v1/runs/{id}/continue"), ALICE, json!({}))
         .await;
     assert_eq!(s, StatusCode::OK);
-    for _ in 0..300 {
-        let (_, r) = app.get(&format!("/v1/runs/{id}"), ALICE).await;
-        if r["iteration"].as_u64().unwrap() > at {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    app.wait_iteration(&id, at + 1).await;
 
     // Assert: held where it paused; the edit reached the next planner prompt and the log.
     assert_eq!(still["status"], "paused");
