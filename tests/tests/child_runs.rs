@@ -269,3 +269,31 @@ fn a_childs_budget_never_exceeds_what_the_parent_has_left() {
     );
     assert_eq!(second.max_cost_usd, Some(0.1875));
 }
+
+#[tokio::test]
+async fn a_spawn_past_the_configured_depth_is_a_tool_error_and_nothing_starts() {
+    // Arrange: this deployment allows no nesting at all.
+    let llm = Arc::new(ByRole {
+        parent: scripted(PARENT),
+        child: scripted(CHILD_DONE),
+    });
+    let t = platform_with_llm(llm, Arc::new(NoFaults), &[("tok-alice", "alice")], 2, |c| {
+        c.max_run_depth = 0;
+    });
+    let id = start(&t).await;
+
+    // Act
+    let parent = settle(&t, &id).await;
+
+    // Assert
+    let it1 = t.p().store.iterations(&id, 0, 1).await.unwrap().remove(0);
+    assert!(
+        it1.tool_results[0]
+            .result
+            .contains("runs may nest at most 0 deep"),
+        "{:?}",
+        it1.tool_results[0]
+    );
+    assert!(parent.children.is_empty());
+    assert_eq!(parent.status, RunStatus::Completed);
+}

@@ -66,6 +66,8 @@ pub struct AppConfig {
     pub app_base_url: String,
     pub max_objective_bytes: usize,
     pub fetch: FetchConfig,
+    /// How deep runs may nest through `spawn_run` (`LONGRUN_MAX_RUN_DEPTH`, default 16).
+    pub max_run_depth: u32,
 }
 
 /// The `http_fetch` tool: on by default, behind the SSRF guard; the deployment may narrow it
@@ -138,6 +140,10 @@ impl AppConfig {
             app_base_url: "http://127.0.0.1:8080".into(),
             max_objective_bytes: 16 * 1024,
             fetch: FetchConfig::from_env(),
+            max_run_depth: std::env::var("LONGRUN_MAX_RUN_DEPTH")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(longrun_engine::tools::MAX_CHILD_DEPTH),
         })
     }
 

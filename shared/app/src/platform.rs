@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use longrun_engine::ports::{Clock, Faults, Notifier, RunStore, StepQueue};
-use longrun_engine::tools::ToolFactory;
+use longrun_engine::tools::{SpawnRun, ToolFactory};
 use longrun_engine::{Dispatch, Engine, EngineConfig, LlmClient, ToolRegistry};
 use longrun_fetch::{HttpFetch, HttpToolFactory, UserToolSettings};
 
@@ -53,6 +53,9 @@ impl Platform {
             app_base_url: config.app_base_url.clone(),
         };
         let mut tools = ToolRegistry::builtin();
+        tools.register(Arc::new(SpawnRun {
+            max_depth: config.max_run_depth,
+        }));
         if config.fetch.enabled {
             let f = &config.fetch;
             match HttpFetch::new(f.policy.clone(), f.lookup.clone(), f.settings.clone()) {

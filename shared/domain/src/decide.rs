@@ -458,6 +458,21 @@ mod tests {
     }
 
     #[test]
+    fn a_parent_cannot_complete_while_a_child_is_active_and_sleeps_when_it_asks() {
+        let run = sample_run();
+        let mut f = facts(1, status(true, &[]));
+        f.active_children = 2;
+
+        let claimed = decide(&run, &f);
+        f.wait_for_children = true;
+        let waiting = decide(&run, &f);
+
+        assert_eq!(claimed.outcome, Outcome::Continue);
+        assert!(claimed.hints[0].contains("2 child run(s) are still active"));
+        assert_eq!(waiting.outcome, Outcome::WaitChildren);
+    }
+
+    #[test]
     fn the_last_allowed_iteration_without_completion_stops_with_max_iterations() {
         let run = sample_run();
         let v = decide(

@@ -496,7 +496,7 @@ impl Tool for AskUser {
     }
 }
 
-/// How deep a tree of runs may grow.
+/// How deep a tree of runs may grow unless the deployment says otherwise.
 pub const MAX_CHILD_DEPTH: u32 = 16;
 /// Children one run may have in all.
 pub const MAX_CHILDREN: usize = 20;
@@ -511,7 +511,10 @@ struct SpawnRunArgs {
     budgets: BudgetsInput,
 }
 
-struct SpawnRun;
+/// `spawn_run`, allowing trees of runs up to `max_depth` deep.
+pub struct SpawnRun {
+    pub max_depth: u32,
+}
 
 #[async_trait]
 impl Tool for SpawnRun {
@@ -539,9 +542,10 @@ impl Tool for SpawnRun {
         let Some(parent) = inner.parent.clone() else {
             return Err("spawn_run is not available here".into());
         };
-        if parent.depth + 1 > MAX_CHILD_DEPTH {
+        if parent.depth + 1 > self.max_depth {
             return Err(format!(
-                "runs may nest at most {MAX_CHILD_DEPTH} deep; do this part here"
+                "runs may nest at most {} deep; do this part here",
+                self.max_depth
             ));
         }
         if parent.children.len() + inner.spawned.len() >= MAX_CHILDREN {
@@ -644,7 +648,9 @@ impl ToolRegistry {
             Arc::new(DocSearch),
             Arc::new(PlanUpdateTool),
             Arc::new(AskUser),
-            Arc::new(SpawnRun),
+            Arc::new(SpawnRun {
+                max_depth: MAX_CHILD_DEPTH,
+            }),
             Arc::new(WaitForChildren),
         ];
         for t in tools {
