@@ -1,5 +1,6 @@
 //! `LlmClient` implementations, pricing, retries and routing by `provider:model`.
 
+pub mod anthropic;
 pub mod openai;
 pub mod pricing;
 pub mod scripted;
@@ -13,6 +14,7 @@ use async_trait::async_trait;
 use longrun_engine::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind};
 use tracing::warn;
 
+pub use anthropic::AnthropicClient;
 pub use openai::OpenAiClient;
 pub use pricing::{Price, PriceTable};
 pub use scripted::{Script, ScriptedLlm};
@@ -69,6 +71,8 @@ impl RetryPolicy {
 pub struct LlmSettings {
     pub openai_base_url: String,
     pub openai_api_key: Option<Secret>,
+    pub anthropic_base_url: String,
+    pub anthropic_api_key: Option<Secret>,
     pub timeout: Duration,
     pub retry: RetryPolicy,
     pub prices: PriceTable,
@@ -79,6 +83,8 @@ impl Default for LlmSettings {
         LlmSettings {
             openai_base_url: "https://api.openai.com/v1".into(),
             openai_api_key: None,
+            anthropic_base_url: "https://api.anthropic.com".into(),
+            anthropic_api_key: None,
             timeout: Duration::from_secs(120),
             retry: RetryPolicy::PROVIDER,
             prices: PriceTable::default(),
@@ -94,6 +100,13 @@ impl LlmSettings {
             s.openai_base_url = url;
         }
         s.openai_api_key = std::env::var("OPENAI_API_KEY")
+            .ok()
+            .filter(|k| !k.is_empty())
+            .map(Secret::new);
+        if let Ok(url) = std::env::var("ANTHROPIC_BASE_URL") {
+            s.anthropic_base_url = url;
+        }
+        s.anthropic_api_key = std::env::var("ANTHROPIC_API_KEY")
             .ok()
             .filter(|k| !k.is_empty())
             .map(Secret::new);
@@ -113,7 +126,7 @@ pub enum ModelError {
         "model `{0}` must be written provider:model, e.g. openai:gpt-4.1-mini or script:path/to/script.json"
     )]
     Malformed(String),
-    #[error("unknown provider `{0}`; supported: script, openai")]
+    #[error("unknown provider `{0}`; supported: script, openai, anthropic")]
     UnknownProvider(String),
     #[error(transparent)]
     Script(#[from] scripted::ScriptLoadError),
@@ -131,6 +144,19 @@ struct Route {
 pub struct ModelRouter {
     routes: BTreeMap<String, Route>,
     prices: PriceTable,
+}
+
+/// One HTTP client for every provider route, built on first need.
+fn shared_http(
+    http: &mut Option<reqwest::Client>,
+    settings: &LlmSettings,
+) -> Result<reqwest::Client, ModelError> {
+    if let Some(c) = http {
+        return Ok(c.clone());
+    }
+    let c = openai::http_client(settings.timeout).map_err(|e| ModelError::Client(e.message))?;
+    *http = Some(c.clone());
+    Ok(c)
 }
 
 impl ModelRouter {
@@ -155,20 +181,24 @@ impl ModelRouter {
                     }
                 }
                 "openai" => {
-                    if http.is_none() {
-                        http = Some(
-                            openai::http_client(settings.timeout)
-                                .map_err(|e| ModelError::Client(e.message))?,
-                        );
-                    }
-                    let client = http
-                        .clone()
-                        .ok_or_else(|| ModelError::Client("no HTTP client".into()))?;
+                    let client = shared_http(&mut http, settings)?;
                     Route {
                         client: Arc::new(OpenAiClient::new(
                             client,
                             &settings.openai_base_url,
                             settings.openai_api_key.clone(),
+                            model,
+                        )),
+                        retry: settings.retry,
+                    }
+                }
+                "anthropic" => {
+                    let client = shared_http(&mut http, settings)?;
+                    Route {
+                        client: Arc::new(AnthropicClient::new(
+                            client,
+                            &settings.anthropic_base_url,
+                            settings.anthropic_api_key.clone(),
                             model,
                         )),
                         retry: settings.retry,

@@ -32,7 +32,8 @@ impl OpenAiClient {
     }
 }
 
-fn retry_after_ms(headers: &reqwest::header::HeaderMap) -> Option<u64> {
+/// `Retry-After` in seconds (fractions allowed), as milliseconds.
+pub fn retry_after_ms(headers: &reqwest::header::HeaderMap) -> Option<u64> {
     let v = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
     v.trim().parse::<f64>().ok().map(|s| (s * 1000.0) as u64)
 }

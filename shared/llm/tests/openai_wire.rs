@@ -1,64 +1,21 @@
 //! The OpenAI-compatible client against a real HTTP server started in the test.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use axum::Router;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::post;
 use longrun_engine::llm::ChatMessage;
 use longrun_engine::{ChatRequest, LlmClient, LlmErrorKind, LlmRole};
 use longrun_llm::{LlmSettings, ModelRouter, OpenAiClient, RetryPolicy, Secret};
-use serde_json::{Value, json};
+use serde_json::json;
+use support::serve;
 
-/// (status, headers, body, delay in ms)
-type Canned = (u16, Vec<(&'static str, &'static str)>, String, u64);
-
-#[derive(Clone)]
-struct Server {
-    /// Responses served in order; the last repeats.
-    script: Arc<Vec<Canned>>,
-    hits: Arc<AtomicUsize>,
-    seen: Arc<std::sync::Mutex<Vec<(HeaderMap, Value)>>>,
-}
-
-async fn handler(State(s): State<Server>, headers: HeaderMap, body: String) -> Response {
-    let i = s
-        .hits
-        .fetch_add(1, Ordering::SeqCst)
-        .min(s.script.len() - 1);
-    s.seen
-        .lock()
-        .unwrap()
-        .push((headers, serde_json::from_str(&body).unwrap_or(Value::Null)));
-    let (status, hdrs, body, delay) = s.script[i].clone();
-    if delay > 0 {
-        tokio::time::sleep(Duration::from_millis(delay)).await;
-    }
-    let mut resp = (StatusCode::from_u16(status).unwrap(), body).into_response();
-    for (k, v) in hdrs {
-        resp.headers_mut().insert(k, v.parse().unwrap());
-    }
-    resp
-}
-
-async fn serve(script: Vec<Canned>) -> (String, Server) {
-    let s = Server {
-        script: Arc::new(script),
-        hits: Arc::default(),
-        seen: Arc::default(),
-    };
-    let app = Router::new()
-        .route("/v1/chat/completions", post(handler))
-        .with_state(s.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (format!("http://{addr}/v1"), s)
+async fn serve_openai(script: Vec<support::Canned>) -> (String, support::Server) {
+    let (addr, s) = serve("/v1/chat/completions", script).await;
+    (format!("{addr}/v1"), s)
 }
 
 fn req(model: &str) -> ChatRequest {
@@ -92,7 +49,7 @@ fn client(base: &str, timeout_ms: u64) -> OpenAiClient {
 
 #[tokio::test]
 async fn a_success_maps_usage_with_cached_tokens_split_out_and_is_priced() {
-    let (base, server) = serve(vec![(200, vec![], OK.into(), 0)]).await;
+    let (base, server) = serve_openai(vec![(200, vec![], OK.into(), 0)]).await;
     let settings = LlmSettings {
         openai_base_url: base,
         openai_api_key: Some(Secret::new("sk-test")),
@@ -129,7 +86,7 @@ async fn provider_reported_cost_wins_over_the_table() {
         "\"total_tokens\": 1500,",
         "\"total_tokens\": 1500, \"cost\": 0.42,",
     );
-    let (base, _) = serve(vec![(200, vec![], body, 0)]).await;
+    let (base, _) = serve_openai(vec![(200, vec![], body, 0)]).await;
     let resp = client(&base, 2_000)
         .chat(&req("openai:gpt-4.1"))
         .await
@@ -169,7 +126,8 @@ async fn status_codes_map_to_typed_errors() {
         (200, r#"{"choices": []}"#, LlmErrorKind::Malformed, true),
     ];
     for (status, body, kind, retryable) in cases {
-        let (base, _) = serve(vec![(status, vec![("retry-after", "2")], body.into(), 0)]).await;
+        let (base, _) =
+            serve_openai(vec![(status, vec![("retry-after", "2")], body.into(), 0)]).await;
         let err = client(&base, 2_000)
             .chat(&req("openai:gpt-4.1"))
             .await
@@ -188,7 +146,7 @@ async fn status_codes_map_to_typed_errors() {
 
 #[tokio::test]
 async fn a_slow_server_is_a_timeout() {
-    let (base, _) = serve(vec![(200, vec![], OK.into(), 500)]).await;
+    let (base, _) = serve_openai(vec![(200, vec![], OK.into(), 500)]).await;
     let err = client(&base, 100)
         .chat(&req("openai:gpt-4.1"))
         .await
@@ -198,7 +156,7 @@ async fn a_slow_server_is_a_timeout() {
 
 #[tokio::test]
 async fn the_router_retries_5xx_then_succeeds_but_never_retries_auth() {
-    let (base, server) = serve(vec![
+    let (base, server) = serve_openai(vec![
         (500, vec![], "x".into(), 0),
         (503, vec![], "x".into(), 0),
         (200, vec![], OK.into(), 0),
@@ -215,7 +173,7 @@ async fn the_router_retries_5xx_then_succeeds_but_never_retries_auth() {
     assert!(router.chat(&req("openai:gpt-4.1")).await.is_ok());
     assert_eq!(server.hits.load(Ordering::SeqCst), 3);
 
-    let (base, server) = serve(vec![(401, vec![], "{}".into(), 0)]).await;
+    let (base, server) = serve_openai(vec![(401, vec![], "{}".into(), 0)]).await;
     let router = ModelRouter::build(&[], &LlmSettings::default())
         .unwrap()
         .with_client("openai:gpt-4.1", Arc::new(client(&base, 2_000)), fast);

@@ -1,0 +1,187 @@
+//! Anthropic Messages (`POST {base}/v1/messages`). A structured answer is a forced call of one
+//! tool whose input schema is the contract: the most portable way to get schema-shaped JSON.
+
+use std::time::Instant;
+
+use async_trait::async_trait;
+use longrun_engine::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, Usage};
+use serde_json::{Value, json};
+
+use crate::Secret;
+use crate::openai::retry_after_ms;
+
+pub const API_VERSION: &str = "2023-06-01";
+/// The tool a structured answer is forced through.
+pub const ANSWER_TOOL: &str = "answer";
+const DEFAULT_MAX_TOKENS: u32 = 4_096;
+
+pub struct AnthropicClient {
+    http: reqwest::Client,
+    base_url: String,
+    api_key: Option<Secret>,
+    model: String,
+}
+
+impl AnthropicClient {
+    /// `http` is built once at start-up, with its timeouts.
+    pub fn new(
+        http: reqwest::Client,
+        base_url: &str,
+        api_key: Option<Secret>,
+        model: &str,
+    ) -> Self {
+        AnthropicClient {
+            http,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            api_key,
+            model: model.to_string(),
+        }
+    }
+
+    /// The wire body: system prompts lifted out, turns alternating from `user`.
+    pub fn body(&self, req: &ChatRequest) -> Value {
+        let system: Vec<&str> = req
+            .messages
+            .iter()
+            .filter(|m| m.role == "system")
+            .map(|m| m.content.as_str())
+            .collect();
+        let mut turns: Vec<(String, String)> = vec![];
+        for m in req.messages.iter().filter(|m| m.role != "system") {
+            let role = if m.role == "assistant" {
+                "assistant"
+            } else {
+                "user"
+            };
+            match turns.last_mut() {
+                Some((r, text)) if r == role => {
+                    text.push_str("\n\n");
+                    text.push_str(&m.content);
+                }
+                _ => turns.push((role.to_string(), m.content.clone())),
+            }
+        }
+        if turns.first().is_none_or(|(r, _)| r != "user") {
+            turns.insert(0, ("user".into(), "Begin.".into()));
+        }
+        let mut body = json!({
+            "model": self.model,
+            "max_tokens": req.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+            "messages": turns.iter().map(|(r, c)| json!({"role": r, "content": c})).collect::<Vec<_>>(),
+        });
+        if !system.is_empty() {
+            body["system"] = json!(system.join("\n\n"));
+        }
+        if let Some(schema) = &req.json_schema {
+            body["tools"] = json!([{
+                "name": ANSWER_TOOL,
+                "description": "Give your answer; its input is the whole answer.",
+                "input_schema": schema,
+            }]);
+            body["tool_choice"] = json!({"type": "tool", "name": ANSWER_TOOL});
+        }
+        body
+    }
+}
+
+/// Maps the wire usage: `input_tokens` already excludes cache reads and writes.
+pub fn usage_from(v: &Value) -> Usage {
+    let u = &v["usage"];
+    let n = |k: &str| u[k].as_u64().unwrap_or(0);
+    Usage {
+        input_tokens: n("input_tokens"),
+        output_tokens: n("output_tokens"),
+        cache_read_tokens: n("cache_read_input_tokens"),
+        cache_write_tokens: n("cache_creation_input_tokens"),
+        reasoning_tokens: 0,
+    }
+}
+
+fn error_for_status(status: u16, body: &str) -> LlmError {
+    let v: Value = serde_json::from_str(body).unwrap_or_default();
+    let detail = v["error"]["message"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| body.chars().take(300).collect());
+    let kind = match status {
+        401 | 403 => LlmErrorKind::Auth,
+        400 if detail.contains("credit balance") => LlmErrorKind::Quota,
+        429 => LlmErrorKind::RateLimited,
+        408 => LlmErrorKind::Timeout,
+        // 529 is Anthropic's "overloaded".
+        500..=599 => LlmErrorKind::Server,
+        _ => LlmErrorKind::BadRequest,
+    };
+    LlmError::new(kind, format!("HTTP {status}: {detail}"))
+}
+
+/// The answer text: the forced tool's input as JSON, else the text blocks.
+fn content_of(v: &Value) -> Result<String, LlmError> {
+    let blocks = v["content"]
+        .as_array()
+        .ok_or_else(|| LlmError::new(LlmErrorKind::Malformed, "response has no content blocks"))?;
+    if let Some(tool) = blocks
+        .iter()
+        .find(|b| b["type"] == "tool_use" && b["name"] == ANSWER_TOOL)
+    {
+        return Ok(tool["input"].to_string());
+    }
+    Ok(blocks
+        .iter()
+        .filter(|b| b["type"] == "text")
+        .filter_map(|b| b["text"].as_str())
+        .collect::<Vec<_>>()
+        .join(""))
+}
+
+#[async_trait]
+impl LlmClient for AnthropicClient {
+    async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let mut http = self
+            .http
+            .post(format!("{}/v1/messages", self.base_url))
+            .header("anthropic-version", API_VERSION)
+            .json(&self.body(req));
+        if let Some(key) = &self.api_key {
+            http = http.header("x-api-key", key.expose());
+        }
+        let started = Instant::now();
+        let resp = http.send().await.map_err(|e| {
+            let kind = if e.is_timeout() {
+                LlmErrorKind::Timeout
+            } else {
+                LlmErrorKind::Server
+            };
+            LlmError::new(kind, format!("request failed: {e}"))
+        })?;
+        let status = resp.status().as_u16();
+        let retry_after = retry_after_ms(resp.headers());
+        let text = resp.text().await.map_err(|e| {
+            let kind = if e.is_timeout() {
+                LlmErrorKind::Timeout
+            } else {
+                LlmErrorKind::Malformed
+            };
+            LlmError::new(kind, format!("reading the response failed: {e}"))
+        })?;
+        if !(200..300).contains(&status) {
+            let mut err = error_for_status(status, &text);
+            err.retry_after_ms = retry_after;
+            return Err(err);
+        }
+        let v: Value = serde_json::from_str(&text).map_err(|e| {
+            LlmError::new(
+                LlmErrorKind::Malformed,
+                format!("response is not JSON: {e}"),
+            )
+        })?;
+        Ok(ChatResponse {
+            content: content_of(&v)?,
+            usage: usage_from(&v),
+            provider: "anthropic".into(),
+            model: self.model.clone(),
+            latency_ms: started.elapsed().as_millis() as u64,
+            cost_usd: None,
+        })
+    }
+}
