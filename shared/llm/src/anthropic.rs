@@ -8,7 +8,7 @@ use longrun_engine::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKin
 use serde_json::{Value, json};
 
 use crate::Secret;
-use crate::openai::retry_after_ms;
+use crate::openai::send_json;
 
 pub const API_VERSION: &str = "2023-06-01";
 /// The tool a structured answer is forced through.
@@ -146,35 +146,7 @@ impl LlmClient for AnthropicClient {
             http = http.header("x-api-key", key.expose());
         }
         let started = Instant::now();
-        let resp = http.send().await.map_err(|e| {
-            let kind = if e.is_timeout() {
-                LlmErrorKind::Timeout
-            } else {
-                LlmErrorKind::Server
-            };
-            LlmError::new(kind, format!("request failed: {e}"))
-        })?;
-        let status = resp.status().as_u16();
-        let retry_after = retry_after_ms(resp.headers());
-        let text = resp.text().await.map_err(|e| {
-            let kind = if e.is_timeout() {
-                LlmErrorKind::Timeout
-            } else {
-                LlmErrorKind::Malformed
-            };
-            LlmError::new(kind, format!("reading the response failed: {e}"))
-        })?;
-        if !(200..300).contains(&status) {
-            let mut err = error_for_status(status, &text);
-            err.retry_after_ms = retry_after;
-            return Err(err);
-        }
-        let v: Value = serde_json::from_str(&text).map_err(|e| {
-            LlmError::new(
-                LlmErrorKind::Malformed,
-                format!("response is not JSON: {e}"),
-            )
-        })?;
+        let v = send_json(http, error_for_status).await?;
         Ok(ChatResponse {
             content: content_of(&v)?,
             usage: usage_from(&v),

@@ -95,35 +95,7 @@ impl LlmClient for OpenAiClient {
             http = http.bearer_auth(key.expose());
         }
         let started = Instant::now();
-        let resp = http.send().await.map_err(|e| {
-            let kind = if e.is_timeout() {
-                LlmErrorKind::Timeout
-            } else {
-                LlmErrorKind::Server
-            };
-            LlmError::new(kind, format!("request failed: {e}"))
-        })?;
-        let status = resp.status().as_u16();
-        let retry_after = retry_after_ms(resp.headers());
-        let text = resp.text().await.map_err(|e| {
-            let kind = if e.is_timeout() {
-                LlmErrorKind::Timeout
-            } else {
-                LlmErrorKind::Malformed
-            };
-            LlmError::new(kind, format!("reading the response failed: {e}"))
-        })?;
-        if !(200..300).contains(&status) {
-            let mut err = error_for_status(status, &text);
-            err.retry_after_ms = retry_after;
-            return Err(err);
-        }
-        let v: Value = serde_json::from_str(&text).map_err(|e| {
-            LlmError::new(
-                LlmErrorKind::Malformed,
-                format!("response is not JSON: {e}"),
-            )
-        })?;
+        let v = send_json(http, error_for_status).await?;
         let content = match &v["choices"][0]["message"]["content"] {
             Value::String(s) => s.clone(),
             Value::Null => String::new(),
@@ -144,6 +116,43 @@ impl LlmClient for OpenAiClient {
             cost_usd: v["usage"]["cost"].as_f64(),
         })
     }
+}
+
+/// Sends a provider request and returns its JSON body; transport failures, non-2xx answers
+/// (typed by `error_for_status`, with `Retry-After`) and non-JSON bodies become `LlmError`s.
+pub async fn send_json(
+    request: reqwest::RequestBuilder,
+    error_for_status: fn(u16, &str) -> LlmError,
+) -> Result<Value, LlmError> {
+    let resp = request.send().await.map_err(|e| {
+        let kind = if e.is_timeout() {
+            LlmErrorKind::Timeout
+        } else {
+            LlmErrorKind::Server
+        };
+        LlmError::new(kind, format!("request failed: {e}"))
+    })?;
+    let status = resp.status().as_u16();
+    let retry_after = retry_after_ms(resp.headers());
+    let text = resp.text().await.map_err(|e| {
+        let kind = if e.is_timeout() {
+            LlmErrorKind::Timeout
+        } else {
+            LlmErrorKind::Malformed
+        };
+        LlmError::new(kind, format!("reading the response failed: {e}"))
+    })?;
+    if !(200..300).contains(&status) {
+        let mut err = error_for_status(status, &text);
+        err.retry_after_ms = retry_after;
+        return Err(err);
+    }
+    serde_json::from_str(&text).map_err(|e| {
+        LlmError::new(
+            LlmErrorKind::Malformed,
+            format!("response is not JSON: {e}"),
+        )
+    })
 }
 
 pub fn http_client(timeout: Duration) -> Result<reqwest::Client, LlmError> {
