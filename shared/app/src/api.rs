@@ -15,7 +15,6 @@ use axum::{Json, Router};
 use futures_util::Stream;
 use longrun_domain::DocMeta;
 use longrun_domain::change;
-use longrun_domain::change::Rejection;
 use longrun_domain::run::{Budgets, BudgetsInput, Run, RunPatch, RunStatus};
 use longrun_engine::StepReason;
 use longrun_engine::ports::{RunQuery, Webhook};
@@ -520,26 +519,9 @@ async fn continue_run(
     owned(&p, &user, &id).await?;
     let now = p.clock.now_ms();
     let limit = p.config.active_limit;
-    let raise = body.budgets != BudgetsInput::default();
     let run = p
         .store
-        .update_run(&id, &|r| {
-            // A paused run resumes where it left off; raised budgets apply to it too.
-            if r.status == RunStatus::Paused {
-                let resumed = change::resume(r, now)?;
-                if raise {
-                    let budgets = body
-                        .budgets
-                        .resolve(&r.budgets)
-                        .map_err(|e| Rejection::Conflict(e.to_string()))?;
-                    let mut next = resumed;
-                    next.run.budgets = budgets;
-                    return Ok(next);
-                }
-                return Ok(resumed);
-            }
-            change::continue_run(r, &body.budgets, limit, now)
-        })
+        .update_run(&id, &|r| change::continue_run(r, &body.budgets, limit, now))
         .await?;
     p.dispatch.enqueue_next(&run, StepReason::Resume).await?;
     Ok(Json(run_view(&p, &run)))

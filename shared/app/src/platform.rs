@@ -80,6 +80,7 @@ impl Platform {
             llm,
             tools: Arc::new(tools),
             user_tools: user_tools.clone().map(|f| f as Arc<dyn ToolFactory>),
+            user_tool_specs: Default::default(),
             faults,
             config: engine,
         });

@@ -84,14 +84,9 @@ fn check(p: &Platform, body: &RegisterTool) -> Result<(), ApiError> {
     }
     let url = url::Url::parse(body.url.trim())
         .map_err(|e| ApiError::Unprocessable(format!("url is not valid: {e}")))?;
-    let trusted = url.host_str().is_some_and(|h| {
-        p.config
-            .fetch
-            .policy
-            .trusted_private
-            .iter()
-            .any(|t| t.eq_ignore_ascii_case(h))
-    });
+    let trusted = url
+        .host_str()
+        .is_some_and(|h| p.config.fetch.policy.is_trusted_private(h));
     if url.scheme() != "https" && !trusted {
         return bad("url must be https".into());
     }

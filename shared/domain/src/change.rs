@@ -476,8 +476,8 @@ pub fn patch(run: &Run, edit: RunPatch, now: i64) -> Result<RunChange, Rejection
     ))
 }
 
-/// A paused run goes back to the queue, where it left off.
-pub fn resume(run: &Run, now: i64) -> Result<RunChange, Rejection> {
+/// A paused run goes back to the queue, where it left off; budgets given are raised too.
+pub fn resume(run: &Run, budgets: &BudgetsInput, now: i64) -> Result<RunChange, Rejection> {
     if run.status != RunStatus::Paused {
         return Err(Rejection::Conflict(format!(
             "run is {}; only paused runs can be resumed",
@@ -485,6 +485,9 @@ pub fn resume(run: &Run, now: i64) -> Result<RunChange, Rejection> {
         )));
     }
     let mut next = run.clone();
+    next.budgets = budgets
+        .resolve(&run.budgets)
+        .map_err(|e| Rejection::Conflict(e.to_string()))?;
     next.status = RunStatus::Queued;
     next.updated_at = now;
     Ok(RunChange::of(
@@ -604,13 +607,16 @@ pub fn respond(
     Ok(RunChange::of(next, vec![event]))
 }
 
-/// Continue a stopped run with raised budgets; spend never resets.
+/// Continue a stopped run with raised budgets (spend never resets), or resume a paused one.
 pub fn continue_run(
     run: &Run,
     budgets: &BudgetsInput,
     active_limit: u32,
     now: i64,
 ) -> Result<RunChange, Rejection> {
+    if run.status == RunStatus::Paused {
+        return resume(run, budgets, now);
+    }
     if run.status != RunStatus::Stopped {
         return Err(Rejection::Conflict(format!(
             "run is {}; only stopped runs can be continued",
@@ -891,7 +897,9 @@ mod tests {
                 status: RunStatus::Paused
             })
         ));
-        let resumed = resume(&committed.run, 20).unwrap().run;
+        let resumed = resume(&committed.run, &BudgetsInput::default(), 20)
+            .unwrap()
+            .run;
         assert_eq!(resumed.status, RunStatus::Queued);
         assert!(claim(&resumed, 2, "me", 30, 1_000).is_ok());
     }

@@ -334,6 +334,15 @@ pub enum StepStatus {
 }
 
 impl StepStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepStatus::Pending => "pending",
+            StepStatus::InProgress => "in_progress",
+            StepStatus::Done => "done",
+            StepStatus::Blocked => "blocked",
+        }
+    }
+
     pub fn is_open(self) -> bool {
         matches!(self, StepStatus::Pending | StepStatus::InProgress)
     }

@@ -1,6 +1,7 @@
 //! One bounded iteration (DESIGN §5): load → claim → planner → tools → repair → executors →
 //! scratchpad → decide → one fenced commit → enqueue next or publish the outcome.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
@@ -21,6 +22,7 @@ use serde_json::json;
 use tracing::{info, warn};
 
 use crate::llm::{ChatMessage, ChatRequest, ChatResponse, LlmClient, LlmError, LlmRole};
+use crate::ports::UserTool;
 use crate::ports::{
     Clock, FaultPoint, Faults, Notifier, NotifyError, OutcomeMessage, QueueError, RunStore,
     StepMessage, StepQueue, StepReason, StoreError,
@@ -309,8 +311,35 @@ pub struct Engine {
     pub tools: Arc<ToolRegistry>,
     /// Builds the tools users registered; without it runs use the built-ins only.
     pub user_tools: Option<Arc<dyn ToolFactory>>,
+    pub user_tool_specs: UserToolCache,
     pub faults: Arc<dyn Faults>,
     pub config: EngineConfig,
+}
+
+/// Users' registered tool specs, re-read at most every [`UserToolCache::TTL_MS`]: one store
+/// read per user per half minute instead of one per iteration. The tools themselves are
+/// built per iteration (their idempotency counters are per iteration).
+#[derive(Default)]
+pub struct UserToolCache(Mutex<HashMap<String, (i64, Vec<UserTool>)>>);
+
+impl UserToolCache {
+    pub const TTL_MS: i64 = 30_000;
+    const MAX_USERS: usize = 10_000;
+
+    fn get(&self, user_id: &str, now: i64) -> Option<Vec<UserTool>> {
+        let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(user_id)
+            .filter(|(at, _)| now - at < Self::TTL_MS)
+            .map(|(_, specs)| specs.clone())
+    }
+
+    fn put(&self, user_id: &str, now: i64, specs: Vec<UserTool>) {
+        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= Self::MAX_USERS {
+            map.retain(|_, (at, _)| now - *at < Self::TTL_MS);
+        }
+        map.insert(user_id.to_string(), (now, specs));
+    }
 }
 
 /// Per-iteration accounting shared by concurrent executors.
@@ -535,7 +564,15 @@ impl Engine {
         let Some(factory) = &self.user_tools else {
             return Ok(self.tools.clone());
         };
-        let specs = self.store().tools(user_id).await?;
+        let now = self.now();
+        let specs = match self.user_tool_specs.get(user_id, now) {
+            Some(specs) => specs,
+            None => {
+                let specs = self.store().tools(user_id).await?;
+                self.user_tool_specs.put(user_id, now, specs.clone());
+                specs
+            }
+        };
         if specs.is_empty() {
             return Ok(self.tools.clone());
         }
@@ -1039,16 +1076,7 @@ fn render_plan(plan: &[PlanStep]) -> String {
         return "(the planner proposed no plan steps)".into();
     }
     plan.iter()
-        .map(|p| {
-            format!(
-                "- [{}] {}",
-                serde_json::to_value(p.status)
-                    .ok()
-                    .and_then(|v| v.as_str().map(String::from))
-                    .unwrap_or_default(),
-                p.title
-            )
-        })
+        .map(|p| format!("- [{}] {}", p.status.as_str(), p.title))
         .collect::<Vec<_>>()
         .join("\n")
 }

@@ -85,14 +85,19 @@ impl FetchPolicy {
         Ok(())
     }
 
+    /// Whether `host` (a name, never an IP literal's check) may resolve to private addresses.
+    pub fn is_trusted_private(&self, host: &str) -> bool {
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        self.trusted_private.iter().any(|p| matches(&host, p))
+    }
+
     /// Checks every address a name resolved to; one bad address refuses the name, so a
     /// resolver that mixes public and private answers cannot steer the connection.
     pub fn check_resolved(&self, host: &str, addrs: &[IpAddr]) -> Result<(), Refusal> {
         if addrs.is_empty() {
             return Err(Refusal::Unresolved(host.to_string()));
         }
-        let host = host.trim_end_matches('.').to_ascii_lowercase();
-        if self.trusted_private.iter().any(|p| matches(&host, p)) {
+        if self.is_trusted_private(host) {
             return Ok(());
         }
         addrs.iter().try_for_each(|ip| check_ip(*ip))
