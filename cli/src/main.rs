@@ -95,8 +95,9 @@ enum Command {
         objective: String,
         #[command(flatten)]
         budgets: BudgetFlags,
-        #[arg(long)]
-        model: Option<String>,
+        /// provider:model; repeat to rotate over several (failing over past degraded ones).
+        #[arg(long = "model")]
+        models: Vec<String>,
         /// Run the whole loop in this process on a temporary data dir; no server needed.
         #[arg(long)]
         embedded: bool,
@@ -209,7 +210,7 @@ async fn dispatch(cli: Cli) -> Result<()> {
         Command::Run {
             objective,
             budgets,
-            model,
+            models,
             embedded: true,
             data_dir,
             ..
@@ -222,11 +223,12 @@ async fn dispatch(cli: Cli) -> Result<()> {
                     dir.path().to_path_buf()
                 }
             };
-            let model = match model {
-                Some(m) => m,
-                None => write_demo_script(&data_dir)?,
+            let models = if models.is_empty() {
+                vec![write_demo_script(&data_dir)?]
+            } else {
+                models
             };
-            let report = run_embedded(&data_dir, &objective, &budgets, &model, quiet).await?;
+            let report = run_embedded(&data_dir, &objective, &budgets, &models, quiet).await?;
             print_report(&report, cli.json)
         }
         Command::Demo { data_dir } => {
@@ -238,7 +240,7 @@ async fn dispatch(cli: Cli) -> Result<()> {
                 &data_dir,
                 DEMO_OBJECTIVE,
                 &BudgetFlags::default(),
-                &model,
+                std::slice::from_ref(&model),
                 false,
             )
             .await?;
@@ -337,10 +339,10 @@ async fn run_embedded(
     data_dir: &Path,
     objective: &str,
     budgets: &BudgetFlags,
-    model: &str,
+    models: &[String],
     quiet: bool,
 ) -> Result<Report> {
-    let config = AppConfig::new(Tokens::default(), vec![model.to_string()])?;
+    let config = AppConfig::new(Tokens::default(), models.to_vec())?;
     let opts = Embedded {
         worker: WorkerConfig {
             idle_sleep: Duration::from_millis(5),
@@ -356,14 +358,15 @@ async fn run_embedded(
         objective: objective.to_string(),
         budgets: budgets.input(),
         thresholds: None,
-        model: Some(model.to_string()),
+        model: None,
+        models: models.to_vec(),
         permission_mode: None,
     };
     let run = create_run(&p, "local", req)
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     if !quiet {
-        println!("run {} started (model {model})", run.id);
+        println!("run {} started (model {})", run.id, models.join(", "));
     }
     let settled = wait_settled(&p, &run.id, quiet).await;
     let _ = stop_tx.send(true);

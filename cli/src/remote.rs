@@ -162,15 +162,15 @@ pub async fn run(
         Command::Run {
             objective,
             budgets,
-            model,
+            models,
             follow: f,
             mode,
             ..
         } => {
             let b = budgets.input();
             let mut body = json!({"objective": objective, "budgets": b});
-            if let Some(m) = model {
-                body["model"] = json!(m);
+            if !models.is_empty() {
+                body["models"] = json!(models);
             }
             if let Some(m) = mode {
                 body["permission_mode"] = json!(m);

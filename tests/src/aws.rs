@@ -214,7 +214,8 @@ impl Stack {
                 continue;
             }
             let resp =
-                longrun_fn_worker::handle(&self.p().engine, &owner, sqs_event(&deliveries)).await;
+                longrun_fn_worker::handle(&self.p().engine, &owner, sqs_event(&deliveries), None)
+                    .await;
             let failed: Vec<&str> = resp
                 .batch_item_failures
                 .iter()

@@ -208,7 +208,7 @@ async fn a_duplicate_delivered_after_the_dedup_window_is_dropped_by_the_claim() 
     let s = stack(NOTES_SCRIPT, Arc::new(NoFaults), 30_000).await;
     let run_id = create(&s, "alice").await;
     let first = s.steps.receive(1, 30_000).await.unwrap();
-    let resp = longrun_fn_worker::handle(&s.p().engine, "w1", sqs_event(&first)).await;
+    let resp = longrun_fn_worker::handle(&s.p().engine, "w1", sqs_event(&first), None).await;
     assert!(resp.batch_item_failures.is_empty());
     s.steps.ack(&first[0].receipt).await.unwrap();
 
@@ -254,7 +254,7 @@ async fn the_sweeper_recovers_a_run_whose_next_message_was_lost() {
     let run_id = create(&s, "alice").await;
     // Iteration 1 runs; then the message for iteration 2 is lost.
     let first = s.steps.receive(1, 30_000).await.unwrap();
-    longrun_fn_worker::handle(&s.p().engine, "w1", sqs_event(&first)).await;
+    longrun_fn_worker::handle(&s.p().engine, "w1", sqs_event(&first), None).await;
     s.steps.ack(&first[0].receipt).await.unwrap();
     let lost = s.steps.receive(1, 30_000).await.unwrap();
     assert_eq!(StepMessage::parse(&lost[0].body).unwrap().iteration, 2);
@@ -374,7 +374,7 @@ async fn the_worker_handles_the_fixture_batch_and_acknowledges_the_unparseable_r
     let event = serde_json::from_str(&fixture("sqs-fifo-batch.json")).unwrap();
 
     // Act
-    let resp = longrun_fn_worker::handle(&s.p().engine, "w1", event).await;
+    let resp = longrun_fn_worker::handle(&s.p().engine, "w1", event, None).await;
 
     // Assert
     assert!(resp.batch_item_failures.is_empty(), "{resp:?}");
@@ -422,9 +422,13 @@ async fn a_record_that_must_wait_fails_with_the_later_records_of_its_run() {
     second["body"] = json!(r#"{"v":1,"run_id":"run-fixture-a","iteration":2,"reason":"continue"}"#);
     event["Records"] = json!([event["Records"][0].clone(), second]);
 
-    let resp =
-        longrun_fn_worker::handle(&s.p().engine, "w1", serde_json::from_value(event).unwrap())
-            .await;
+    let resp = longrun_fn_worker::handle(
+        &s.p().engine,
+        "w1",
+        serde_json::from_value(event).unwrap(),
+        None,
+    )
+    .await;
 
     let failed: Vec<&str> = resp
         .batch_item_failures

@@ -79,6 +79,7 @@ async fn start(t: &TestPlatform) -> String {
         thresholds: None,
         model: None,
         permission_mode: None,
+        models: vec![],
     };
     create_run(t.p(), "alice", req).await.unwrap().id
 }

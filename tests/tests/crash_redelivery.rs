@@ -26,6 +26,7 @@ async fn start(t: &TestPlatform) -> String {
         budgets: Default::default(),
         thresholds: None,
         permission_mode: None,
+        models: vec![],
         model: None,
     };
     create_run(t.p(), "alice", req).await.unwrap().id

@@ -402,6 +402,7 @@ mod suite {
                 thresholds: None,
                 model: None,
                 permission_mode: None,
+                models: vec![],
             },
             next_at,
             created_at: 1,

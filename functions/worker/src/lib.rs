@@ -25,7 +25,17 @@ pub fn emit_metric(name: &str, value: u64) {
     );
 }
 
-pub async fn handle(engine: &Engine, owner: &str, event: SqsEvent) -> SqsBatchResponse {
+/// Time kept back from the invocation's deadline for the commit and the next send.
+pub const COMMIT_MARGIN_MS: i64 = 10_000;
+
+/// `deadline_ms`: the invocation's deadline (epoch ms), from the Lambda context.
+pub async fn handle(
+    engine: &Engine,
+    owner: &str,
+    event: SqsEvent,
+    deadline_ms: Option<i64>,
+) -> SqsBatchResponse {
+    let until = deadline_ms.map(|d| d - COMMIT_MARGIN_MS);
     let mut groups: Vec<(String, Vec<&SqsMessage>)> = vec![];
     for r in &event.records {
         let group = r
@@ -43,7 +53,7 @@ pub async fn handle(engine: &Engine, owner: &str, event: SqsEvent) -> SqsBatchRe
         let mut failed = vec![];
         for r in records {
             let id = r.message_id.clone().unwrap_or_default();
-            if !failed.is_empty() || !handle_record(engine, owner, r).await {
+            if !failed.is_empty() || !handle_record(engine, owner, r, until).await {
                 failed.push(id);
             }
         }
@@ -58,7 +68,12 @@ pub async fn handle(engine: &Engine, owner: &str, event: SqsEvent) -> SqsBatchRe
 }
 
 /// True when the record is finished with and may be deleted.
-async fn handle_record(engine: &Engine, owner: &str, r: &SqsMessage) -> bool {
+async fn handle_record(
+    engine: &Engine,
+    owner: &str,
+    r: &SqsMessage,
+    deadline_ms: Option<i64>,
+) -> bool {
     let message_id = r.message_id.as_deref().unwrap_or("?");
     let msg = match StepMessage::parse(r.body.as_deref().unwrap_or_default()) {
         Ok(m) => m,
@@ -70,10 +85,20 @@ async fn handle_record(engine: &Engine, owner: &str, r: &SqsMessage) -> bool {
         }
     };
     let span = info_span!("step", run_id = %msg.run_id, iteration = msg.iteration, message_id);
-    match engine.step(&msg, owner).instrument(span).await {
+    match engine
+        .step_until(&msg, owner, deadline_ms)
+        .instrument(span)
+        .await
+    {
         Ok(StepOutcome::Done) | Ok(StepOutcome::Dropped(_)) => true,
         Ok(StepOutcome::Retry { delay_ms }) => {
-            warn!(run_id = %msg.run_id, delay_ms, "run is leased elsewhere; retrying later");
+            // Back in the queue after the delay rather than after the whole visibility timeout.
+            if let Some(receipt) = r.receipt_handle.as_deref()
+                && let Err(e) = engine.dispatch.queue.extend(receipt, delay_ms).await
+            {
+                warn!(run_id = %msg.run_id, error = %e, "could not shorten the message's visibility");
+            }
+            warn!(run_id = %msg.run_id, delay_ms, "step returned to the queue; retrying later");
             false
         }
         Err(EngineError::Crashed(point)) => {

@@ -13,7 +13,13 @@ async fn main() -> anyhow::Result<()> {
         let owner = owner.clone();
         async move {
             Ok::<_, lambda_runtime::Error>(
-                longrun_fn_worker::handle(&engine, &owner, ev.payload).await,
+                longrun_fn_worker::handle(
+                    &engine,
+                    &owner,
+                    ev.payload,
+                    i64::try_from(ev.context.deadline).ok(),
+                )
+                .await,
             )
         }
     }))

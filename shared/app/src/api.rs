@@ -123,23 +123,42 @@ pub fn prepare_run(p: &Platform, user: &str, req: CreateRun, id: String) -> Resu
     let budgets: Budgets = req.budgets.resolve(&p.config.default_budgets)?;
     let thresholds = req.thresholds.unwrap_or_default();
     thresholds.validate()?;
-    let model = req
-        .model
-        .unwrap_or_else(|| p.config.default_model().to_string());
-    if !p.config.models.contains(&model) {
+    let mut models: Vec<String> = vec![];
+    for m in req.model.iter().chain(&req.models) {
+        if !models.contains(m) {
+            models.push(m.clone());
+        }
+    }
+    if let (Some(first), Some(listed)) = (&req.model, req.models.first())
+        && first != listed
+    {
         return Err(ApiError::Unprocessable(format!(
-            "model `{model}` is not available; choose one of: {}",
-            p.config.models.join(", ")
+            "model `{first}` must also be the first of models (it is `{listed}`)"
         )));
     }
-    if budgets.max_cost_usd.is_some() && !p.config.priced_models.contains(&model) {
-        return Err(ApiError::Unprocessable(format!(
-            "budgets.max_cost_usd cannot be enforced: no price is known for model `{model}`"
-        )));
+    if models.is_empty() {
+        models.push(p.config.default_model().to_string());
     }
+    for model in &models {
+        if !p.config.models.contains(model) {
+            return Err(ApiError::Unprocessable(format!(
+                "model `{model}` is not available; choose one of: {}",
+                p.config.models.join(", ")
+            )));
+        }
+        if budgets.max_cost_usd.is_some() && !p.config.priced_models.contains(model) {
+            return Err(ApiError::Unprocessable(format!(
+                "budgets.max_cost_usd cannot be enforced: no price is known for model `{model}`"
+            )));
+        }
+    }
+    let model = models[0].clone();
     let now = p.clock.now_ms();
     let mut run = Run::new(&id, user, objective, &model, budgets, thresholds, now);
     run.permission_mode = req.permission_mode.unwrap_or_default();
+    if models.len() > 1 {
+        run.models = models;
+    }
     Ok(run)
 }
 

@@ -137,6 +137,33 @@ pub fn claim(
     Ok(RunChange::of(next, vec![event]))
 }
 
+/// Gives back the claim of iteration `n` without committing it (e.g. a model retry would
+/// outlive the worker), so the redelivered step is claimable at once, by any worker.
+pub fn release(
+    run: &Run,
+    n: u32,
+    owner: &str,
+    reason: &str,
+    now: i64,
+) -> Result<RunChange, Rejection> {
+    match &run.lease {
+        Some(lease) if lease.owner == owner && lease.iteration == n && run.iteration + 1 == n => {
+            let mut next = run.clone();
+            next.lease = None;
+            next.updated_at = now;
+            let event = EventDraft::new(
+                EventKind::IterationDeferred,
+                json!({"iteration": n, "reason": reason}),
+            );
+            Ok(RunChange::of(next, vec![event]))
+        }
+        _ => Err(Rejection::Conflict(format!(
+            "iteration {n} of run {} is not held by {owner}",
+            run.id
+        ))),
+    }
+}
+
 /// Applies the user's edit to the run about to be worked on, and tells the planner.
 fn apply_patch(run: &mut Run, patch: RunPatch, n: u32) -> serde_json::Value {
     let mut changed = json!({});

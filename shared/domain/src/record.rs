@@ -12,6 +12,8 @@ use crate::run::{ExecutorBrief, RunStatus, StoppingReason, ToolResultBrief};
 pub enum EventKind {
     RunCreated,
     IterationStarted,
+    /// A claimed iteration was given back unfinished, to be tried again later.
+    IterationDeferred,
     IterationCostUpdate,
     IterationCommitted,
     RunWaiting,

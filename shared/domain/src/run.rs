@@ -619,6 +619,10 @@ pub struct Run {
     /// Last committed iteration (0 before the first commit).
     pub iteration: u32,
     pub model: String,
+    /// Models the run rotates over (round robin, failing over past degraded ones) when more
+    /// than one was asked for; the first is `model`. Empty: `model` alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<String>,
     pub budgets: Budgets,
     pub thresholds: Thresholds,
     pub metrics: Metrics,
@@ -681,6 +685,7 @@ impl Run {
             status: RunStatus::Queued,
             iteration: 0,
             model: model.to_string(),
+            models: vec![],
             budgets,
             thresholds,
             metrics: Metrics::default(),

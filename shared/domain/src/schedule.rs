@@ -23,6 +23,10 @@ pub struct RunTemplate {
     /// `provider:model`; one of the server's configured models.
     #[serde(default)]
     pub model: Option<String>,
+    /// Several `provider:model`s to rotate over, round robin, failing over past degraded
+    /// ones; the first is the run's model. Instead of `model`, or starting with it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<String>,
     /// `autopilot` (default), `approve_plan` or `per_write`.
     #[serde(default)]
     pub permission_mode: Option<PermissionMode>,

@@ -61,6 +61,11 @@ pub struct ChatRequest {
     pub max_output_tokens: Option<u32>,
     /// `{run_id}#{iteration}#{call}`: a redelivered iteration repeats the same keys.
     pub idempotency_key: String,
+    /// Other `provider:model`s the call may rotate to or fail over to; empty: only `model`.
+    pub rotation: Vec<String>,
+    /// Epoch ms by which the iteration must be committed (Lambda's deadline). A retry that
+    /// would sleep past it is not made: the error comes back with `requeue_after_ms`.
+    pub deadline_ms: Option<i64>,
 }
 
 /// Normalized usage of one call. `input_tokens` excludes cache reads and writes.
@@ -71,6 +76,9 @@ pub struct Usage {
     pub cache_read_tokens: u64,
     pub cache_write_tokens: u64,
     pub reasoning_tokens: u64,
+    /// Usage fields the provider reported that have no column above (`audio_tokens`, …).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub extra: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -103,6 +111,9 @@ pub struct LlmError {
     pub kind: LlmErrorKind,
     pub message: String,
     pub retry_after_ms: Option<u64>,
+    /// Set when retrying stopped only because the iteration's deadline would pass: the step
+    /// goes back to the queue and is tried again after this delay.
+    pub requeue_after_ms: Option<u64>,
 }
 
 impl LlmError {
@@ -111,6 +122,7 @@ impl LlmError {
             kind,
             message: message.into(),
             retry_after_ms: None,
+            requeue_after_ms: None,
         }
     }
 

@@ -67,6 +67,9 @@ pub enum EngineError {
     Notify(#[from] NotifyError),
     #[error("worker crashed at {0:?} (fault injection)")]
     Crashed(FaultPoint),
+    /// The iteration cannot finish before the worker's deadline; its claim is given back.
+    #[error("iteration deferred by {delay_ms} ms: {reason}")]
+    Deferred { delay_ms: u64, reason: String },
 }
 
 impl EngineError {
@@ -76,6 +79,7 @@ impl EngineError {
             EngineError::Queue(e) => e.is_retryable(),
             EngineError::Notify(_) => true,
             EngineError::Crashed(_) => false,
+            EngineError::Deferred { .. } => true,
         }
     }
 }
@@ -87,7 +91,8 @@ pub enum StepOutcome {
     Done,
     /// Nothing to do for this message (stale, duplicate, run ended): delete it.
     Dropped(String),
-    /// Another worker holds the run: make the message visible again later.
+    /// Another worker holds the run, or the iteration was deferred: make the message visible
+    /// again after `delay_ms`.
     Retry { delay_ms: u64 },
 }
 
@@ -274,6 +279,7 @@ impl Dispatch {
         child.parent_run_id = Some(parent.id.clone());
         child.depth = parent.depth + 1;
         child.permission_mode = parent.permission_mode;
+        child.models = parent.models.clone();
         // Children are part of their parent's run, not new runs of the user's: no slot limit.
         let created = match self.store.create_run(change::create(child, u32::MAX)).await {
             Ok(run) => run,
@@ -356,6 +362,8 @@ struct Iter<'a> {
     tools: Arc<ToolRegistry>,
     n: u32,
     started_at: i64,
+    /// Epoch ms by which the iteration must be committed, when the trigger has one.
+    deadline_ms: Option<i64>,
     spent: Mutex<Spent>,
 }
 
@@ -390,6 +398,18 @@ impl Engine {
 
     #[tracing::instrument(name = "step", skip_all, fields(run_id = %msg.run_id, iteration = msg.iteration))]
     pub async fn step(&self, msg: &StepMessage, owner: &str) -> Result<StepOutcome, EngineError> {
+        self.step_until(msg, owner, None).await
+    }
+
+    /// One step that must be committed by `deadline_ms` (a Lambda invocation's deadline less
+    /// the time a commit needs): model retries that would outlive it are not slept through;
+    /// the claim is given back and the message returns to the queue after the retry delay.
+    pub async fn step_until(
+        &self,
+        msg: &StepMessage,
+        owner: &str,
+        deadline_ms: Option<i64>,
+    ) -> Result<StepOutcome, EngineError> {
         let n = msg.iteration;
         let Some(run) = self.store().get_run(&msg.run_id).await? else {
             return Ok(StepOutcome::Dropped("run not found".into()));
@@ -421,7 +441,23 @@ impl Engine {
         };
         self.crash(FaultPoint::AfterClaim, &run.id, n)?;
 
-        let plan = self.work(&run, n, owner, now).await?;
+        let plan = match self.work(&run, n, owner, now, deadline_ms).await {
+            Ok(plan) => plan,
+            Err(EngineError::Deferred { delay_ms, reason }) => {
+                let now = self.now();
+                match self
+                    .store()
+                    .update_run(&run.id, &|r| change::release(r, n, owner, &reason, now))
+                    .await
+                {
+                    Ok(_) | Err(StoreError::Rejected(_)) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                warn!(delay_ms, %reason, "iteration deferred past the worker's deadline");
+                return Ok(StepOutcome::Retry { delay_ms });
+            }
+            Err(e) => return Err(e),
+        };
         self.crash(FaultPoint::BeforeCommit, &run.id, n)?;
         // Deferred: until message n is acknowledged, a lost commit is redone on redelivery.
         let committed = self
@@ -471,10 +507,22 @@ impl Engine {
             json_schema,
             max_output_tokens: Some(4_096),
             idempotency_key: format!("{}#{}#{}", it.run.id, it.n, call),
+            rotation: it.run.models.iter().skip(1).cloned().collect(),
+            deadline_ms: it.deadline_ms,
         };
         let resp = match self.llm.chat(&req).await {
             Ok(resp) => resp,
-            Err(e) => return Ok(Llm::Failed(e)),
+            Err(e) => {
+                if let Some(delay_ms) = e.requeue_after_ms {
+                    return Err(EngineError::Deferred {
+                        delay_ms,
+                        reason: format!(
+                            "model call failed ({e}); retrying would pass the deadline"
+                        ),
+                    });
+                }
+                return Ok(Llm::Failed(e));
+            }
         };
         let spend = Spend {
             model: format!("{}:{}", resp.provider, resp.model),
@@ -699,6 +747,7 @@ impl Engine {
         n: u32,
         owner: &str,
         started_at: i64,
+        deadline_ms: Option<i64>,
     ) -> Result<CommitPlan, EngineError> {
         let staging = Staging::new(
             self.store().clone(),
@@ -758,6 +807,7 @@ impl Engine {
             tools,
             n,
             started_at,
+            deadline_ms,
             spent: Mutex::new(Spent {
                 calls: 0,
                 iteration: IterationMetrics::default(),

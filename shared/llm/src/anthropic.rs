@@ -88,12 +88,19 @@ impl AnthropicClient {
 pub fn usage_from(v: &Value) -> Usage {
     let u = &v["usage"];
     let n = |k: &str| u[k].as_u64().unwrap_or(0);
+    let known = [
+        "input_tokens",
+        "output_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    ];
     Usage {
         input_tokens: n("input_tokens"),
         output_tokens: n("output_tokens"),
         cache_read_tokens: n("cache_read_input_tokens"),
         cache_write_tokens: n("cache_creation_input_tokens"),
         reasoning_tokens: 0,
+        extra: crate::extra_usage(u, &known),
     }
 }
 

@@ -7,15 +7,16 @@ pub mod scripted;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use longrun_engine::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind};
 use tracing::warn;
 
 pub use anthropic::AnthropicClient;
-pub use openai::OpenAiClient;
+pub use openai::{OpenAiClient, Structured};
 pub use pricing::{Price, PriceTable};
 pub use scripted::{Script, ScriptedLlm};
 
@@ -36,6 +37,35 @@ impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Secret(***)")
     }
+}
+
+/// The usage fields a provider sent that are not in `known` (dotted paths one level deep,
+/// e.g. `prompt_tokens_details.audio_tokens`), kept rather than dropped.
+pub(crate) fn extra_usage(
+    usage: &serde_json::Value,
+    known: &[&str],
+) -> BTreeMap<String, serde_json::Value> {
+    let mut extra = BTreeMap::new();
+    let Some(fields) = usage.as_object() else {
+        return extra;
+    };
+    for (k, v) in fields {
+        match v.as_object() {
+            Some(inner) => {
+                for (ik, iv) in inner {
+                    let path = format!("{k}.{ik}");
+                    if !known.contains(&path.as_str()) && !iv.is_null() {
+                        extra.insert(path, iv.clone());
+                    }
+                }
+            }
+            None if !known.contains(&k.as_str()) && !v.is_null() => {
+                extra.insert(k.clone(), v.clone());
+            }
+            None => {}
+        }
+    }
+    extra
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,6 +106,31 @@ pub struct LlmSettings {
     pub timeout: Duration,
     pub retry: RetryPolicy,
     pub prices: PriceTable,
+    pub failover: Failover,
+    pub openai_structured: Structured,
+    /// Providers built outside this crate (`bedrock`, by `longrun-aws`).
+    pub providers: Providers,
+}
+
+/// Builds the client of one model of a provider this crate does not own.
+pub type ProviderFactory = Arc<dyn Fn(&str) -> Result<Arc<dyn LlmClient>, String> + Send + Sync>;
+
+#[derive(Clone, Default)]
+pub struct Providers(pub BTreeMap<String, ProviderFactory>);
+
+impl Providers {
+    pub fn get(&self, name: &str) -> Option<&ProviderFactory> {
+        self.0.get(name)
+    }
+    pub fn insert(&mut self, name: &str, factory: ProviderFactory) {
+        self.0.insert(name.to_string(), factory);
+    }
+}
+
+impl std::fmt::Debug for Providers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.keys()).finish()
+    }
 }
 
 impl Default for LlmSettings {
@@ -88,12 +143,17 @@ impl Default for LlmSettings {
             timeout: Duration::from_secs(120),
             retry: RetryPolicy::PROVIDER,
             prices: PriceTable::default(),
+            failover: Failover::default(),
+            openai_structured: Structured::default(),
+            providers: Providers::default(),
         }
     }
 }
 
 impl LlmSettings {
-    /// `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `LONGRUN_LLM_TIMEOUT_SECS`.
+    /// `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_STRUCTURED_OUTPUT` (tool | json_schema |
+    /// json_object), `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`, `LONGRUN_LLM_TIMEOUT_SECS`,
+    /// `LONGRUN_LLM_COOLDOWN_SECS`.
     pub fn from_env() -> Self {
         let mut s = LlmSettings::default();
         if let Ok(url) = std::env::var("OPENAI_BASE_URL") {
@@ -110,6 +170,19 @@ impl LlmSettings {
             .ok()
             .filter(|k| !k.is_empty())
             .map(Secret::new);
+        if let Ok(mode) = std::env::var("OPENAI_STRUCTURED_OUTPUT") {
+            s.openai_structured = match mode.as_str() {
+                "json_schema" => Structured::JsonSchema,
+                "json_object" => Structured::JsonObject,
+                _ => Structured::Tool,
+            };
+        }
+        if let Some(secs) = std::env::var("LONGRUN_LLM_COOLDOWN_SECS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
+            s.failover.cooldown = Duration::from_secs(secs);
+        }
         if let Some(secs) = std::env::var("LONGRUN_LLM_TIMEOUT_SECS")
             .ok()
             .and_then(|v| v.parse().ok())
@@ -126,7 +199,7 @@ pub enum ModelError {
         "model `{0}` must be written provider:model, e.g. openai:gpt-4.1-mini or script:path/to/script.json"
     )]
     Malformed(String),
-    #[error("unknown provider `{0}`; supported: script, openai, anthropic")]
+    #[error("unknown provider `{0}`; supported: script, openai, anthropic, bedrock (on AWS)")]
     UnknownProvider(String),
     #[error(transparent)]
     Script(#[from] scripted::ScriptLoadError),
@@ -137,13 +210,66 @@ pub enum ModelError {
 struct Route {
     client: Arc<dyn LlmClient>,
     retry: RetryPolicy,
+    health: Mutex<Health>,
 }
 
-/// Dispatches by the request's `provider:model`, retries retryable failures with backoff, and
-/// prices every answer. Models are set up once at start-up; anything else is refused.
+#[derive(Default)]
+struct Health {
+    /// Consecutive failed calls.
+    failures: u32,
+    degraded_until: Option<Instant>,
+}
+
+impl Route {
+    fn new(client: Arc<dyn LlmClient>, retry: RetryPolicy) -> Self {
+        Route {
+            client,
+            retry,
+            health: Mutex::default(),
+        }
+    }
+    fn health(&self) -> std::sync::MutexGuard<'_, Health> {
+        self.health.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    fn is_degraded(&self, now: Instant) -> bool {
+        self.health().degraded_until.is_some_and(|t| t > now)
+    }
+}
+
+/// When a failing provider is set aside, and for how long.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Failover {
+    /// Consecutive failed calls that mark a provider degraded.
+    pub degrade_after: u32,
+    /// How long a degraded provider is skipped while others are healthy; then it is tried again.
+    pub cooldown: Duration,
+}
+
+impl Default for Failover {
+    fn default() -> Self {
+        Failover {
+            degrade_after: 2,
+            cooldown: Duration::from_secs(60),
+        }
+    }
+}
+
+/// A model's standing in the router, for status pages and tests.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelHealth {
+    pub model: String,
+    pub consecutive_failures: u32,
+    pub degraded: bool,
+}
+
+/// Dispatches by the request's `provider:model`, rotates round robin over the run's models,
+/// fails over past degraded ones, retries retryable failures with backoff, and prices every
+/// answer. Models are set up once at start-up; anything else is refused.
 pub struct ModelRouter {
     routes: BTreeMap<String, Route>,
     prices: PriceTable,
+    failover: Failover,
+    turn: AtomicUsize,
 }
 
 /// One HTTP client for every provider route, built on first need.
@@ -159,6 +285,13 @@ fn shared_http(
     Ok(c)
 }
 
+fn epoch_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or_default()
+}
+
 impl ModelRouter {
     pub fn build(models: &[String], settings: &LlmSettings) -> Result<Self, ModelError> {
         let mut routes = BTreeMap::new();
@@ -168,49 +301,44 @@ impl ModelRouter {
                 .split_once(':')
                 .filter(|(p, m)| !p.is_empty() && !m.is_empty())
                 .ok_or_else(|| ModelError::Malformed(spec.clone()))?;
-            let route = match provider {
+            let client: Arc<dyn LlmClient> = match provider {
                 "script" => {
                     let path = Path::new(model);
                     let name = path
                         .file_name()
                         .map(|n| n.to_string_lossy().to_string())
                         .unwrap_or_else(|| model.to_string());
-                    Route {
-                        client: Arc::new(ScriptedLlm::new(&name, Script::load(path)?)),
-                        retry: RetryPolicy::SIMULATED,
-                    }
+                    let client = Arc::new(ScriptedLlm::new(&name, Script::load(path)?));
+                    routes.insert(spec.clone(), Route::new(client, RetryPolicy::SIMULATED));
+                    continue;
                 }
-                "openai" => {
-                    let client = shared_http(&mut http, settings)?;
-                    Route {
-                        client: Arc::new(OpenAiClient::new(
-                            client,
-                            &settings.openai_base_url,
-                            settings.openai_api_key.clone(),
-                            model,
-                        )),
-                        retry: settings.retry,
-                    }
-                }
-                "anthropic" => {
-                    let client = shared_http(&mut http, settings)?;
-                    Route {
-                        client: Arc::new(AnthropicClient::new(
-                            client,
-                            &settings.anthropic_base_url,
-                            settings.anthropic_api_key.clone(),
-                            model,
-                        )),
-                        retry: settings.retry,
-                    }
-                }
-                other => return Err(ModelError::UnknownProvider(other.to_string())),
+                "openai" => Arc::new(
+                    OpenAiClient::new(
+                        shared_http(&mut http, settings)?,
+                        &settings.openai_base_url,
+                        settings.openai_api_key.clone(),
+                        model,
+                    )
+                    .structured(settings.openai_structured),
+                ),
+                "anthropic" => Arc::new(AnthropicClient::new(
+                    shared_http(&mut http, settings)?,
+                    &settings.anthropic_base_url,
+                    settings.anthropic_api_key.clone(),
+                    model,
+                )),
+                other => match settings.providers.get(other) {
+                    Some(factory) => factory(model).map_err(ModelError::Client)?,
+                    None => return Err(ModelError::UnknownProvider(other.to_string())),
+                },
             };
-            routes.insert(spec.clone(), route);
+            routes.insert(spec.clone(), Route::new(client, settings.retry));
         }
         Ok(ModelRouter {
             routes,
             prices: settings.prices.clone(),
+            failover: settings.failover,
+            turn: AtomicUsize::new(0),
         })
     }
 
@@ -222,7 +350,12 @@ impl ModelRouter {
         retry: RetryPolicy,
     ) -> Self {
         self.routes
-            .insert(spec.to_string(), Route { client, retry });
+            .insert(spec.to_string(), Route::new(client, retry));
+        self
+    }
+
+    pub fn with_failover(mut self, failover: Failover) -> Self {
+        self.failover = failover;
         self
     }
 
@@ -234,21 +367,88 @@ impl ModelRouter {
         spec.split_once(':')
             .is_some_and(|(p, m)| self.prices.get(p, m).is_some())
     }
+
+    pub fn health(&self) -> Vec<ModelHealth> {
+        let now = Instant::now();
+        self.routes
+            .iter()
+            .map(|(model, r)| {
+                let h = r.health();
+                ModelHealth {
+                    model: model.clone(),
+                    consecutive_failures: h.failures,
+                    degraded: h.degraded_until.is_some_and(|t| t > now),
+                }
+            })
+            .collect()
+    }
+
+    /// The models of one call in the order to try them: round robin over the request's
+    /// models, healthy ones before degraded ones (which are still tried when all are).
+    fn order<'a>(&'a self, req: &ChatRequest) -> Result<Vec<(&'a str, &'a Route)>, LlmError> {
+        let mut specs: Vec<&str> = vec![req.model.as_str()];
+        for m in &req.rotation {
+            if !specs.contains(&m.as_str()) {
+                specs.push(m);
+            }
+        }
+        let mut routes = specs
+            .into_iter()
+            .map(|spec| {
+                self.routes
+                    .get_key_value(spec)
+                    .map(|(k, r)| (k.as_str(), r))
+                    .ok_or_else(|| {
+                        LlmError::new(
+                            LlmErrorKind::BadRequest,
+                            format!("model `{spec}` is not configured on this server"),
+                        )
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if routes.len() > 1 {
+            let turn = self.turn.fetch_add(1, Ordering::Relaxed) % routes.len();
+            routes.rotate_left(turn);
+            let now = Instant::now();
+            routes.sort_by_key(|(_, r)| r.is_degraded(now));
+        }
+        Ok(routes)
+    }
+
+    fn record(&self, spec: &str, route: &Route, ok: bool) {
+        let mut h = route.health();
+        if ok {
+            *h = Health::default();
+            return;
+        }
+        h.failures += 1;
+        if h.failures >= self.failover.degrade_after {
+            if h.degraded_until.is_none_or(|t| t <= Instant::now()) {
+                warn!(
+                    model = spec,
+                    failures = h.failures,
+                    cooldown_s = self.failover.cooldown.as_secs(),
+                    "model marked degraded"
+                );
+            }
+            h.degraded_until = Some(Instant::now() + self.failover.cooldown);
+        }
+    }
 }
 
 #[async_trait]
 impl LlmClient for ModelRouter {
     async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let route = self.routes.get(&req.model).ok_or_else(|| {
-            LlmError::new(
-                LlmErrorKind::BadRequest,
-                format!("model `{}` is not configured on this server", req.model),
-            )
-        })?;
-        let mut attempt = 0;
+        let order = self.order(req)?;
+        let max_retries = order[0].1.retry.max_retries;
+        let mut attempt = 0u32;
         loop {
+            // Each retry moves to the next model in the order; with one model it is a retry.
+            // Moving to a model not yet tried in this call needs no wait; coming back does.
+            let (spec, route) = order[attempt as usize % order.len()];
             match route.client.chat(req).await {
                 Ok(mut resp) => {
+                    self.record(spec, route, true);
                     if resp.cost_usd.is_none() {
                         resp.cost_usd = self
                             .prices
@@ -257,13 +457,31 @@ impl LlmClient for ModelRouter {
                     }
                     return Ok(resp);
                 }
-                Err(e) if e.is_retryable() && attempt < route.retry.max_retries => {
-                    let delay = route.retry.delay_ms(attempt, e.retry_after_ms);
-                    warn!(run_id = %req.run_id, iteration = req.iteration, kind = ?e.kind, attempt, delay_ms = delay, "model call failed; retrying");
+                Err(e) if e.is_retryable() && attempt < max_retries => {
+                    self.record(spec, route, false);
+                    let (next, _) = order[(attempt as usize + 1) % order.len()];
+                    let delay = if (attempt as usize + 1) < order.len() {
+                        0
+                    } else {
+                        route.retry.delay_ms(attempt, e.retry_after_ms)
+                    };
+                    if let Some(deadline) = req.deadline_ms
+                        && epoch_ms() + delay as i64 > deadline
+                    {
+                        let mut e = e;
+                        e.requeue_after_ms = Some(delay.max(1_000));
+                        return Err(e);
+                    }
+                    warn!(run_id = %req.run_id, iteration = req.iteration, model = spec, next, kind = ?e.kind, attempt, delay_ms = delay, "model call failed; retrying");
                     tokio::time::sleep(Duration::from_millis(delay)).await;
                     attempt += 1;
                 }
-                Err(e) => return Err(e),
+                Err(e) => {
+                    if e.is_retryable() {
+                        self.record(spec, route, false);
+                    }
+                    return Err(e);
+                }
             }
         }
     }

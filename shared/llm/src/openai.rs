@@ -7,12 +7,26 @@ use longrun_engine::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKin
 use serde_json::{Value, json};
 
 use crate::Secret;
+use crate::anthropic::ANSWER_TOOL;
+
+/// How a structured answer is asked for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Structured {
+    /// A forced call of one function whose parameters are the contract: the most portable.
+    #[default]
+    Tool,
+    /// `response_format: {type: json_schema}` (OpenAI, llama.cpp, vLLM).
+    JsonSchema,
+    /// `response_format: {type: json_object}` for servers that know nothing else.
+    JsonObject,
+}
 
 pub struct OpenAiClient {
     http: reqwest::Client,
     base_url: String,
     api_key: Option<Secret>,
     model: String,
+    structured: Structured,
 }
 
 impl OpenAiClient {
@@ -28,8 +42,69 @@ impl OpenAiClient {
             base_url: base_url.trim_end_matches('/').to_string(),
             api_key,
             model: model.to_string(),
+            structured: Structured::Tool,
         }
     }
+
+    pub fn structured(mut self, structured: Structured) -> Self {
+        self.structured = structured;
+        self
+    }
+
+    pub fn body(&self, req: &ChatRequest) -> Value {
+        let mut body = json!({
+            "model": self.model,
+            "messages": req.messages,
+        });
+        if let Some(max) = req.max_output_tokens {
+            body["max_tokens"] = json!(max);
+        }
+        if let Some(schema) = &req.json_schema {
+            match self.structured {
+                Structured::Tool => {
+                    body["tools"] = json!([{"type": "function", "function": {
+                        "name": ANSWER_TOOL,
+                        "description": "Give your answer; its arguments are the whole answer.",
+                        "parameters": schema,
+                    }}]);
+                    body["tool_choice"] =
+                        json!({"type": "function", "function": {"name": ANSWER_TOOL}});
+                }
+                Structured::JsonSchema => {
+                    body["response_format"] = json!({"type": "json_schema", "json_schema": {
+                        "name": ANSWER_TOOL, "schema": schema, "strict": false,
+                    }});
+                }
+                Structured::JsonObject => {
+                    body["response_format"] = json!({"type": "json_object"});
+                }
+            }
+        }
+        body
+    }
+}
+
+/// The answer text: the forced function's arguments (a JSON *string* on the wire; some
+/// servers send an object), else the message content.
+fn content_of(v: &Value) -> Result<String, LlmError> {
+    let message = v["choices"]
+        .as_array()
+        .and_then(|c| c.first())
+        .map(|c| &c["message"])
+        .ok_or_else(|| LlmError::new(LlmErrorKind::Malformed, "response has no choices"))?;
+    let call = message["tool_calls"].as_array().and_then(|calls| {
+        calls
+            .iter()
+            .find(|c| c["function"]["name"] == ANSWER_TOOL)
+            .map(|c| &c["function"]["arguments"])
+    });
+    Ok(match (call, &message["content"]) {
+        (Some(Value::String(args)), _) => args.clone(),
+        (Some(args @ Value::Object(_)), _) => args.to_string(),
+        (_, Value::String(s)) => s.clone(),
+        (_, Value::Null) => String::new(),
+        (_, other) => other.to_string(),
+    })
 }
 
 /// `Retry-After` in seconds (fractions allowed), as milliseconds.
@@ -59,6 +134,14 @@ fn error_for_status(status: u16, body: &str) -> LlmError {
 pub fn usage_from(v: &Value) -> Usage {
     let u = &v["usage"];
     let prompt = u["prompt_tokens"].as_u64().unwrap_or(0);
+    let known = [
+        "prompt_tokens",
+        "completion_tokens",
+        "total_tokens",
+        "prompt_tokens_details.cached_tokens",
+        "completion_tokens_details.reasoning_tokens",
+        "cost",
+    ];
     let cached = u["prompt_tokens_details"]["cached_tokens"]
         .as_u64()
         .unwrap_or(0);
@@ -70,45 +153,25 @@ pub fn usage_from(v: &Value) -> Usage {
         reasoning_tokens: u["completion_tokens_details"]["reasoning_tokens"]
             .as_u64()
             .unwrap_or(0),
+        extra: crate::extra_usage(u, &known),
     }
 }
 
 #[async_trait]
 impl LlmClient for OpenAiClient {
     async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let mut body = json!({
-            "model": self.model,
-            "messages": req.messages,
-        });
-        if let Some(max) = req.max_output_tokens {
-            body["max_tokens"] = json!(max);
-        }
-        if req.json_schema.is_some() {
-            body["response_format"] = json!({"type": "json_object"});
-        }
         let mut http = self
             .http
             .post(format!("{}/chat/completions", self.base_url))
             .header("Idempotency-Key", &req.idempotency_key)
-            .json(&body);
+            .json(&self.body(req));
         if let Some(key) = &self.api_key {
             http = http.bearer_auth(key.expose());
         }
         let started = Instant::now();
         let v = send_json(http, error_for_status).await?;
-        let content = match &v["choices"][0]["message"]["content"] {
-            Value::String(s) => s.clone(),
-            Value::Null => String::new(),
-            other => other.to_string(),
-        };
-        if v["choices"].as_array().is_none_or(|c| c.is_empty()) {
-            return Err(LlmError::new(
-                LlmErrorKind::Malformed,
-                "response has no choices",
-            ));
-        }
         Ok(ChatResponse {
-            content,
+            content: content_of(&v)?,
             usage: usage_from(&v),
             provider: "openai".into(),
             model: self.model.clone(),

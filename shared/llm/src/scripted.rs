@@ -218,6 +218,8 @@ mod tests {
             json_schema: None,
             max_output_tokens: None,
             idempotency_key: "k".into(),
+            rotation: vec![],
+            deadline_ms: None,
         }
     }
 

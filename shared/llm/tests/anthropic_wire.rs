@@ -35,6 +35,8 @@ fn req(schema: Option<Value>) -> ChatRequest {
         json_schema: schema,
         max_output_tokens: Some(800),
         idempotency_key: "run_1#2#1".into(),
+        rotation: vec![],
+        deadline_ms: None,
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use longrun_engine::llm::ChatMessage;
 use longrun_engine::{ChatRequest, LlmClient, LlmErrorKind, LlmRole};
-use longrun_llm::{LlmSettings, ModelRouter, OpenAiClient, RetryPolicy, Secret};
+use longrun_llm::{LlmSettings, ModelRouter, OpenAiClient, RetryPolicy, Secret, Structured};
 use serde_json::json;
 use support::serve;
 
@@ -31,6 +31,8 @@ fn req(model: &str) -> ChatRequest {
         json_schema: Some(json!({"type": "object"})),
         max_output_tokens: Some(100),
         idempotency_key: "run_1#3#1".into(),
+        rotation: vec![],
+        deadline_ms: None,
     }
 }
 
@@ -76,8 +78,67 @@ async fn a_success_maps_usage_with_cached_tokens_split_out_and_is_priced() {
     assert_eq!(headers["authorization"], "Bearer sk-test");
     assert_eq!(headers["idempotency-key"], "run_1#3#1");
     assert_eq!(body["model"], "gpt-4.1");
-    assert_eq!(body["response_format"]["type"], "json_object");
     assert_eq!(body["messages"][1]["content"], "hi");
+    assert_eq!(
+        body["tool_choice"],
+        json!({"type": "function", "function": {"name": "answer"}}),
+        "a structured answer is a forced call of one function"
+    );
+    assert_eq!(
+        body["tools"][0]["function"]["parameters"],
+        json!({"type": "object"})
+    );
+    assert!(body.get("response_format").is_none());
+}
+
+const TOOL_CALL: &str = r#"{"id": "c2", "object": "chat.completion", "model": "gpt-4.1",
+  "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+    "tool_calls": [{"id": "call_1", "type": "function",
+      "function": {"name": "answer", "arguments": "{\"status\": {\"exit_signal\": false}}"}}]}}],
+  "usage": {"prompt_tokens": 900, "completion_tokens": 40, "total_tokens": 940,
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 7},
+            "completion_tokens_details": {"reasoning_tokens": 0, "accepted_prediction_tokens": 3}}}"#;
+
+#[tokio::test]
+async fn the_forced_function_arguments_string_is_the_answer_and_unknown_usage_is_kept() {
+    let (base, _) = serve_openai(vec![(200, vec![], TOOL_CALL.into(), 0)]).await;
+    let resp = client(&base, 2_000)
+        .chat(&req("openai:gpt-4.1"))
+        .await
+        .unwrap();
+    assert_eq!(resp.content, r#"{"status": {"exit_signal": false}}"#);
+    assert_eq!(
+        (resp.usage.input_tokens, resp.usage.output_tokens),
+        (900, 40)
+    );
+    assert_eq!(
+        resp.usage.extra["prompt_tokens_details.audio_tokens"],
+        json!(7)
+    );
+    assert_eq!(
+        resp.usage.extra["completion_tokens_details.accepted_prediction_tokens"],
+        json!(3)
+    );
+    assert!(!resp.usage.extra.contains_key("total_tokens"));
+}
+
+#[tokio::test]
+async fn json_schema_mode_sends_the_contract_as_response_format() {
+    let (base, server) = serve_openai(vec![(200, vec![], OK.into(), 0)]).await;
+    let resp = client(&base, 2_000)
+        .structured(Structured::JsonSchema)
+        .chat(&req("openai:gpt-4.1"))
+        .await
+        .unwrap();
+    assert_eq!(resp.content, r#"{"status": {}}"#);
+    let seen = server.seen.lock().unwrap();
+    let body = &seen[0].1;
+    assert_eq!(body["response_format"]["type"], "json_schema");
+    assert_eq!(
+        body["response_format"]["json_schema"]["schema"],
+        json!({"type": "object"})
+    );
+    assert!(body.get("tools").is_none());
 }
 
 #[tokio::test]

@@ -65,6 +65,7 @@ async fn start(p: &Platform, iterations: i64) -> String {
         },
         thresholds: None,
         permission_mode: None,
+        models: vec![],
         model: None,
     };
     create_run(p, "bench", req).await.unwrap().id

@@ -40,6 +40,7 @@ async fn main() {
         },
         thresholds: None,
         permission_mode: None,
+        models: vec![],
         model: None,
     };
     let run = create_run(s.p(), "bench", req).await.unwrap();
