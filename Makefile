@@ -9,11 +9,13 @@ demo:
 
 ## Every test: unit, port conformance suites (SQLite, memory, and DynamoDB/SQS/SNS on the moto
 ## emulator, which scripts/with-moto installs into .venv and runs on a free loopback port),
-## crash/redelivery, API, CLI, Lambda handlers, provider wire tests; then the infrastructure,
+## crash/redelivery, API, CLI, Lambda handlers, provider wire tests, and a run against a real
+## model (SmolLM2-135M on llama.cpp's OpenAI-compatible server, which scripts/with-llm builds
+## once into .venv-llm and serves on loopback); then the infrastructure,
 ## offline: CDK assertions and cdk-nag, cfn-lint and checkov on the synthesized template,
 ## terraform fmt and checkov on the Terraform module (scripts/infra installs what it needs).
 test:
-	scripts/with-moto $(CARGO) test --workspace --all-targets
+	scripts/with-llm scripts/with-moto $(CARGO) test --workspace --all-targets
 	scripts/infra check
 
 ## Formatting and lints, as CI runs them.

@@ -218,6 +218,22 @@ pub fn platform_with_llm(
     active_limit: u32,
     configure: impl FnOnce(&mut AppConfig),
 ) -> TestPlatform {
+    let engine = EngineConfig {
+        lease_ms: 30_000,
+        ..Default::default()
+    };
+    platform_with_engine(model, faults, tokens, active_limit, configure, engine)
+}
+
+/// [`platform_with_llm`] with the engine's settings given.
+pub fn platform_with_engine(
+    model: Arc<dyn LlmClient>,
+    faults: Arc<dyn Faults>,
+    tokens: &[(&str, &str)],
+    active_limit: u32,
+    configure: impl FnOnce(&mut AppConfig),
+    engine: EngineConfig,
+) -> TestPlatform {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));
     let llm = Arc::new(CountingLlm::new(model));
@@ -235,10 +251,7 @@ pub fn platform_with_llm(
             llm: Some(llm.clone()),
             clock: clock.clone() as Arc<dyn Clock>,
             faults,
-            engine: EngineConfig {
-                lease_ms: 30_000,
-                ..Default::default()
-            },
+            engine,
             worker: WorkerConfig {
                 visibility_ms: 30_000,
                 ..Default::default()

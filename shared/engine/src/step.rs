@@ -39,6 +39,8 @@ pub struct EngineConfig {
     pub executor_concurrency: usize,
     pub executor_tool_calls: usize,
     pub repair_max_calls: usize,
+    /// Cap on one model answer's length.
+    pub max_output_tokens: u32,
     /// Base of the deep links in notifications: `{app_base_url}/runs/{run_id}`.
     pub app_base_url: String,
 }
@@ -52,6 +54,7 @@ impl Default for EngineConfig {
             executor_concurrency: 3,
             executor_tool_calls: 3,
             repair_max_calls: 2,
+            max_output_tokens: 4_096,
             app_base_url: "http://127.0.0.1:8080".into(),
         }
     }
@@ -505,7 +508,7 @@ impl Engine {
             model: it.run.model.clone(),
             messages,
             json_schema,
-            max_output_tokens: Some(4_096),
+            max_output_tokens: Some(self.config.max_output_tokens),
             idempotency_key: format!("{}#{}#{}", it.run.id, it.n, call),
             rotation: it.run.models.iter().skip(1).cloned().collect(),
             deadline_ms: it.deadline_ms,
