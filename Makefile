@@ -1,7 +1,7 @@
 # The two commands a new user needs: `make demo` and `make test`.
 CARGO ?= cargo
 
-.PHONY: demo test lint bench bench-aws bench-lambda serve build synth package
+.PHONY: demo test lint bench bench-aws bench-llm bench-lambda serve build synth package
 
 ## A real multi-iteration run on the embedded platform: no cloud account, no API key.
 demo:
@@ -30,6 +30,10 @@ bench:
 ## AWS requests, capacity units and cost per iteration on the emulator; updates BENCHMARKS.md.
 bench-aws:
 	scripts/with-moto $(CARGO) run -p longrun-tests --bin bench_aws -- BENCHMARKS.md
+
+## The model client's own overhead against a real model server's latency; updates BENCHMARKS.md.
+bench-llm:
+	scripts/with-llm $(CARGO) run --release -p longrun-tests --bin bench_llm -- BENCHMARKS.md
 
 ## The Lambda binaries: zipped sizes and the worker's peak RSS for one iteration (release build).
 bench-lambda:

@@ -297,3 +297,19 @@ pub async fn assert_iterations_once(store: &dyn RunStore, run: &Run) {
 pub fn examples_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples")
 }
+
+/// Replaces one `## heading` section of a markdown file (appending it when absent); the
+/// sections around it belong to other benchmarks.
+pub fn replace_section(path: &str, heading: &str, section: &str) {
+    let old = std::fs::read_to_string(path).unwrap_or_default();
+    let (before, after) = match old.find(heading) {
+        Some(i) => {
+            let rest = &old[i + heading.len()..];
+            let next = rest.find("\n## ").map_or("", |j| &rest[j..]);
+            (&old[..i], next)
+        }
+        None => (old.as_str(), ""),
+    };
+    let md = format!("{}\n\n{section}{after}", before.trim_end());
+    std::fs::write(path, &md).unwrap();
+}

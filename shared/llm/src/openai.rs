@@ -86,7 +86,7 @@ impl OpenAiClient {
 
 /// The answer text: the forced function's arguments (a JSON *string* on the wire; some
 /// servers send an object), else the message content.
-fn content_of(v: &Value) -> Result<String, LlmError> {
+pub fn content_of(v: &Value) -> Result<String, LlmError> {
     let message = v["choices"]
         .as_array()
         .and_then(|c| c.first())

@@ -103,17 +103,6 @@ async fn main() {
         sns,
         t.transact_items as f64 / n,
     );
-    // Replace this section only; the sections around it belong to the other benchmarks.
-    let old = std::fs::read_to_string(&out).unwrap_or_default();
-    let (before, after) = match old.find(SECTION) {
-        Some(i) => {
-            let rest = &old[i + SECTION.len()..];
-            let next = rest.find("\n## ").map_or("", |j| &rest[j..]);
-            (&old[..i], next)
-        }
-        None => (old.as_str(), ""),
-    };
-    let md = format!("{}\n\n{section}{after}", before.trim_end());
-    std::fs::write(&out, &md).unwrap();
+    longrun_tests::replace_section(&out, SECTION, &section);
     println!("{section}");
 }
