@@ -575,3 +575,40 @@ async fn a_missing_key_secret_stops_start_up_with_its_name_and_no_key() {
         "{msg}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_retry_past_the_invocation_deadline_returns_the_step_after_the_retry_delay() {
+    // Arrange: the model is rate limited once, and the invocation has no time left.
+    let flaky = NOTES_SCRIPT.replacen(
+        r#""planner": ["#,
+        r#""planner": [{"error": {"kind": "rate_limited", "message": "slow down"}},"#,
+        1,
+    );
+    let s = stack(&flaky, Arc::new(NoFaults), 30_000).await;
+    let run_id = create(&s, "alice").await;
+    let first = s.steps.receive(1, 30_000).await.unwrap();
+
+    // Act
+    let resp = longrun_fn_worker::handle(&s.p().engine, "w1", sqs_event(&first), Some(0)).await;
+
+    // Assert: the record failed, and is back in about a second, not after the 30 s visibility.
+    assert_eq!(resp.batch_item_failures.len(), 1);
+    let mut again = vec![];
+    for _ in 0..50 {
+        again = s.steps.receive(1, 30_000).await.unwrap();
+        if !again.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(again.len(), 1, "the step came back after the retry delay");
+    assert_eq!(StepMessage::parse(&again[0].body).unwrap().iteration, 1);
+    assert_eq!(s.run(&run_id).await.iteration, 0);
+
+    // Act: a worker with time to spare takes the redelivery.
+    let resp = longrun_fn_worker::handle(&s.p().engine, "w2", sqs_event(&again), None).await;
+
+    // Assert
+    assert!(resp.batch_item_failures.is_empty());
+    assert_eq!(s.run(&run_id).await.iteration, 1);
+}
