@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use longrun_engine::ports::{Clock, SystemClock};
 use longrun_engine::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind};
 use tracing::warn;
 
@@ -220,6 +221,12 @@ struct Health {
     degraded_until: Option<Instant>,
 }
 
+impl Health {
+    fn is_degraded(&self, now: Instant) -> bool {
+        self.degraded_until.is_some_and(|t| t > now)
+    }
+}
+
 impl Route {
     fn new(client: Arc<dyn LlmClient>, retry: RetryPolicy) -> Self {
         Route {
@@ -232,7 +239,7 @@ impl Route {
         self.health.lock().unwrap_or_else(|e| e.into_inner())
     }
     fn is_degraded(&self, now: Instant) -> bool {
-        self.health().degraded_until.is_some_and(|t| t > now)
+        self.health().is_degraded(now)
     }
 }
 
@@ -283,13 +290,6 @@ fn shared_http(
     let c = openai::http_client(settings.timeout).map_err(|e| ModelError::Client(e.message))?;
     *http = Some(c.clone());
     Ok(c)
-}
-
-fn epoch_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or_default()
 }
 
 impl ModelRouter {
@@ -377,7 +377,7 @@ impl ModelRouter {
                 ModelHealth {
                     model: model.clone(),
                     consecutive_failures: h.failures,
-                    degraded: h.degraded_until.is_some_and(|t| t > now),
+                    degraded: h.is_degraded(now),
                 }
             })
             .collect()
@@ -423,7 +423,7 @@ impl ModelRouter {
         }
         h.failures += 1;
         if h.failures >= self.failover.degrade_after {
-            if h.degraded_until.is_none_or(|t| t <= Instant::now()) {
+            if !h.is_degraded(Instant::now()) {
                 warn!(
                     model = spec,
                     failures = h.failures,
@@ -466,7 +466,7 @@ impl LlmClient for ModelRouter {
                         route.retry.delay_ms(attempt, e.retry_after_ms)
                     };
                     if let Some(deadline) = req.deadline_ms
-                        && epoch_ms() + delay as i64 > deadline
+                        && SystemClock.now_ms() + delay as i64 > deadline
                     {
                         let mut e = e;
                         e.requeue_after_ms = Some(delay.max(1_000));

@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use longrun_engine::llm::ChatMessage;
 use longrun_engine::{ChatRequest, LlmClient, LlmErrorKind, LlmRole};
-use longrun_llm::{Failover, LlmSettings, ModelRouter, OpenAiClient, RetryPolicy, Secret};
+use longrun_llm::{
+    Failover, LlmSettings, ModelHealth, ModelRouter, OpenAiClient, RetryPolicy, Secret,
+};
 use support::{Server, serve};
 
 const A: &str = "openai:model-a";
@@ -79,6 +81,14 @@ fn router(a: &str, b: &str, cooldown_ms: u64) -> ModelRouter {
         })
 }
 
+fn health_of(router: &ModelRouter, model: &str) -> ModelHealth {
+    router
+        .health()
+        .into_iter()
+        .find(|h| h.model == model)
+        .unwrap()
+}
+
 fn hits(s: &Server) -> usize {
     s.hits.load(Ordering::SeqCst)
 }
@@ -103,11 +113,10 @@ async fn calls_move_off_a_failing_provider_which_is_degraded_then_tried_again_af
     // Assert: A was tried until it failed twice, then set aside.
     assert_eq!(hits(&a_server), 2, "A is skipped once degraded");
     assert_eq!(hits(&b_server), 6);
-    let health = router.health();
-    let a_health = health.iter().find(|h| h.model == A).unwrap();
+    let a_health = health_of(&router, A);
     assert!(a_health.degraded);
     assert_eq!(a_health.consecutive_failures, 2);
-    assert!(!health.iter().find(|h| h.model == B).unwrap().degraded);
+    assert!(!health_of(&router, B).degraded);
 
     // Act: after the cooldown A gets another chance (and fails again).
     tokio::time::sleep(Duration::from_millis(450)).await;
@@ -116,14 +125,7 @@ async fn calls_move_off_a_failing_provider_which_is_degraded_then_tried_again_af
 
     // Assert
     assert_eq!(hits(&a_server), 3, "A is retried once after its cooldown");
-    assert!(
-        router
-            .health()
-            .iter()
-            .find(|h| h.model == A)
-            .unwrap()
-            .degraded
-    );
+    assert!(health_of(&router, A).degraded);
 }
 
 #[tokio::test]
@@ -142,14 +144,7 @@ async fn a_recovered_provider_is_healthy_again() {
     for _ in 0..4 {
         router.chat(&req(&[B])).await.unwrap();
     }
-    assert!(
-        router
-            .health()
-            .iter()
-            .find(|h| h.model == A)
-            .unwrap()
-            .degraded
-    );
+    assert!(health_of(&router, A).degraded);
 
     tokio::time::sleep(Duration::from_millis(80)).await;
     let mut served_by_a = 0;
@@ -161,7 +156,7 @@ async fn a_recovered_provider_is_healthy_again() {
 
     assert_eq!(served_by_a, 2, "back in the rotation: every other call");
     assert_eq!(hits(&a_server), 4);
-    let a_health = router.health().into_iter().find(|h| h.model == A).unwrap();
+    let a_health = health_of(&router, A);
     assert_eq!(
         (a_health.degraded, a_health.consecutive_failures),
         (false, 0)
