@@ -327,6 +327,26 @@ export class LongrunStack extends Stack {
       secretsmanager.Secret.fromSecretNameV2(this, 'LlmKey', props.llm.apiKeySecretName)
         .grantRead(worker);
     }
+    // Bedrock models are called with the worker's own role: InvokeModel on exactly the
+    // configured models (and, for a cross-Region inference profile, the profile itself).
+    const bedrock = props.llm.models
+      .split(',')
+      .map((m) => m.trim())
+      .filter((m) => m.startsWith('bedrock:'))
+      .map((m) => m.slice('bedrock:'.length));
+    if (bedrock.length > 0) {
+      const profile = /^(us|eu|apac|global|jp|au|ca)\./;
+      worker.addToRolePolicy(new iam.PolicyStatement({
+        actions: ['bedrock:InvokeModel'],
+        resources: bedrock.flatMap((id) => {
+          const base = id.replace(profile, '');
+          const model = `arn:${this.partition}:bedrock:*::foundation-model/${base}`;
+          return profile.test(id)
+            ? [model, `arn:${this.partition}:bedrock:${this.region}:${this.account}:inference-profile/${id}`]
+            : [model];
+        }),
+      }));
+    }
 
     worker.addEventSource(
       new SqsEventSource(this.stepQueue, {

@@ -267,6 +267,13 @@ locals {
     sweeper  = local.item_rw
   }
   enqueues = toset(["api", "worker", "sweeper"])
+  # Bedrock models are called with the worker's own role; a cross-Region inference profile
+  # (us., eu., global., ...) needs the profile and its base model.
+  bedrock_ids = [for m in split(",", var.models) : trimprefix(trimspace(m), "bedrock:") if startswith(trimspace(m), "bedrock:")]
+  bedrock_resources = flatten([for id in local.bedrock_ids : concat(
+    ["arn:${data.aws_partition.current.partition}:bedrock:*::foundation-model/${replace(id, "/^(us|eu|apac|global|jp|au|ca)\\./", "")}"],
+    length(regexall("^(us|eu|apac|global|jp|au|ca)\\.", id)) > 0 ? ["arn:${data.aws_partition.current.partition}:bedrock:${local.region}:${local.account}:inference-profile/${id}"] : []
+  )])
 }
 
 data "aws_iam_policy_document" "fn" {
@@ -318,6 +325,14 @@ data "aws_iam_policy_document" "fn" {
       sid       = "LlmKey"
       actions   = ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"]
       resources = ["arn:${data.aws_partition.current.partition}:secretsmanager:${local.region}:${local.account}:secret:${var.llm_key_secret_name}-??????"]
+    }
+  }
+  dynamic "statement" {
+    for_each = each.key == "worker" && length(local.bedrock_ids) > 0 ? [1] : []
+    content {
+      sid       = "Bedrock"
+      actions   = ["bedrock:InvokeModel"]
+      resources = local.bedrock_resources
     }
   }
   dynamic "statement" {

@@ -243,6 +243,22 @@ describe('the longrun stack', () => {
     assert.ok(!can(api, 'sqs:ReceiveMessage'), 'the API cannot consume steps');
   });
 
+  it('lets only the worker invoke exactly the configured Bedrock models', () => {
+    const { t: tb } = synth({
+      llm: {
+        models: 'bedrock:anthropic.claude-haiku-4-5-20251001-v1:0, bedrock:global.amazon.nova-pro-v1:0',
+      },
+    });
+    const [api, worker] = ['api', 'worker'].map((n) => grantsOf(tb, n));
+    const invoke = worker.filter((g) => g.action === 'bedrock:InvokeModel').map((g) => g.resource);
+    assert.equal(invoke.length, 3, invoke.join('\n'));
+    assert.ok(invoke.some((r) => r.includes('foundation-model/anthropic.claude-haiku-4-5-20251001-v1:0')));
+    assert.ok(invoke.some((r) => r.includes('foundation-model/amazon.nova-pro-v1:0')));
+    assert.ok(invoke.some((r) => r.includes('inference-profile/global.amazon.nova-pro-v1:0')));
+    assert.ok(!can(api, 'bedrock:InvokeModel'), 'the API never calls a model');
+    assert.ok(!can(grantsOf(t, 'worker'), 'bedrock:InvokeModel'), 'no grant without a Bedrock model');
+  });
+
   it('lets only the sweeper read the sweep index', () => {
     const json = JSON.stringify(t.toJSON().Resources);
     const policies = resources(t, 'AWS::IAM::Policy').filter(([, p]) =>

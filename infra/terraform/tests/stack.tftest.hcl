@@ -75,3 +75,20 @@ run "functions_run_on_graviton" {
     error_message = "every function is provided.al2023 on arm64"
   }
 }
+
+run "the_worker_may_invoke_exactly_the_configured_bedrock_models" {
+  command = plan
+
+  variables {
+    models = "bedrock:anthropic.claude-haiku-4-5-20251001-v1:0, bedrock:global.amazon.nova-pro-v1:0, openai:gpt-4.1-mini"
+  }
+
+  assert {
+    condition = toset(local.bedrock_resources) == toset([
+      "arn:aws:bedrock:*::foundation-model/anthropic.claude-haiku-4-5-20251001-v1:0",
+      "arn:aws:bedrock:*::foundation-model/amazon.nova-pro-v1:0",
+      "arn:aws:bedrock:eu-west-1:123456789012:inference-profile/global.amazon.nova-pro-v1:0",
+    ])
+    error_message = "InvokeModel on the configured models and profiles only"
+  }
+}

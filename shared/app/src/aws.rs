@@ -77,6 +77,17 @@ pub async fn with_key_secret(
     Ok(settings)
 }
 
+/// `settings` with the `bedrock` provider: Converse through the function's IAM role, with the
+/// model timeout of `settings`.
+pub fn with_bedrock(mut settings: LlmSettings, clients: &AwsClients) -> LlmSettings {
+    let client = longrun_aws::bedrock::runtime_client(&clients.config, settings.timeout);
+    settings.providers.insert(
+        longrun_aws::bedrock::PROVIDER,
+        longrun_aws::bedrock::provider(client),
+    );
+    settings
+}
+
 impl Platform {
     /// The platform over the AWS adapters. `llm: None` builds the model router from the
     /// configured models and the provider environment.
@@ -92,7 +103,7 @@ impl Platform {
             Some(llm) => llm,
             None => Arc::new(ModelRouter::build(
                 &config.models,
-                &LlmSettings::from_env(),
+                &with_bedrock(LlmSettings::from_env(), clients),
             )?),
         };
         Ok(Platform::assemble(
@@ -121,7 +132,12 @@ impl Platform {
         let clients = AwsClients::new(&longrun_aws::load_config().await);
         let config = config_from_env()?;
         let secret = var(LLM_KEY_SECRET).ok();
-        let llm = with_key_secret(LlmSettings::from_env(), &clients, secret.as_deref()).await?;
+        let llm = with_key_secret(
+            with_bedrock(LlmSettings::from_env(), &clients),
+            &clients,
+            secret.as_deref(),
+        )
+        .await?;
         let llm = Arc::new(ModelRouter::build(&config.models, &llm)?);
         Platform::aws(
             &clients,

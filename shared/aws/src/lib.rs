@@ -4,6 +4,7 @@
 //! Clients are built once from the standard configuration chain, so the endpoint is chosen
 //! only by the standard `AWS_ENDPOINT_URL` / `AWS_ENDPOINT_URL_<SERVICE>` settings.
 
+pub mod bedrock;
 pub mod dynamodb;
 pub mod interceptors;
 pub mod provision;
@@ -17,21 +18,26 @@ use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, SdkConfig};
 
+pub use bedrock::BedrockClient;
 pub use dynamodb::DynamoDbRunStore;
 pub use interceptors::{CallCounter, CallTally, ThrottleInjector};
 pub use sns::SnsNotifier;
 pub use sqs::SqsStepQueue;
 
-/// The shared SDK configuration: standard retries (3 attempts, backoff with jitter) and
-/// timeouts short enough that a hung call fails inside one Lambda invocation.
-pub async fn load_config() -> SdkConfig {
-    let http = aws_smithy_http_client::Builder::new()
+/// The SDK's HTTP client on rustls with ring, the TLS stack reqwest uses too.
+pub fn https_client() -> aws_smithy_runtime_api::client::http::SharedHttpClient {
+    aws_smithy_http_client::Builder::new()
         .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
             aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,
         ))
-        .build_https();
+        .build_https()
+}
+
+/// The shared SDK configuration: standard retries (3 attempts, backoff with jitter) and
+/// timeouts short enough that a hung call fails inside one Lambda invocation.
+pub async fn load_config() -> SdkConfig {
     aws_config::defaults(BehaviorVersion::latest())
-        .http_client(http)
+        .http_client(https_client())
         .retry_config(RetryConfig::standard().with_max_attempts(3))
         .timeout_config(
             TimeoutConfig::builder()
@@ -52,6 +58,9 @@ pub struct AwsClients {
     pub sqs: aws_sdk_sqs::Client,
     pub sns: aws_sdk_sns::Client,
     pub secrets: aws_sdk_secretsmanager::Client,
+    /// The configuration they came from, for clients built with their own settings (Bedrock's
+    /// model timeout).
+    pub config: SdkConfig,
 }
 
 impl AwsClients {
@@ -80,6 +89,7 @@ impl AwsClients {
             sqs: aws_sdk_sqs::Client::from_conf(sqs.build()),
             sns: aws_sdk_sns::Client::from_conf(sns.build()),
             secrets: aws_sdk_secretsmanager::Client::new(config),
+            config: config.clone(),
         }
     }
 }

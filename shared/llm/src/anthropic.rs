@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use async_trait::async_trait;
+use longrun_engine::llm::ChatMessage;
 use longrun_engine::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, Usage};
 use serde_json::{Value, json};
 
@@ -40,37 +41,14 @@ impl AnthropicClient {
 
     /// The wire body: system prompts lifted out, turns alternating from `user`.
     pub fn body(&self, req: &ChatRequest) -> Value {
-        let system: Vec<&str> = req
-            .messages
-            .iter()
-            .filter(|m| m.role == "system")
-            .map(|m| m.content.as_str())
-            .collect();
-        let mut turns: Vec<(String, String)> = vec![];
-        for m in req.messages.iter().filter(|m| m.role != "system") {
-            let role = if m.role == "assistant" {
-                "assistant"
-            } else {
-                "user"
-            };
-            match turns.last_mut() {
-                Some((r, text)) if r == role => {
-                    text.push_str("\n\n");
-                    text.push_str(&m.content);
-                }
-                _ => turns.push((role.to_string(), m.content.clone())),
-            }
-        }
-        if turns.first().is_none_or(|(r, _)| r != "user") {
-            turns.insert(0, ("user".into(), "Begin.".into()));
-        }
+        let (system, turns) = turns(&req.messages);
         let mut body = json!({
             "model": self.model,
             "max_tokens": req.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
             "messages": turns.iter().map(|(r, c)| json!({"role": r, "content": c})).collect::<Vec<_>>(),
         });
-        if !system.is_empty() {
-            body["system"] = json!(system.join("\n\n"));
+        if let Some(system) = system {
+            body["system"] = json!(system);
         }
         if let Some(schema) = &req.json_schema {
             body["tools"] = json!([{
@@ -82,6 +60,35 @@ impl AnthropicClient {
         }
         body
     }
+}
+
+/// The conversation as providers with a separate system prompt want it (Anthropic, Bedrock
+/// Converse): system messages joined, the rest merged into turns alternating from `user`.
+pub fn turns(messages: &[ChatMessage]) -> (Option<String>, Vec<(&'static str, String)>) {
+    let system: Vec<&str> = messages
+        .iter()
+        .filter(|m| m.role == "system")
+        .map(|m| m.content.as_str())
+        .collect();
+    let mut turns: Vec<(&'static str, String)> = vec![];
+    for m in messages.iter().filter(|m| m.role != "system") {
+        let role = if m.role == "assistant" {
+            "assistant"
+        } else {
+            "user"
+        };
+        match turns.last_mut() {
+            Some((r, text)) if *r == role => {
+                text.push_str("\n\n");
+                text.push_str(&m.content);
+            }
+            _ => turns.push((role, m.content.clone())),
+        }
+    }
+    if turns.first().is_none_or(|(r, _)| *r != "user") {
+        turns.insert(0, ("user", "Begin.".into()));
+    }
+    ((!system.is_empty()).then(|| system.join("\n\n")), turns)
 }
 
 /// Maps the wire usage: `input_tokens` already excludes cache reads and writes.

@@ -109,8 +109,16 @@ pub fn content_of(v: &Value) -> Result<String, LlmError> {
 
 /// `Retry-After` in seconds (fractions allowed), as milliseconds.
 pub fn retry_after_ms(headers: &reqwest::header::HeaderMap) -> Option<u64> {
-    let v = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    v.trim().parse::<f64>().ok().map(|s| (s * 1000.0) as u64)
+    parse_retry_after(headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?)
+}
+
+/// A `Retry-After` value in seconds (fractions allowed), as milliseconds.
+pub fn parse_retry_after(v: &str) -> Option<u64> {
+    v.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(|s| (s * 1000.0) as u64)
 }
 
 fn error_for_status(status: u16, body: &str) -> LlmError {

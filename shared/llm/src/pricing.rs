@@ -61,6 +61,40 @@ const TABLE: &[(&str, Price)] = &[
         "gemini:gemini-2.5-flash",
         Price::new(0.30, 2.50, 0.075, 0.0),
     ),
+    // Bedrock on-demand, us-east-1. Cross-Region inference profiles (`us.`, `eu.`, `apac.`,
+    // `global.` before the model id) are looked up as the base model; override where yours differ.
+    (
+        "bedrock:anthropic.claude-sonnet-4-5-20250929-v1:0",
+        Price::new(3.00, 15.00, 0.30, 3.75),
+    ),
+    (
+        "bedrock:anthropic.claude-sonnet-4-20250514-v1:0",
+        Price::new(3.00, 15.00, 0.30, 3.75),
+    ),
+    (
+        "bedrock:anthropic.claude-haiku-4-5-20251001-v1:0",
+        Price::new(1.00, 5.00, 0.10, 1.25),
+    ),
+    (
+        "bedrock:anthropic.claude-opus-4-1-20250805-v1:0",
+        Price::new(15.00, 75.00, 1.50, 18.75),
+    ),
+    (
+        "bedrock:amazon.nova-pro-v1:0",
+        Price::new(0.80, 3.20, 0.20, 0.0),
+    ),
+    (
+        "bedrock:amazon.nova-lite-v1:0",
+        Price::new(0.06, 0.24, 0.015, 0.0),
+    ),
+    (
+        "bedrock:amazon.nova-micro-v1:0",
+        Price::new(0.035, 0.14, 0.00875, 0.0),
+    ),
+    (
+        "bedrock:meta.llama3-3-70b-instruct-v1:0",
+        Price::new(0.72, 0.72, 0.0, 0.0),
+    ),
     // Local models served by llama.cpp cost nothing per token.
     ("local:*", Price::new(0.0, 0.0, 0.0, 0.0)),
 ];
@@ -83,9 +117,17 @@ impl PriceTable {
             return Some(*p);
         }
         let wildcard = format!("{provider}:*");
+        let base = (provider == "bedrock")
+            .then(|| {
+                ["us.", "eu.", "apac.", "global.", "jp.", "au.", "ca."]
+                    .iter()
+                    .find_map(|p| model.strip_prefix(p))
+            })
+            .flatten()
+            .map(|m| format!("{provider}:{m}"));
         TABLE
             .iter()
-            .find(|(k, _)| *k == key || *k == wildcard)
+            .find(|(k, _)| *k == key || *k == wildcard || Some(*k) == base.as_deref())
             .map(|(_, p)| *p)
     }
 }
@@ -111,6 +153,22 @@ mod tests {
     #[test]
     fn an_unknown_model_has_no_price() {
         assert_eq!(PriceTable::default().get("openai", "gpt-99"), None);
+    }
+
+    #[test]
+    fn a_bedrock_inference_profile_is_priced_as_its_base_model() {
+        let t = PriceTable::default();
+        let base = t.get("bedrock", "anthropic.claude-haiku-4-5-20251001-v1:0");
+        assert!(base.is_some());
+        assert_eq!(
+            t.get("bedrock", "global.anthropic.claude-haiku-4-5-20251001-v1:0"),
+            base
+        );
+        assert_eq!(
+            t.get("bedrock", "us.anthropic.claude-haiku-4-5-20251001-v1:0"),
+            base
+        );
+        assert_eq!(t.get("bedrock", "us.unknown-model"), None);
     }
 
     #[test]
