@@ -551,6 +551,54 @@ async fn the_provider_key_is_read_from_the_secret_the_stack_names() {
 
     // Assert
     assert_eq!(settings.openai_api_key.unwrap().expose(), "sk-test-123");
+    assert_eq!(settings.anthropic_api_key.unwrap().expose(), "sk-test-123");
+}
+
+#[tokio::test]
+async fn a_key_secret_may_hold_one_key_per_provider() {
+    // Arrange
+    longrun_tests::aws::require_emulator();
+    let clients = longrun_tests::aws::clients().await;
+    let name = longrun_tests::aws::unique("longrun/keys");
+    clients
+        .secrets
+        .create_secret()
+        .name(&name)
+        .secret_string(r#"{"openai": "sk-o", "anthropic": "sk-ant-a"}"#)
+        .send()
+        .await
+        .unwrap();
+    let wrong = longrun_tests::aws::unique("longrun/keys");
+    clients
+        .secrets
+        .create_secret()
+        .name(&wrong)
+        .secret_string(r#"{"opneai": "sk-o"}"#)
+        .send()
+        .await
+        .unwrap();
+
+    // Act
+    let settings = longrun_app::aws::with_key_secret(
+        longrun_llm::LlmSettings::default(),
+        &clients,
+        Some(&name),
+    )
+    .await
+    .unwrap();
+    let err = longrun_app::aws::with_key_secret(
+        longrun_llm::LlmSettings::default(),
+        &clients,
+        Some(&wrong),
+    )
+    .await
+    .unwrap_err();
+
+    // Assert
+    assert_eq!(settings.openai_api_key.unwrap().expose(), "sk-o");
+    assert_eq!(settings.anthropic_api_key.unwrap().expose(), "sk-ant-a");
+    let msg = err.to_string();
+    assert!(msg.contains(&wrong) && !msg.contains("sk-o"), "{msg}");
 }
 
 #[tokio::test]

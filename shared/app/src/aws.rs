@@ -61,18 +61,36 @@ pub fn config_from_env() -> Result<AppConfig, PlatformError> {
 /// `LONGRUN_LLM_KEY_SECRET`: the Secrets Manager secret holding the provider's API key.
 pub const LLM_KEY_SECRET: &str = "LONGRUN_LLM_KEY_SECRET";
 
-/// `settings` with the provider key read from the Secrets Manager secret `secret`, when one
-/// is named; the deployed stack passes a name, never the key itself.
+/// `settings` with the provider keys read from the Secrets Manager secret `secret`, when one
+/// is named; the deployed stack passes a name, never a key. The secret is either one key (used
+/// by the OpenAI-compatible and the Anthropic provider alike) or a JSON object of keys by
+/// provider, `{"openai": "sk-...", "anthropic": "sk-ant-..."}`.
 pub async fn with_key_secret(
     mut settings: LlmSettings,
     clients: &AwsClients,
     secret: Option<&str>,
 ) -> Result<LlmSettings, PlatformError> {
-    if let Some(name) = secret {
-        let key = longrun_aws::secrets::secret_string(&clients.secrets, name)
-            .await
-            .map_err(|e| PlatformError::Setting(e.to_string()))?;
-        settings.openai_api_key = Some(Secret::new(key));
+    let Some(name) = secret else {
+        return Ok(settings);
+    };
+    let value = longrun_aws::secrets::secret_string(&clients.secrets, name)
+        .await
+        .map_err(|e| PlatformError::Setting(e.to_string()))?;
+    match serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&value) {
+        Ok(keys) => {
+            let key = |p: &str| keys.get(p).and_then(|k| k.as_str()).map(Secret::new);
+            if keys.keys().any(|p| p != "openai" && p != "anthropic") {
+                return Err(PlatformError::Setting(format!(
+                    "secret `{name}` may hold keys for `openai` and `anthropic` only"
+                )));
+            }
+            settings.openai_api_key = key("openai").or(settings.openai_api_key);
+            settings.anthropic_api_key = key("anthropic").or(settings.anthropic_api_key);
+        }
+        Err(_) => {
+            settings.openai_api_key = Some(Secret::new(value.clone()));
+            settings.anthropic_api_key = Some(Secret::new(value));
+        }
     }
     Ok(settings)
 }
