@@ -525,20 +525,26 @@ async fn the_sweeper_starts_a_due_schedule_once() {
     assert_eq!(step.len(), 1, "its first step was sent");
 }
 
+/// Stores `value` in a new, uniquely named secret; returns its name.
+async fn store_secret(clients: &longrun_aws::AwsClients, prefix: &str, value: &str) -> String {
+    let name = longrun_tests::aws::unique(prefix);
+    clients
+        .secrets
+        .create_secret()
+        .name(&name)
+        .secret_string(value)
+        .send()
+        .await
+        .unwrap();
+    name
+}
+
 #[tokio::test]
 async fn the_provider_key_is_read_from_the_secret_the_stack_names() {
     // Arrange
     longrun_tests::aws::require_emulator();
     let clients = longrun_tests::aws::clients().await;
-    let name = longrun_tests::aws::unique("longrun/openai");
-    clients
-        .secrets
-        .create_secret()
-        .name(&name)
-        .secret_string("sk-test-123\n")
-        .send()
-        .await
-        .unwrap();
+    let name = store_secret(&clients, "longrun/openai", "sk-test-123\n").await;
 
     // Act
     let settings = longrun_app::aws::with_key_secret(
@@ -559,24 +565,13 @@ async fn a_key_secret_may_hold_one_key_per_provider() {
     // Arrange
     longrun_tests::aws::require_emulator();
     let clients = longrun_tests::aws::clients().await;
-    let name = longrun_tests::aws::unique("longrun/keys");
-    clients
-        .secrets
-        .create_secret()
-        .name(&name)
-        .secret_string(r#"{"openai": "sk-o", "anthropic": "sk-ant-a"}"#)
-        .send()
-        .await
-        .unwrap();
-    let wrong = longrun_tests::aws::unique("longrun/keys");
-    clients
-        .secrets
-        .create_secret()
-        .name(&wrong)
-        .secret_string(r#"{"opneai": "sk-o"}"#)
-        .send()
-        .await
-        .unwrap();
+    let name = store_secret(
+        &clients,
+        "longrun/keys",
+        r#"{"openai": "sk-o", "anthropic": "sk-ant-a"}"#,
+    )
+    .await;
+    let wrong = store_secret(&clients, "longrun/keys", r#"{"opneai": "sk-o"}"#).await;
 
     // Act
     let settings = longrun_app::aws::with_key_secret(

@@ -10,7 +10,7 @@ use aws_config::SdkConfig;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_sdk_bedrockruntime::Client;
-use aws_sdk_bedrockruntime::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_bedrockruntime::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_bedrockruntime::operation::converse::{ConverseError, ConverseOutput};
 use aws_sdk_bedrockruntime::types::{
     ContentBlock, ConversationRole, ConverseOutput as Output, InferenceConfiguration, Message,
@@ -206,22 +206,13 @@ pub fn error_from(e: &SdkError<ConverseError>) -> LlmError {
         }
         SdkError::DispatchFailure(_) => LlmError::new(
             LlmErrorKind::Server,
-            format!(
-                "Converse unreachable: {}",
-                aws_sdk_bedrockruntime::error::DisplayErrorContext(e)
-            ),
+            format!("Converse unreachable: {}", DisplayErrorContext(e)),
         ),
         SdkError::ResponseError(_) => LlmError::new(
             LlmErrorKind::Malformed,
-            format!(
-                "Converse answer unreadable: {}",
-                aws_sdk_bedrockruntime::error::DisplayErrorContext(e)
-            ),
+            format!("Converse answer unreadable: {}", DisplayErrorContext(e)),
         ),
-        _ => LlmError::new(
-            LlmErrorKind::BadRequest,
-            aws_sdk_bedrockruntime::error::DisplayErrorContext(e).to_string(),
-        ),
+        _ => LlmError::new(LlmErrorKind::BadRequest, DisplayErrorContext(e).to_string()),
     };
     err.retry_after_ms = retry_after;
     err

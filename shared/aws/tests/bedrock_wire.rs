@@ -13,12 +13,11 @@ use aws_config::{BehaviorVersion, Region, SdkConfig};
 
 use aws_sdk_bedrockruntime::config::{Credentials, SharedCredentialsProvider};
 use longrun_aws::bedrock::{self, BedrockClient};
-use longrun_engine::llm::ChatMessage;
-use longrun_engine::{ChatRequest, LlmClient, LlmErrorKind, LlmRole};
+use longrun_engine::{ChatRequest, LlmClient, LlmErrorKind};
 use longrun_llm::anthropic::ANSWER_TOOL;
 use longrun_llm::{LlmSettings, ModelRouter, RetryPolicy};
 use serde_json::{Value, json};
-use support::{Canned, Server, serve};
+use support::{Canned, Server, merged_turns_request, serve};
 
 const MODEL_ID: &str = "anthropic.claude-sonnet-4-5-20250929-v1:0";
 const SPEC: &str = "bedrock:anthropic.claude-sonnet-4-5-20250929-v1:0";
@@ -52,23 +51,7 @@ async fn client(base: &str, timeout_ms: u64) -> BedrockClient {
 }
 
 fn req(schema: Option<Value>) -> ChatRequest {
-    ChatRequest {
-        run_id: "run_1".into(),
-        iteration: 2,
-        role: LlmRole::Planner,
-        model: SPEC.into(),
-        messages: vec![
-            ChatMessage::system("You plan."),
-            ChatMessage::system("Answer with the contract."),
-            ChatMessage::user("objective: tea"),
-            ChatMessage::user("iteration 2"),
-        ],
-        json_schema: schema,
-        max_output_tokens: Some(800),
-        idempotency_key: "run_1#2#1".into(),
-        rotation: vec![],
-        deadline_ms: None,
-    }
+    merged_turns_request(SPEC, schema)
 }
 
 /// A forced tool call, with cache reads and writes in the usage (recorded shape).

@@ -7,12 +7,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use longrun_engine::llm::ChatMessage;
-use longrun_engine::{ChatRequest, LlmClient, LlmErrorKind, LlmRole};
+use longrun_engine::{ChatRequest, LlmClient, LlmErrorKind};
 use longrun_llm::anthropic::{ANSWER_TOOL, API_VERSION};
 use longrun_llm::{AnthropicClient, LlmSettings, ModelRouter, RetryPolicy, Secret};
 use serde_json::{Value, json};
-use support::{Canned, Server, serve};
+use support::{Canned, Server, merged_turns_request, serve};
 
 const MODEL: &str = "anthropic:claude-sonnet-4-5";
 
@@ -21,23 +20,7 @@ async fn serve_messages(script: Vec<Canned>) -> (String, Server) {
 }
 
 fn req(schema: Option<Value>) -> ChatRequest {
-    ChatRequest {
-        run_id: "run_1".into(),
-        iteration: 2,
-        role: LlmRole::Planner,
-        model: MODEL.into(),
-        messages: vec![
-            ChatMessage::system("You plan."),
-            ChatMessage::system("Answer with the contract."),
-            ChatMessage::user("objective: tea"),
-            ChatMessage::user("iteration 2"),
-        ],
-        json_schema: schema,
-        max_output_tokens: Some(800),
-        idempotency_key: "run_1#2#1".into(),
-        rotation: vec![],
-        deadline_ms: None,
-    }
+    merged_turns_request(MODEL, schema)
 }
 
 /// A forced tool call, with cache reads and writes in the usage.

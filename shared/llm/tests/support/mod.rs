@@ -10,6 +10,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use longrun_engine::llm::ChatMessage;
+use longrun_engine::{ChatRequest, LlmRole};
 use serde_json::Value;
 
 /// (status, headers, body, delay in ms)
@@ -57,4 +59,26 @@ pub async fn serve(route: &str, script: Vec<Canned>) -> (String, Server) {
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (format!("http://{addr}"), s)
+}
+
+/// A planner call with two system prompts and two user turns: the shape that providers with a
+/// separate system prompt (Anthropic, Bedrock) must merge.
+pub fn merged_turns_request(model: &str, schema: Option<Value>) -> ChatRequest {
+    ChatRequest {
+        run_id: "run_1".into(),
+        iteration: 2,
+        role: LlmRole::Planner,
+        model: model.into(),
+        messages: vec![
+            ChatMessage::system("You plan."),
+            ChatMessage::system("Answer with the contract."),
+            ChatMessage::user("objective: tea"),
+            ChatMessage::user("iteration 2"),
+        ],
+        json_schema: schema,
+        max_output_tokens: Some(800),
+        idempotency_key: "run_1#2#1".into(),
+        rotation: vec![],
+        deadline_ms: None,
+    }
 }
