@@ -1,7 +1,7 @@
 # The two commands a new user needs: `make demo` and `make test`.
 CARGO ?= cargo
 
-.PHONY: demo test lint bench bench-aws bench-llm bench-lambda serve build synth package
+.PHONY: demo test lint web bench bench-aws bench-llm bench-lambda serve build synth package
 
 ## A real multi-iteration run on the embedded platform: no cloud account, no API key.
 demo:
@@ -14,14 +14,22 @@ demo:
 ## once into .venv-llm and serves on loopback); then the infrastructure,
 ## offline: CDK assertions and cdk-nag, cfn-lint and checkov on the synthesized template,
 ## terraform fmt and checkov on the Terraform module (scripts/infra installs what it needs).
+## The web console is built first so the binary under test embeds it, and driven last in
+## headless Chromium against `longrun serve` (scripts/web installs Debian's chromium if absent).
 test:
+	scripts/web build
 	scripts/with-llm scripts/with-moto $(CARGO) test --workspace --all-targets
+	scripts/web test
 	scripts/infra check
 
 ## Formatting and lints, as CI runs them.
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+## The web console (web/dist), embedded by the next cargo build of `longrun`.
+web:
+	scripts/web build
 
 ## Throughput, memory and per-iteration cost; writes BENCHMARKS.md.
 bench:
@@ -41,9 +49,11 @@ bench-lambda:
 
 ## The API, worker and notifier in one process (SQLite in ./.longrun).
 serve:
+	scripts/web build --optional
 	$(CARGO) run --quiet -p longrun -- serve
 
 build:
+	scripts/web build --optional
 	$(CARGO) build --workspace --release
 
 ## The CDK stack, synthesized offline to infra/cdk.out.

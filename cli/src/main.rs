@@ -3,6 +3,10 @@
 
 mod remote;
 
+mod console {
+    include!(concat!(env!("OUT_DIR"), "/console_assets.rs"));
+}
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +14,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 use longrun_app::{
-    AppConfig, CreateRun, Embedded, Platform, Tokens, create_run, init_tracing, router,
+    AppConfig, Console, CreateRun, Embedded, Platform, Tokens, create_run, init_tracing,
+    router_with_console,
 };
 use longrun_domain::report::Report;
 use longrun_domain::run::{BudgetsInput, Run, RunStatus};
@@ -322,7 +327,8 @@ async fn serve(
         "longrun listening on http://{addr} (data in {})",
         data_dir.display()
     );
-    axum::serve(listener, router(running.platform.clone()))
+    let app = router_with_console(running.platform.clone(), Console::local(console::ASSETS));
+    axum::serve(listener, app)
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
         })

@@ -252,6 +252,7 @@ async fn every_v1_route_needs_a_valid_token() {
         "/v1/runs/x/events",
         "/v1/runs/x/report",
         "/v1/notifications",
+        "/v1/config",
         "/v1/schedules",
         "/v1/webhooks",
     ] {
@@ -440,7 +441,31 @@ async fn a_run_waits_for_the_user_and_completes_after_the_answer() {
             .unwrap()
             .ends_with(&format!("/runs/{id}"))
     );
-    let _ = &app.t;
+
+    // Marking read: another user's attempt changes nothing; the owner's sticks, once.
+    let first = notes["notifications"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (s, v) = app
+        .post("/v1/notifications/read", BOB, json!({"ids": [first]}))
+        .await;
+    assert_eq!((s, v["updated"].as_u64()), (StatusCode::OK, Some(0)));
+    let (_, v) = app
+        .post("/v1/notifications/read", ALICE, json!({"ids": [first]}))
+        .await;
+    assert_eq!(v["updated"], 1);
+    let (_, v) = app
+        .post("/v1/notifications/read", ALICE, json!({"ids": [first]}))
+        .await;
+    assert_eq!(v["updated"], 0);
+    let (_, notes) = app.get("/v1/notifications", ALICE).await;
+    assert_eq!(notes["unread"], 1);
+    assert_eq!(notes["notifications"][0]["read"], true);
+    let (s, _) = app
+        .post("/v1/notifications/read", ALICE, json!({"ids": "all"}))
+        .await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -551,6 +576,8 @@ async fn the_openapi_document_is_3_1_and_covers_the_routes() {
         "/v1/runs/{id}/events",
         "/v1/runs/{id}/respond",
         "/v1/notifications",
+        "/v1/notifications/read",
+        "/v1/config",
         "/v1/schedules",
         "/v1/schedules/{id}",
         "/v1/webhooks",
@@ -895,4 +922,22 @@ async fn per_write_holds_each_write_and_a_rejected_one_never_happens() {
         )
         .await;
     assert_eq!(s, StatusCode::CONFLICT, "nothing waits on a completed run");
+}
+
+#[tokio::test]
+async fn the_config_route_offers_the_models_default_budgets_and_limit_a_composer_needs() {
+    let app = spawn_app(LOOP, 3, false).await;
+
+    let (s, c) = app.get("/v1/config", ALICE).await;
+
+    assert_eq!(s, StatusCode::OK);
+    let models = c["models"].as_array().unwrap();
+    assert!(!models.is_empty());
+    assert_eq!(c["default_model"], models[0]);
+    assert_eq!(c["active_limit"], 3);
+    assert_eq!(c["default_budgets"]["max_iterations"], 25);
+    assert_eq!(
+        c["permission_modes"],
+        json!(["autopilot", "approve_plan", "per_write"])
+    );
 }

@@ -538,6 +538,49 @@ mod suite {
             vec!["r2#1#failed", "r1#5#completed"]
         );
     }
+
+    pub async fn marking_a_notification_read_is_idempotent_and_touches_only_its_owner(
+        s: &dyn RunStore,
+    ) {
+        let n = |id: &str, user: &str, at| Notification {
+            id: id.into(),
+            user_id: user.into(),
+            run_id: "r1".into(),
+            status: RunStatus::Stopped,
+            title: "t".into(),
+            summary: "s".into(),
+            link: "http://x/runs/r1".into(),
+            at,
+            read: false,
+        };
+        for note in [
+            n("a#1", "alice", 1),
+            n("a#2", "alice", 2),
+            n("b#1", "bob", 3),
+        ] {
+            s.put_notification(&note).await.unwrap();
+        }
+        let listed = s.notifications("alice", 10).await.unwrap();
+        let first = listed.iter().find(|x| x.id == "a#1").unwrap();
+
+        s.mark_notification_read(first).await.unwrap();
+        s.mark_notification_read(first).await.unwrap();
+        s.mark_notification_read(&n("a#1", "bob", 1)).await.unwrap();
+        s.mark_notification_read(&n("gone", "alice", 9))
+            .await
+            .unwrap();
+
+        let read =
+            |list: Vec<Notification>| list.into_iter().map(|x| (x.id, x.read)).collect::<Vec<_>>();
+        assert_eq!(
+            read(s.notifications("alice", 10).await.unwrap()),
+            vec![("a#2".to_string(), false), ("a#1".to_string(), true)]
+        );
+        assert_eq!(
+            read(s.notifications("bob", 10).await.unwrap()),
+            vec![("b#1".to_string(), false)]
+        );
+    }
 }
 
 fn longrun_tests_record(n: u32) -> longrun_domain::IterationRecord {
@@ -598,7 +641,8 @@ macro_rules! all_adapters {
                 webhooks_are_replaced_whole_and_scoped_to_their_user,
                 tools_are_kept_per_user_by_name_and_deleted_only_by_their_owner,
                 due_schedules_advance_once_and_are_deleted_only_by_their_owner,
-                notifications_are_idempotent_and_scoped_to_their_user;
+                notifications_are_idempotent_and_scoped_to_their_user,
+                marking_a_notification_read_is_idempotent_and_touches_only_its_owner;
                 shared: concurrent_writers_never_lose_an_update_or_a_seq);
         )*
     };

@@ -15,7 +15,7 @@ use axum::{Json, Router};
 use futures_util::Stream;
 use longrun_domain::DocMeta;
 use longrun_domain::change;
-use longrun_domain::run::{Budgets, BudgetsInput, Run, RunPatch, RunStatus};
+use longrun_domain::run::{Budgets, BudgetsInput, PermissionMode, Run, RunPatch, RunStatus};
 use longrun_engine::StepReason;
 use longrun_engine::ports::{RunQuery, Webhook};
 use schemars::JsonSchema;
@@ -577,6 +577,49 @@ async fn patch_run(
     Ok(Json(run_view(&p, &run)))
 }
 
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MarkReadBody {
+    /// Ids of your notifications to mark read (at most 200); unknown ids are ignored.
+    pub ids: Vec<String>,
+}
+
+const INBOX: usize = 200;
+
+async fn mark_read(
+    State(p): State<Platform>,
+    user: User,
+    ApiJson(body): ApiJson<MarkReadBody>,
+) -> Result<Json<Value>, ApiError> {
+    if body.ids.len() > INBOX {
+        return Err(ApiError::Unprocessable(format!(
+            "ids: at most {INBOX} at once"
+        )));
+    }
+    let mut updated = 0;
+    // Only the caller's own inbox is looked at, so another user's id marks nothing.
+    for n in p.store.notifications(&user.0, INBOX).await? {
+        if !n.read && body.ids.contains(&n.id) {
+            p.store.mark_notification_read(&n).await?;
+            updated += 1;
+        }
+    }
+    Ok(Json(json!({"updated": updated})))
+}
+
+/// What a client needs to offer choices: the models, default budgets and limits.
+async fn server_config(State(p): State<Platform>, _user: User) -> Json<Value> {
+    let c = &p.config;
+    Json(json!({
+        "models": c.models,
+        "default_model": c.default_model(),
+        "priced_models": c.priced_models,
+        "default_budgets": c.default_budgets,
+        "active_limit": c.active_limit,
+        "permission_modes": [PermissionMode::Autopilot, PermissionMode::ApprovePlan, PermissionMode::PerWrite],
+    }))
+}
+
 async fn notifications(
     State(p): State<Platform>,
     user: User,
@@ -584,7 +627,7 @@ async fn notifications(
 ) -> Result<Json<Value>, ApiError> {
     let items = p
         .store
-        .notifications(&user.0, q.limit.unwrap_or(50).clamp(1, 200))
+        .notifications(&user.0, q.limit.unwrap_or(50).clamp(1, INBOX))
         .await?;
     let unread = items.iter().filter(|n| !n.read).count();
     Ok(Json(json!({"notifications": items, "unread": unread})))
@@ -666,6 +709,11 @@ async fn fallback() -> ApiError {
 pub const BODY_LIMIT: usize = 1024 * 1024;
 
 pub fn router(p: Platform) -> Router {
+    routes(p).fallback(fallback)
+}
+
+/// Every API route, with no fallback: `router` adds the API's 404, the console its files.
+pub fn routes(p: Platform) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/v1/openapi.json", get(openapi))
@@ -683,7 +731,9 @@ pub fn router(p: Platform) -> Router {
         .route("/v1/runs/{id}/cancel", post(cancel))
         .route("/v1/runs/{id}/respond", post(respond))
         .route("/v1/runs/{id}/continue", post(continue_run))
+        .route("/v1/config", get(server_config))
         .route("/v1/notifications", get(notifications))
+        .route("/v1/notifications/read", post(mark_read))
         .route("/v1/webhooks", get(get_webhooks).put(put_webhooks))
         .route(
             "/v1/schedules",
@@ -701,7 +751,6 @@ pub fn router(p: Platform) -> Router {
             "/v1/tools/{name}",
             axum::routing::delete(crate::tools::delete_tool),
         )
-        .fallback(fallback)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(p)
 }

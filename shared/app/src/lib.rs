@@ -4,6 +4,7 @@ pub mod api;
 #[cfg(feature = "aws")]
 pub mod aws;
 pub mod config;
+pub mod console;
 #[cfg(feature = "embedded")]
 pub mod embedded;
 pub mod error;
@@ -14,6 +15,7 @@ pub mod tools;
 
 pub use api::{CreateRun, VerifiedUser, create_run, router};
 pub use config::{AppConfig, FetchConfig, Tokens};
+pub use console::{Console, router_with_console};
 #[cfg(feature = "embedded")]
 pub use embedded::{Embedded, Running};
 pub use error::ApiError;

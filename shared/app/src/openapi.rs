@@ -9,7 +9,7 @@ use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Value, json};
 
-use crate::api::{ContinueBody, CreateRun, RespondBody, WebhooksBody};
+use crate::api::{ContinueBody, CreateRun, MarkReadBody, RespondBody, WebhooksBody};
 use crate::schedules::CreateSchedule;
 use crate::tools::RegisterTool;
 use longrun_domain::Schedule;
@@ -45,6 +45,18 @@ fn hits(g: &mut SchemaGenerator) -> Value {
 }
 fn notifications(g: &mut SchemaGenerator) -> Value {
     list_of::<Notification>("notifications")(g)
+}
+fn updated(_: &mut SchemaGenerator) -> Value {
+    json!({"type": "object", "properties": {"updated": {"type": "integer"}}})
+}
+fn server_config(g: &mut SchemaGenerator) -> Value {
+    json!({"type": "object", "properties": {
+        "models": {"type": "array", "items": {"type": "string"}},
+        "default_model": {"type": "string"},
+        "priced_models": {"type": "array", "items": {"type": "string"}},
+        "default_budgets": schema::<longrun_domain::Budgets>(g),
+        "active_limit": {"type": "integer"},
+        "permission_modes": {"type": "array", "items": schema::<longrun_domain::run::PermissionMode>(g)}}})
 }
 fn schedules(g: &mut SchemaGenerator) -> Value {
     list_of::<Schedule>("schedules")(g)
@@ -194,6 +206,22 @@ const OPS: &[Op] = &[
         body: None,
         ok: 200,
         response: Some(notifications),
+    },
+    Op {
+        method: "post",
+        path: "/v1/notifications/read",
+        summary: "Mark notifications of your inbox read",
+        body: Some(schema::<MarkReadBody>),
+        ok: 200,
+        response: Some(updated),
+    },
+    Op {
+        method: "get",
+        path: "/v1/config",
+        summary: "The models runs may use, the default budgets and the active-run limit",
+        body: None,
+        ok: 200,
+        response: Some(server_config),
     },
     Op {
         method: "get",

@@ -790,6 +790,29 @@ impl RunStore for DynamoDbRunStore {
         items.iter().map(|i| from_attr(i, "body")).collect()
     }
 
+    async fn mark_notification_read(&self, note: &Notification) -> Result<(), StoreError> {
+        let read = Notification {
+            read: true,
+            ..note.clone()
+        };
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("PK", s(user_pk(&note.user_id)))
+            .key("SK", s(format!("NOTIF#{}#{}", stamp(note.at), note.id)))
+            .update_expression("SET body = :b")
+            .condition_expression("attribute_exists(PK)")
+            .expression_attribute_values(":b", s(to_json(&read)?))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) if error_code(&e) == Some("ConditionalCheckFailedException") => Ok(()),
+            Err(e) => Err(unavailable(describe(&e))),
+        }
+    }
+
     async fn stale_runs(&self, updated_before: i64, limit: usize) -> Result<Vec<Run>, StoreError> {
         let before = stamp(updated_before);
         let items = self

@@ -165,6 +165,9 @@ pub trait RunStore: Send + Sync {
         user_id: &str,
         limit: usize,
     ) -> Result<Vec<Notification>, StoreError>;
+    /// Marks one of `n.user_id`'s notifications read (as listed by `notifications`);
+    /// idempotent, and a no-op for a notification that is gone.
+    async fn mark_notification_read(&self, n: &Notification) -> Result<(), StoreError>;
     /// Runs the sweeper may have to nudge, oldest write first: claimable (a next step is owed)
     /// or with an outcome not yet published, and not written since `updated_before`.
     async fn stale_runs(&self, updated_before: i64, limit: usize) -> Result<Vec<Run>, StoreError>;

@@ -264,6 +264,15 @@ impl RunStore for InMemoryRunStore {
         Ok(out)
     }
 
+    async fn mark_notification_read(&self, n: &Notification) -> Result<(), StoreError> {
+        if let Some(kept) = self.lock().notifications.get_mut(&n.id)
+            && kept.user_id == n.user_id
+        {
+            kept.read = true;
+        }
+        Ok(())
+    }
+
     async fn stale_runs(&self, updated_before: i64, limit: usize) -> Result<Vec<Run>, StoreError> {
         let state = self.lock();
         let mut out: Vec<Run> = state

@@ -746,6 +746,20 @@ impl RunStore for SqliteRunStore {
             .await
     }
 
+    async fn mark_notification_read(&self, n: &Notification) -> Result<(), StoreError> {
+        self.db
+            .write(|c| {
+                c.execute(
+                    "UPDATE notifications SET body = json_set(body, '$.read', json('true'))
+                     WHERE id = ?1 AND user_id = ?2",
+                    params![n.id, n.user_id],
+                )
+                .map(|_| ())
+                .map_err(unavailable)
+            })
+            .await
+    }
+
     async fn stale_runs(&self, updated_before: i64, limit: usize) -> Result<Vec<Run>, StoreError> {
         self.db
             .read(|c| {

@@ -1,0 +1,454 @@
+// The run page: overview, live cost, timeline, plan, outputs, research tree, scratchpad, report
+// and the controls. Data sections are re-rendered from fresh API reads whenever an event arrives;
+// forms and the open document are kept, so typing is never lost to a refresh.
+
+import {
+  ENDED, type DocMeta, type Iteration, type Run, type RunEvent, type ScratchEntry, type TreeNode,
+} from "./api";
+import type { Page } from "./app";
+import { costChart } from "./chart";
+import { h, replace } from "./dom";
+import { count, duration, statusBadge, usd, when } from "./format";
+import { Follower, type LiveState } from "./live";
+
+interface State {
+  run: Run | null;
+  iterations: Iteration[];
+  docs: DocMeta[];
+  tree: TreeNode | null;
+  scratch: ScratchEntry[];
+  allScratch: boolean;
+  events: RunEvent[];
+}
+
+const section = (id: string, title: string, ...body: (Node | null)[]) =>
+  h("section", { class: "card", id, "aria-labelledby": `${id}-h` }, h("h2", { id: `${id}-h` }, title), ...body);
+
+export const runPage: Page = (ctx, root, params) => {
+  const id = params.id;
+  const s: State = { run: null, iterations: [], docs: [], tree: null, scratch: [], allScratch: false, events: [] };
+  const openDirs = new Set<string>();
+  let follower: Follower | null = null;
+  let closed = false;
+
+  const title = h("h1", { class: "objective" }, "Loading run…");
+  const badge = h("span", { class: "badge-slot" });
+  const liveDot = h("span", { class: "live-state", "aria-live": "polite" });
+  const controls = h("div", { class: "controls" });
+  const warning = h("div", { class: "warning-slot" });
+  const waiting = h("div", { class: "waiting-slot" });
+  const cont = h("div", { class: "continue-slot" });
+  const overview = h("dl", { class: "facts" });
+  const cost = h("div", { class: "cost" });
+  const report = h("div", {});
+  const timeline = h("ol", { class: "timeline", reversed: true });
+  const plan = h("ul", { class: "plan" });
+  const outputs = h("ul", { class: "outputs" });
+  const tree = h("div", { class: "tree" });
+  const docView = h("article", { class: "doc-view", "aria-live": "polite", tabindex: "-1" },
+    h("p", { class: "muted" }, "Choose a document to read it."));
+  const scratch = h("div", { class: "scratch" });
+  const liveList = h("ol", { class: "live-events" });
+  const liveScratch = h("div", {});
+  const dialog = h("dialog", { class: "live-view", "aria-labelledby": "live-h" },
+    h("div", { class: "section-head" },
+      h("h2", { id: "live-h" }, "Live view"),
+      h("button", { type: "button", onclick: () => dialog.close() }, "Close")),
+    h("h3", {}, "Latest events"), liveList, h("h3", {}, "Scratchpad"), liveScratch);
+
+  const reportCard = section("report", "Report", report);
+  replace(root,
+    h("article", { class: "run-page" },
+      h("header", { class: "run-head" },
+        h("p", { class: "crumbs" }, h("a", { href: "/" }, "Runs"), " / ", h("code", {}, id)),
+        title,
+        h("div", { class: "run-status" }, badge, liveDot),
+        controls),
+      warning, waiting, cont,
+      h("div", { class: "cols" },
+        section("overview", "Overview", overview),
+        section("cost", "Cost", cost)),
+      reportCard,
+      section("timeline-s", "Timeline", timeline),
+      h("div", { class: "cols" },
+        section("plan-s", "Plan", plan),
+        section("outputs-s", "Outputs", outputs)),
+      h("div", { class: "cols" },
+        section("research", "Research tree", tree),
+        section("doc-s", "Document", docView)),
+      section("scratchpad", "Scratchpad", scratch)),
+    dialog);
+
+  let pending: ReturnType<typeof setTimeout> | null = null;
+  const soon = () => {
+    if (pending) return;
+    pending = setTimeout(() => { pending = null; void refresh(); }, 150);
+  };
+
+  async function refresh() {
+    try {
+      const [run, its, ws, sp] = await Promise.all([
+        ctx.api.run(id),
+        ctx.api.iterations(id),
+        ctx.api.workspace(id),
+        ctx.api.scratchpad(id, s.allScratch ? 1000 : 3),
+      ]);
+      if (closed) return;
+      s.run = run; s.iterations = its.iterations; s.docs = ws.docs; s.tree = ws.tree; s.scratch = sp.entries;
+      render();
+      follow();
+    } catch (e) {
+      ctx.fail(e);
+      if (!s.run) {
+        replace(title, "This run could not be loaded");
+        replace(overview, h("p", { class: "error-inline" }, "Check the link, or go back to the runs list."));
+      }
+    }
+  }
+
+  const settled = (r: Run) => ENDED.includes(r.status) || r.status === "waiting_on_user" || r.status === "paused";
+
+  function follow() {
+    const run = s.run;
+    if (!run) return;
+    if (settled(run)) {
+      follower?.stop();
+      follower = null;
+      setLive("settled");
+      // An ended or waiting run has just put a notification in the inbox.
+      ctx.refreshUnread();
+      return;
+    }
+    if (follower) return;
+    follower = new Follower(ctx.api, ctx.config, id, Math.max(run.event_seq, lastSeq()), (events) => {
+      s.events = [...s.events, ...events].slice(-100);
+      renderLive();
+      soon();
+    }, (st) => {
+      setLive(st);
+      if (st === "settled") { follower = null; soon(); }
+    });
+  }
+
+  const lastSeq = () => (s.events.length ? s.events[s.events.length - 1].seq : 0);
+
+  function setLive(st: LiveState) {
+    liveDot.textContent = st === "live" ? "● live" : st === "reconnecting" ? "reconnecting…" : "";
+    liveDot.className = `live-state live-${st}`;
+  }
+
+  function render() {
+    const run = s.run!;
+    document.title = `${run.objective.slice(0, 60)} · longrun`;
+    replace(title, run.objective);
+    replace(badge, statusBadge(run.status));
+    renderControls(run);
+    replace(warning, run.streaks?.no_progress > 1 && !ENDED.includes(run.status)
+      ? h("p", { class: "warning", role: "status" },
+          `No progress for ${run.streaks.no_progress} iterations in a row: the run stops after ${run.thresholds?.no_progress_limit ?? 3}. Edit the plan or cancel if it is stuck.`)
+      : null);
+    renderWaiting(run);
+    renderContinue(run);
+    renderOverview(run);
+    renderCost(run);
+    renderReport(run);
+    renderTimeline();
+    renderPlan(run);
+    renderOutputs();
+    renderTree();
+    renderScratch();
+    renderLive();
+  }
+
+  async function act(path: string, body: unknown = {}) {
+    try {
+      s.run = await ctx.api.post<Run>(`/v1/runs/${encodeURIComponent(id)}/${path}`, body);
+      ctx.clearError();
+      render();
+      follow();
+      soon();
+      return true;
+    } catch (e) {
+      ctx.fail(e);
+      return false;
+    }
+  }
+
+  let controlsKey = "";
+  function renderControls(run: Run) {
+    // Rebuilt only when they change, so a refresh never pulls a button from under a click.
+    const key = `${run.status}|${run.cancel_requested}|${run.pause_requested}`;
+    if (key === controlsKey) return;
+    controlsKey = key;
+    const ended = ENDED.includes(run.status);
+    const confirm = h("span", { class: "confirm", hidden: true },
+      "Cancel this run? ",
+      h("button", { type: "button", class: "danger", onclick: () => act("cancel") }, "Yes, cancel"),
+      h("button", { type: "button", onclick: () => { confirm.hidden = true; cancelBtn.hidden = false; } }, "Keep it"));
+    const cancelBtn = h("button", {
+      type: "button", class: "danger", disabled: run.cancel_requested,
+      onclick: () => { confirm.hidden = false; cancelBtn.hidden = true; (confirm.querySelector("button") as HTMLButtonElement).focus(); },
+    }, run.cancel_requested ? "Cancel requested…" : "Cancel run");
+    replace(controls,
+      !run.status.startsWith("waiting") && (run.status === "running" || run.status === "queued") && !run.pause_requested
+        ? h("button", { type: "button", onclick: () => act("pause") }, "Pause") : null,
+      ended ? null : cancelBtn, ended ? null : confirm,
+      h("button", { type: "button", onclick: () => { renderLive(); dialog.showModal(); } }, "Live view"));
+  }
+
+  // Built once so a half-typed answer survives refreshes.
+  const answer = h("textarea", { id: "answer", rows: 3, "aria-describedby": "questions" });
+  const sendBtn = h("button", { type: "submit", class: "primary" }, "Send answer");
+  const questions = h("ul", { id: "questions", class: "questions" });
+  const approvals = h("span", {});
+  const answerForm = h("form", { class: "card answer", "aria-labelledby": "answer-h" },
+    h("h2", { id: "answer-h" }, "The run is waiting on you"),
+    questions,
+    h("div", { class: "field" }, h("label", { for: "answer" }, "Your answer"), answer),
+    h("div", { class: "row" }, sendBtn, approvals));
+  answerForm.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    if (!answer.value.trim()) { ctx.fail(new Error("Write an answer first.")); answer.focus(); return; }
+    sendBtn.disabled = true;
+    if (await act("respond", { answer: answer.value.trim() })) answer.value = "";
+    sendBtn.disabled = false;
+  });
+
+  function renderWaiting(run: Run) {
+    if (run.status !== "waiting_on_user") { replace(waiting); return; }
+    replace(questions, (run.questions.length ? run.questions : ["The run needs your input to go on."]).map((q) => h("li", {}, q)));
+    replace(approvals, run.permission_mode !== "autopilot"
+      ? [h("button", { type: "button", onclick: () => act("respond", { answer: answer.value.trim(), approve: true }) }, "Approve"),
+         h("button", { type: "button", onclick: () => act("respond", { answer: answer.value.trim(), approve: false }) }, "Reject")]
+      : null);
+    if (!waiting.contains(answerForm)) replace(waiting, answerForm);
+  }
+
+  const contForm = h("form", { class: "card continue", "aria-labelledby": "continue-h" });
+  contForm.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const v = (n: string) => {
+      const raw = (contForm.querySelector(`[name=${n}]`) as HTMLInputElement).value.trim();
+      return raw === "" ? undefined : Number(raw);
+    };
+    const minutes = v("max_running_minutes");
+    await act("continue", { budgets: {
+      max_iterations: v("max_iterations"),
+      max_running_ms: minutes === undefined ? undefined : Math.round(minutes * 60_000),
+      max_tokens: v("max_tokens"), max_cost_usd: v("max_cost_usd"),
+    } });
+  });
+
+  function renderContinue(run: Run) {
+    if (run.status !== "stopped" && run.status !== "paused") { replace(cont); return; }
+    if (cont.contains(contForm) && contForm.dataset.status === run.status) return;
+    contForm.dataset.status = run.status;
+    const b = run.budgets;
+    const field = (name: string, label: string, value: number | null, step = "1") =>
+      h("div", { class: "field" }, h("label", { for: `c-${name}` }, label),
+        h("input", { id: `c-${name}`, name, type: "number", min: "0", step, value: value ?? "" }));
+    replace(contForm,
+      h("h2", { id: "continue-h" }, run.status === "paused" ? "Paused" : "Continue with raised budgets"),
+      h("p", { class: "muted" }, run.status === "paused"
+        ? "Resume the run where it paused; raise a budget on the way if you like."
+        : "Spend so far is kept; raise the budget that stopped the run."),
+      h("div", { class: "grid" },
+        field("max_iterations", "Max iterations", run.status === "stopped" ? Math.max(b.max_iterations, run.iteration) + 10 : null),
+        field("max_running_minutes", "Max running time (minutes)", null),
+        field("max_tokens", "Max tokens", null),
+        field("max_cost_usd", "Max cost (USD)", null, "0.01")),
+      h("button", { type: "submit", class: "primary" }, run.status === "paused" ? "Resume" : "Continue run"));
+    replace(cont, contForm);
+  }
+
+  function renderOverview(run: Run) {
+    const end = run.ended_at ?? (ENDED.includes(run.status) ? run.updated_at : null);
+    const fact = (k: string, v: Node | string) => [h("dt", {}, k), h("dd", {}, v)];
+    replace(overview,
+      fact("Status", statusBadge(run.status)),
+      fact("Started", when(run.created_at)),
+      fact("Ended", end ? when(end) : "—"),
+      fact("Duration", duration((end ?? Date.now()) - run.created_at)),
+      fact("Running time", duration(run.metrics.running_ms)),
+      fact("Iterations", h("span", { "data-testid": "iterations" }, `${run.iteration} of ${run.budgets.max_iterations}`)),
+      fact("Model", (run.models?.length ? run.models : [run.model]).join(", ")),
+      fact("Permission mode", run.permission_mode.replace(/_/g, " ")),
+      run.stopping_reason ? fact("Stopping reason", `${run.stopping_reason.type}: ${run.stopping_reason.detail}`) : null);
+  }
+
+  function bar(label: string, used: number, limit: number | null, fmt: (n: number) => string) {
+    const pct = limit ? Math.min(100, (100 * used) / limit) : 0;
+    const fill = h("div", { class: "bar-fill" });
+    // Through CSSOM: the console's CSP allows no inline style attributes.
+    fill.style.width = `${pct}%`;
+    return h("div", { class: "budget" },
+      h("div", { class: "budget-label" }, h("span", {}, label),
+        h("span", {}, limit ? `${fmt(used)} of ${fmt(limit)}` : `${fmt(used)} (no limit)`)),
+      h("div", {
+        class: `bar-track${pct >= 90 ? " bar-hot" : ""}`, role: "progressbar", "aria-label": label,
+        "aria-valuemin": 0, "aria-valuemax": 100, "aria-valuenow": Math.round(pct),
+      }, fill));
+  }
+
+  function renderCost(run: Run) {
+    const m = run.metrics;
+    replace(cost,
+      h("div", { class: "big-numbers" },
+        h("div", {}, h("strong", { "data-testid": "tokens" }, count(run.tokens)), h("span", {}, "tokens")),
+        h("div", {}, h("strong", { "data-testid": "cost" }, usd(m.cost_usd)), h("span", {}, "spent")),
+        h("div", {}, h("strong", {}, count(m.llm_calls)), h("span", {}, "model calls"))),
+      m.unpriced_calls ? h("p", { class: "warning" }, `${m.unpriced_calls} calls had no known price: the cost is a lower bound.`) : null,
+      bar("Iterations", run.iteration, run.budgets.max_iterations, count),
+      bar("Running time", m.running_ms, run.budgets.max_running_ms, duration),
+      bar("Tokens", run.tokens, run.budgets.max_tokens, count),
+      bar("Cost", m.cost_usd, run.budgets.max_cost_usd, usd),
+      h("table", { class: "by-model" },
+        h("caption", {}, "By model"),
+        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Model"), h("th", { scope: "col" }, "Calls"),
+          h("th", { scope: "col" }, "Tokens in / out"), h("th", { scope: "col" }, "Cost"))),
+        h("tbody", {}, Object.entries(m.by_model ?? {}).map(([name, u]) =>
+          h("tr", {}, h("td", {}, name), h("td", {}, count(u.calls)),
+            h("td", {}, `${count(u.input_tokens)} / ${count(u.output_tokens)}`), h("td", {}, usd(u.cost_usd)))))),
+      costChart(s.iterations));
+  }
+
+  function renderReport(run: Run) {
+    reportCard.hidden = !run.report;
+    const r = run.report;
+    if (!r) return;
+    const docLink = (p: string) => h("li", {}, h("button", { type: "button", class: "link", onclick: () => openDoc(p) }, p));
+    replace(report,
+      h("p", { class: "report-title" }, h("strong", {}, r.title)),
+      h("p", { "data-testid": "report-summary" }, r.summary),
+      h("p", {}, h("strong", {}, "Stopping reason: "), `${r.stopping_reason.type} — ${r.stopping_reason.detail}`),
+      r.what_changed.created.length ? [h("h3", {}, "Created"), h("ul", {}, r.what_changed.created.map(docLink))] : null,
+      r.what_changed.updated.length ? [h("h3", {}, "Updated"), h("ul", {}, r.what_changed.updated.map(docLink))] : null);
+  }
+
+  function why(it: Iteration): string {
+    const r = it.stopping_reason;
+    if (r?.type === "waiting_on_user") return `Waiting on you: ${r.detail}`;
+    if (r?.type === "completed") return `Completed: ${r.detail}`;
+    if (r) return `Stopped (${r.type.replace(/_/g, " ")}): ${r.detail}`;
+    if (it.outcome === "waiting_on_user") return `Waiting on you: ${(it.status_block?.blocking_questions ?? []).join(" ") || "the run asked for input"}`;
+    if (it.outcome === "waiting_on_children") return "Waiting on its child runs";
+    if (it.outcome === "paused") return "Paused on request";
+    const left = it.status_block?.remaining_work?.length ?? 0;
+    const hint = it.hints?.length ? ` (hint: ${it.hints[0]})` : "";
+    return `Continued: ${left ? `${left} item${left === 1 ? "" : "s"} of remaining work` : "the exit gate was not met"}${hint}`;
+  }
+
+  function renderTimeline() {
+    if (!s.iterations.length) {
+      replace(timeline, h("li", { class: "muted" }, "No iteration committed yet."));
+      return;
+    }
+    replace(timeline, [...s.iterations].reverse().map((it) =>
+      h("li", { class: `tl-item${it.error ? " tl-error" : ""}`, "data-iteration": it.n },
+        h("div", { class: "tl-head" },
+          h("strong", {}, `#${it.n}`),
+          h("span", { class: "muted" }, `${count(it.metrics.input_tokens + it.metrics.output_tokens)} tokens · ${usd(it.metrics.cost_usd)} · ${duration(it.metrics.running_ms)}`),
+          it.progress ? null : h("span", { class: "tag" }, "no progress")),
+        h("p", {}, it.summary || "—"),
+        it.error ? h("p", { class: "error-inline" }, `Error: ${it.error}`) : null,
+        h("p", { class: "why" }, why(it)))));
+  }
+
+  function renderPlan(run: Run) {
+    if (!run.plan.length) { replace(plan, h("li", { class: "muted" }, "No plan yet.")); return; }
+    replace(plan, run.plan.map((st) =>
+      h("li", { class: `step step-${st.status}` },
+        h("span", { class: "step-status" }, st.status.replace(/_/g, " ")),
+        h("span", {}, st.title),
+        st.iteration_last_touched ? h("span", { class: "muted" }, ` · #${st.iteration_last_touched}`) : null)));
+  }
+
+  function renderOutputs() {
+    const docs = [...s.docs].sort((a, b) => b.updated_iteration - a.updated_iteration || a.path.localeCompare(b.path));
+    if (!docs.length) { replace(outputs, h("li", { class: "muted" }, "No documents yet.")); return; }
+    replace(outputs, docs.map((d) =>
+      h("li", {},
+        h("button", { type: "button", class: "link", onclick: () => openDoc(d.path) }, d.title || d.path),
+        h("span", { class: "muted" }, d.version > 1
+          ? ` updated in #${d.updated_iteration} (v${d.version})` : ` created in #${d.created_iteration}`))));
+  }
+
+  function renderTree() {
+    if (!s.tree || !s.tree.children.length) { replace(tree, h("p", { class: "muted" }, "The workspace is empty.")); return; }
+    const node = (n: TreeNode): HTMLElement => {
+      if (!n.children.length && n.doc) {
+        return h("li", {}, h("button", { type: "button", class: "link doc-link", "data-path": n.path, onclick: () => openDoc(n.path) },
+          n.name), h("span", { class: "muted" }, ` ${n.doc.bytes} B`));
+      }
+      const det = h("details", { open: openDirs.has(n.path) || n.path.split("/").length < 2 },
+        h("summary", {}, `${n.name}/`), h("ul", {}, n.children.map(node)));
+      det.addEventListener("toggle", () => (det.open ? openDirs.add(n.path) : openDirs.delete(n.path)));
+      return h("li", {}, det);
+    };
+    replace(tree, h("ul", { class: "tree-root" }, s.tree.children.map(node)));
+  }
+
+  async function openDoc(path: string) {
+    try {
+      const d = await ctx.api.doc(id, path);
+      replace(docView,
+        h("h3", {}, d.title || d.path),
+        h("p", { class: "muted" }, `${d.path} · version ${d.version} · created in #${d.created_iteration}, updated in #${d.updated_iteration}`),
+        h("pre", { class: "doc-content" }, d.content));
+      docView.focus();
+    } catch (e) {
+      ctx.fail(e);
+    }
+  }
+
+  function entry(e: ScratchEntry) {
+    return h("li", {},
+      h("strong", {}, `#${e.n} `), e.summary,
+      e.artifacts.length ? h("div", { class: "muted" }, e.artifacts.join(", ")) : null,
+      e.remaining_work.length ? h("div", { class: "muted" }, `remaining: ${e.remaining_work.join("; ")}`) : null);
+  }
+
+  function renderScratch() {
+    replace(scratch,
+      s.scratch.length ? h("ol", { class: "scratch-list" }, s.scratch.map(entry)) : h("p", { class: "muted" }, "Empty so far."),
+      h("button", { type: "button", onclick: () => { s.allScratch = !s.allScratch; void refresh(); } },
+        s.allScratch ? "Show the last 3" : "Show all entries"));
+  }
+
+  function renderLive() {
+    replace(liveList, s.events.length
+      ? [...s.events].reverse().slice(0, 30).map((e) =>
+          h("li", {}, h("time", {}, new Date(e.at).toLocaleTimeString()), " ", h("code", {}, e.type), " ", summarize(e)))
+      : h("li", { class: "muted" }, "No events yet."));
+    replace(liveScratch, s.scratch.length ? h("ol", {}, s.scratch.slice(-3).map(entry)) : h("p", { class: "muted" }, "Empty so far."));
+  }
+
+  // The recent past of the log, so the live view is not empty on arrival.
+  ctx.api.run(id).then((run) => ctx.api.events(id, Math.max(0, run.event_seq - 30), 0)).then((page) => {
+    if (closed) return;
+    s.events = [...page.events, ...s.events.filter((e) => e.seq > page.next_after)];
+    renderLive();
+  }).catch(() => undefined);
+  void refresh();
+  const timer = setInterval(() => { if (s.run && !settled(s.run)) soon(); }, 5000);
+  return () => {
+    closed = true;
+    clearInterval(timer);
+    follower?.stop();
+    if (dialog.open) dialog.close();
+  };
+};
+
+function summarize(e: RunEvent): string {
+  const p = e.payload ?? {};
+  switch (e.type) {
+    case "iteration_cost_update":
+      return `${p.role ?? "call"}: ${count(Number(p.input_tokens ?? 0) + Number(p.output_tokens ?? 0))} tokens, ${usd(p.cost_usd as number | null)}`;
+    case "iteration_started":
+      return `iteration ${p.iteration}`;
+    case "iteration_committed":
+      return `iteration ${p.iteration} committed`;
+    default:
+      return typeof p.detail === "string" ? p.detail : typeof p.message === "string" ? p.message : "";
+  }
+}

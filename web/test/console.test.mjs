@@ -1,0 +1,230 @@
+// Drives the console in headless Chromium against a real `longrun serve` with scripted models:
+// start a run from the composer, watch it advance live, answer its question, see it complete,
+// read a workspace doc and the report; open a deep link cold; cancel a second run mid-way;
+// see the API's failures as readable messages. Screenshots land in web/test-results/.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, mkdirSync, writeFileSync, rmSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = join(here, "..", "..");
+const targetDir = process.env.CARGO_TARGET_DIR ?? join(repo, "target");
+const BIN = process.env.LONGRUN_BIN ?? join(targetDir, "debug", "longrun");
+const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+const SHOTS = join(here, "..", "test-results");
+const TOKEN = "tok-console-test";
+
+const status = (extra) => ({
+  exit_signal: false, needs_user_input: false, blocking_questions: [], progress_summary: "",
+  remaining_work: [], completion_evidence: [], next_action_hint: "execute", confidence: "medium", ...extra,
+});
+
+// Three iterations: plan and take notes; ask which tea to start with; write the guide and finish.
+const guided = {
+  planner: [
+    { latency_ms: 2000, usage: { input_tokens: 1500, output_tokens: 300 }, content: {
+      status: status({ progress_summary: "Planned the guide and took notes.", remaining_work: ["ask the reader", "write the guide"] }),
+      plan_updates: [{ id: "s1", title: "Take notes", status: "done" }, { id: "s2", title: "Write guide.md", status: "pending" }],
+      tool_calls: [{ name: "doc_write", args: { path: "notes/tea.md", title: "Tea notes", content: "Green: 75 °C. Black: 95 °C." } }] } },
+    { latency_ms: 2000, usage: { input_tokens: 1700, output_tokens: 200 }, content: {
+      status: status({ needs_user_input: true, blocking_questions: ["Which tea should the guide start with?"],
+        progress_summary: "Need the reader's preference.", remaining_work: ["write the guide"], next_action_hint: "ask_user" }) } },
+    { latency_ms: 700, usage: { input_tokens: 2000, output_tokens: 500 }, content: {
+      status: status({ exit_signal: true, progress_summary: "Wrote guide.md starting with green tea, as asked.",
+        completion_evidence: ["guide.md"], next_action_hint: "stop", confidence: "high" }),
+      plan_updates: [{ id: "s2", status: "done" }],
+      tool_calls: [{ name: "doc_write", args: { path: "guide.md", title: "Tea guide", content: "# Tea guide\n\nStart with green tea: 75 °C for 2 minutes." } }] } },
+  ],
+  executor: [], repair: [],
+};
+
+// Never done: a new log doc every iteration, slowly, until canceled.
+const endless = {
+  planner: [{ latency_ms: 1200, usage: { input_tokens: 900, output_tokens: 100 }, content: {
+    status: status({ progress_summary: "Logged another step.", remaining_work: ["keep going"] }),
+    plan_updates: [{ id: "s1", title: "Keep going", status: "in_progress" }],
+    tool_calls: [{ name: "doc_write", args: { path: "log/{{iteration}}.md", content: "step {{iteration}}" } }] } }],
+  executor: [], repair: [],
+};
+
+let server, base, dir, browser;
+
+async function startServer() {
+  dir = mkdtempSync(join(tmpdir(), "longrun-web-"));
+  writeFileSync(join(dir, "guided.json"), JSON.stringify(guided));
+  writeFileSync(join(dir, "endless.json"), JSON.stringify(endless));
+  server = spawn(BIN, ["serve", "--data-dir", join(dir, "data"), "--port", "0",
+    "--model", `script:${join(dir, "guided.json")}`, "--model", `script:${join(dir, "endless.json")}`], {
+    env: { ...process.env, LONGRUN_TOKENS: `${TOKEN}:alice`, RUST_LOG: "warn" },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  base = await new Promise((resolve, reject) => {
+    let out = "";
+    const timer = setTimeout(() => reject(new Error(`longrun serve did not start: ${out}`)), 30_000);
+    server.stdout.on("data", (d) => {
+      out += d;
+      const m = /listening on (http:\/\/[^\s]+)/.exec(out);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    });
+    server.on("exit", (code) => reject(new Error(`longrun serve exited with ${code}: ${out}`)));
+  });
+}
+
+before(async () => {
+  assert.ok(existsSync(BIN), `${BIN} is missing: build it with cargo build -p longrun`);
+  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: scripts/web installs Debian's chromium`);
+  rmSync(SHOTS, { recursive: true, force: true });
+  mkdirSync(SHOTS, { recursive: true });
+  await startServer();
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+});
+
+after(async () => {
+  await browser?.close();
+  server?.kill("SIGINT");
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+async function signIn(page) {
+  await page.getByRole("heading", { name: "Sign in" }).waitFor();
+  await page.getByLabel("API token").fill(TOKEN);
+  await page.getByRole("button", { name: "Sign in" }).click();
+}
+
+const shot = (page, name) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+
+let guidedRunId;
+
+test("a run started from the composer advances live, waits on the user, completes and is read", { timeout: 120_000 }, async () => {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const pageErrors = [];
+  page.on("pageerror", (e) => pageErrors.push(e.message));
+
+  await page.goto(base);
+  await signIn(page);
+  await page.getByRole("heading", { name: "Start a run" }).waitFor();
+  await page.getByLabel("Objective").fill("Write a short tea guide");
+  await page.getByLabel("Model").selectOption({ label: `script:${join(dir, "guided.json")}` });
+  await page.getByRole("button", { name: "Start run" }).click();
+  await page.waitForURL(/\/runs\/run_[0-9a-f]+$/);
+  guidedRunId = page.url().split("/").pop();
+
+  // Live: iterations and cost move while the page stays loaded (no navigation happens).
+  const navigations = [];
+  page.on("framenavigated", (f) => { if (f === page.mainFrame()) navigations.push(f.url()); });
+  await page.getByTestId("iterations").filter({ hasText: /^1 of 25$/ }).waitFor({ timeout: 20_000 });
+  const costAfterOne = await page.getByTestId("cost").textContent();
+  assert.notEqual(costAfterOne, "$0.00");
+  await shot(page, "1-running");
+
+  const answer = page.getByLabel("Your answer");
+  await answer.waitFor({ timeout: 20_000 });
+  await page.getByText("Which tea should the guide start with?").waitFor();
+  assert.equal(await page.getByTestId("iterations").textContent(), "2 of 25");
+  assert.notEqual(await page.getByTestId("cost").textContent(), costAfterOne, "cost advanced with iteration 2");
+  await shot(page, "2-waiting-on-user");
+  await answer.fill("Start with green tea.");
+  await page.getByRole("button", { name: "Send answer" }).click();
+
+  await page.locator('.run-status [data-status="completed"]').waitFor({ timeout: 20_000 });
+  assert.equal(await page.getByTestId("iterations").textContent(), "3 of 25");
+  assert.deepEqual(navigations, [], "the page updated without reloading");
+  // 5,200 input and 1,000 output tokens at $0.50 / $1.50 per 1M: $0.0026 + $0.0015.
+  assert.equal(await page.getByTestId("tokens").textContent(), "6,200");
+  assert.equal(await page.getByTestId("cost").textContent(), "$0.0041");
+  await page.getByRole("heading", { name: "Timeline" }).waitFor();
+  await page.locator('.timeline [data-iteration="2"]').getByText(/Waiting on you/).waitFor();
+  await shot(page, "3-completed");
+
+  await page.locator('.tree button[data-path="guide.md"]').click();
+  await page.locator(".doc-content").getByText("Start with green tea: 75 °C for 2 minutes.").waitFor();
+  assert.equal(await page.getByTestId("report-summary").textContent(), "Wrote guide.md starting with green tea, as asked.");
+  await page.getByText("Stopping reason: completed").waitFor();
+  await shot(page, "4-report-and-doc");
+
+  await page.getByRole("button", { name: "Live view" }).click();
+  await page.getByRole("dialog").getByText("run_completed").first().waitFor();
+  await page.getByRole("dialog").getByRole("button", { name: "Close" }).click();
+
+  // The phone layout still reads: nothing wider than the screen.
+  await page.setViewportSize({ width: 390, height: 844 });
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `the page is ${overflow}px wider than a phone screen`);
+  await shot(page, "5-phone");
+
+  assert.deepEqual(pageErrors, []);
+  await context.close();
+});
+
+test("a deep link opened cold lands on its run page after sign-in", { timeout: 60_000 }, async () => {
+  assert.ok(guidedRunId, "the first test created the run");
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${base}/runs/${guidedRunId}`);
+  await signIn(page);
+  await page.waitForURL(`${base}/runs/${guidedRunId}`);
+  await page.getByRole("heading", { name: "Write a short tea guide" }).waitFor();
+  await page.locator('.run-status [data-status="completed"]').waitFor();
+
+  // The inbox has the outcomes, unread, each linking to its run.
+  await page.getByTestId("unread").filter({ hasText: /^[1-9]/ }).waitFor({ timeout: 10_000 });
+  await page.getByRole("link", { name: /^Notifications/ }).click();
+  await page.getByRole("link", { name: `Run ${guidedRunId} completed` }).click();
+  await page.waitForURL(`${base}/runs/${guidedRunId}`);
+  await page.getByRole("link", { name: /^Notifications/ }).click();
+  await page.locator(`[data-notification="${guidedRunId}#3#completed"].read`).waitFor();
+  await context.close();
+});
+
+test("a second run is canceled mid-way from its page", { timeout: 60_000 }, async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(base);
+  await signIn(page);
+  await page.getByLabel("Objective").fill("Keep logging until stopped");
+  await page.getByLabel("Model").selectOption({ label: `script:${join(dir, "endless.json")}` });
+  await page.getByRole("button", { name: "Start run" }).click();
+  await page.waitForURL(/\/runs\/run_[0-9a-f]+$/);
+  await page.getByTestId("iterations").filter({ hasText: /^[2-9] of 25$/ }).waitFor({ timeout: 20_000 });
+
+  await page.getByRole("button", { name: "Cancel run" }).click();
+  await page.getByRole("button", { name: "Yes, cancel" }).click();
+  await page.locator('.run-status [data-status="canceled"]').waitFor({ timeout: 20_000 });
+  const iterations = Number((await page.getByTestId("iterations").textContent()).split(" ")[0]);
+  assert.ok(iterations >= 2 && iterations < 25, `canceled mid-way, after ${iterations} iterations`);
+  await page.getByText("Stopping reason: canceled").waitFor();
+  await shot(page, "6-canceled");
+  await context.close();
+});
+
+test("the API's failures show as readable messages, never a blank page", { timeout: 60_000 }, async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${base}/runs/run_doesnotexist`);
+  await signIn(page);
+  await page.getByRole("alert").getByText("Not Found: run run_doesnotexist").waitFor();
+  await page.getByRole("heading", { name: "This run could not be loaded" }).waitFor();
+
+  await page.goto(base);
+  await page.getByLabel("Objective").fill("Too small a budget");
+  await page.getByText("Advanced").click();
+  await page.getByLabel("Max iterations").fill("0");
+  await page.getByRole("button", { name: "Start run" }).click();
+  await page.getByRole("alert").getByText(/budgets\.max_iterations must be between 1 and 10000, got 0/).waitFor();
+  assert.equal(new URL(page.url()).pathname, "/", "a refused run leaves the composer in place");
+
+  server.kill("SIGKILL");
+  await new Promise((r) => server.once("exit", r));
+  await page.getByRole("button", { name: "Start run" }).click();
+  await page.getByRole("alert").getByText(/The API cannot be reached/).waitFor();
+  await page.getByRole("heading", { name: "Start a run" }).waitFor();
+  await shot(page, "7-api-down");
+  await context.close();
+});
