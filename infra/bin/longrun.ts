@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 // The CDK app: parameters come from context (`-c stage=prod -c appBaseUrl=https://…`), or
 // from cdk.json's defaults for an offline synth.
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 
+import { stubConsole } from '../lib/console';
 import { LongrunStack, stubAssets, type LongrunStackProps } from '../lib/longrun-stack';
 
 const app = new App();
@@ -19,10 +21,18 @@ let assetsDir = ctx('assetsDir') ?? path.join(root, 'target', 'lambda');
 if (ctx('stubAssets') === 'true') {
   assetsDir = stubAssets(path.join(root, 'infra', 'cdk.out', 'stub-assets'));
 }
+// The console is hosted unless `-c console=false`; its build is web/dist (make web).
+let consoleDir: string | undefined = ctx('consoleDir') ?? path.join(root, 'web', 'dist');
+if (ctx('console') === 'false') {
+  consoleDir = undefined;
+} else if (!fs.existsSync(path.join(consoleDir, 'index.html'))) {
+  consoleDir = ctx('stubAssets') === 'true' ? stubConsole(path.join(root, 'infra', 'cdk.out', 'stub-console')) : undefined;
+}
 const issuer = ctx('jwtIssuer');
 const props: LongrunStackProps = {
   stage: ctx('stage') ?? 'dev',
-  appBaseUrl: ctx('appBaseUrl') ?? 'http://localhost:8080',
+  appBaseUrl: ctx('appBaseUrl') ?? (consoleDir ? undefined : 'http://localhost:8080'),
+  consoleDir,
   jwt: issuer ? { issuer, audience: (ctx('jwtAudience') ?? '').split(',').filter(Boolean) } : undefined,
   llm: {
     models: ctx('models') ?? 'openai:gpt-4.1-mini',

@@ -31,6 +31,9 @@ import * as subs from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 
+import { checkovSkip } from './checks';
+import { ConsoleSite, signInOrigins } from './console';
+
 /** The four Lambda binaries, as `cargo lambda build` names their output folders. */
 export const FUNCTIONS = ['api', 'worker', 'notifier', 'sweeper'] as const;
 export type FunctionName = (typeof FUNCTIONS)[number];
@@ -57,8 +60,11 @@ export interface LlmSettings {
 export interface LongrunStackProps extends StackProps {
   /** `dev`, `prod`, …: part of every resource name, and `prod` keeps data on delete. */
   readonly stage: string;
-  /** Where the web console lives; deep links and CORS use it. */
-  readonly appBaseUrl: string;
+  /** Where the web console lives; deep links, sign-in redirects and CORS use it. Defaults to
+   *  the CloudFront URL of the console this stack hosts (`consoleDir`). */
+  readonly appBaseUrl?: string;
+  /** The console's build (web/dist): hosted on S3 + CloudFront, pointed at this API. */
+  readonly consoleDir?: string;
   /** An existing identity provider; without one the stack creates a Cognito user pool. */
   readonly jwt?: JwtSettings;
   readonly llm: LlmSettings;
@@ -78,13 +84,7 @@ export const WORKER_TIMEOUT = Duration.seconds(150);
 export const STEP_VISIBILITY = Duration.seconds(WORKER_TIMEOUT.toSeconds() * 6);
 export const MAX_RECEIVES = 5;
 
-type Skip = { id: string; comment: string };
-
-/** Records checkov findings we accept, with the reason, on the resource itself. */
-export function checkovSkip(resource: CfnResource, ...skips: Skip[]): void {
-  const existing = (resource.getMetadata('checkov') as { skip?: Skip[] } | undefined)?.skip ?? [];
-  resource.addMetadata('checkov', { skip: [...existing, ...skips] });
-}
+export { checkovSkip } from './checks';
 
 /** Accepts a cdk-nag finding on a construct; the reason is the review. */
 function accept(construct: Construct, id: string, reason: string): void {
@@ -113,6 +113,22 @@ export class LongrunStack extends Stack {
     super(scope, id, props);
     const prod = props.stage === 'prod';
     const name = (s: string) => `longrun-${props.stage}-${s}`;
+
+    const site = props.consoleDir
+      ? new ConsoleSite(this, 'Console', {
+          stage: props.stage,
+          prod,
+          dir: props.consoleDir,
+          connectSrc: [
+            `https://*.execute-api.${this.region}.amazonaws.com`,
+            ...signInOrigins(this, props.jwt?.issuer ?? '', !props.jwt),
+          ],
+        })
+      : undefined;
+    const appBaseUrl = props.appBaseUrl ?? site?.url;
+    if (!appBaseUrl) throw new Error('appBaseUrl is required when the stack does not host the console');
+    // A literal URL may carry a path; the hosted console is always at its origin.
+    const origin = props.appBaseUrl ? new URL(props.appBaseUrl).origin : appBaseUrl;
 
     const key = new kms.Key(this, 'Key', {
       description: 'longrun: table, queues, topic, logs and function environments',
@@ -199,7 +215,7 @@ export class LongrunStack extends Stack {
       LONGRUN_TABLE: this.table.tableName,
       LONGRUN_QUEUE_URL: this.stepQueue.queueUrl,
       LONGRUN_TOPIC_ARN: this.topic.topicArn,
-      LONGRUN_APP_BASE_URL: props.appBaseUrl,
+      LONGRUN_APP_BASE_URL: appBaseUrl,
       LONGRUN_ACTIVE_LIMIT: String(props.activeRunLimit ?? 10),
       RUST_LOG: 'info',
     };
@@ -250,7 +266,7 @@ export class LongrunStack extends Stack {
         reservedConcurrentExecutions: opts.reserved,
         ...(opts.async ? { onFailure: new SqsDestination(failed), retryAttempts: 2 } : {}),
       });
-      const skips: Skip[] = [
+      const skips: Parameters<typeof checkovSkip>[1][] = [
         {
           id: 'CKV_AWS_117',
           comment: 'No VPC resources to reach; a VPC would add NAT cost to every LLM call.',
@@ -403,10 +419,14 @@ export class LongrunStack extends Stack {
         authFlows: { userSrp: true },
         oAuth: {
           flows: { authorizationCodeGrant: true },
-          callbackUrls: [props.appBaseUrl],
-          logoutUrls: [props.appBaseUrl],
+          scopes: [cognito.OAuthScope.OPENID, cognito.OAuthScope.EMAIL],
+          // The console finishes the code + PKCE flow on /callback.
+          callbackUrls: [`${origin}/callback`],
+          logoutUrls: [appBaseUrl],
         },
       });
+      // Cognito's hosted sign-in page, which the console's authorization request goes to.
+      pool.addDomain('SignIn', { cognitoDomain: { domainPrefix: name(this.account) } });
       jwt = {
         issuer: `https://cognito-idp.${this.region}.amazonaws.com/${pool.userPoolId}`,
         audience: [client.userPoolClientId],
@@ -415,7 +435,6 @@ export class LongrunStack extends Stack {
       new CfnOutput(this, 'UserPoolClientId', { value: client.userPoolClientId });
     }
 
-    const origin = new URL(props.appBaseUrl).origin;
     this.api = new apigw.HttpApi(this, 'Api', {
       apiName: name('api'),
       description: 'longrun HTTP API',
@@ -469,6 +488,17 @@ export class LongrunStack extends Stack {
     stage.defaultRouteSettings = { throttlingBurstLimit: 200, throttlingRateLimit: 100 };
 
     this.addAlarms(props, key, failed);
+
+    if (site) {
+      const [clientId] = jwt.audience;
+      if (!clientId) throw new Error('hosting the console needs jwtAudience: the OIDC client id it signs in with');
+      site.deploy({
+        apiUrl: this.api.apiEndpoint,
+        auth: { mode: 'oidc', issuer: jwt.issuer, clientId, scopes: 'openid email', tokenType: 'access_token' },
+        live: 'poll',
+      });
+      new CfnOutput(this, 'ConsoleUrl', { value: site.url, description: 'The web console' });
+    }
 
     new CfnOutput(this, 'ApiUrl', { value: this.api.apiEndpoint, description: 'LONGRUN_API_URL' });
     new CfnOutput(this, 'TableName', { value: this.table.tableName });

@@ -9,6 +9,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 
+import { stubConsole } from '../lib/console';
 import {
   LongrunStack,
   MAX_RECEIVES,
@@ -18,6 +19,9 @@ import {
 } from '../lib/longrun-stack';
 
 const assets = stubAssets(fs.mkdtempSync(path.join(os.tmpdir(), 'longrun-assets-')));
+const consoleBuild = stubConsole(fs.mkdtempSync(path.join(os.tmpdir(), 'longrun-console-')));
+/** The stack hosting its own console: no appBaseUrl, so the CloudFront URL is used. */
+const hosted = { consoleDir: consoleBuild, appBaseUrl: undefined };
 
 function props(extra: Partial<LongrunStackProps> = {}): LongrunStackProps {
   return {
@@ -331,11 +335,84 @@ describe('the longrun stack', () => {
   });
 });
 
+describe('the hosted console', () => {
+  const { t } = synth(hosted);
+  const json = (v: unknown) => JSON.stringify(v);
+  const distributionId = () => resources(t, 'AWS::CloudFront::Distribution')[0][0];
+
+  it('serves the console from a private bucket that only CloudFront reads', () => {
+    const files = resources(t, 'AWS::S3::Bucket').filter(([, b]) => b.Properties.VersioningConfiguration);
+    assert.equal(files.length, 1);
+    assert.deepEqual(files[0][1].Properties.PublicAccessBlockConfiguration, {
+      BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true,
+    });
+    t.resourceCountIs('AWS::CloudFront::OriginAccessControl', 1);
+    t.hasResourceProperties('AWS::S3::BucketPolicy', {
+      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({
+        Action: 's3:GetObject', Principal: { Service: 'cloudfront.amazonaws.com' },
+      })]) },
+    });
+  });
+
+  it('answers deep links with the app over HTTPS only', () => {
+    t.hasResourceProperties('AWS::CloudFront::Distribution', {
+      DistributionConfig: Match.objectLike({
+        DefaultRootObject: 'index.html',
+        DefaultCacheBehavior: Match.objectLike({ ViewerProtocolPolicy: 'redirect-to-https' }),
+        CustomErrorResponses: [
+          { ErrorCode: 403, ResponseCode: 200, ResponsePagePath: '/index.html', ErrorCachingMinTTL: 0 },
+          { ErrorCode: 404, ResponseCode: 200, ResponsePagePath: '/index.html', ErrorCachingMinTTL: 0 },
+        ],
+      }),
+    });
+  });
+
+  it('sends a CSP that lets the page reach only this API and the sign-in provider', () => {
+    const [[, policy]] = resources(t, 'AWS::CloudFront::ResponseHeadersPolicy');
+    const csp = json(policy.Properties);
+    assert.match(csp, /script-src 'self'/);
+    assert.match(csp, /connect-src 'self' https:\/\/\*\.execute-api\.eu-west-1\.amazonaws\.com https:\/\/cognito-idp\.eu-west-1\.amazonaws\.com https:\/\/\*\.auth\.eu-west-1\.amazoncognito\.com/);
+    assert.match(csp, /frame-ancestors 'none'/);
+    assert.match(csp, /StrictTransportSecurity/);
+  });
+
+  it('uploads a config.json pointing at this API and the user pool client, long-polling', () => {
+    const [[, upload]] = resources(t, 'Custom::CDKBucketDeployment');
+    const props = json(upload.Properties);
+    const apiId = resources(t, 'AWS::ApiGatewayV2::Api')[0][0];
+    const clientId = resources(t, 'AWS::Cognito::UserPoolClient')[0][0];
+    assert.ok(props.includes(apiId), 'config.json carries the API URL');
+    assert.ok(props.includes(clientId), 'config.json carries the OIDC client id');
+    assert.deepEqual(upload.Properties.DistributionPaths, ['/index.html', '/config.json']);
+  });
+
+  it('uses the console URL for deep links, CORS and the sign-in callback', () => {
+    const cdn = distributionId();
+    const worker = t.toJSON().Resources[fnId(t, 'worker')];
+    assert.ok(json(worker.Properties.Environment.Variables.LONGRUN_APP_BASE_URL).includes(cdn));
+    const [[, api]] = resources(t, 'AWS::ApiGatewayV2::Api');
+    assert.ok(json((api.Properties.CorsConfiguration as { AllowOrigins: unknown }).AllowOrigins).includes(cdn));
+    const [[, client]] = resources(t, 'AWS::Cognito::UserPoolClient');
+    const callback = json(client.Properties.CallbackURLs);
+    assert.ok(callback.includes(cdn) && callback.includes('/callback'), callback);
+    assert.deepEqual(client.Properties.AllowedOAuthFlows, ['code']);
+    t.resourceCountIs('AWS::Cognito::UserPoolDomain', 1);
+    t.hasOutput('ConsoleUrl', {});
+  });
+
+  it('refuses to host the console for an external issuer without a client id', () => {
+    assert.throws(
+      () => synth({ ...hosted, jwt: { issuer: 'https://login.example.com/', audience: [] } }),
+      /jwtAudience/,
+    );
+  });
+});
+
 /** Synthesizes with both nag packs; returns every violation left unacknowledged. */
 function nagViolations(extra?: (stack: LongrunStack) => void): string[] {
   const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'longrun-nag-'));
   const app = new App({ outdir });
-  const stack = new LongrunStack(app, 'longrun-nag', props({ alarmEmail: 'ops@example.com' }));
+  const stack = new LongrunStack(app, 'longrun-nag', props({ alarmEmail: 'ops@example.com', ...hosted }));
   extra?.(stack);
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app), new ServerlessChecks(app));
   try {

@@ -183,9 +183,16 @@ test("a deep link opened cold lands on its run page after sign-in", { timeout: 6
   await context.close();
 });
 
-test("a second run is canceled mid-way from its page", { timeout: 60_000 }, async () => {
+test("a second run, followed by long-poll as behind API Gateway, is canceled mid-way", { timeout: 60_000 }, async () => {
   const context = await browser.newContext();
   const page = await context.newPage();
+  // The deployed console's config: no SSE, so the page must follow /events?after=&wait=.
+  await page.route("**/config.json", (route) =>
+    route.fulfill({ json: { apiUrl: "", auth: { mode: "token" }, live: "poll" } }));
+  const polls = [];
+  page.on("request", (r) => { if (/\/events\?after=\d+&wait=20$/.test(r.url())) polls.push(r.url()); });
+  const streams = [];
+  page.on("request", (r) => { if (r.url().includes("/stream")) streams.push(r.url()); });
   await page.goto(base);
   await signIn(page);
   await page.getByLabel("Objective").fill("Keep logging until stopped");
@@ -193,6 +200,8 @@ test("a second run is canceled mid-way from its page", { timeout: 60_000 }, asyn
   await page.getByRole("button", { name: "Start run" }).click();
   await page.waitForURL(/\/runs\/run_[0-9a-f]+$/);
   await page.getByTestId("iterations").filter({ hasText: /^[2-9] of 25$/ }).waitFor({ timeout: 20_000 });
+  assert.ok(polls.length >= 1, "the page long-polls the event log");
+  assert.deepEqual(streams, [], "and never opens the SSE stream");
 
   await page.getByRole("button", { name: "Cancel run" }).click();
   await page.getByRole("button", { name: "Yes, cancel" }).click();
