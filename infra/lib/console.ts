@@ -50,6 +50,8 @@ export class ConsoleSite extends Construct {
       objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
       lifecycleRules: [{ expiration: Duration.days(90) }],
       removalPolicy: removal,
+      // Outside prod, `cdk destroy` empties the buckets so deleting the stack succeeds.
+      autoDeleteObjects: !props.prod,
     });
     checkovSkip(logs.node.defaultChild as CfnResource,
       { id: 'CKV_AWS_18', comment: 'It is the access-log bucket; logging it would loop.' },
@@ -62,7 +64,14 @@ export class ConsoleSite extends Construct {
       serverAccessLogsBucket: logs,
       serverAccessLogsPrefix: 's3/',
       removalPolicy: removal,
+      autoDeleteObjects: !props.prod,
     });
+    const emptier = Stack.of(this).node.tryFindChild('Custom::S3AutoDeleteObjectsCustomResourceProvider');
+    const handler = emptier?.node.tryFindChild('Handler');
+    if (handler) {
+      const reason = "CDK's bucket-emptying function: it runs only when CloudFormation deletes a non-prod stack.";
+      skipDeployTimeFunction(handler as CfnResource, reason);
+    }
     const headers = new cloudfront.ResponseHeadersPolicy(this, 'Headers', {
       responseHeadersPolicyName: `longrun-${props.stage}-console`,
       securityHeadersBehavior: {
@@ -145,8 +154,7 @@ export class ConsoleSite extends Construct {
     }
     if (copier) {
       const reason = "CDK's BucketDeployment function: it runs only during a deploy, invoked by CloudFormation.";
-      checkovSkip(copier.node.defaultChild as CfnResource,
-        ...['CKV_AWS_115', 'CKV_AWS_116', 'CKV_AWS_117', 'CKV_AWS_173'].map((id) => ({ id, comment: reason })));
+      skipDeployTimeFunction(copier.node.defaultChild as CfnResource, reason);
       for (const policy of copier.node.findAll().filter((c) => c instanceof iam.CfnPolicy)) {
         checkovSkip(policy as CfnResource, { id: 'CKV_AWS_111', comment: `${reason} CloudFront invalidations take no narrower resource.` });
       }
@@ -160,6 +168,11 @@ export class ConsoleSite extends Construct {
     Validations.of(cdn).acknowledge({ id: 'AwsSolutions-CFR4', reason: "The default *.cloudfront.net certificate cannot pin TLS 1.2; with a custom domain and certificate the distribution's TLSv1.2_2021 minimum applies." });
     return upload;
   }
+}
+
+/** CDK's own deploy-time functions: no concurrency limit, DLQ, VPC or environment key to give. */
+function skipDeployTimeFunction(fn: CfnResource, reason: string) {
+  checkovSkip(fn, ...['CKV_AWS_115', 'CKV_AWS_116', 'CKV_AWS_117', 'CKV_AWS_173'].map((id) => ({ id, comment: reason })));
 }
 
 /** A placeholder build for an offline synth when web/dist was not built. */
