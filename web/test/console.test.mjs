@@ -10,6 +10,7 @@ import { mkdtempSync, mkdirSync, writeFileSync, rmSync, existsSync } from "node:
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
+import { createHash } from "node:crypto";
 import { chromium } from "playwright-core";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -180,6 +181,49 @@ test("a deep link opened cold lands on its run page after sign-in", { timeout: 6
   await page.waitForURL(`${base}/runs/${guidedRunId}`);
   await page.getByRole("link", { name: /^Notifications/ }).click();
   await page.locator(`[data-notification="${guidedRunId}#3#completed"].read`).waitFor();
+  await context.close();
+});
+
+test("with OIDC, a cold deep link signs in by authorization code + PKCE and lands on its run", { timeout: 60_000 }, async () => {
+  assert.ok(guidedRunId, "the first test created the run");
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  // An identity provider under the console's own origin (the local CSP allows only 'self'),
+  // played by the test: it checks the PKCE proof and hands out the token the API accepts.
+  const issuer = `${base}/idp`;
+  const seen = {};
+  await page.route("**/config.json", (route) => route.fulfill({ json: {
+    apiUrl: "", live: "sse", auth: { mode: "oidc", issuer, clientId: "console-client", scopes: "openid email" } } }));
+  await page.route(`${issuer}/**`, async (route) => {
+    const url = new URL(route.request().url());
+    if (url.pathname.endsWith("/.well-known/openid-configuration")) {
+      return route.fulfill({ json: { issuer, authorization_endpoint: `${issuer}/authorize`, token_endpoint: `${issuer}/token` } });
+    }
+    if (url.pathname.endsWith("/authorize")) {
+      Object.assign(seen, Object.fromEntries(url.searchParams));
+      const back = new URL(url.searchParams.get("redirect_uri"));
+      back.search = new URLSearchParams({ code: "code-123", state: url.searchParams.get("state") }).toString();
+      return route.fulfill({ status: 302, headers: { location: back.toString() } });
+    }
+    if (url.pathname.endsWith("/token")) {
+      const form = new URLSearchParams(route.request().postData() ?? "");
+      const proof = createHash("sha256").update(form.get("code_verifier") ?? "").digest("base64url");
+      const ok = form.get("code") === "code-123" && form.get("client_id") === "console-client" && proof === seen.code_challenge;
+      return ok
+        ? route.fulfill({ json: { access_token: TOKEN, id_token: "unused", token_type: "Bearer", expires_in: 3600 } })
+        : route.fulfill({ status: 400, json: { error: "invalid_grant" } });
+    }
+    return route.fulfill({ status: 404, body: "" });
+  });
+
+  await page.goto(`${base}/runs/${guidedRunId}`);
+  await page.getByRole("button", { name: /^Sign in with / }).click();
+  await page.waitForURL(`${base}/runs/${guidedRunId}`);
+  await page.getByRole("heading", { name: "Write a short tea guide" }).waitFor();
+  assert.equal(seen.response_type, "code");
+  assert.equal(seen.code_challenge_method, "S256");
+  assert.equal(seen.redirect_uri, `${base}/callback`);
+  assert.equal(seen.client_id, "console-client");
   await context.close();
 });
 
