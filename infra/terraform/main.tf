@@ -29,7 +29,7 @@ locals {
       LONGRUN_TABLE          = aws_dynamodb_table.runs.name
       LONGRUN_QUEUE_URL      = aws_sqs_queue.steps.url
       LONGRUN_TOPIC_ARN      = aws_sns_topic.outcomes.arn
-      LONGRUN_APP_BASE_URL   = var.app_base_url
+      LONGRUN_APP_BASE_URL   = local.app_base_url
       LONGRUN_ACTIVE_LIMIT   = tostring(var.active_run_limit)
       LONGRUN_SWEEP_STALE_MS = tostring((local.visibility + 60) * 1000)
       RUST_LOG               = "info"
@@ -38,7 +38,7 @@ locals {
   )
   # Only the worker calls the model, so only it learns where the key is (and may read it).
   worker_environment = var.llm_key_secret_name == "" ? {} : { LONGRUN_LLM_KEY_SECRET = var.llm_key_secret_name }
-  origin             = regex("^(https?://[^/]+)", var.app_base_url)[0]
+  origin             = regex("^(https?://[^/]+)", local.app_base_url)[0]
   issuer             = local.create_pool ? "https://cognito-idp.${local.region}.amazonaws.com/${aws_cognito_user_pool.users[0].id}" : var.jwt_issuer
   audience           = local.create_pool ? [aws_cognito_user_pool_client.console[0].id] : var.jwt_audience
 }
@@ -469,8 +469,9 @@ resource "aws_cognito_user_pool_client" "console" {
   allowed_oauth_flows                  = ["code"]
   allowed_oauth_scopes                 = ["openid", "email", "profile"]
   supported_identity_providers         = ["COGNITO"]
-  callback_urls                        = [var.app_base_url]
-  logout_urls                          = [var.app_base_url]
+  # The console finishes the code + PKCE flow on /callback.
+  callback_urls = ["${local.origin}/callback"]
+  logout_urls   = [local.app_base_url]
 }
 
 resource "aws_apigatewayv2_api" "api" {

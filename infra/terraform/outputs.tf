@@ -22,3 +22,8 @@ output "user_pool_id" {
 output "user_pool_client_id" {
   value = local.create_pool ? aws_cognito_user_pool_client.console[0].id : null
 }
+
+output "console_url" {
+  description = "The hosted web console, when console_dir is set."
+  value       = local.host_console ? local.console_url : null
+}

@@ -5,8 +5,19 @@ variable "stage" {
 }
 
 variable "app_base_url" {
-  description = "Where the web console lives; deep links and CORS use it."
+  description = "Where the web console lives; deep links, CORS and the sign-in callback use it. Empty: the hosted console's CloudFront URL."
   type        = string
+  default     = ""
+  validation {
+    condition     = var.app_base_url != "" || var.console_dir != ""
+    error_message = "Set app_base_url, or console_dir to host the console (its CloudFront URL is then the base URL)."
+  }
+}
+
+variable "console_dir" {
+  description = "A console build (web/dist, from make web) to host on S3 + CloudFront; empty hosts none."
+  type        = string
+  default     = ""
 }
 
 variable "jwt_issuer" {

@@ -92,3 +92,29 @@ run "the_worker_may_invoke_exactly_the_configured_bedrock_models" {
     error_message = "InvokeModel on the configured models and profiles only"
   }
 }
+
+run "the_console_is_hosted_privately_behind_cloudfront_and_answers_deep_links" {
+  command = plan
+
+  variables {
+    app_base_url = ""
+    console_dir  = "../../web/dist"
+  }
+
+  assert {
+    condition     = aws_cloudfront_distribution.console[0].default_root_object == "index.html"
+    error_message = "the distribution serves index.html at /"
+  }
+  assert {
+    condition     = alltrue([for r in aws_cloudfront_distribution.console[0].custom_error_response : r.response_page_path == "/index.html" && r.response_code == 200])
+    error_message = "unknown paths (deep links) must be answered with the app"
+  }
+  assert {
+    condition     = aws_s3_bucket_public_access_block.console[0].restrict_public_buckets
+    error_message = "the console bucket is private"
+  }
+  assert {
+    condition     = jsondecode(aws_s3_object.console_config[0].content).live == "poll"
+    error_message = "behind API Gateway the console long-polls"
+  }
+}
