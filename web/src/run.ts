@@ -30,6 +30,7 @@ export const runPage: Page = (ctx, root, params) => {
   const openDirs = new Set<string>();
   let follower: Follower | null = null;
   let closed = false;
+  let refreshFailed = false;
 
   const title = h("h1", { class: "objective" }, "Loading run…");
   const badge = h("span", { class: "badge-slot" });
@@ -95,9 +96,13 @@ export const runPage: Page = (ctx, root, params) => {
       ]);
       if (closed) return;
       s.run = run; s.iterations = its.iterations; s.docs = ws.docs; s.tree = ws.tree; s.scratch = sp.entries;
+      // The API is back: the message its outage left is stale now.
+      if (refreshFailed) ctx.clearError();
+      refreshFailed = false;
       render();
       follow();
     } catch (e) {
+      refreshFailed = true;
       ctx.fail(e);
       if (!s.run) {
         replace(title, "This run could not be loaded");
@@ -418,7 +423,7 @@ export const runPage: Page = (ctx, root, params) => {
   function renderLive() {
     replace(liveList, s.events.length
       ? [...s.events].reverse().slice(0, 30).map((e) =>
-          h("li", {}, h("time", {}, new Date(e.at).toLocaleTimeString()), " ", h("code", {}, e.type), " ", summarize(e)))
+          h("li", { "data-seq": e.seq }, h("time", {}, new Date(e.at).toLocaleTimeString()), " ", h("code", {}, e.type), " ", summarize(e)))
       : h("li", { class: "muted" }, "No events yet."));
     replace(liveScratch, s.scratch.length ? h("ol", {}, s.scratch.slice(-3).map(entry)) : h("p", { class: "muted" }, "Empty so far."));
   }

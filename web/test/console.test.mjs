@@ -56,11 +56,14 @@ const endless = {
 
 let server, base, dir, browser;
 
-async function startServer() {
-  dir = mkdtempSync(join(tmpdir(), "longrun-web-"));
-  writeFileSync(join(dir, "guided.json"), JSON.stringify(guided));
-  writeFileSync(join(dir, "endless.json"), JSON.stringify(endless));
-  server = spawn(BIN, ["serve", "--data-dir", join(dir, "data"), "--port", "0",
+/** Starts `longrun serve` on `port` (0: any free one) over the test's data dir. */
+async function startServer(port = 0) {
+  if (!dir) {
+    dir = mkdtempSync(join(tmpdir(), "longrun-web-"));
+    writeFileSync(join(dir, "guided.json"), JSON.stringify(guided));
+    writeFileSync(join(dir, "endless.json"), JSON.stringify(endless));
+  }
+  server = spawn(BIN, ["serve", "--data-dir", join(dir, "data"), "--port", String(port),
     "--model", `script:${join(dir, "guided.json")}`, "--model", `script:${join(dir, "endless.json")}`], {
     env: { ...process.env, LONGRUN_TOKENS: `${TOKEN}:alice`, RUST_LOG: "warn" },
     stdio: ["ignore", "pipe", "inherit"],
@@ -254,6 +257,40 @@ test("a second run, followed by long-poll as behind API Gateway, is canceled mid
   assert.ok(iterations >= 2 && iterations < 25, `canceled mid-way, after ${iterations} iterations`);
   await page.getByText("Stopping reason: canceled").waitFor();
   await shot(page, "6-canceled");
+  await context.close();
+});
+
+test("after a server crash the page reconnects and resumes after the last event it saw", { timeout: 120_000 }, async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(base);
+  await signIn(page);
+  await page.getByLabel("Objective").fill("Log through a crash");
+  await page.getByLabel("Model").selectOption({ label: `script:${join(dir, "endless.json")}` });
+  await page.getByRole("button", { name: "Start run" }).click();
+  await page.waitForURL(/\/runs\/run_[0-9a-f]+$/);
+  await page.getByTestId("iterations").filter({ hasText: /^[2-9] of 25$/ }).waitFor({ timeout: 20_000 });
+
+  server.kill("SIGKILL");
+  await new Promise((r) => server.once("exit", r));
+  await page.locator(".live-state.live-reconnecting").waitFor({ timeout: 10_000 });
+  const before = Number((await page.getByTestId("iterations").textContent()).split(" ")[0]);
+  await startServer(Number(new URL(base).port));
+
+  // The restarted server re-enqueues the stranded run, which goes on once the dead worker's
+  // 30 s lease on it has expired; the page follows without a reload.
+  await page.getByTestId("iterations").filter({ hasText: new RegExp(`^(${before + 2}|${before + 3}|${before + 4}) of 25$`) })
+    .waitFor({ timeout: 60_000 });
+  await page.locator(".live-state.live-live").waitFor();
+  await page.getByRole("button", { name: "Live view" }).click();
+  const seqs = await page.locator(".live-events li[data-seq]").evaluateAll((els) => els.map((e) => Number(e.dataset.seq)));
+  assert.ok(seqs.length > 5, `${seqs}`);
+  assert.equal(new Set(seqs).size, seqs.length, `no event shown twice: ${seqs}`);
+  assert.deepEqual(seqs, [...seqs].sort((a, b) => b - a), "newest first, in log order");
+  await page.getByRole("dialog").getByRole("button", { name: "Close" }).click();
+  await page.getByRole("button", { name: "Cancel run" }).click();
+  await page.getByRole("button", { name: "Yes, cancel" }).click();
+  await page.locator('.run-status [data-status="canceled"]').waitFor({ timeout: 20_000 });
   await context.close();
 });
 
