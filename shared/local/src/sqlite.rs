@@ -101,6 +101,27 @@ struct Inner {
     conn: Arc<std::sync::Mutex<Conn>>,
     finished: watch::Sender<u64>,
     failed: std::sync::Mutex<HashSet<u64>>,
+    /// The WAL to fsync after each group commit (FULL durability), outside the connection lock.
+    sync_wal: Option<std::path::PathBuf>,
+    wal_file: std::sync::OnceLock<std::fs::File>,
+}
+
+impl Inner {
+    /// Makes every frame committed so far durable. Any fd of the file will do: fsync flushes
+    /// the file, so one group's sync also covers the groups committed before it.
+    fn sync_wal(&self) -> std::io::Result<()> {
+        let Some(path) = &self.sync_wal else {
+            return Ok(());
+        };
+        let file = match self.wal_file.get() {
+            Some(f) => f,
+            None => {
+                let f = std::fs::File::open(path)?;
+                self.wal_file.get_or_init(|| f)
+            }
+        };
+        file.sync_data()
+    }
 }
 
 struct Conn {
@@ -137,6 +158,10 @@ fn from_json<T: DeserializeOwned>(s: &str) -> Result<T, StoreError> {
     serde_json::from_str(s).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
+// Every bound LIMIT is written `LIMIT +?n`: SQLite re-prepares a statement with a bare
+// `LIMIT ?n` on each execution (it may plan by the value), which cost a tenth of the CPU of the
+// worker loop; the unary plus makes it an expression the planner does not look into.
+
 /// Runs a statement through the statement cache: transaction control runs several times per
 /// iteration, and parsing it each time was a tenth of the CPU.
 fn exec(c: &Connection, sql: &str) -> rusqlite::Result<()> {
@@ -146,24 +171,47 @@ fn exec(c: &Connection, sql: &str) -> rusqlite::Result<()> {
 impl SqliteDb {
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let conn = Connection::open(path).map_err(unavailable)?;
-        Self::init(conn)
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        Self::init(conn, Some(wal.into()))
     }
 
     pub fn open_in_memory() -> Result<Self, StoreError> {
-        Self::init(Connection::open_in_memory().map_err(unavailable)?)
+        Self::init(Connection::open_in_memory().map_err(unavailable)?, None)
     }
 
-    fn init(conn: Connection) -> Result<Self, StoreError> {
+    fn init(conn: Connection, wal: Option<std::path::PathBuf>) -> Result<Self, StoreError> {
         // One process owns the database: a second `serve` on the same data dir fails at once
         // instead of racing this one (the run cache relies on being the only writer).
         conn.pragma_update(None, "locking_mode", "EXCLUSIVE")
             .map_err(unavailable)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(unavailable)?;
-        // FULL: a commit is fsynced before it is acknowledged. An operator may trade power-loss
-        // durability for speed with LONGRUN_SQLITE_SYNCHRONOUS=NORMAL (still crash-safe in WAL).
-        let sync = std::env::var("LONGRUN_SQLITE_SYNCHRONOUS").unwrap_or_else(|_| "FULL".into());
-        conn.pragma_update(None, "synchronous", sync.as_str())
+        // FULL (the default): a group is fsynced before any of its writes is acknowledged. The
+        // committer does that fsync itself, after letting go of the connection, so the next
+        // group is written while this one syncs; SQLite runs at NORMAL, which in WAL mode syncs
+        // only around checkpoints (the WAL before, the database after, so a WAL reset never
+        // loses a frame). An operator may trade power-loss durability for speed with
+        // LONGRUN_SQLITE_SYNCHRONOUS=NORMAL (still crash-safe in WAL) or OFF.
+        let sync = std::env::var("LONGRUN_SQLITE_SYNCHRONOUS")
+            .unwrap_or_else(|_| "FULL".into())
+            .to_ascii_uppercase();
+        let sync_wal = if sync == "FULL" { wal } else { None };
+        let pragma = if sync_wal.is_some() {
+            "NORMAL"
+        } else {
+            sync.as_str()
+        };
+        conn.pragma_update(None, "synchronous", pragma)
+            .map_err(unavailable)?;
+        // A 16 MB WAL between checkpoints (not 4 MB): hot pages (run rows, queue) are copied
+        // back once per checkpoint however often they were rewritten, and each checkpoint
+        // holds the connection through two fsyncs.
+        conn.pragma_update(None, "wal_autocheckpoint", 4000)
+            .map_err(unavailable)?;
+        // Room for a group's dirty pages: a group that outgrows the page cache spills pages
+        // to the WAL mid-transaction and writes them again at commit.
+        conn.pragma_update(None, "cache_size", -16_000)
             .map_err(unavailable)?;
         // Every statement we run fits in the cache (the default of 16 does not: it thrashed,
         // and re-parsing SQL was a quarter of the CPU).
@@ -186,6 +234,8 @@ impl SqliteDb {
                 })),
                 finished: watch::channel(0).0,
                 failed: std::sync::Mutex::default(),
+                sync_wal,
+                wal_file: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -283,11 +333,19 @@ impl SqliteDb {
                         t.elapsed().as_micros() as u64,
                         std::sync::atomic::Ordering::Relaxed,
                     );
-                    if committed.is_err() {
+                    let failed = if committed.is_err() {
                         let _ = exec(&g.c, "ROLLBACK");
                         inner
                             .generation
                             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        true
+                    } else {
+                        drop(g);
+                        // The group stays committed if its fsync fails, but its writers are
+                        // told it failed: they retry, and every write here is idempotent.
+                        inner.sync_wal().is_err()
+                    };
+                    if failed {
                         inner
                             .failed
                             .lock()
@@ -334,7 +392,7 @@ pub struct SqliteRunStore {
 #[derive(Default)]
 struct RunCache {
     generation: u64,
-    map: HashMap<String, Run>,
+    map: HashMap<String, Arc<Run>>,
 }
 
 const RUN_CACHE_MAX: usize = 4096;
@@ -357,41 +415,74 @@ impl SqliteRunStore {
         c
     }
 
-    /// The current run; call with the connection lock held (inside a db closure).
-    fn current(&self, conn: &Connection, run_id: &str) -> Result<Option<Run>, StoreError> {
-        if let Some(run) = self.cache().map.get(run_id) {
-            return Ok(Some(run.clone()));
-        }
-        let run = load_run(conn, run_id)?;
-        if let Some(r) = &run {
-            self.remember(r);
-        }
-        Ok(run)
+    fn cached(&self, run_id: &str) -> Option<Arc<Run>> {
+        self.cache().map.get(run_id).cloned()
     }
 
-    fn remember(&self, run: &Run) {
+    /// The current run; call with the connection lock held (inside a db closure).
+    fn current(&self, conn: &Connection, run_id: &str) -> Result<Option<Arc<Run>>, StoreError> {
+        if let Some(run) = self.cached(run_id) {
+            return Ok(Some(run));
+        }
+        let Some(run) = load_run(conn, run_id)? else {
+            return Ok(None);
+        };
+        let run = Arc::new(run);
+        self.remember(run.clone());
+        Ok(Some(run))
+    }
+
+    fn remember(&self, run: Arc<Run>) {
         let mut c = self.cache();
         if c.map.len() >= RUN_CACHE_MAX && !c.map.contains_key(&run.id) {
             c.map.clear();
         }
-        c.map.insert(run.id.clone(), run.clone());
+        c.map.insert(run.id.clone(), run);
     }
 
-    /// Read the run, compute the change from it, write both in one savepoint.
+    /// Computes the change from the cached run and serializes it before taking the
+    /// connection, which is then held only for the inserts: the connection is the one thing
+    /// concurrent runs queue for. If another write got in first (the cached run is no longer
+    /// the one the change was computed from), it starts over; without a cached run it does
+    /// everything under the lock.
     async fn apply(
         &self,
         durable: bool,
         run_id: &str,
         change: ChangeFn<'_>,
     ) -> Result<Run, StoreError> {
+        for _ in 0..3 {
+            let Some(base) = self.cached(run_id) else {
+                break;
+            };
+            let prepared = Prepared::new(change(&base)?, base.event_seq)?;
+            let next = Arc::new(prepared.run.clone());
+            let written = self
+                .db
+                .write_with(durable, |conn| {
+                    let unchanged = self
+                        .cache()
+                        .map
+                        .get(run_id)
+                        .is_some_and(|r| Arc::ptr_eq(r, &base));
+                    if !unchanged {
+                        return Ok::<_, StoreError>(None);
+                    }
+                    let run = prepared.write(conn)?;
+                    self.remember(next);
+                    Ok(Some(run))
+                })
+                .await?;
+            if let Some(run) = written {
+                return Ok(run);
+            }
+        }
         self.db
             .write_with(durable, |conn| {
                 let run = self.current(conn, run_id)?.ok_or(Rejection::NotFound)?;
-                let base = run.event_seq;
-                let c = change(&run)?;
-                let next = write_change(conn, c, base)?;
-                self.remember(&next);
-                Ok(next)
+                let run = Prepared::new(change(&run)?, run.event_seq)?.write(conn)?;
+                self.remember(Arc::new(run.clone()));
+                Ok(run)
             })
             .await
     }
@@ -405,107 +496,130 @@ fn load_run(conn: &Connection, run_id: &str) -> Result<Option<Run>, StoreError> 
     body.map(|b| from_json(&b)).transpose()
 }
 
-fn write_change(
-    conn: &Connection,
-    mut change: RunChange,
-    base_seq: u64,
-) -> Result<Run, StoreError> {
-    let run_id = change.run.id.clone();
-    let user = change.run.user_id.clone();
-    match change.active {
-        ActiveDelta::None => {}
-        ActiveDelta::Acquire { limit } => {
-            let count: u32 = conn
-                .prepare_cached("SELECT count FROM active WHERE user_id = ?1")
-                .and_then(|mut st| st.query_row([&user], |r| r.get(0)).optional())
-                .map_err(unavailable)?
-                .unwrap_or(0);
-            if count >= limit {
-                return Err(Rejection::LimitExceeded { limit }.into());
+/// A change with its events numbered and every row serialized: what is left to do with the
+/// connection held is the inserts.
+struct Prepared {
+    run: Run,
+    body: String,
+    events: Vec<(u64, String)>,
+    iteration: Option<(u32, String)>,
+    /// (path, title, content, meta)
+    docs: Vec<(String, String, String, String)>,
+    pad: Option<(u32, String)>,
+    active: ActiveDelta,
+}
+
+impl Prepared {
+    fn new(mut change: RunChange, base_seq: u64) -> Result<Self, StoreError> {
+        let at = change.run.updated_at;
+        let events = sequence_events(&mut change, base_seq, at);
+        Ok(Prepared {
+            body: to_json(&change.run)?,
+            events: events
+                .iter()
+                .map(|e| Ok((e.seq, to_json(e)?)))
+                .collect::<Result<_, StoreError>>()?,
+            iteration: match &change.iteration {
+                Some(rec) => Some((rec.n, to_json(rec)?)),
+                None => None,
+            },
+            docs: change
+                .docs
+                .iter()
+                .map(|d| {
+                    let meta = to_json(&d.meta())?;
+                    Ok((d.path.clone(), d.title.clone(), d.content.clone(), meta))
+                })
+                .collect::<Result<_, StoreError>>()?,
+            pad: match &change.pad {
+                Some(p) => Some((p.n, to_json(p)?)),
+                None => None,
+            },
+            active: change.active,
+            run: change.run,
+        })
+    }
+
+    fn write(self, conn: &Connection) -> Result<Run, StoreError> {
+        let run = self.run;
+        let user = &run.user_id;
+        match self.active {
+            ActiveDelta::None => {}
+            ActiveDelta::Acquire { limit } => {
+                let count: u32 = conn
+                    .prepare_cached("SELECT count FROM active WHERE user_id = ?1")
+                    .and_then(|mut st| st.query_row([user], |r| r.get(0)).optional())
+                    .map_err(unavailable)?
+                    .unwrap_or(0);
+                if count >= limit {
+                    return Err(Rejection::LimitExceeded { limit }.into());
+                }
+                conn.prepare_cached(
+                    "INSERT INTO active (user_id, count) VALUES (?1, 1)
+                     ON CONFLICT(user_id) DO UPDATE SET count = count + 1",
+                )
+                .and_then(|mut st| st.execute([user]))
+                .map_err(unavailable)?;
             }
-            conn.prepare_cached(
-                "INSERT INTO active (user_id, count) VALUES (?1, 1)
-                 ON CONFLICT(user_id) DO UPDATE SET count = count + 1",
-            )
-            .and_then(|mut st| st.execute([&user]))
-            .map_err(unavailable)?;
-        }
-        ActiveDelta::Release => {
-            conn.prepare_cached("UPDATE active SET count = MAX(count - 1, 0) WHERE user_id = ?1")
-                .and_then(|mut st| st.execute([&user]))
+            ActiveDelta::Release => {
+                conn.prepare_cached(
+                    "UPDATE active SET count = MAX(count - 1, 0) WHERE user_id = ?1",
+                )
+                .and_then(|mut st| st.execute([user]))
                 .map_err(unavailable)?;
+            }
         }
-    }
-    let at = change.run.updated_at;
-    let events = sequence_events(&mut change, base_seq, at);
-    let run = &change.run;
-    conn.prepare_cached(
-        "INSERT INTO runs (id, user_id, status, created_at, updated_at, body)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-         ON CONFLICT(id) DO UPDATE SET status = ?3, updated_at = ?5, body = ?6",
-    )
-    .and_then(|mut st| {
-        st.execute(params![
-            run.id,
-            run.user_id,
-            run.status.as_str(),
-            run.created_at,
-            run.updated_at,
-            to_json(run).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?
-        ])
-    })
-    .map_err(unavailable)?;
-    {
-        let mut st = conn
-            .prepare_cached("INSERT INTO events (run_id, seq, body) VALUES (?1, ?2, ?3)")
-            .map_err(unavailable)?;
-        for e in &events {
-            st.execute(params![run_id, e.seq as i64, to_json(e)?])
-                .map_err(unavailable)?;
-        }
-    }
-    if let Some(rec) = &change.iteration {
-        // A plain INSERT: a second commit of the same iteration is a bug and must fail loudly.
-        conn.prepare_cached("INSERT INTO iterations (run_id, n, body) VALUES (?1, ?2, ?3)")
-            .and_then(|mut st| {
-                st.execute(params![
-                    run_id,
-                    rec.n,
-                    to_json(rec)
-                        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?
-                ])
-            })
-            .map_err(|e| StoreError::Corrupt(format!("iteration {}: {e}", rec.n)))?;
-    }
-    {
-        let mut st = conn
-            .prepare_cached(
-                "INSERT OR REPLACE INTO docs (run_id, path, title, content, body) VALUES (?1, ?2, ?3, ?4, ?5)",
-            )
-            .map_err(unavailable)?;
-        for d in &change.docs {
+        conn.prepare_cached(
+            "INSERT INTO runs (id, user_id, status, created_at, updated_at, body)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT(id) DO UPDATE SET status = ?3, updated_at = ?5, body = ?6",
+        )
+        .and_then(|mut st| {
             st.execute(params![
-                run_id,
-                d.path,
-                d.title,
-                d.content,
-                to_json(&d.meta())?
+                run.id,
+                run.user_id,
+                run.status.as_str(),
+                run.created_at,
+                run.updated_at,
+                self.body
             ])
+        })
+        .map_err(unavailable)?;
+        if !self.events.is_empty() {
+            let mut st = conn
+                .prepare_cached("INSERT INTO events (run_id, seq, body) VALUES (?1, ?2, ?3)")
+                .map_err(unavailable)?;
+            for (seq, body) in &self.events {
+                st.execute(params![run.id, *seq as i64, body])
+                    .map_err(unavailable)?;
+            }
+        }
+        if let Some((n, body)) = &self.iteration {
+            // A plain INSERT: a second commit of the same iteration is a bug and must fail loudly.
+            conn.prepare_cached("INSERT INTO iterations (run_id, n, body) VALUES (?1, ?2, ?3)")
+                .and_then(|mut st| st.execute(params![run.id, n, body]))
+                .map_err(|e| StoreError::Corrupt(format!("iteration {n}: {e}")))?;
+        }
+        if !self.docs.is_empty() {
+            let mut st = conn
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO docs (run_id, path, title, content, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+                )
+                .map_err(unavailable)?;
+            for (path, title, content, meta) in &self.docs {
+                st.execute(params![run.id, path, title, content, meta])
+                    .map_err(unavailable)?;
+            }
+        }
+        if let Some((n, body)) = &self.pad {
+            conn.prepare_cached(
+                "INSERT OR REPLACE INTO pads (run_id, n, body) VALUES (?1, ?2, ?3)",
+            )
+            .and_then(|mut st| st.execute(params![run.id, n, body]))
             .map_err(unavailable)?;
         }
+        Ok(run)
     }
-    if let Some(p) = &change.pad {
-        conn.prepare_cached("INSERT OR REPLACE INTO pads (run_id, n, body) VALUES (?1, ?2, ?3)")
-            .and_then(|mut st| {
-                st.execute(params![
-                    run_id,
-                    p.n,
-                    to_json(p).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?
-                ])
-            })
-            .map_err(unavailable)?;
-    }
-    Ok(change.run)
 }
 
 fn query_json<T: DeserializeOwned>(
@@ -536,15 +650,22 @@ impl RunStore for SqliteRunStore {
                     ))
                     .into());
                 }
-                let run = write_change(conn, change, 0)?;
-                self.remember(&run);
+                let run = Prepared::new(change, 0)?.write(conn)?;
+                self.remember(Arc::new(run.clone()));
                 Ok(run)
             })
             .await
     }
 
     async fn get_run(&self, run_id: &str) -> Result<Option<Run>, StoreError> {
-        self.db.read(|c| self.current(c, run_id)).await
+        if let Some(run) = self.cached(run_id) {
+            return Ok(Some(Run::clone(&run)));
+        }
+        Ok(self
+            .db
+            .read(|c| self.current(c, run_id))
+            .await?
+            .map(|r| Run::clone(&r)))
     }
 
     async fn list_runs(&self, user_id: &str, q: &RunQuery) -> Result<Vec<Run>, StoreError> {
@@ -557,7 +678,7 @@ impl RunStore for SqliteRunStore {
                     "SELECT body FROM runs WHERE user_id = ?1
                        AND (?2 = '' OR status = ?2)
                        AND (created_at < ?3 OR (created_at = ?3 AND ?4 != '' AND id < ?4))
-                     ORDER BY created_at DESC, id DESC LIMIT ?5",
+                     ORDER BY created_at DESC, id DESC LIMIT +?5",
                     &[&user_id, &status, &before_at, &before_id, &(q.limit as i64)],
                 )
             })
@@ -586,7 +707,7 @@ impl RunStore for SqliteRunStore {
             .read(|c| {
                 query_json(
                     c,
-                    "SELECT body FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+                    "SELECT body FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT +?3",
                     &[&run_id, &(after as i64), &(limit as i64)],
                 )
             })
@@ -603,7 +724,7 @@ impl RunStore for SqliteRunStore {
             .read(|c| {
                 query_json(
                     c,
-                    "SELECT body FROM iterations WHERE run_id = ?1 AND n > ?2 ORDER BY n LIMIT ?3",
+                    "SELECT body FROM iterations WHERE run_id = ?1 AND n > ?2 ORDER BY n LIMIT +?3",
                     &[&run_id, &after, &(limit as i64)],
                 )
             })
@@ -621,7 +742,7 @@ impl RunStore for SqliteRunStore {
             .read(|c| {
                 query_json(
                     c,
-                    "SELECT body FROM docs WHERE run_id = ?1 AND substr(path, 1, length(?2)) = ?2 ORDER BY path LIMIT ?3",
+                    "SELECT body FROM docs WHERE run_id = ?1 AND substr(path, 1, length(?2)) = ?2 ORDER BY path LIMIT +?3",
                     &[&run_id, &prefix, &(limit as i64)],
                 )
             })
@@ -671,7 +792,7 @@ impl RunStore for SqliteRunStore {
                 let mut st = c.prepare_cached(
                     "SELECT path, title, content FROM docs WHERE run_id = ?1
                        AND (instr(lower(content), ?2) > 0 OR instr(lower(title), ?2) > 0)
-                     ORDER BY path LIMIT ?3",
+                     ORDER BY path LIMIT +?3",
                 )?;
                 let rows = st.query_map(params![run_id, needle, limit as i64], |r| {
                     Ok((r.get(0)?, r.get(1)?, r.get(2)?))
@@ -692,7 +813,7 @@ impl RunStore for SqliteRunStore {
             .read(|c| {
                 query_json(
                     c,
-                    "SELECT body FROM pads WHERE run_id = ?1 ORDER BY n DESC LIMIT ?2",
+                    "SELECT body FROM pads WHERE run_id = ?1 ORDER BY n DESC LIMIT +?2",
                     &[&run_id, &(last as i64)],
                 )
             })
@@ -739,7 +860,7 @@ impl RunStore for SqliteRunStore {
             .read(|c| {
                 query_json(
                     c,
-                    "SELECT body FROM notifications WHERE user_id = ?1 ORDER BY at DESC, id DESC LIMIT ?2",
+                    "SELECT body FROM notifications WHERE user_id = ?1 ORDER BY at DESC, id DESC LIMIT +?2",
                     &[&user_id, &(limit as i64)],
                 )
             })
@@ -767,7 +888,7 @@ impl RunStore for SqliteRunStore {
                     c,
                     "SELECT body FROM runs WHERE updated_at < ?1
                        AND (status IN ('queued', 'running') OR json_extract(body, '$.notified') = 0)
-                     ORDER BY updated_at, id LIMIT ?2",
+                     ORDER BY updated_at, id LIMIT +?2",
                     &[&updated_before, &(limit as i64)],
                 )
             })
@@ -887,7 +1008,7 @@ impl RunStore for SqliteRunStore {
             .read(|c| {
                 query_json(
                     c,
-                    "SELECT body FROM schedules WHERE next_at <= ?1 ORDER BY next_at, id LIMIT ?2",
+                    "SELECT body FROM schedules WHERE next_at <= ?1 ORDER BY next_at, id LIMIT +?2",
                     &[&now, &(limit as i64)],
                 )
             })
@@ -1066,7 +1187,7 @@ impl StepQueue for SqliteStepQueue {
                             "SELECT q.seq, q.body, q.receive_count FROM queue q
                              WHERE q.dead = 0 AND q.visible_at <= ?1
                                AND q.seq = (SELECT MIN(seq) FROM queue h WHERE h.group_id = q.group_id AND h.dead = 0)
-                             ORDER BY q.seq LIMIT ?2",
+                             ORDER BY q.seq LIMIT +?2",
                         )
                         .map_err(q_err)?;
                     let rows = st
