@@ -162,6 +162,25 @@ fn child(scenario: &str, synchronous: &str) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// (steal, total) jiffies of all CPUs so far, from /proc/stat.
+fn cpu_times() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let nums: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    (nums.get(7).copied().unwrap_or(0), nums.iter().sum())
+}
+
+fn steal_share(before: (u64, u64), after: (u64, u64)) -> f64 {
+    let total = after.1.saturating_sub(before.1).max(1);
+    after.0.saturating_sub(before.0) as f64 / total as f64
+}
+
 fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .unwrap_or_default()
@@ -201,7 +220,33 @@ fn main() {
         .cloned()
         .unwrap_or_else(|| "BENCHMARKS.md".into());
     let one = child("one", "FULL");
-    let fifty = child("fifty", "FULL");
+    // The VM's cores are shared (steal time swings from 0 to 40 % here): three tries, each with
+    // the steal it suffered, and the median reported as the scenario's row.
+    let mut tries: Vec<(Value, f64)> = (0..3)
+        .map(|_| {
+            let before = cpu_times();
+            let v = child("fifty", "FULL");
+            (v, steal_share(before, cpu_times()))
+        })
+        .collect();
+    tries.sort_by(|a, b| {
+        a.0["iterations_per_sec"]
+            .as_f64()
+            .partial_cmp(&b.0["iterations_per_sec"].as_f64())
+            .unwrap()
+    });
+    let tries_line = tries
+        .iter()
+        .map(|(v, steal)| {
+            format!(
+                "{:.0} it/s ({:.0} % steal)",
+                v["iterations_per_sec"].as_f64().unwrap(),
+                steal * 100.0
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let fifty = tries[1].0.clone();
     let fifty_normal = child("fifty", "NORMAL");
     let long = child("long", "FULL");
     let row = |name: &str, v: &Value| {
@@ -226,11 +271,16 @@ fn main() {
          ## Throughput and memory\n\n\
          | scenario | iterations | wall time | iterations/s | peak RSS | group commit |\n|---|---|---|---|---|---|\n\
          {}{}{}\n\
+         The 50-run FULL row is the median of three tries: {}.\n\n\
          Targets (issue): ≥ 1,500 iterations/s with 50 runs, peak RSS ≤ 100 MB.\n\n\
          ## Durability, and what it costs\n\n\
-         - `synchronous=FULL` (the default): every transaction is fsynced at commit, so what is\n\
-           acknowledged survives power loss. Writes are grouped: each write is a savepoint in the open\n\
-           group transaction and one committer commits the group, so concurrent runs share an fsync.\n\
+         - `synchronous=FULL` (the default): every group is fsynced before any of its writes is\n\
+           acknowledged, so what is acknowledged survives power loss. Writes are grouped: each write is a\n\
+           savepoint in the open group transaction and one committer commits the group, so concurrent\n\
+           runs share an fsync. The committer fsyncs the WAL itself after releasing the connection, so\n\
+           the next group is written while this one syncs; SQLite itself runs at `NORMAL`, which in WAL\n\
+           mode fsyncs only around checkpoints (the WAL before, the database after), so resetting the WAL\n\
+           never drops a frame the database file does not hold durably.\n\
            Only the spend record of a model call waits for its group (money spent must never be lost);\n\
            claims, iteration commits, next-step sends and acks join a group without waiting, because a\n\
            crash loses them only together with everything logged after them — including the ack — so\n\
@@ -247,6 +297,7 @@ fn main() {
         row("1 run × 200 iterations, FULL", &one),
         row("50 concurrent runs × 200 iterations, FULL", &fifty),
         row("50 concurrent runs × 200 iterations, NORMAL", &fifty_normal),
+        tries_line,
         long["iterations"],
         long["mean_ms_it_6_15"].as_f64().unwrap(),
         long["mean_ms_last_10"].as_f64().unwrap(),
