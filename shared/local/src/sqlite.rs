@@ -104,6 +104,7 @@ struct Inner {
     /// The WAL to fsync after each group commit (FULL durability), outside the connection lock.
     sync_wal: Option<std::path::PathBuf>,
     wal_file: std::sync::OnceLock<std::fs::File>,
+    wal_syncs: std::sync::atomic::AtomicU64,
 }
 
 impl Inner {
@@ -115,12 +116,17 @@ impl Inner {
         };
         let file = match self.wal_file.get() {
             Some(f) => f,
-            None => {
-                let f = std::fs::File::open(path)?;
-                self.wal_file.get_or_init(|| f)
-            }
+            None => match std::fs::File::open(path) {
+                Ok(f) => self.wal_file.get_or_init(|| f),
+                // No WAL yet: no frame to make durable.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(e),
+            },
         };
-        file.sync_data()
+        file.sync_data()?;
+        self.wal_syncs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
     }
 }
 
@@ -236,6 +242,7 @@ impl SqliteDb {
                 failed: std::sync::Mutex::default(),
                 sync_wal,
                 wal_file: std::sync::OnceLock::new(),
+                wal_syncs: std::sync::atomic::AtomicU64::new(0),
             }),
         })
     }
@@ -262,6 +269,13 @@ impl SqliteDb {
                 .load(std::sync::atomic::Ordering::Relaxed)
                 / 1000,
         )
+    }
+
+    /// How many times the WAL was fsynced by the committer (FULL durability on a file).
+    pub fn wal_syncs(&self) -> u64 {
+        self.inner
+            .wal_syncs
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub async fn read<T>(&self, f: impl FnOnce(&Connection) -> T) -> T {
@@ -1244,5 +1258,52 @@ impl StepQueue for SqliteStepQueue {
                 Ok(())
             })
             .await
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    async fn insert(db: &SqliteDb, id: &str) {
+        db.write(|c| {
+            c.execute(
+                "INSERT INTO webhooks (user_id, body) VALUES (?1, '[]')",
+                [id],
+            )
+            .map_err(unavailable)
+        })
+        .await
+        .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_durable_write_returns_only_after_the_wal_is_fsynced_and_survives_reopening() {
+        // Arrange
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        let db = SqliteDb::open(&path).unwrap();
+
+        // Act
+        insert(&db, "u1").await;
+        insert(&db, "u2").await;
+
+        // Assert
+        assert!(db.wal_syncs() >= 1, "no fsync before acknowledging");
+        drop(db);
+        let again = SqliteDb::open(&path).unwrap();
+        let n: i64 = again
+            .read(|c| c.query_row("SELECT count(*) FROM webhooks", [], |r| r.get(0)))
+            .await
+            .unwrap();
+        assert_eq!(n, 2);
+    }
+
+    #[tokio::test]
+    async fn an_in_memory_database_has_no_wal_to_fsync() {
+        let db = SqliteDb::open_in_memory().unwrap();
+        insert(&db, "u1").await;
+        assert_eq!(db.wal_syncs(), 0);
     }
 }
