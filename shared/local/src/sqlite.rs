@@ -102,7 +102,7 @@ struct Inner {
     finished: watch::Sender<u64>,
     failed: std::sync::Mutex<HashSet<u64>>,
     /// The WAL to fsync after each group commit (FULL durability), outside the connection lock.
-    sync_wal: Option<std::path::PathBuf>,
+    wal_path: Option<std::path::PathBuf>,
     wal_file: std::sync::OnceLock<std::fs::File>,
     wal_syncs: std::sync::atomic::AtomicU64,
 }
@@ -111,7 +111,7 @@ impl Inner {
     /// Makes every frame committed so far durable. Any fd of the file will do: fsync flushes
     /// the file, so one group's sync also covers the groups committed before it.
     fn sync_wal(&self) -> std::io::Result<()> {
-        let Some(path) = &self.sync_wal else {
+        let Some(path) = &self.wal_path else {
             return Ok(());
         };
         let file = match self.wal_file.get() {
@@ -202,8 +202,8 @@ impl SqliteDb {
         let sync = std::env::var("LONGRUN_SQLITE_SYNCHRONOUS")
             .unwrap_or_else(|_| "FULL".into())
             .to_ascii_uppercase();
-        let sync_wal = if sync == "FULL" { wal } else { None };
-        let pragma = if sync_wal.is_some() {
+        let wal_path = if sync == "FULL" { wal } else { None };
+        let pragma = if wal_path.is_some() {
             "NORMAL"
         } else {
             sync.as_str()
@@ -240,7 +240,7 @@ impl SqliteDb {
                 })),
                 finished: watch::channel(0).0,
                 failed: std::sync::Mutex::default(),
-                sync_wal,
+                wal_path,
                 wal_file: std::sync::OnceLock::new(),
                 wal_syncs: std::sync::atomic::AtomicU64::new(0),
             }),
@@ -537,12 +537,11 @@ impl Prepared {
                 Some(rec) => Some((rec.n, to_json(rec)?)),
                 None => None,
             },
-            docs: change
-                .docs
-                .iter()
+            docs: std::mem::take(&mut change.docs)
+                .into_iter()
                 .map(|d| {
                     let meta = to_json(&d.meta())?;
-                    Ok((d.path.clone(), d.title.clone(), d.content.clone(), meta))
+                    Ok((d.path, d.title, d.content, meta))
                 })
                 .collect::<Result<_, StoreError>>()?,
             pad: match &change.pad {
