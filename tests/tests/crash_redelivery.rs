@@ -138,11 +138,12 @@ async fn crashes_at_every_boundary_in_one_run_still_finish_exactly_once() {
     crash_test(vec![
         (FaultPoint::AfterClaim, 1),
         (FaultPoint::AfterLlmCall, 2),
-        (FaultPoint::AfterCommit, 3),
-        (FaultPoint::AfterEnqueue, 4),
-        // The crashed model call above consumed a script step, so iteration 5 is the final one:
-        // this crash lands between the terminal commit and the outcome notification.
-        (FaultPoint::AfterCommit, 5),
+        (FaultPoint::AfterCommit, 2),
+        (FaultPoint::AfterEnqueue, 3),
+        // The claim rides on the first model call's spend, so both crashed attempts above used
+        // a script step and iteration 4 is the final one: this crash lands between the
+        // terminal commit and the outcome notification.
+        (FaultPoint::AfterCommit, 4),
     ])
     .await;
 }

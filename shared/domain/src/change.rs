@@ -137,6 +137,25 @@ pub fn claim(
     Ok(RunChange::of(next, vec![event]))
 }
 
+/// `then` applied to the run as claimed for iteration `n`, the claim's events first: the
+/// claim rides on an attempt's first write (its first model call's spend, or its commit when
+/// it made none) instead of costing a write of its own.
+pub fn claimed(
+    run: &Run,
+    n: u32,
+    owner: &str,
+    now: i64,
+    lease_ms: u64,
+    then: impl FnOnce(&Run) -> Result<RunChange, Rejection>,
+) -> Result<RunChange, Rejection> {
+    let claim = claim(run, n, owner, now, lease_ms)?;
+    let mut change = then(&claim.run)?;
+    let mut events = claim.events;
+    events.append(&mut change.events);
+    change.events = events;
+    Ok(change)
+}
+
 /// Gives back the claim of iteration `n` without committing it (e.g. a model retry would
 /// outlive the worker), so the redelivered step is claimable at once, by any worker.
 pub fn release(

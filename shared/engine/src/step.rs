@@ -2,6 +2,7 @@
 //! scratchpad → decide → one fenced commit → enqueue next or publish the outcome.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
@@ -73,6 +74,9 @@ pub enum EngineError {
     /// The iteration cannot finish before the worker's deadline; its claim is given back.
     #[error("iteration deferred by {delay_ms} ms: {reason}")]
     Deferred { delay_ms: u64, reason: String },
+    /// Another attempt claimed the iteration (or it ended) while this one worked.
+    #[error("superseded: {0}")]
+    Superseded(Rejection),
 }
 
 impl EngineError {
@@ -83,6 +87,7 @@ impl EngineError {
             EngineError::Notify(_) => true,
             EngineError::Crashed(_) => false,
             EngineError::Deferred { .. } => true,
+            EngineError::Superseded(_) => false,
         }
     }
 }
@@ -97,6 +102,30 @@ pub enum StepOutcome {
     /// Another worker holds the run, or the iteration was deferred: make the message visible
     /// again after `delay_ms`.
     Retry { delay_ms: u64 },
+}
+
+/// A message whose iteration this attempt may not work on: wait out another worker's live
+/// lease, or drop it (committed already, out of order, run not runnable).
+fn turned_away(r: Rejection, now: i64) -> StepOutcome {
+    match r {
+        Rejection::LeaseHeld { expires_at } => StepOutcome::Retry {
+            delay_ms: (expires_at - now).clamp(1_000, 60_000) as u64,
+        },
+        r => StepOutcome::Dropped(r.to_string()),
+    }
+}
+
+/// This attempt's claim of its iteration, taken by its first write.
+struct Claim<'a> {
+    owner: &'a str,
+    lease_ms: u64,
+    taken: AtomicBool,
+}
+
+impl Claim<'_> {
+    fn is_taken(&self) -> bool {
+        self.taken.load(Ordering::SeqCst)
+    }
 }
 
 /// What one sweep did.
@@ -361,6 +390,10 @@ struct Spent {
 
 struct Iter<'a> {
     run: &'a Run,
+    claim: &'a Claim<'a>,
+    /// `cancel_requested` as of the last read or write of the run, and when that was.
+    cancel: AtomicBool,
+    known_at: AtomicI64,
     /// The built-ins plus the run owner's tools.
     tools: Arc<ToolRegistry>,
     n: u32,
@@ -374,7 +407,16 @@ impl Iter<'_> {
     fn spent(&self) -> std::sync::MutexGuard<'_, Spent> {
         self.spent.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    fn saw(&self, run: &Run, at: i64) {
+        self.cancel.store(run.cancel_requested, Ordering::SeqCst);
+        self.known_at.store(at, Ordering::SeqCst);
+    }
 }
+
+/// A cancel is looked for before each further model call; the run as last read or written
+/// answers for it when it is this fresh, which after a model call's spend it usually is.
+const CANCEL_FRESH_MS: i64 = 1_000;
 
 enum Llm {
     Answer(ChatResponse),
@@ -427,30 +469,35 @@ impl Engine {
             )));
         }
         let now = self.now();
-        let claimed = self
-            .store()
-            .update_run_deferred(&run.id, &|r| {
-                change::claim(r, n, owner, now, self.config.lease_ms)
-            })
-            .await;
-        let run = match claimed {
-            Ok(run) => run,
-            Err(StoreError::Rejected(Rejection::LeaseHeld { expires_at })) => {
-                let delay_ms = (expires_at - now).clamp(1_000, 60_000) as u64;
-                return Ok(StepOutcome::Retry { delay_ms });
-            }
-            Err(StoreError::Rejected(r)) => return Ok(StepOutcome::Dropped(r.to_string())),
-            Err(e) => return Err(e.into()),
+        // Checked here, written with the attempt's first write: a duplicate delivery or a
+        // live lease is turned away before any model call, at no cost.
+        let run = match change::claim(&run, n, owner, now, self.config.lease_ms) {
+            Ok(claim) => claim.run,
+            Err(r) => return Ok(turned_away(r, now)),
         };
-        self.crash(FaultPoint::AfterClaim, &run.id, n)?;
+        let claim = Claim {
+            owner,
+            lease_ms: self.config.lease_ms,
+            taken: AtomicBool::new(false),
+        };
 
-        let plan = match self.work(&run, n, owner, now, deadline_ms).await {
+        let plan = match self.work(&run, n, &claim, now, deadline_ms).await {
             Ok(plan) => plan,
+            Err(EngineError::Superseded(r)) => return Ok(turned_away(r, self.now())),
             Err(EngineError::Deferred { delay_ms, reason }) => {
+                // The deferral goes on the log even when no write took the claim yet.
+                let taken = claim.is_taken();
                 let now = self.now();
                 match self
                     .store()
-                    .update_run(&run.id, &|r| change::release(r, n, owner, &reason, now))
+                    .update_run(&run.id, &|r| {
+                        let release = |c: &Run| change::release(c, n, owner, &reason, now);
+                        if taken {
+                            release(r)
+                        } else {
+                            change::claimed(r, n, owner, now, claim.lease_ms, release)
+                        }
+                    })
                     .await
                 {
                     Ok(_) | Err(StoreError::Rejected(_)) => {}
@@ -463,9 +510,17 @@ impl Engine {
         };
         self.crash(FaultPoint::BeforeCommit, &run.id, n)?;
         // Deferred: until message n is acknowledged, a lost commit is redone on redelivery.
+        let taken = claim.is_taken();
+        let now = self.now();
         let committed = self
             .store()
-            .update_run_deferred(&run.id, &|r| plan.apply(r))
+            .update_run_deferred(&run.id, &|r| {
+                if taken {
+                    plan.apply(r)
+                } else {
+                    change::claimed(r, n, owner, now, claim.lease_ms, |c| plan.apply(c))
+                }
+            })
             .await;
         let run = match committed {
             Ok(run) => run,
@@ -539,11 +594,42 @@ impl Engine {
             latency_ms: resp.latency_ms,
         };
         let now = self.now();
-        self.store()
+        let claiming = !it.claim.is_taken();
+        let lease_ms = it.claim.lease_ms;
+        let written = self
+            .store()
             .update_run(&it.run.id, &|r| {
-                Ok(change::record_spend(r, it.n, &spend, now))
+                if claiming {
+                    change::claimed(r, it.n, it.claim.owner, now, lease_ms, |c| {
+                        Ok(change::record_spend(c, it.n, &spend, now))
+                    })
+                } else {
+                    Ok(change::record_spend(r, it.n, &spend, now))
+                }
             })
-            .await?;
+            .await;
+        match written {
+            Ok(run) => it.saw(&run, now),
+            Err(StoreError::Rejected(rejection)) if claiming => {
+                // Another attempt owns the iteration; this call was made all the same.
+                match self
+                    .store()
+                    .update_run(&it.run.id, &|r| {
+                        Ok(change::record_spend(r, it.n, &spend, now))
+                    })
+                    .await
+                {
+                    Ok(_) | Err(StoreError::Rejected(_)) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                return Err(EngineError::Superseded(rejection));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        if claiming {
+            it.claim.taken.store(true, Ordering::SeqCst);
+            self.crash(FaultPoint::AfterClaim, &it.run.id, it.n)?;
+        }
         {
             let mut s = it.spent();
             s.run.add_spend(&spend);
@@ -556,12 +642,15 @@ impl Engine {
         Ok(Llm::Answer(resp))
     }
 
-    async fn cancel_requested(&self, run_id: &str) -> Result<bool, EngineError> {
-        Ok(self
-            .store()
-            .get_run(run_id)
-            .await?
-            .is_some_and(|r| r.cancel_requested))
+    async fn cancel_requested(&self, it: &Iter<'_>) -> Result<bool, EngineError> {
+        let now = self.now();
+        if now - it.known_at.load(Ordering::SeqCst) > CANCEL_FRESH_MS {
+            match self.store().get_run(&it.run.id).await? {
+                Some(run) => it.saw(&run, now),
+                None => return Ok(true),
+            }
+        }
+        Ok(it.cancel.load(Ordering::SeqCst))
     }
 
     /// Planner with one corrective retry. Returns the output or the iteration's error.
@@ -748,7 +837,7 @@ impl Engine {
         &self,
         run: &Run,
         n: u32,
-        owner: &str,
+        claim: &Claim<'_>,
         started_at: i64,
         deadline_ms: Option<i64>,
     ) -> Result<CommitPlan, EngineError> {
@@ -807,6 +896,9 @@ impl Engine {
         };
         let it = Iter {
             run,
+            claim,
+            cancel: AtomicBool::new(run.cancel_requested),
+            known_at: AtomicI64::new(started_at),
             tools,
             n,
             started_at,
@@ -907,7 +999,7 @@ impl Engine {
 
             let executor_tasks: &[ExecutorTask] = if hold_plan { &[] } else { &out.executor_tasks };
             let more_llm = !failed.is_empty() || !executor_tasks.is_empty();
-            if more_llm && self.cancel_requested(&run.id).await? {
+            if more_llm && self.cancel_requested(&it).await? {
                 cancel = true;
             }
             if !failed.is_empty() && !cancel {
@@ -1096,7 +1188,7 @@ impl Engine {
         };
         Ok(CommitPlan {
             n,
-            owner: owner.to_string(),
+            owner: claim.owner.to_string(),
             verdict,
             plan: staged.plan,
             remaining_work,
