@@ -153,14 +153,22 @@ export class LongrunStack extends Stack {
       deletionProtection: prod,
       removalPolicy: prod ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
     });
-    // GSI1: a user's runs, newest first. GSI2 (sparse): runs owing a step or an outcome, and
-    // schedules that are due; only the sweeper reads it.
-    for (const gsi of ['GSI1', 'GSI2']) {
+    // GSI1: a user's runs, newest first, with their status (runs are then read by key, so
+    // the index is not rewritten on every write of a run). GSI2 (sparse): runs owing a step or
+    // an outcome, by their last write rounded down to 5 minutes, and schedules (their body)
+    // by when they are due; only the sweeper reads it. Keep in step with
+    // shared/aws/src/dynamodb.rs `INDEXES`.
+    const indexes: [string, string][] = [
+      ['GSI1', 'status'],
+      ['GSI2', 'body'],
+    ];
+    for (const [gsi, projected] of indexes) {
       this.table.addGlobalSecondaryIndex({
         indexName: gsi,
         partitionKey: { name: `${gsi}PK`, type: dynamodb.AttributeType.STRING },
         sortKey: { name: `${gsi}SK`, type: dynamodb.AttributeType.STRING },
-        projectionType: dynamodb.ProjectionType.ALL,
+        projectionType: dynamodb.ProjectionType.INCLUDE,
+        nonKeyAttributes: [projected],
       });
     }
 

@@ -103,14 +103,17 @@ resource "aws_dynamodb_table" "runs" {
     }
   }
 
-  # GSI1: a user's runs. GSI2 (sparse): runs owing a step or an outcome, and due schedules.
+  # GSI1: a user's runs with their status (runs are then read by key). GSI2 (sparse): runs
+  # owing a step or an outcome, by last write rounded down to 5 minutes, and schedules (their
+  # body) by when they are due. Keep in step with shared/aws/src/dynamodb.rs `INDEXES`.
   dynamic "global_secondary_index" {
-    for_each = ["GSI1", "GSI2"]
+    for_each = { GSI1 = "status", GSI2 = "body" }
     content {
-      name            = global_secondary_index.value
-      hash_key        = "${global_secondary_index.value}PK"
-      range_key       = "${global_secondary_index.value}SK"
-      projection_type = "ALL"
+      name               = global_secondary_index.key
+      hash_key           = "${global_secondary_index.key}PK"
+      range_key          = "${global_secondary_index.key}SK"
+      projection_type    = "INCLUDE"
+      non_key_attributes = [global_secondary_index.value]
     }
   }
 

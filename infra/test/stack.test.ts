@@ -99,14 +99,17 @@ describe('the longrun stack', () => {
       SSESpecification: { SSEEnabled: true, SSEType: 'KMS', KMSMasterKeyId: Match.anyValue() },
       TimeToLiveSpecification: { AttributeName: 'expires_at', Enabled: true },
       GlobalSecondaryIndexes: Match.arrayWith(
-        ['GSI1', 'GSI2'].map((g) =>
+        [
+          ['GSI1', 'status'],
+          ['GSI2', 'body'],
+        ].map(([g, projected]) =>
           Match.objectLike({
             IndexName: g,
             KeySchema: [
               { AttributeName: `${g}PK`, KeyType: 'HASH' },
               { AttributeName: `${g}SK`, KeyType: 'RANGE' },
             ],
-            Projection: { ProjectionType: 'ALL' },
+            Projection: { ProjectionType: 'INCLUDE', NonKeyAttributes: [projected] },
           }),
         ),
       ),

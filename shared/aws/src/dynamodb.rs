@@ -16,7 +16,9 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::primitives::Blob;
-use aws_sdk_dynamodb::types::{AttributeValue as Av, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{
+    AttributeValue as Av, KeysAndAttributes, Put, TransactWriteItem, Update,
+};
 use flate2::Compression;
 use flate2::read::DeflateDecoder;
 use flate2::write::DeflateEncoder;
@@ -33,6 +35,7 @@ use longrun_engine::tools::doc_hit;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::capacity::{IndexSpec, Projection};
 use crate::{describe, error_code};
 
 /// DynamoDB's limit on the items of one transaction.
@@ -43,10 +46,32 @@ const MAX_ATTEMPTS: u32 = 64;
 const NOTIFICATION_TTL_S: i64 = 90 * 24 * 3600;
 /// The sparse sweeper index holds only runs that may need the sweeper.
 const SWEEP_PARTITION: &str = "SWEEP";
+/// A run's place in the sweeper index is its last write rounded down to this: the index
+/// entry moves once per bucket, not on every write.
+const SWEEP_BUCKET_MS: i64 = 5 * 60 * 1000;
 /// Schedules share the sparse index, in their own partition keyed by `next_at`.
 const SCHEDULE_PARTITION: &str = "SCHED";
 pub const GSI_USER_RUNS: &str = "GSI1";
 pub const GSI_SWEEP: &str = "GSI2";
+
+/// The table's global secondary indexes; `infra/` declares the same.
+pub const INDEXES: [IndexSpec; 2] = [
+    IndexSpec {
+        name: GSI_USER_RUNS,
+        pk: "GSI1PK",
+        sk: "GSI1SK",
+        // Listing filters on status (rarely changed); the runs are then fetched by key, so
+        // the index is not rewritten by every write of a run.
+        projection: Projection::Include(&["status"]),
+    },
+    IndexSpec {
+        name: GSI_SWEEP,
+        pk: "GSI2PK",
+        sk: "GSI2SK",
+        // Schedules are read whole from it; runs only by key.
+        projection: Projection::Include(&["body"]),
+    },
+];
 
 fn s(v: impl Into<String>) -> Av {
     Av::S(v.into())
@@ -62,6 +87,10 @@ fn run_pk(run_id: &str) -> String {
 
 fn user_pk(user_id: &str) -> String {
     format!("USER#{user_id}")
+}
+
+fn sweep_bucket(ms: i64) -> i64 {
+    ms.div_euclid(SWEEP_BUCKET_MS) * SWEEP_BUCKET_MS
 }
 
 /// Zero-padded so that string order is numeric order.
@@ -91,6 +120,14 @@ fn num(item: &HashMap<String, Av>, name: &str) -> Result<u64, StoreError> {
         .ok_or_else(|| StoreError::Corrupt(format!("item lacks number attribute {name}")))
 }
 
+/// The run id of a run item (or its index entry), from its key.
+fn run_id_of(item: &HashMap<String, Av>) -> Result<String, StoreError> {
+    attr(item, "PK")?
+        .strip_prefix("RUN#")
+        .map(str::to_string)
+        .ok_or_else(|| StoreError::Corrupt("an index entry that is not a run".into()))
+}
+
 fn from_attr<T: DeserializeOwned>(item: &HashMap<String, Av>, name: &str) -> Result<T, StoreError> {
     serde_json::from_str(attr(item, name)?).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
@@ -118,6 +155,9 @@ pub struct DynamoDbRunStore {
     /// a fresh copy saves the read before every claim, spend and commit.
     cache: Mutex<HashMap<String, (Run, u64)>>,
 }
+
+/// Sweeper index entries looked at per sweep, at least.
+const STALE_CANDIDATES: usize = 200;
 
 /// Runs remembered per instance; a Lambda instance works on a handful at a time.
 const CACHE_MAX: usize = 512;
@@ -200,7 +240,11 @@ impl DynamoDbRunStore {
             item.insert("GSI2PK".into(), s(SWEEP_PARTITION));
             item.insert(
                 "GSI2SK".into(),
-                s(format!("{}#{}", stamp(run.updated_at), run.id)),
+                s(format!(
+                    "{}#{}",
+                    stamp(sweep_bucket(run.updated_at)),
+                    run.id
+                )),
             );
         }
         Ok(item)
@@ -384,6 +428,57 @@ impl DynamoDbRunStore {
         Err(StoreError::Conflict(format!(
             "run {run_id} kept changing under {MAX_ATTEMPTS} attempts"
         )))
+    }
+
+    /// The runs of `ids` that exist, in that order, read consistently in batches of 100.
+    async fn runs_by_id(&self, ids: &[String]) -> Result<Vec<Run>, StoreError> {
+        let mut found: HashMap<String, Run> = HashMap::with_capacity(ids.len());
+        for chunk in ids.chunks(100) {
+            let mut keys: Vec<HashMap<String, Av>> = chunk
+                .iter()
+                .map(|id| HashMap::from([("PK".into(), s(run_pk(id))), ("SK".into(), s("RUN"))]))
+                .collect();
+            for attempt in 0..MAX_ATTEMPTS {
+                if keys.is_empty() {
+                    break;
+                }
+                let ka = KeysAndAttributes::builder()
+                    .set_keys(Some(std::mem::take(&mut keys)))
+                    .consistent_read(true)
+                    .build()
+                    .map_err(unavailable)?;
+                let out = self
+                    .client
+                    .batch_get_item()
+                    .request_items(&self.table, ka)
+                    .send()
+                    .await
+                    .map_err(|e| unavailable(describe(&e)))?;
+                for item in out
+                    .responses
+                    .and_then(|mut r| r.remove(&self.table))
+                    .unwrap_or_default()
+                {
+                    let run: Run = unpack(&item, "run")?;
+                    found.insert(run.id.clone(), run);
+                }
+                keys = out
+                    .unprocessed_keys
+                    .and_then(|mut u| u.remove(&self.table))
+                    .map(|ka| ka.keys)
+                    .unwrap_or_default();
+                if !keys.is_empty() {
+                    let ms = fastrand::u64(5..=50) << attempt.min(5);
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                }
+            }
+            if !keys.is_empty() {
+                return Err(StoreError::Unavailable(
+                    "runs left unread after repeated batch retries".into(),
+                ));
+            }
+        }
+        Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
     }
 
     async fn query_pages(
@@ -601,7 +696,11 @@ impl RunStore for DynamoDbRunStore {
                 q.limit,
             )
             .await?;
-        items.iter().map(|i| unpack(i, "run")).collect()
+        let ids = items
+            .iter()
+            .map(run_id_of)
+            .collect::<Result<Vec<_>, _>>()?;
+        self.runs_by_id(&ids).await
     }
 
     async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> Result<Run, StoreError> {
@@ -814,20 +913,34 @@ impl RunStore for DynamoDbRunStore {
     }
 
     async fn stale_runs(&self, updated_before: i64, limit: usize) -> Result<Vec<Run>, StoreError> {
-        let before = stamp(updated_before);
+        // Every bucket up to the one holding `updated_before`; the runs themselves say which
+        // were really not written since.
+        let upto = stamp(sweep_bucket(updated_before) + SWEEP_BUCKET_MS);
         let items = self
             .query_pages(
                 |b| {
                     b.index_name(GSI_SWEEP)
-                        .key_condition_expression("GSI2PK = :pk AND GSI2SK < :before")
+                        .key_condition_expression("GSI2PK = :pk AND GSI2SK < :upto")
                         .expression_attribute_values(":pk", s(SWEEP_PARTITION))
-                        .expression_attribute_values(":before", s(before.clone()))
-                        .limit(limit.clamp(1, 1000) as i32)
+                        .expression_attribute_values(":upto", s(upto.clone()))
+                        .limit(STALE_CANDIDATES as i32)
                 },
-                limit,
+                STALE_CANDIDATES.max(limit),
             )
             .await?;
-        items.iter().map(|i| unpack(i, "run")).collect()
+        let ids = items
+            .iter()
+            .map(run_id_of)
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut runs: Vec<Run> = self
+            .runs_by_id(&ids)
+            .await?
+            .into_iter()
+            .filter(|r| r.updated_at < updated_before && (r.status.is_claimable() || !r.notified))
+            .collect();
+        runs.sort_by(|a, b| (a.updated_at, &a.id).cmp(&(b.updated_at, &b.id)));
+        runs.truncate(limit);
+        Ok(runs)
     }
 
     async fn put_tool(&self, user_id: &str, tool: &UserTool) -> Result<(), StoreError> {

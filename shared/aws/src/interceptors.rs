@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::capacity::WriteModel;
+
 use aws_sdk_dynamodb::config::interceptors::{
     BeforeDeserializationInterceptorContextMut, BeforeDeserializationInterceptorContextRef,
     BeforeTransmitInterceptorContextMut, BeforeTransmitInterceptorContextRef,
@@ -45,9 +47,9 @@ fn operation_of(ctx: &BeforeTransmitInterceptorContextRef<'_>) -> String {
 }
 
 /// What the counter saw: requests by `service:Operation` (retries included) and the DynamoDB
-/// capacity units they consume at on-demand pricing, estimated from the wire: a write costs
-/// 1 WRU per started KB of each item (2 inside a transaction), a strongly consistent read 1
-/// RRU per started 4 KB returned.
+/// capacity units they consume at on-demand pricing, modelled from the wire (see
+/// [`crate::capacity`]): table and index write units, and a strongly consistent read's 1 RRU
+/// per started 4 KB returned.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CallTally {
     pub calls: BTreeMap<String, u64>,
@@ -57,9 +59,25 @@ pub struct CallTally {
     pub transact_items: u64,
 }
 
-/// Counts requests and estimates DynamoDB capacity units (the cost benchmark).
+#[derive(Debug)]
+struct Counted {
+    tally: CallTally,
+    model: WriteModel,
+}
+
+impl Default for Counted {
+    fn default() -> Self {
+        Counted {
+            tally: CallTally::default(),
+            model: WriteModel::new(&crate::dynamodb::INDEXES),
+        }
+    }
+}
+
+/// Counts requests and estimates DynamoDB capacity units (the cost benchmark), for the
+/// table as `provision` creates it.
 #[derive(Clone, Debug, Default)]
-pub struct CallCounter(Arc<Mutex<CallTally>>);
+pub struct CallCounter(Arc<Mutex<Counted>>);
 
 #[derive(Clone, Debug)]
 struct Operation(String);
@@ -72,38 +90,18 @@ fn kb(bytes: usize, unit: usize) -> u64 {
     bytes.div_ceil(unit).max(1) as u64
 }
 
-/// Write units of a DynamoDB write request, from its JSON body.
-fn write_units(op: &str, body: &[u8]) -> u64 {
-    let Ok(req) = serde_json::from_slice::<serde_json::Value>(body) else {
-        return 0;
-    };
-    let size = |v: &serde_json::Value| v.to_string().len();
-    match op {
-        "dynamodb:PutItem" => kb(size(&req["Item"]), 1024),
-        "dynamodb:UpdateItem" | "dynamodb:DeleteItem" => 1,
-        "dynamodb:TransactWriteItems" => req["TransactItems"]
-            .as_array()
-            .map(|items| {
-                items
-                    .iter()
-                    .map(|i| match i.get("Put") {
-                        Some(put) => 2 * kb(size(&put["Item"]), 1024),
-                        None => 2,
-                    })
-                    .sum()
-            })
-            .unwrap_or(0),
-        _ => 0,
-    }
-}
-
 impl CallCounter {
-    pub fn snapshot(&self) -> CallTally {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    fn lock(&self) -> std::sync::MutexGuard<'_, Counted> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    pub fn snapshot(&self) -> CallTally {
+        self.lock().tally.clone()
+    }
+
+    /// Zeroes the counts; the items seen so far still price later writes.
     pub fn reset(&self) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = CallTally::default();
+        self.lock().tally = CallTally::default();
     }
 }
 
@@ -120,7 +118,8 @@ impl Intercept for CallCounter {
     ) -> Result<(), BoxError> {
         let op = operation_of(ctx);
         let body = ctx.request().body().bytes().unwrap_or_default();
-        let wru = write_units(&op, body);
+        let mut c = self.lock();
+        let wru = c.model.write_units(&op, body);
         let items = if op == "dynamodb:TransactWriteItems" {
             serde_json::from_slice::<serde_json::Value>(body)
                 .ok()
@@ -129,7 +128,7 @@ impl Intercept for CallCounter {
         } else {
             0
         };
-        let mut t = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let t = &mut c.tally;
         *t.calls.entry(op.clone()).or_default() += 1;
         t.write_units += wru;
         t.transact_items += items;
@@ -153,7 +152,7 @@ impl Intercept for CallCounter {
                 .get("content-length")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0);
-            self.0.lock().unwrap_or_else(|e| e.into_inner()).read_units += kb(len, 4096);
+            self.lock().tally.read_units += kb(len, 4096);
         }
         Ok(())
     }
@@ -234,26 +233,5 @@ impl Intercept for ThrottleInjector {
             r#"{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate of requests exceeds the allowed throughput."}"#,
         );
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn transactional_puts_cost_two_units_per_started_kilobyte_of_each_item() {
-        let small = serde_json::json!({"PK": {"S": "RUN#r"}});
-        let big = serde_json::json!({"PK": {"S": "x".repeat(1500)}});
-        let body = serde_json::json!({"TransactItems": [
-            {"Put": {"Item": small}}, {"Put": {"Item": big}}, {"Update": {"Key": {}}}]});
-        let units = write_units("dynamodb:TransactWriteItems", body.to_string().as_bytes());
-        assert_eq!(units, 2 + 4 + 2);
-        let put = serde_json::json!({"Item": {"PK": {"S": "x".repeat(2100)}}});
-        assert_eq!(
-            write_units("dynamodb:PutItem", put.to_string().as_bytes()),
-            3
-        );
-        assert_eq!(write_units("dynamodb:GetItem", b"{}"), 0);
     }
 }

@@ -5,6 +5,7 @@
 //! only by the standard `AWS_ENDPOINT_URL` / `AWS_ENDPOINT_URL_<SERVICE>` settings.
 
 pub mod bedrock;
+pub mod capacity;
 pub mod dynamodb;
 pub mod interceptors;
 pub mod provision;

@@ -2,12 +2,13 @@
 //! local emulator and a first try-out. Production deploys use `infra/`.
 
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType,
+    Projection as AwsProjection, ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
 };
 use aws_sdk_sqs::types::QueueAttributeName;
 
-use crate::dynamodb::{GSI_SWEEP, GSI_USER_RUNS};
+use crate::capacity::{IndexSpec, Projection};
+use crate::dynamodb::INDEXES;
 use crate::{AwsClients, describe};
 
 #[derive(Debug, thiserror::Error)]
@@ -40,16 +41,20 @@ fn string_attr(name: &str) -> Result<AttributeDefinition, ProvisionError> {
         .map_err(|e| failed("attribute", e))
 }
 
-fn gsi(name: &str, pk: &str, sk: &str) -> Result<GlobalSecondaryIndex, ProvisionError> {
+fn gsi(ix: &IndexSpec) -> Result<GlobalSecondaryIndex, ProvisionError> {
+    let projection = match ix.projection {
+        Projection::All => AwsProjection::builder().projection_type(ProjectionType::All),
+        Projection::KeysOnly => AwsProjection::builder().projection_type(ProjectionType::KeysOnly),
+        Projection::Include(names) => names.iter().fold(
+            AwsProjection::builder().projection_type(ProjectionType::Include),
+            |p, n| p.non_key_attributes(*n),
+        ),
+    };
     GlobalSecondaryIndex::builder()
-        .index_name(name)
-        .key_schema(key(pk, KeyType::Hash)?)
-        .key_schema(key(sk, KeyType::Range)?)
-        .projection(
-            Projection::builder()
-                .projection_type(ProjectionType::All)
-                .build(),
-        )
+        .index_name(ix.name)
+        .key_schema(key(ix.pk, KeyType::Hash)?)
+        .key_schema(key(ix.sk, KeyType::Range)?)
+        .projection(projection.build())
         .build()
         .map_err(|e| failed("index", e))
 }
@@ -64,10 +69,13 @@ pub async fn create_table(c: &AwsClients, table: &str) -> Result<(), ProvisionEr
         .billing_mode(BillingMode::PayPerRequest)
         .key_schema(key("PK", KeyType::Hash)?)
         .key_schema(key("SK", KeyType::Range)?)
-        .global_secondary_indexes(gsi(GSI_USER_RUNS, "GSI1PK", "GSI1SK")?)
-        .global_secondary_indexes(gsi(GSI_SWEEP, "GSI2PK", "GSI2SK")?);
-    for a in ["PK", "SK", "GSI1PK", "GSI1SK", "GSI2PK", "GSI2SK"] {
-        req = req.attribute_definitions(string_attr(a)?);
+        .attribute_definitions(string_attr("PK")?)
+        .attribute_definitions(string_attr("SK")?);
+    for ix in &INDEXES {
+        req = req
+            .global_secondary_indexes(gsi(ix)?)
+            .attribute_definitions(string_attr(ix.pk)?)
+            .attribute_definitions(string_attr(ix.sk)?);
     }
     req.send()
         .await
