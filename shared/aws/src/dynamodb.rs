@@ -89,6 +89,10 @@ fn user_pk(user_id: &str) -> String {
     format!("USER#{user_id}")
 }
 
+fn event_sk(seq: u64) -> String {
+    format!("EVT#{seq:010}")
+}
+
 fn sweep_bucket(ms: i64) -> i64 {
     ms.div_euclid(SWEEP_BUCKET_MS) * SWEEP_BUCKET_MS
 }
@@ -153,8 +157,21 @@ pub struct DynamoDbRunStore {
     /// The last version of each run this instance read or wrote. A write computed from it is
     /// still conditioned on `ver`, so a stale copy costs one failed write, never a wrong one;
     /// a fresh copy saves the read before every claim, spend and commit.
-    cache: Mutex<HashMap<String, (Run, u64)>>,
+    cache: Mutex<HashMap<String, Stored>>,
 }
+
+/// A run item as stored: the run, its version, and its events not yet moved to an event
+/// batch item (a write of the run alone carries its events in the run item: one item
+/// written, outside a transaction; the next transaction moves them to a batch item).
+#[derive(Clone)]
+struct Stored {
+    run: Run,
+    ver: u64,
+    tail: Vec<Event>,
+}
+
+/// Events a run item may carry before a write moves them to a batch item.
+const TAIL_MAX: usize = 8;
 
 /// Sweeper index entries looked at per sweep, at least.
 const STALE_CANDIDATES: usize = 200;
@@ -181,16 +198,16 @@ impl DynamoDbRunStore {
         }
     }
 
-    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Run, u64)>> {
+    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<String, Stored>> {
         self.cache.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn remember(&self, run: &Run, ver: u64) {
+    fn remember(&self, stored: &Stored) {
         let mut c = self.cache();
-        if c.len() >= CACHE_MAX && !c.contains_key(&run.id) {
+        if c.len() >= CACHE_MAX && !c.contains_key(&stored.run.id) {
             c.clear();
         }
-        c.insert(run.id.clone(), (run.clone(), ver));
+        c.insert(stored.run.id.clone(), stored.clone());
     }
 
     fn forget(&self, run_id: &str) {
@@ -201,7 +218,7 @@ impl DynamoDbRunStore {
         &self.table
     }
 
-    async fn load(&self, run_id: &str) -> Result<Option<(Run, u64)>, StoreError> {
+    async fn load(&self, run_id: &str) -> Result<Option<Stored>, StoreError> {
         let out = self
             .client
             .get_item()
@@ -216,12 +233,24 @@ impl DynamoDbRunStore {
             self.forget(run_id);
             return Ok(None);
         };
-        let (run, ver): (Run, u64) = (unpack(&item, "run")?, num(&item, "ver")?);
-        self.remember(&run, ver);
-        Ok(Some((run, ver)))
+        let stored = Stored {
+            run: unpack(&item, "run")?,
+            ver: num(&item, "ver")?,
+            tail: match item.get("tail") {
+                Some(_) => unpack(&item, "tail")?,
+                None => vec![],
+            },
+        };
+        self.remember(&stored);
+        Ok(Some(stored))
     }
 
-    fn run_item(&self, run: &Run, ver: u64) -> Result<HashMap<String, Av>, StoreError> {
+    fn run_item(
+        &self,
+        run: &Run,
+        ver: u64,
+        tail: &[Event],
+    ) -> Result<HashMap<String, Av>, StoreError> {
         let mut item = HashMap::from([
             ("PK".to_string(), s(run_pk(&run.id))),
             ("SK".to_string(), s("RUN")),
@@ -247,39 +276,33 @@ impl DynamoDbRunStore {
                 )),
             );
         }
+        if !tail.is_empty() {
+            item.insert("tail".into(), pack(&tail)?);
+        }
         Ok(item)
     }
 
-    /// The whole change as one transaction. `expected_ver` is `None` for a create.
+    /// The whole change in one write: a conditional put of the run item alone when nothing
+    /// else changes (its events ride in its tail), else one transaction. `base` is `None` for
+    /// a create.
     async fn write(
         &self,
         mut change: RunChange,
-        base_seq: u64,
-        expected_ver: Option<u64>,
+        base: Option<&Stored>,
         release_counter: bool,
-    ) -> Result<Run, WriteFailure> {
+    ) -> Result<Stored, WriteFailure> {
         let at = change.run.updated_at;
-        let events = sequence_events(&mut change, base_seq, at);
+        let base_seq = base.map_or(0, |b| b.run.event_seq);
+        let expected_ver = base.map(|b| b.ver);
+        let mut events = base.map(|b| b.tail.clone()).unwrap_or_default();
+        events.extend(sequence_events(&mut change, base_seq, at));
         let run = &change.run;
         let pk = run_pk(&run.id);
-        let mut items: Vec<(Slot, TransactWriteItem)> = vec![];
-
         let next_ver = expected_ver.map_or(1, |v| v + 1);
-        let mut run_put = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(self.run_item(run, next_ver)?));
-        run_put = match expected_ver {
-            None => run_put.condition_expression("attribute_not_exists(PK)"),
-            Some(v) => run_put
-                .condition_expression("ver = :ver")
-                .expression_attribute_values(":ver", n(v)),
-        };
-        items.push((Slot::Run, put_item(run_put)?));
 
-        match change.active {
-            ActiveDelta::None => {}
-            ActiveDelta::Acquire { limit } => {
-                let upd = Update::builder()
+        let counter = match change.active {
+            ActiveDelta::Acquire { limit } => Some(
+                Update::builder()
                     .table_name(&self.table)
                     .key("PK", s(user_pk(&run.user_id)))
                     .key("SK", s("ACTIVE"))
@@ -288,16 +311,10 @@ impl DynamoDbRunStore {
                     .expression_attribute_names("#c", "count")
                     .expression_attribute_values(":zero", n(0))
                     .expression_attribute_values(":one", n(1))
-                    .expression_attribute_values(":limit", n(limit))
-                    .build()
-                    .map_err(unavailable)?;
-                items.push((
-                    Slot::Counter,
-                    TransactWriteItem::builder().update(upd).build(),
-                ));
-            }
-            ActiveDelta::Release if release_counter => {
-                let upd = Update::builder()
+                    .expression_attribute_values(":limit", n(limit)),
+            ),
+            ActiveDelta::Release if release_counter => Some(
+                Update::builder()
                     .table_name(&self.table)
                     .key("PK", s(user_pk(&run.user_id)))
                     .key("SK", s("ACTIVE"))
@@ -305,22 +322,66 @@ impl DynamoDbRunStore {
                     .condition_expression("#c > :zero")
                     .expression_attribute_names("#c", "count")
                     .expression_attribute_values(":zero", n(0))
-                    .expression_attribute_values(":one", n(1))
-                    .build()
-                    .map_err(unavailable)?;
-                items.push((
-                    Slot::Counter,
-                    TransactWriteItem::builder().update(upd).build(),
-                ));
-            }
-            ActiveDelta::Release => {}
+                    .expression_attribute_values(":one", n(1)),
+            ),
+            ActiveDelta::Release | ActiveDelta::None => None,
+        };
+        let alone = expected_ver.is_some()
+            && counter.is_none()
+            && change.iteration.is_none()
+            && change.pad.is_none()
+            && change.docs.is_empty()
+            && events.len() <= TAIL_MAX;
+        if let (true, Some(ver)) = (alone, expected_ver) {
+            let result = self
+                .client
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(self.run_item(run, next_ver, &events)?))
+                .condition_expression("ver = :ver")
+                .expression_attribute_values(":ver", n(ver))
+                .send()
+                .await;
+            return match result {
+                Ok(_) => Ok(Stored {
+                    run: change.run,
+                    ver: next_ver,
+                    tail: events,
+                }),
+                Err(e) if error_code(&e) == Some("ConditionalCheckFailedException") => {
+                    Err(WriteFailure::Raced)
+                }
+                Err(e) => Err(WriteFailure::Store(unavailable(describe(&e)))),
+            };
         }
 
-        for e in &events {
+        let mut items: Vec<(Slot, TransactWriteItem)> = vec![];
+        let mut run_put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(self.run_item(run, next_ver, &[])?));
+        run_put = match expected_ver {
+            None => run_put.condition_expression("attribute_not_exists(PK)"),
+            Some(v) => run_put
+                .condition_expression("ver = :ver")
+                .expression_attribute_values(":ver", n(v)),
+        };
+        items.push((Slot::Run, put_item(run_put)?));
+        if let Some(upd) = counter {
+            items.push((
+                Slot::Counter,
+                TransactWriteItem::builder()
+                    .update(upd.build().map_err(unavailable)?)
+                    .build(),
+            ));
+        }
+        // The write's events, after the run item's tail, in one batch item keyed by its first
+        // seq; a put that finds the key taken lost a race.
+        if let (Some(first), Some(last)) = (events.first(), events.last()) {
             let item = HashMap::from([
                 ("PK".to_string(), s(pk.clone())),
-                ("SK".to_string(), s(format!("EVT#{:010}", e.seq))),
-                ("body".to_string(), s(to_json(e)?)),
+                ("SK".to_string(), s(event_sk(first.seq))),
+                ("last".to_string(), n(last.seq)),
+                ("evts".to_string(), pack(&events)?),
             ]);
             let p = Put::builder()
                 .table_name(&self.table)
@@ -328,12 +389,19 @@ impl DynamoDbRunStore {
                 .condition_expression("attribute_not_exists(PK)");
             items.push((Slot::Event, put_item(p)?));
         }
-        if let Some(rec) = &change.iteration {
-            let item = HashMap::from([
+        // The scratchpad entry lives with its iteration: one item fewer per commit.
+        let n = change.iteration.as_ref().map(|r| r.n).or(change.pad.as_ref().map(|p| p.n));
+        if let Some(n) = n {
+            let mut item = HashMap::from([
                 ("PK".to_string(), s(pk.clone())),
-                ("SK".to_string(), s(format!("ITER#{:06}", rec.n))),
-                ("rec".to_string(), pack(rec)?),
+                ("SK".to_string(), s(format!("ITER#{n:06}"))),
             ]);
+            if let Some(rec) = &change.iteration {
+                item.insert("rec".into(), pack(rec)?);
+            }
+            if let Some(pad) = &change.pad {
+                item.insert("scratch".into(), pack(pad)?);
+            }
             let p = Put::builder()
                 .table_name(&self.table)
                 .set_item(Some(item))
@@ -357,15 +425,6 @@ impl DynamoDbRunStore {
             let p = Put::builder().table_name(&self.table).set_item(Some(item));
             items.push((Slot::Other, put_item(p)?));
         }
-        if let Some(p) = &change.pad {
-            let item = HashMap::from([
-                ("PK".to_string(), s(pk.clone())),
-                ("SK".to_string(), s(format!("PAD#{:06}", p.n))),
-                ("body".to_string(), s(to_json(p)?)),
-            ]);
-            let p = Put::builder().table_name(&self.table).set_item(Some(item));
-            items.push((Slot::Other, put_item(p)?));
-        }
         if items.len() > MAX_TRANSACTION_ITEMS {
             return Err(StoreError::Corrupt(format!(
                 "a change of {} items exceeds DynamoDB's {MAX_TRANSACTION_ITEMS}-item transaction",
@@ -382,7 +441,11 @@ impl DynamoDbRunStore {
             .send()
             .await;
         match result {
-            Ok(_) => Ok(change.run),
+            Ok(_) => Ok(Stored {
+                run: change.run,
+                ver: next_ver,
+                tail: vec![],
+            }),
             Err(e) => Err(classify(&e, &slots, &change, expected_ver.is_none())),
         }
     }
@@ -392,21 +455,20 @@ impl DynamoDbRunStore {
         let mut cached = self.cache().get(run_id).cloned();
         for attempt in 0..MAX_ATTEMPTS {
             let fresh = cached.is_none();
-            let (run, ver) = match cached.take() {
+            let stored = match cached.take() {
                 Some(c) => c,
                 None => self.load(run_id).await?.ok_or(Rejection::NotFound)?,
             };
-            let base = run.event_seq;
-            let c = match change(&run) {
+            let c = match change(&stored.run) {
                 Ok(c) => c,
                 // Only the current state may say no.
                 Err(_) if !fresh => continue,
                 Err(rejection) => return Err(rejection.into()),
             };
-            match self.write(c, base, Some(ver), release_counter).await {
+            match self.write(c, Some(&stored), release_counter).await {
                 Ok(next) => {
-                    self.remember(&next, ver + 1);
-                    return Ok(next);
+                    self.remember(&next);
+                    return Ok(next.run);
                 }
                 Err(WriteFailure::Store(e)) => {
                     self.forget(run_id);
@@ -414,7 +476,7 @@ impl DynamoDbRunStore {
                 }
                 Err(WriteFailure::CounterEmpty) => {
                     release_counter = false;
-                    cached = Some((run, ver));
+                    cached = Some(stored);
                 }
                 Err(WriteFailure::Raced) => {
                     self.forget(run_id);
@@ -648,10 +710,10 @@ fn classify(
 #[async_trait]
 impl RunStore for DynamoDbRunStore {
     async fn create_run(&self, change: RunChange) -> Result<Run, StoreError> {
-        match self.write(change, 0, None, true).await {
-            Ok(run) => {
-                self.remember(&run, 1);
-                Ok(run)
+        match self.write(change, None, true).await {
+            Ok(stored) => {
+                self.remember(&stored);
+                Ok(stored.run)
             }
             Err(WriteFailure::Store(e)) => Err(e),
             Err(WriteFailure::Raced) | Err(WriteFailure::CounterEmpty) => {
@@ -661,7 +723,7 @@ impl RunStore for DynamoDbRunStore {
     }
 
     async fn get_run(&self, run_id: &str) -> Result<Option<Run>, StoreError> {
-        Ok(self.load(run_id).await?.map(|(run, _)| run))
+        Ok(self.load(run_id).await?.map(|stored| stored.run))
     }
 
     async fn list_runs(&self, user_id: &str, q: &RunQuery) -> Result<Vec<Run>, StoreError> {
@@ -696,10 +758,7 @@ impl RunStore for DynamoDbRunStore {
                 q.limit,
             )
             .await?;
-        let ids = items
-            .iter()
-            .map(run_id_of)
-            .collect::<Result<Vec<_>, _>>()?;
+        let ids = items.iter().map(run_id_of).collect::<Result<Vec<_>, _>>()?;
         self.runs_by_id(&ids).await
     }
 
@@ -716,16 +775,79 @@ impl RunStore for DynamoDbRunStore {
         if limit == 0 {
             return Ok(vec![]);
         }
-        let items = self
-            .range(
-                run_id,
-                format!("EVT#{:010}", after + 1),
-                "EVT#9999999999".into(),
-                limit,
-                false,
-            )
-            .await?;
-        items.iter().map(|i| from_attr(i, "body")).collect()
+        // The run item first: an event in its tail then is either still there or, moved
+        // since, in a batch item the queries below find.
+        let Some(stored) = self.load(run_id).await? else {
+            return Ok(vec![]);
+        };
+        let pk = run_pk(run_id);
+        // The batch holding `after + 1` may start before it.
+        let mut from = event_sk(after + 1);
+        if after > 0 {
+            let holder = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("PK = :pk AND SK BETWEEN :lo AND :hi")
+                .expression_attribute_values(":pk", s(pk.clone()))
+                .expression_attribute_values(":lo", s(event_sk(0)))
+                .expression_attribute_values(":hi", s(event_sk(after + 1)))
+                .projection_expression("SK, #l")
+                .expression_attribute_names("#l", "last")
+                .scan_index_forward(false)
+                .limit(1)
+                .consistent_read(true)
+                .send()
+                .await
+                .map_err(|e| unavailable(describe(&e)))?;
+            if let Some(item) = holder.items.unwrap_or_default().first()
+                && num(item, "last")? > after
+            {
+                from = attr(item, "SK")?.to_string();
+            }
+        }
+        let mut out: Vec<Event> = vec![];
+        let mut start: Option<HashMap<String, Av>> = None;
+        'pages: loop {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("PK = :pk AND SK BETWEEN :from AND :to")
+                .expression_attribute_values(":pk", s(pk.clone()))
+                .expression_attribute_values(":from", s(from.clone()))
+                .expression_attribute_values(":to", s(event_sk(9_999_999_999)))
+                .consistent_read(true)
+                .limit(limit.clamp(1, 100) as i32)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| unavailable(describe(&e)))?;
+            for item in page.items.unwrap_or_default() {
+                let batch: Vec<Event> = unpack(&item, "evts")?;
+                for e in batch {
+                    if e.seq > out.last().map_or(after, |l| l.seq) {
+                        out.push(e);
+                        if out.len() >= limit {
+                            break 'pages;
+                        }
+                    }
+                }
+            }
+            match page.last_evaluated_key {
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => break,
+            }
+        }
+        for e in stored.tail {
+            if out.len() >= limit {
+                break;
+            }
+            if e.seq > out.last().map_or(after, |l| l.seq) {
+                out.push(e);
+            }
+        }
+        Ok(out)
     }
 
     async fn iterations(
@@ -746,7 +868,11 @@ impl RunStore for DynamoDbRunStore {
                 false,
             )
             .await?;
-        items.iter().map(|i| unpack(i, "rec")).collect()
+        items
+            .iter()
+            .filter(|i| i.contains_key("rec"))
+            .map(|i| unpack(i, "rec"))
+            .collect()
     }
 
     async fn docs(
@@ -811,11 +937,12 @@ impl RunStore for DynamoDbRunStore {
             return Ok(vec![]);
         }
         let items = self
-            .with_prefix(run_pk(run_id), "PAD#".into(), "body", last, true)
+            .with_prefix(run_pk(run_id), "ITER#".into(), "scratch", last, true)
             .await?;
         let mut out = items
             .iter()
-            .map(|i| from_attr(i, "body"))
+            .filter(|i| i.contains_key("scratch"))
+            .map(|i| unpack(i, "scratch"))
             .collect::<Result<Vec<PadEntry>, _>>()?;
         out.reverse();
         Ok(out)
@@ -928,10 +1055,7 @@ impl RunStore for DynamoDbRunStore {
                 STALE_CANDIDATES.max(limit),
             )
             .await?;
-        let ids = items
-            .iter()
-            .map(run_id_of)
-            .collect::<Result<Vec<_>, _>>()?;
+        let ids = items.iter().map(run_id_of).collect::<Result<Vec<_>, _>>()?;
         let mut runs: Vec<Run> = self
             .runs_by_id(&ids)
             .await?
