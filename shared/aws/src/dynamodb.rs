@@ -170,6 +170,22 @@ struct Stored {
     tail: Vec<Event>,
 }
 
+/// The run item's one packed attribute: the run and its tail, deflated together (they share
+/// most of their words), so a run written alone stays under one write unit's kilobyte.
+#[derive(Serialize)]
+struct RunBlobRef<'a> {
+    run: &'a Run,
+    #[serde(skip_serializing_if = "<[Event]>::is_empty")]
+    tail: &'a [Event],
+}
+
+#[derive(serde::Deserialize)]
+struct RunBlob {
+    run: Run,
+    #[serde(default)]
+    tail: Vec<Event>,
+}
+
 /// Events a run item may carry before a write moves them to a batch item.
 const TAIL_MAX: usize = 8;
 
@@ -233,13 +249,11 @@ impl DynamoDbRunStore {
             self.forget(run_id);
             return Ok(None);
         };
+        let blob: RunBlob = unpack(&item, "run")?;
         let stored = Stored {
-            run: unpack(&item, "run")?,
+            run: blob.run,
             ver: num(&item, "ver")?,
-            tail: match item.get("tail") {
-                Some(_) => unpack(&item, "tail")?,
-                None => vec![],
-            },
+            tail: blob.tail,
         };
         self.remember(&stored);
         Ok(Some(stored))
@@ -255,9 +269,8 @@ impl DynamoDbRunStore {
             ("PK".to_string(), s(run_pk(&run.id))),
             ("SK".to_string(), s("RUN")),
             ("ver".to_string(), n(ver)),
-            ("run".to_string(), pack(run)?),
+            ("run".to_string(), pack(&RunBlobRef { run, tail })?),
             ("status".to_string(), s(run.status.as_str())),
-            ("user_id".to_string(), s(run.user_id.clone())),
             ("GSI1PK".to_string(), s(user_pk(&run.user_id))),
             (
                 "GSI1SK".to_string(),
@@ -267,17 +280,7 @@ impl DynamoDbRunStore {
         // Sparse: only runs the sweeper may have to nudge (a next step or an outcome owed).
         if run.status.is_claimable() || !run.notified {
             item.insert("GSI2PK".into(), s(SWEEP_PARTITION));
-            item.insert(
-                "GSI2SK".into(),
-                s(format!(
-                    "{}#{}",
-                    stamp(sweep_bucket(run.updated_at)),
-                    run.id
-                )),
-            );
-        }
-        if !tail.is_empty() {
-            item.insert("tail".into(), pack(&tail)?);
+            item.insert("GSI2SK".into(), s(stamp(sweep_bucket(run.updated_at))));
         }
         Ok(item)
     }
@@ -390,7 +393,11 @@ impl DynamoDbRunStore {
             items.push((Slot::Event, put_item(p)?));
         }
         // The scratchpad entry lives with its iteration: one item fewer per commit.
-        let n = change.iteration.as_ref().map(|r| r.n).or(change.pad.as_ref().map(|p| p.n));
+        let n = change
+            .iteration
+            .as_ref()
+            .map(|r| r.n)
+            .or(change.pad.as_ref().map(|p| p.n));
         if let Some(n) = n {
             let mut item = HashMap::from([
                 ("PK".to_string(), s(pk.clone())),
@@ -521,7 +528,7 @@ impl DynamoDbRunStore {
                     .and_then(|mut r| r.remove(&self.table))
                     .unwrap_or_default()
                 {
-                    let run: Run = unpack(&item, "run")?;
+                    let run = unpack::<RunBlob>(&item, "run")?.run;
                     found.insert(run.id.clone(), run);
                 }
                 keys = out
@@ -623,7 +630,7 @@ impl DynamoDbRunStore {
 /// and their JSON compresses several-fold.
 fn pack<T: Serialize>(v: &T) -> Result<Av, StoreError> {
     let json = serde_json::to_vec(v).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-    let mut enc = DeflateEncoder::new(Vec::with_capacity(json.len() / 3), Compression::fast());
+    let mut enc = DeflateEncoder::new(Vec::with_capacity(json.len() / 3), Compression::best());
     enc.write_all(&json)
         .and_then(|_| enc.finish())
         .map(|b| Av::B(Blob::new(b)))
