@@ -254,7 +254,7 @@ impl LlmClient for BedrockClient {
         if let Some(system) = system {
             call = call.system(SystemContentBlock::Text(system));
         }
-        if let Some(schema) = &req.json_schema {
+        if let Some(schema) = req.json_schema.as_deref() {
             let spec = ToolSpecification::builder()
                 .name(ANSWER_TOOL)
                 .description("Give your answer; its input is the whole answer.")

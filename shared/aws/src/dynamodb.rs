@@ -1,10 +1,23 @@
-//! `DynamoDbRunStore`: the single-table model of DESIGN §4.
+//! `DynamoDbRunStore`: the single-table model of DESIGN §4, laid out for write cost.
 //!
 //! Every write is optimistic: read the run item (strongly consistent) with its `ver`, compute
-//! the change from it, and write the run, its events, iteration, docs, scratchpad entry and the
-//! per-user counter in ONE `TransactWriteItems` conditioned on `ver`. A lost race re-reads and
-//! recomputes; the LLM work that produced the change is never redone. Events are also put with
-//! `attribute_not_exists`, so two writers can never both own a seq.
+//! the change from it, and write it in ONE request conditioned on `ver`. A lost race re-reads
+//! and recomputes; the LLM work that produced the change is never redone.
+//!
+//! Items of a run (`PK = RUN#{id}`), each billed per started KB, twice inside a transaction:
+//! - `RUN`: the run and its *tail* (events not yet in a log item), deflated together. A change
+//!   of the run alone (a claim, a model call's spend, most API actions) is one conditional put
+//!   of this item, its events added to the tail: 1 WRU.
+//! - `ITER#{n:06}`: iteration n's log item: its record, scratchpad entry and the events of its
+//!   commit (the tail first), deflated together, with `first`/`last` seq.
+//! - `ITER#{n:06}#{first:010}`: a batch of events appended by a transaction that commits no
+//!   iteration (create, a counter release, a full tail), after iteration n. Log items' key
+//!   order is therefore seq order, and the event log stays gapless: a log item's key is put
+//!   with `attribute_not_exists`, so two writers can never both own a seq.
+//! - `DOC#{path}`: workspace documents.
+//!
+//! Anything else (iteration, docs, counter) makes the write one `TransactWriteItems` of the
+//! run item (tail emptied), the log item, the docs and the per-user counter.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -89,9 +102,12 @@ fn user_pk(user_id: &str) -> String {
     format!("USER#{user_id}")
 }
 
-fn event_sk(seq: u64) -> String {
-    format!("EVT#{seq:010}")
+fn iter_sk(n: u32) -> String {
+    format!("ITER#{n:06}")
 }
+
+/// Past every log item's key.
+const LOG_END: &str = "ITER#999999~";
 
 fn sweep_bucket(ms: i64) -> i64 {
     ms.div_euclid(SWEEP_BUCKET_MS) * SWEEP_BUCKET_MS
@@ -184,6 +200,28 @@ struct RunBlob {
     run: Run,
     #[serde(default)]
     tail: Vec<Event>,
+}
+
+/// A log item's packed attribute: an iteration's record, scratchpad entry and the events
+/// its commit appended, deflated together (a commit's events repeat its summary).
+#[derive(Serialize)]
+struct LogItemRef<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rec: Option<&'a IterationRecord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scratch: Option<&'a PadEntry>,
+    #[serde(skip_serializing_if = "<[Event]>::is_empty")]
+    evts: &'a [Event],
+}
+
+#[derive(serde::Deserialize)]
+struct LogItem {
+    #[serde(default)]
+    rec: Option<IterationRecord>,
+    #[serde(default)]
+    scratch: Option<PadEntry>,
+    #[serde(default)]
+    evts: Vec<Event>,
 }
 
 /// Events a run item may carry before a write moves them to a batch item.
@@ -377,43 +415,47 @@ impl DynamoDbRunStore {
                     .build(),
             ));
         }
-        // The write's events, after the run item's tail, in one batch item keyed by its first
-        // seq; a put that finds the key taken lost a race.
-        if let (Some(first), Some(last)) = (events.first(), events.last()) {
-            let item = HashMap::from([
-                ("PK".to_string(), s(pk.clone())),
-                ("SK".to_string(), s(event_sk(first.seq))),
-                ("last".to_string(), n(last.seq)),
-                ("evts".to_string(), pack(&events)?),
-            ]);
-            let p = Put::builder()
-                .table_name(&self.table)
-                .set_item(Some(item))
-                .condition_expression("attribute_not_exists(PK)");
-            items.push((Slot::Event, put_item(p)?));
-        }
-        // The scratchpad entry lives with its iteration: one item fewer per commit.
-        let n = change
+        // The write's events (after the run item's tail) go into one log item: the iteration's
+        // own when it commits one, with its record and scratchpad entry, else a batch item
+        // that sorts after its run's last iteration. Either way the log items' key order is
+        // seq order. A put that finds its key taken lost a race.
+        let committed = change
             .iteration
             .as_ref()
             .map(|r| r.n)
             .or(change.pad.as_ref().map(|p| p.n));
-        if let Some(n) = n {
+        let sk = match (committed, events.first()) {
+            (Some(k), _) => Some(iter_sk(k)),
+            (None, Some(first)) => Some(format!("{}#{:010}", iter_sk(run.iteration), first.seq)),
+            (None, None) => None,
+        };
+        if let Some(sk) = sk {
             let mut item = HashMap::from([
                 ("PK".to_string(), s(pk.clone())),
-                ("SK".to_string(), s(format!("ITER#{n:06}"))),
+                ("SK".to_string(), s(sk)),
+                (
+                    "log".to_string(),
+                    pack(&LogItemRef {
+                        rec: change.iteration.as_ref(),
+                        scratch: change.pad.as_ref(),
+                        evts: &events,
+                    })?,
+                ),
             ]);
-            if let Some(rec) = &change.iteration {
-                item.insert("rec".into(), pack(rec)?);
-            }
-            if let Some(pad) = &change.pad {
-                item.insert("scratch".into(), pack(pad)?);
+            if let (Some(first), Some(last)) = (events.first(), events.last()) {
+                item.insert("first".into(), n(first.seq));
+                item.insert("last".into(), n(last.seq));
             }
             let p = Put::builder()
                 .table_name(&self.table)
                 .set_item(Some(item))
                 .condition_expression("attribute_not_exists(PK)");
-            items.push((Slot::Iteration, put_item(p)?));
+            let slot = if committed.is_some() {
+                Slot::Iteration
+            } else {
+                Slot::Event
+            };
+            items.push((slot, put_item(p)?));
         }
         // One operation per item in a transaction: the last write of a path wins.
         let mut docs: Vec<&Doc> = vec![];
@@ -550,6 +592,51 @@ impl DynamoDbRunStore {
         Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
     }
 
+    /// Visits a run's log items between `from` and `to` in key order (or reverse), `page` at
+    /// a time (each read item is paid for), until `visit` says stop; `projection` limits what
+    /// is fetched.
+    async fn scan_log(
+        &self,
+        run_id: &str,
+        (from, to): (String, String),
+        descending: bool,
+        page: usize,
+        projection: Option<&str>,
+        mut visit: impl FnMut(&HashMap<String, Av>) -> Result<bool, StoreError>,
+    ) -> Result<(), StoreError> {
+        let pk = run_pk(run_id);
+        let mut start: Option<HashMap<String, Av>> = None;
+        loop {
+            let mut q = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("PK = :pk AND SK BETWEEN :from AND :to")
+                .expression_attribute_values(":pk", s(pk.clone()))
+                .expression_attribute_values(":from", s(from.clone()))
+                .expression_attribute_values(":to", s(to.clone()))
+                .consistent_read(true)
+                .scan_index_forward(!descending)
+                .limit(page.clamp(1, 100) as i32)
+                .set_exclusive_start_key(start.take());
+            if let Some(p) = projection {
+                q = q
+                    .projection_expression(p)
+                    .expression_attribute_names("#f", "first");
+            }
+            let page = q.send().await.map_err(|e| unavailable(describe(&e)))?;
+            for item in page.items.unwrap_or_default() {
+                if !visit(&item)? {
+                    return Ok(());
+                }
+            }
+            match page.last_evaluated_key {
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => return Ok(()),
+            }
+        }
+    }
+
     async fn query_pages(
         &self,
         build: impl Fn(
@@ -575,31 +662,6 @@ impl DynamoDbRunStore {
                 _ => return Ok(out),
             }
         }
-    }
-
-    /// The items of one run whose sort key lies in `[from, to]`, in key order.
-    async fn range(
-        &self,
-        run_id: &str,
-        from: String,
-        to: String,
-        limit: usize,
-        descending: bool,
-    ) -> Result<Vec<HashMap<String, Av>>, StoreError> {
-        let pk = run_pk(run_id);
-        self.query_pages(
-            |q| {
-                q.key_condition_expression("PK = :pk AND SK BETWEEN :from AND :to")
-                    .expression_attribute_values(":pk", s(pk.clone()))
-                    .expression_attribute_values(":from", s(from.clone()))
-                    .expression_attribute_values(":to", s(to.clone()))
-                    .consistent_read(true)
-                    .scan_index_forward(!descending)
-                    .limit(limit.clamp(1, 1000) as i32)
-            },
-            limit,
-        )
-        .await
     }
 
     async fn with_prefix(
@@ -783,69 +845,54 @@ impl RunStore for DynamoDbRunStore {
             return Ok(vec![]);
         }
         // The run item first: an event in its tail then is either still there or, moved
-        // since, in a batch item the queries below find.
+        // since, in a log item the scans below find.
         let Some(stored) = self.load(run_id).await? else {
             return Ok(vec![]);
         };
-        let pk = run_pk(run_id);
-        // The batch holding `after + 1` may start before it.
-        let mut from = event_sk(after + 1);
+        // The log item holding `after + 1`: readers mostly follow the head, so it is looked
+        // for from the newest item down, fetching keys only.
+        let mut from = "ITER#".to_string();
         if after > 0 {
-            let holder = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("PK = :pk AND SK BETWEEN :lo AND :hi")
-                .expression_attribute_values(":pk", s(pk.clone()))
-                .expression_attribute_values(":lo", s(event_sk(0)))
-                .expression_attribute_values(":hi", s(event_sk(after + 1)))
-                .projection_expression("SK, #l")
-                .expression_attribute_names("#l", "last")
-                .scan_index_forward(false)
-                .limit(1)
-                .consistent_read(true)
-                .send()
-                .await
-                .map_err(|e| unavailable(describe(&e)))?;
-            if let Some(item) = holder.items.unwrap_or_default().first()
-                && num(item, "last")? > after
-            {
-                from = attr(item, "SK")?.to_string();
+            let mut holder = None;
+            self.scan_log(
+                run_id,
+                ("ITER#".into(), LOG_END.into()),
+                true,
+                8,
+                Some("SK, #f"),
+                |item| {
+                    if !item.contains_key("first") {
+                        return Ok(true);
+                    }
+                    if num(item, "first")? <= after + 1 {
+                        holder = Some(attr(item, "SK")?.to_string());
+                        return Ok(false);
+                    }
+                    Ok(true)
+                },
+            )
+            .await?;
+            if let Some(sk) = holder {
+                from = sk;
             }
         }
         let mut out: Vec<Event> = vec![];
-        let mut start: Option<HashMap<String, Av>> = None;
-        'pages: loop {
-            let page = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("PK = :pk AND SK BETWEEN :from AND :to")
-                .expression_attribute_values(":pk", s(pk.clone()))
-                .expression_attribute_values(":from", s(from.clone()))
-                .expression_attribute_values(":to", s(event_sk(9_999_999_999)))
-                .consistent_read(true)
-                .limit(limit.clamp(1, 100) as i32)
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(|e| unavailable(describe(&e)))?;
-            for item in page.items.unwrap_or_default() {
-                let batch: Vec<Event> = unpack(&item, "evts")?;
-                for e in batch {
-                    if e.seq > out.last().map_or(after, |l| l.seq) {
-                        out.push(e);
-                        if out.len() >= limit {
-                            break 'pages;
-                        }
+        self.scan_log(run_id, (from, LOG_END.into()), false, limit, None, |item| {
+            if !item.contains_key("first") {
+                return Ok(true);
+            }
+            let log: LogItem = unpack(item, "log")?;
+            for e in log.evts {
+                if e.seq > out.last().map_or(after, |l| l.seq) {
+                    out.push(e);
+                    if out.len() >= limit {
+                        return Ok(false);
                     }
                 }
             }
-            match page.last_evaluated_key {
-                Some(k) if !k.is_empty() => start = Some(k),
-                _ => break,
-            }
-        }
+            Ok(true)
+        })
+        .await?;
         for e in stored.tail {
             if out.len() >= limit {
                 break;
@@ -863,23 +910,25 @@ impl RunStore for DynamoDbRunStore {
         after: u32,
         limit: usize,
     ) -> Result<Vec<IterationRecord>, StoreError> {
+        let mut out = vec![];
         if limit == 0 {
-            return Ok(vec![]);
+            return Ok(out);
         }
-        let items = self
-            .range(
-                run_id,
-                format!("ITER#{:06}", after + 1),
-                "ITER#999999".into(),
-                limit,
-                false,
-            )
-            .await?;
-        items
-            .iter()
-            .filter(|i| i.contains_key("rec"))
-            .map(|i| unpack(i, "rec"))
-            .collect()
+        self.scan_log(
+            run_id,
+            (iter_sk(after + 1), LOG_END.into()),
+            false,
+            limit,
+            None,
+            |item| {
+                if let Some(rec) = unpack::<LogItem>(item, "log")?.rec {
+                    out.push(rec);
+                }
+                Ok(out.len() < limit)
+            },
+        )
+        .await?;
+        Ok(out)
     }
 
     async fn docs(
@@ -940,17 +989,24 @@ impl RunStore for DynamoDbRunStore {
     }
 
     async fn scratchpad(&self, run_id: &str, last: usize) -> Result<Vec<PadEntry>, StoreError> {
+        let mut out = vec![];
         if last == 0 {
-            return Ok(vec![]);
+            return Ok(out);
         }
-        let items = self
-            .with_prefix(run_pk(run_id), "ITER#".into(), "scratch", last, true)
-            .await?;
-        let mut out = items
-            .iter()
-            .filter(|i| i.contains_key("scratch"))
-            .map(|i| unpack(i, "scratch"))
-            .collect::<Result<Vec<PadEntry>, _>>()?;
+        self.scan_log(
+            run_id,
+            ("ITER#".into(), LOG_END.into()),
+            true,
+            last,
+            None,
+            |item| {
+                if let Some(pad) = unpack::<LogItem>(item, "log")?.scratch {
+                    out.push(pad);
+                }
+                Ok(out.len() < last)
+            },
+        )
+        .await?;
         out.reverse();
         Ok(out)
     }

@@ -185,12 +185,18 @@ fn extract_json_object(text: &str) -> Option<&str> {
 }
 
 /// JSON Schema of the planner contract, for providers that accept one (structured output).
-pub fn planner_schema() -> &'static serde_json::Value {
-    // Generated once: schema generation costs more than the rest of an iteration's CPU.
-    static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-    SCHEMA.get_or_init(|| {
-        serde_json::to_value(schemars::schema_for!(PlannerOutput)).unwrap_or_default()
-    })
+pub fn planner_schema() -> std::sync::Arc<serde_json::Value> {
+    // Generated once and shared: building (or copying) it costs more than the rest of an
+    // iteration's CPU.
+    static SCHEMA: std::sync::OnceLock<std::sync::Arc<serde_json::Value>> =
+        std::sync::OnceLock::new();
+    SCHEMA
+        .get_or_init(|| {
+            std::sync::Arc::new(
+                serde_json::to_value(schemars::schema_for!(PlannerOutput)).unwrap_or_default(),
+            )
+        })
+        .clone()
 }
 
 #[cfg(test)]

@@ -56,8 +56,9 @@ pub struct ChatRequest {
     /// `provider:model`, e.g. `openai:gpt-4.1-mini` or `script:demo.json`.
     pub model: String,
     pub messages: Vec<ChatMessage>,
-    /// JSON Schema the answer must follow, for providers with structured output.
-    pub json_schema: Option<serde_json::Value>,
+    /// JSON Schema the answer must follow, for providers with structured output; shared, as
+    /// the planner's is one value for every call.
+    pub json_schema: Option<std::sync::Arc<serde_json::Value>>,
     pub max_output_tokens: Option<u32>,
     /// `{run_id}#{iteration}#{call}`: a redelivered iteration repeats the same keys.
     pub idempotency_key: String,

@@ -542,7 +542,7 @@ impl Engine {
         it: &Iter<'_>,
         role: LlmRole,
         messages: Vec<ChatMessage>,
-        json_schema: Option<serde_json::Value>,
+        json_schema: Option<Arc<serde_json::Value>>,
     ) -> Result<Llm, EngineError> {
         let call = {
             let mut s = it.spent();
@@ -669,12 +669,7 @@ impl Engine {
                 correction.as_ref().map(|(a, e)| (a.as_str(), e.as_str())),
             );
             let resp = match self
-                .call_llm(
-                    it,
-                    LlmRole::Planner,
-                    messages,
-                    Some(planner_schema().clone()),
-                )
+                .call_llm(it, LlmRole::Planner, messages, Some(planner_schema()))
                 .await?
             {
                 Llm::Answer(r) => r,

@@ -50,7 +50,7 @@ impl AnthropicClient {
         if let Some(system) = system {
             body["system"] = json!(system);
         }
-        if let Some(schema) = &req.json_schema {
+        if let Some(schema) = req.json_schema.as_deref() {
             body["tools"] = json!([{
                 "name": ANSWER_TOOL,
                 "description": "Give your answer; its input is the whole answer.",

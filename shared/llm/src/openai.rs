@@ -59,7 +59,7 @@ impl OpenAiClient {
         if let Some(max) = req.max_output_tokens {
             body["max_tokens"] = json!(max);
         }
-        if let Some(schema) = &req.json_schema {
+        if let Some(schema) = req.json_schema.as_deref() {
             match self.structured {
                 Structured::Tool => {
                     body["tools"] = json!([{"type": "function", "function": {

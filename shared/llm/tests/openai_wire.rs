@@ -28,7 +28,7 @@ fn req(model: &str) -> ChatRequest {
             ChatMessage::system("answer in JSON"),
             ChatMessage::user("hi"),
         ],
-        json_schema: Some(json!({"type": "object"})),
+        json_schema: Some(std::sync::Arc::new(json!({"type": "object"}))),
         max_output_tokens: Some(100),
         idempotency_key: "run_1#3#1".into(),
         rotation: vec![],

@@ -68,6 +68,8 @@ async fn main() {
     let cost_sqs = sqs * 1_000.0 * SQS_FIFO_PER_MILLION / 1e6;
     let cost_sns = sns * 1_000.0 * SNS_PER_MILLION / 1e6;
     let total = cost_ddb_w + cost_ddb_r + cost_sqs + cost_sns;
+    let send = per("sqs:SendMessage");
+    let issue_total = total - cost_sqs + send * 1_000.0 * SQS_FIFO_PER_MILLION / 1e6;
 
     let mut rows = String::new();
     for (op, count) in &t.calls {
@@ -80,12 +82,17 @@ async fn main() {
          One run of {ITERATIONS} iterations through the real adapters on the moto emulator: the API creates it,\n\
          the worker handler takes each SQS message (one planner call and one doc write per iteration), the\n\
          outcome goes to SNS. A counting interceptor on every SDK client, the stand-in for Lambda's SQS\n\
-         poller included, records each request; DynamoDB capacity units are estimated from the wire\n\
-         (a write: 1 WRU per started KB of each item, 2 inside a transaction; a consistent read: 1 RRU per\n\
-         started 4 KB returned). The run item's JSON body at the end: {run_bytes} bytes.\n\n\
+         poller included, records each request. DynamoDB capacity units are modelled from the requests\n\
+         (`shared/aws/src/capacity.rs`): item sizes by DynamoDB's rules (names plus values, binaries by\n\
+         their raw bytes); a write costs 1 WRU per started KB of the larger of the old and new item, 2\n\
+         inside a transaction, plus the writes of each index whose entry changes (a moved index key is a\n\
+         delete and a put; index writes are not doubled by transactions); a consistent read 1 RRU per\n\
+         started 4 KB of response. The run's JSON at the end (its report included): {run_bytes} bytes.\n\n\
          | request | total | per iteration |\n|---|---|---|\n{rows}\n\
-         Per iteration: {:.2} DynamoDB transactions (claim, spend of the one LLM call, commit), {:.2} reads\n\
-         (the run, the scratchpad for the prompt), {:.2} SQS requests (send, receive, delete), {:.2} SNS publishes.\n\n\
+         Per iteration: {:.2} DynamoDB transactions (the commit), {:.2} single-item puts (the claim with\n\
+         the spend of the one model call), {:.2} reads (the run and the scratchpad for the prompt; the\n\
+         `doc_write` tool's own read of the doc it replaces), {:.2} SQS requests (send, and Lambda's\n\
+         poller's receive and delete), {:.2} SNS publishes.\n\n\
          | cost per 1,000 iterations (us-east-1 list prices) | arithmetic | USD |\n|---|---|---|\n\
          | DynamoDB writes | {wru:.1} WRU × 1,000 × $0.625/M | {cost_ddb_w:.5} |\n\
          | DynamoDB reads | {rru:.1} RRU × 1,000 × $0.125/M | {cost_ddb_r:.5} |\n\
@@ -93,11 +100,16 @@ async fn main() {
          | SNS | {sns:.2} publishes × 1,000 × $0.50/M | {cost_sns:.5} |\n\
          | **orchestration total** | | **{total:.5}** |\n\n\
          Target (issue): ≤ 1 SQS send, ≤ 2 reads, 1 transaction + at most 1 metrics write per LLM call,\n\
-         ≤ $0.006 per 1,000 iterations. Writes dominate, and item count more than item size (the run\n\
-         and iteration items are stored deflated): {:.1} items per iteration in transactions (claim: run +\n\
-         event; spend: run + event; commit: run, events, iteration, doc, scratchpad), each billed 2 WRU\n\
-         per started KB.\n",
+         ≤ $0.006 per 1,000 iterations. Counted the issue's way, the SQS send alone ({send:.2} per iteration):\n\
+         **{issue_total:.5}** USD per 1,000 iterations. Lambda's poller makes the receive and the delete;\n\
+         with one run they carry one message each (the table above); with many runs in flight one\n\
+         receive can carry up to 10 messages and deletes can be batched, which would bring them toward\n\
+         0.2 requests per iteration (not measured here). {:.1} items per iteration in transactions: the commit writes the run item, the\n\
+         iteration's log item (record, scratchpad entry and the events of the claim, spend and commit,\n\
+         deflated together) and the doc, each under 1 KB, so 2 WRU each; the claim and spend is one\n\
+         conditional put of the run item (1 WRU), its events kept in the item until the commit.\n",
         per("dynamodb:TransactWriteItems"),
+        per("dynamodb:PutItem"),
         per("dynamodb:GetItem") + per("dynamodb:Query"),
         sqs,
         sns,

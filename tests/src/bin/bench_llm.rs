@@ -55,7 +55,7 @@ async fn main() {
             "doc_write {path, content, title?}: write a doc",
             None,
         ),
-        json_schema: Some(planner_schema().clone()),
+        json_schema: Some(planner_schema()),
         max_output_tokens: Some(128),
         idempotency_key: "run_bench#1#1".into(),
         rotation: vec![],

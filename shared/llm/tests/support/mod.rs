@@ -75,7 +75,7 @@ pub fn merged_turns_request(model: &str, schema: Option<Value>) -> ChatRequest {
             ChatMessage::user("objective: tea"),
             ChatMessage::user("iteration 2"),
         ],
-        json_schema: schema,
+        json_schema: schema.map(std::sync::Arc::new),
         max_output_tokens: Some(800),
         idempotency_key: "run_1#2#1".into(),
         rotation: vec![],
