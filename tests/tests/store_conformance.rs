@@ -194,6 +194,85 @@ mod suite {
         assert!(s.events("other", 0, 4).await.unwrap().is_empty());
     }
 
+    pub async fn paging_the_log_from_every_position_sees_each_event_once_in_order(
+        s: &dyn RunStore,
+    ) {
+        // Arrange: commits with their scratchpad entries between runs of spends, so the log
+        // mixes iterations, batches and events not yet moved out of the run.
+        s.create_run(change::create(new_run("r1", "alice", 10), 5))
+            .await
+            .unwrap();
+        for n in 1..=4u32 {
+            for _ in 0..(2 * n + 1) {
+                s.update_run("r1", &|r| Ok(change::record_spend(r, n, &spend(1), 11)))
+                    .await
+                    .unwrap();
+            }
+            s.update_run("r1", &|r| {
+                let mut next = r.clone();
+                next.iteration = n;
+                let mut rec = longrun_tests_record(n);
+                rec.run_id = "r1".into();
+                Ok(RunChange {
+                    iteration: Some(rec),
+                    pad: Some(pad(n)),
+                    ..RunChange::of(
+                        next,
+                        vec![EventDraft::new(
+                            EventKind::IterationCommitted,
+                            json!({"iteration": n}),
+                        )],
+                    )
+                })
+            })
+            .await
+            .unwrap();
+        }
+        for _ in 0..2 {
+            s.update_run("r1", &|r| Ok(change::record_spend(r, 5, &spend(1), 11)))
+                .await
+                .unwrap();
+        }
+        let total = s.get_run("r1").await.unwrap().unwrap().event_seq;
+
+        // Act + Assert: every starting point and page size walks the same gapless log.
+        let mid = total / 2;
+        for (limit, starts) in [(4, (0..=total).collect::<Vec<_>>()), (1, vec![0, mid])] {
+            for start in starts {
+                let mut seen = vec![];
+                let mut after = start;
+                loop {
+                    let page = s.events("r1", after, limit).await.unwrap();
+                    assert!(page.len() <= limit);
+                    let Some(last) = page.last() else { break };
+                    after = last.seq;
+                    seen.extend(page.iter().map(|e| e.seq));
+                }
+                assert_eq!(
+                    seen,
+                    (start + 1..=total).collect::<Vec<_>>(),
+                    "from {start}, {limit} at a time"
+                );
+            }
+        }
+        let pads: Vec<u32> = s
+            .scratchpad("r1", 3)
+            .await
+            .unwrap()
+            .iter()
+            .map(|p| p.n)
+            .collect();
+        assert_eq!(pads, vec![2, 3, 4]);
+        let iterations: Vec<u32> = s
+            .iterations("r1", 1, 2)
+            .await
+            .unwrap()
+            .iter()
+            .map(|i| i.n)
+            .collect();
+        assert_eq!(iterations, vec![2, 3]);
+    }
+
     pub async fn concurrent_writers_never_lose_an_update_or_a_seq(s: Arc<dyn RunStore>) {
         s.create_run(change::create(new_run("r1", "alice", 10), 5))
             .await
@@ -634,6 +713,7 @@ macro_rules! all_adapters {
                 the_active_limit_refuses_a_slot_and_release_frees_it,
                 updates_append_gapless_events_and_a_rejection_writes_nothing,
                 events_page_by_after_and_limit,
+                paging_the_log_from_every_position_sees_each_event_once_in_order,
                 a_commit_writes_iteration_docs_and_pad_together_and_only_once,
                 the_scratchpad_returns_the_last_entries_oldest_first,
                 runs_are_listed_per_user_newest_first_with_filters_and_cursor,

@@ -849,6 +849,16 @@ impl RunStore for DynamoDbRunStore {
         let Some(stored) = self.load(run_id).await? else {
             return Ok(vec![]);
         };
+        // A reader at the head (a live view polling) is answered by the run item alone.
+        if stored.run.event_seq <= after || stored.tail.first().is_some_and(|e| e.seq <= after + 1)
+        {
+            return Ok(stored
+                .tail
+                .into_iter()
+                .filter(|e| e.seq > after)
+                .take(limit)
+                .collect());
+        }
         // The log item holding `after + 1`: readers mostly follow the head, so it is looked
         // for from the newest item down, fetching keys only.
         let mut from = "ITER#".to_string();
@@ -858,7 +868,7 @@ impl RunStore for DynamoDbRunStore {
                 run_id,
                 ("ITER#".into(), LOG_END.into()),
                 true,
-                8,
+                2,
                 Some("SK, #f"),
                 |item| {
                     if !item.contains_key("first") {
