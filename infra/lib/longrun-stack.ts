@@ -332,10 +332,11 @@ export class LongrunStack extends Stack {
       );
     };
     const rw = ['GetItem', 'PutItem', 'UpdateItem', 'Query', 'ConditionCheckItem'];
-    ddb(api, [...rw, 'DeleteItem']);
+    // BatchGetItem: listing a user's runs and the sweeper's candidates read runs by key.
+    ddb(api, [...rw, 'DeleteItem', 'BatchGetItem']);
     ddb(worker, rw);
     ddb(notifier, rw);
-    ddb(sweeper, rw, [`${this.table.tableArn}/index/GSI2`]);
+    ddb(sweeper, [...rw, 'BatchGetItem'], [`${this.table.tableArn}/index/GSI2`]);
     const keyUse = (f: lambda.Function, actions: string[]) =>
       f.addToRolePolicy(new iam.PolicyStatement({ actions, resources: [key.keyArn] }));
     for (const f of [api, worker, notifier, sweeper]) keyUse(f, ['kms:Decrypt', 'kms:GenerateDataKey']);

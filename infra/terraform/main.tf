@@ -264,10 +264,11 @@ locals {
   item_rw    = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:ConditionCheckItem"]
   # Least privilege, per function: the item actions each one's code issues, nothing else.
   table_actions = {
-    api      = concat(local.item_rw, ["dynamodb:DeleteItem"])
+    # BatchGetItem: listing a user's runs and the sweeper's candidates read runs by key.
+    api      = concat(local.item_rw, ["dynamodb:DeleteItem", "dynamodb:BatchGetItem"])
     worker   = local.item_rw
     notifier = local.item_rw
-    sweeper  = local.item_rw
+    sweeper  = concat(local.item_rw, ["dynamodb:BatchGetItem"])
   }
   enqueues = toset(["api", "worker", "sweeper"])
   # Bedrock models are called with the worker's own role; a cross-Region inference profile

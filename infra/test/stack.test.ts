@@ -266,6 +266,13 @@ describe('the longrun stack', () => {
     assert.ok(!can(grantsOf(t, 'worker'), 'bedrock:InvokeModel'), 'no grant without a Bedrock model');
   });
 
+  it('lets the API and the sweeper, which read runs by key in batches, batch-get items', () => {
+    const [api, worker, sweeper] = ['api', 'worker', 'sweeper'].map((n) => grantsOf(t, n));
+    assert.ok(can(api, 'dynamodb:BatchGetItem'));
+    assert.ok(can(sweeper, 'dynamodb:BatchGetItem'));
+    assert.ok(!can(worker, 'dynamodb:BatchGetItem'));
+  });
+
   it('lets only the sweeper read the sweep index', () => {
     const json = JSON.stringify(t.toJSON().Resources);
     const policies = resources(t, 'AWS::IAM::Policy').filter(([, p]) =>
