@@ -72,6 +72,16 @@ fn pad(n: u32) -> PadEntry {
 mod suite {
     use super::*;
 
+    /// The iteration numbers of run r1's last `last` scratchpad entries, oldest first.
+    async fn pad_numbers(s: &dyn RunStore, last: usize) -> Vec<u32> {
+        s.scratchpad("r1", last)
+            .await
+            .unwrap()
+            .iter()
+            .map(|p| p.n)
+            .collect()
+    }
+
     pub async fn creating_a_run_stores_it_with_its_first_event(s: &dyn RunStore) {
         let run = s
             .create_run(change::create(new_run("r1", "alice", 10), 5))
@@ -255,14 +265,7 @@ mod suite {
                 );
             }
         }
-        let pads: Vec<u32> = s
-            .scratchpad("r1", 3)
-            .await
-            .unwrap()
-            .iter()
-            .map(|p| p.n)
-            .collect();
-        assert_eq!(pads, vec![2, 3, 4]);
+        assert_eq!(pad_numbers(s, 3).await, vec![2, 3, 4]);
         let iterations: Vec<u32> = s
             .iterations("r1", 1, 2)
             .await
@@ -367,14 +370,7 @@ mod suite {
             .await
             .unwrap();
         }
-        let last: Vec<u32> = s
-            .scratchpad("r1", 3)
-            .await
-            .unwrap()
-            .iter()
-            .map(|p| p.n)
-            .collect();
-        assert_eq!(last, vec![3, 4, 5]);
+        assert_eq!(pad_numbers(s, 3).await, vec![3, 4, 5]);
     }
 
     pub async fn stale_runs_are_the_claimable_and_the_unnotified_oldest_first(s: &dyn RunStore) {

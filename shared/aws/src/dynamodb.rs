@@ -593,15 +593,15 @@ impl DynamoDbRunStore {
     }
 
     /// Visits a run's log items between `from` and `to` in key order (or reverse), `page` at
-    /// a time (each read item is paid for), until `visit` says stop; `projection` limits what
-    /// is fetched.
+    /// a time (each read item is paid for), until `visit` says stop; `keys_only` fetches just
+    /// the key and `first`.
     async fn scan_log(
         &self,
         run_id: &str,
         (from, to): (String, String),
         descending: bool,
         page: usize,
-        projection: Option<&str>,
+        keys_only: bool,
         mut visit: impl FnMut(&HashMap<String, Av>) -> Result<bool, StoreError>,
     ) -> Result<(), StoreError> {
         let pk = run_pk(run_id);
@@ -619,9 +619,9 @@ impl DynamoDbRunStore {
                 .scan_index_forward(!descending)
                 .limit(page.clamp(1, 100) as i32)
                 .set_exclusive_start_key(start.take());
-            if let Some(p) = projection {
+            if keys_only {
                 q = q
-                    .projection_expression(p)
+                    .projection_expression("SK, #f")
                     .expression_attribute_names("#f", "first");
             }
             let page = q.send().await.map_err(|e| unavailable(describe(&e)))?;
@@ -635,6 +635,37 @@ impl DynamoDbRunStore {
                 _ => return Ok(()),
             }
         }
+    }
+
+    /// Up to `limit` of what `pick` takes from the log items from `from` on (or, descending,
+    /// from the newest down), skipping items without it.
+    async fn log_entries<T>(
+        &self,
+        run_id: &str,
+        from: String,
+        descending: bool,
+        limit: usize,
+        pick: impl Fn(LogItem) -> Option<T>,
+    ) -> Result<Vec<T>, StoreError> {
+        let mut out = vec![];
+        if limit == 0 {
+            return Ok(out);
+        }
+        self.scan_log(
+            run_id,
+            (from, LOG_END.into()),
+            descending,
+            limit,
+            false,
+            |item| {
+                if let Some(x) = pick(unpack(item, "log")?) {
+                    out.push(x);
+                }
+                Ok(out.len() < limit)
+            },
+        )
+        .await?;
+        Ok(out)
     }
 
     async fn query_pages(
@@ -869,7 +900,7 @@ impl RunStore for DynamoDbRunStore {
                 ("ITER#".into(), LOG_END.into()),
                 true,
                 2,
-                Some("SK, #f"),
+                true,
                 |item| {
                     if !item.contains_key("first") {
                         return Ok(true);
@@ -887,21 +918,28 @@ impl RunStore for DynamoDbRunStore {
             }
         }
         let mut out: Vec<Event> = vec![];
-        self.scan_log(run_id, (from, LOG_END.into()), false, limit, None, |item| {
-            if !item.contains_key("first") {
-                return Ok(true);
-            }
-            let log: LogItem = unpack(item, "log")?;
-            for e in log.evts {
-                if e.seq > out.last().map_or(after, |l| l.seq) {
-                    out.push(e);
-                    if out.len() >= limit {
-                        return Ok(false);
+        self.scan_log(
+            run_id,
+            (from, LOG_END.into()),
+            false,
+            limit,
+            false,
+            |item| {
+                if !item.contains_key("first") {
+                    return Ok(true);
+                }
+                let log: LogItem = unpack(item, "log")?;
+                for e in log.evts {
+                    if e.seq > out.last().map_or(after, |l| l.seq) {
+                        out.push(e);
+                        if out.len() >= limit {
+                            return Ok(false);
+                        }
                     }
                 }
-            }
-            Ok(true)
-        })
+                Ok(true)
+            },
+        )
         .await?;
         for e in stored.tail {
             if out.len() >= limit {
@@ -920,25 +958,8 @@ impl RunStore for DynamoDbRunStore {
         after: u32,
         limit: usize,
     ) -> Result<Vec<IterationRecord>, StoreError> {
-        let mut out = vec![];
-        if limit == 0 {
-            return Ok(out);
-        }
-        self.scan_log(
-            run_id,
-            (iter_sk(after + 1), LOG_END.into()),
-            false,
-            limit,
-            None,
-            |item| {
-                if let Some(rec) = unpack::<LogItem>(item, "log")?.rec {
-                    out.push(rec);
-                }
-                Ok(out.len() < limit)
-            },
-        )
-        .await?;
-        Ok(out)
+        self.log_entries(run_id, iter_sk(after + 1), false, limit, |log| log.rec)
+            .await
     }
 
     async fn docs(
@@ -999,24 +1020,9 @@ impl RunStore for DynamoDbRunStore {
     }
 
     async fn scratchpad(&self, run_id: &str, last: usize) -> Result<Vec<PadEntry>, StoreError> {
-        let mut out = vec![];
-        if last == 0 {
-            return Ok(out);
-        }
-        self.scan_log(
-            run_id,
-            ("ITER#".into(), LOG_END.into()),
-            true,
-            last,
-            None,
-            |item| {
-                if let Some(pad) = unpack::<LogItem>(item, "log")?.scratch {
-                    out.push(pad);
-                }
-                Ok(out.len() < last)
-            },
-        )
-        .await?;
+        let mut out = self
+            .log_entries(run_id, "ITER#".into(), true, last, |log| log.scratch)
+            .await?;
         out.reverse();
         Ok(out)
     }

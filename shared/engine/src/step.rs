@@ -115,8 +115,9 @@ fn turned_away(r: Rejection, now: i64) -> StepOutcome {
     }
 }
 
-/// This attempt's claim of its iteration, taken by its first write.
+/// This attempt's claim of iteration `n`, taken by its first write.
 struct Claim<'a> {
+    n: u32,
     owner: &'a str,
     lease_ms: u64,
     taken: AtomicBool,
@@ -125,6 +126,22 @@ struct Claim<'a> {
 impl Claim<'_> {
     fn is_taken(&self) -> bool {
         self.taken.load(Ordering::SeqCst)
+    }
+
+    /// `then` on `run`, claimed first when `taken` (as read before the write) says no
+    /// earlier write took the claim.
+    fn and_then(
+        &self,
+        taken: bool,
+        run: &Run,
+        now: i64,
+        then: impl FnOnce(&Run) -> Result<RunChange, Rejection>,
+    ) -> Result<RunChange, Rejection> {
+        if taken {
+            then(run)
+        } else {
+            change::claimed(run, self.n, self.owner, now, self.lease_ms, then)
+        }
     }
 }
 
@@ -476,6 +493,7 @@ impl Engine {
             Err(r) => return Ok(turned_away(r, now)),
         };
         let claim = Claim {
+            n,
             owner,
             lease_ms: self.config.lease_ms,
             taken: AtomicBool::new(false),
@@ -491,12 +509,9 @@ impl Engine {
                 match self
                     .store()
                     .update_run(&run.id, &|r| {
-                        let release = |c: &Run| change::release(c, n, owner, &reason, now);
-                        if taken {
-                            release(r)
-                        } else {
-                            change::claimed(r, n, owner, now, claim.lease_ms, release)
-                        }
+                        claim.and_then(taken, r, now, |c| {
+                            change::release(c, n, owner, &reason, now)
+                        })
                     })
                     .await
                 {
@@ -515,11 +530,7 @@ impl Engine {
         let committed = self
             .store()
             .update_run_deferred(&run.id, &|r| {
-                if taken {
-                    plan.apply(r)
-                } else {
-                    change::claimed(r, n, owner, now, claim.lease_ms, |c| plan.apply(c))
-                }
+                claim.and_then(taken, r, now, |c| plan.apply(c))
             })
             .await;
         let run = match committed {
@@ -595,17 +606,12 @@ impl Engine {
         };
         let now = self.now();
         let claiming = !it.claim.is_taken();
-        let lease_ms = it.claim.lease_ms;
         let written = self
             .store()
             .update_run(&it.run.id, &|r| {
-                if claiming {
-                    change::claimed(r, it.n, it.claim.owner, now, lease_ms, |c| {
-                        Ok(change::record_spend(c, it.n, &spend, now))
-                    })
-                } else {
-                    Ok(change::record_spend(r, it.n, &spend, now))
-                }
+                it.claim.and_then(!claiming, r, now, |c| {
+                    Ok(change::record_spend(c, it.n, &spend, now))
+                })
             })
             .await;
         match written {
