@@ -197,6 +197,10 @@ fn machine() -> String {
     format!("{cores} cores, {cpu}")
 }
 
+// The allocator `longrun serve` runs with.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let rt = tokio::runtime::Builder::new_multi_thread()
