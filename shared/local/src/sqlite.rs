@@ -297,8 +297,8 @@ impl SqliteDb {
         f(&g.c)
     }
 
-    /// Runs `f` atomically (a savepoint) in the current group and waits until the group is
-    /// committed. If `f` fails, its writes are rolled back and the error returns at once.
+    /// Runs `f` in the current group and waits until the group is committed. If `f` fails, the
+    /// error returns at once; if it had changed rows, its group is abandoned (see `SqliteDb`).
     pub async fn write<T, E: From<GroupCommitFailed>>(
         &self,
         f: impl FnOnce(&Connection) -> Result<T, E>,
