@@ -237,3 +237,55 @@ async fn start_up_recovery_resends_a_lost_step_and_a_lost_outcome() {
     // Nothing is left to recover, and a second pass changes nothing.
     assert_eq!(t.running.recover().await.unwrap(), 0);
 }
+
+fn unavailable(e: impl std::fmt::Display) -> longrun_engine::StoreError {
+    longrun_engine::StoreError::Unavailable(e.to_string())
+}
+
+#[tokio::test]
+async fn a_step_lost_with_a_rolled_back_group_is_sent_again_without_a_restart() {
+    // Arrange: the healer watches the database; a run's next step is lost, and a write that
+    // fails half-way rolls its group back (what loses unacknowledged writes in a live process).
+    let mut t = platform(NOTES_SCRIPT, Arc::new(NoFaults), &[], 5);
+    let (_stop, rx) = tokio::sync::watch::channel(false);
+    let _consumer = t.running.spawn_notifications(rx.clone());
+    let _healer = t
+        .running
+        .spawn_healer(std::time::Duration::from_millis(10), rx)
+        .unwrap();
+    let id = start(&t).await;
+    let db = t.running.db.clone().unwrap();
+    db.write(|c| c.execute("DELETE FROM queue", []).map_err(unavailable))
+        .await
+        .unwrap();
+    let failed = db
+        .write(|c| {
+            c.execute(
+                "INSERT INTO webhooks (user_id, body) VALUES ('x', '[]')",
+                [],
+            )
+            .map_err(unavailable)?;
+            Err::<(), _>(longrun_engine::StoreError::Unavailable("disk full".into()))
+        })
+        .await;
+    assert!(failed.is_err());
+
+    // Act: wait (real time) for the healer to send the step again.
+    let mut queued = 0;
+    for _ in 0..500 {
+        queued = db
+            .read(|c| c.query_row("SELECT count(*) FROM queue", [], |r| r.get::<_, i64>(0)))
+            .await
+            .unwrap();
+        if queued > 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+
+    // Assert
+    assert_eq!(queued, 1, "the healer must re-send the lost step");
+    let done = t.drive(&id, 400).await;
+    assert_eq!(done.status, RunStatus::Completed);
+    assert_iterations_once(&*t.p().store, &done).await;
+}

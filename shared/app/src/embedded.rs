@@ -73,25 +73,42 @@ impl Running {
     /// and publishes outcomes that were never published. The claim and the notification ids
     /// make both harmless if nothing was actually lost.
     pub async fn recover(&self) -> Result<usize, longrun_engine::EngineError> {
-        let Some(queue) = &self.sqlite_queue else {
-            return Ok(0);
-        };
-        let stranded = queue.stranded().await?;
-        let now = self.platform.clock.now_ms();
-        for run in &stranded {
-            if run.status.is_claimable() {
-                let msg = longrun_engine::StepMessage::new(
-                    &run.id,
-                    run.iteration + 1,
-                    longrun_engine::StepReason::Sweep,
-                );
-                let dedup = format!("{}#recover-{now}", msg.dedup_id());
-                self.platform.queue.enqueue(&msg, &dedup, 0).await?;
-            } else {
-                self.platform.dispatch.publish_outcome(run).await?;
-            }
+        match &self.sqlite_queue {
+            Some(queue) => heal(&self.platform, queue).await,
+            None => Ok(0),
         }
-        Ok(stranded.len())
+    }
+
+    /// Heals again whenever the database rolled back a group (a failed commit or fsync, a write
+    /// that failed half-way): that loses the group's unacknowledged writes, a next step among
+    /// them, as a crash would, but the process goes on, so it does not wait for a restart.
+    pub fn spawn_healer(
+        &self,
+        every: std::time::Duration,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> Option<JoinHandle<()>> {
+        let (db, queue) = (self.db.clone()?, self.sqlite_queue.clone()?);
+        let platform = self.platform.clone();
+        Some(tokio::spawn(async move {
+            let mut healed = db.generation();
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep(every) => {}
+                    _ = shutdown.changed() => return,
+                }
+                let generation = db.generation();
+                if generation == healed {
+                    continue;
+                }
+                match heal(&platform, &queue).await {
+                    Ok(n) => {
+                        healed = generation;
+                        tracing::warn!(runs = n, "healed runs after a rolled-back group");
+                    }
+                    Err(e) => tracing::error!(error = %e, "healing failed; retrying"),
+                }
+            }
+        }))
     }
 
     /// Starts the notification consumer alone (tests drive the worker by hand).
@@ -127,7 +144,7 @@ impl Running {
         })
     }
 
-    /// Starts the worker loop, the notification consumer and the scheduler; they stop when
+    /// Starts the worker loop, the notification consumer, the scheduler and the healer; they stop when
     /// `shutdown` turns true.
     pub fn spawn(&mut self, shutdown: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
         let mut handles: Vec<JoinHandle<()>> = self
@@ -135,6 +152,7 @@ impl Running {
             .into_iter()
             .collect();
         handles.push(self.spawn_scheduler(std::time::Duration::from_secs(15), shutdown.clone()));
+        handles.extend(self.spawn_healer(std::time::Duration::from_secs(1), shutdown.clone()));
         let worker = self.worker.clone();
         handles.push(tokio::spawn(async move { worker.run(shutdown).await }));
         handles
@@ -191,4 +209,26 @@ impl Platform {
         running.sqlite_queue = Some(sqlite_queue);
         Ok(running)
     }
+}
+
+async fn heal(
+    platform: &Platform,
+    queue: &SqliteStepQueue,
+) -> Result<usize, longrun_engine::EngineError> {
+    let stranded = queue.stranded().await?;
+    let now = platform.clock.now_ms();
+    for run in &stranded {
+        if run.status.is_claimable() {
+            let msg = longrun_engine::StepMessage::new(
+                &run.id,
+                run.iteration + 1,
+                longrun_engine::StepReason::Sweep,
+            );
+            let dedup = format!("{}#recover-{now}", msg.dedup_id());
+            platform.queue.enqueue(&msg, &dedup, 0).await?;
+        } else {
+            platform.dispatch.publish_outcome(run).await?;
+        }
+    }
+    Ok(stranded.len())
 }
