@@ -87,10 +87,10 @@ CREATE INDEX IF NOT EXISTS dedup_expiry ON dedup(expires_at);
 /// of the throughput): each write makes its checks before it changes anything, so a refusal
 /// leaves nothing behind, and a failing statement is undone by SQLite on its own. A write that
 /// fails after changing rows abandons its whole group, which is rolled back and reported failed
-/// to every writer waiting on it, exactly as a failed COMMIT is. A writer returns only after its group is durable, so an acknowledged
-/// write survives power loss, while 50 concurrent runs share one fsync instead of paying one
-/// each. Reads on the connection may see a group's writes a moment before its fsync completes;
-/// nothing is acknowledged to a caller before then.
+/// to every writer waiting on it, exactly as a failed COMMIT is. A writer returns only after its
+/// group is durable, so an acknowledged write survives power loss, while 50 concurrent runs share
+/// one fsync instead of paying one each. Reads on the connection may see a group's writes a
+/// moment before its fsync completes; nothing is acknowledged to a caller before then.
 #[derive(Clone)]
 pub struct SqliteDb {
     inner: Arc<Inner>,

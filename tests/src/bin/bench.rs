@@ -285,10 +285,11 @@ fn main() {
          Targets (issue): ≥ 1,500 iterations/s with 50 runs, peak RSS ≤ 100 MB.\n\n\
          ## Durability, and what it costs\n\n\
          - `synchronous=FULL` (the default): every group is fsynced before any of its writes is\n\
-           acknowledged, so what is acknowledged survives power loss. Writes are grouped: each write is a\n\
-           part of the open group transaction and one committer commits the group, so concurrent\n\
-           runs share an fsync (a write that fails half-way abandons its group, whose writers retry). The committer fsyncs the WAL itself after releasing the connection, so\n\
-           the next group is written while this one syncs; SQLite itself runs at `NORMAL`, which in WAL\n\
+           acknowledged, so what is acknowledged survives power loss. Writes are grouped: each write joins\n\
+           the open group transaction and one committer commits the group, so concurrent runs share\n\
+           an fsync (a write that fails half-way abandons its group, whose writers retry). The\n\
+           committer fsyncs the WAL itself after releasing the connection, so the next group\n\
+           is written while this one syncs; SQLite itself runs at `NORMAL`, which in WAL\n\
            mode fsyncs only around checkpoints (the WAL before, the database after), so resetting the WAL\n\
            never drops a frame the database file does not hold durably.\n\
            Only the spend record of a model call waits for its group (money spent must never be lost);\n\
