@@ -31,6 +31,17 @@ async fn sqlite() -> Fixture {
     (Arc::new(SqliteRunStore::new(db)), Some(dir))
 }
 
+/// Records `times` one-token model calls of `iteration` on run r1, one write each.
+async fn spends(s: &dyn RunStore, iteration: u32, times: u32) {
+    for _ in 0..times {
+        s.update_run("r1", &|r| {
+            Ok(change::record_spend(r, iteration, &spend(1), 11))
+        })
+        .await
+        .unwrap();
+    }
+}
+
 fn spend(tokens: u64) -> Spend {
     Spend {
         model: "script:t".into(),
@@ -190,11 +201,7 @@ mod suite {
         s.create_run(change::create(new_run("r1", "alice", 10), 5))
             .await
             .unwrap();
-        for _ in 0..9 {
-            s.update_run("r1", &|r| Ok(change::record_spend(r, 1, &spend(1), 11)))
-                .await
-                .unwrap();
-        }
+        spends(s, 1, 9).await;
         let page = s.events("r1", 3, 4).await.unwrap();
         assert_eq!(
             page.iter().map(|e| e.seq).collect::<Vec<_>>(),
@@ -213,11 +220,7 @@ mod suite {
             .await
             .unwrap();
         for n in 1..=4u32 {
-            for _ in 0..(2 * n + 1) {
-                s.update_run("r1", &|r| Ok(change::record_spend(r, n, &spend(1), 11)))
-                    .await
-                    .unwrap();
-            }
+            spends(s, n, 2 * n + 1).await;
             s.update_run("r1", &|r| {
                 let mut next = r.clone();
                 next.iteration = n;
@@ -238,11 +241,7 @@ mod suite {
             .await
             .unwrap();
         }
-        for _ in 0..2 {
-            s.update_run("r1", &|r| Ok(change::record_spend(r, 5, &spend(1), 11)))
-                .await
-                .unwrap();
-        }
+        spends(s, 5, 2).await;
         let total = s.get_run("r1").await.unwrap().unwrap().event_seq;
 
         // Act + Assert: every starting point and page size walks the same gapless log.
