@@ -1,0 +1,324 @@
+//! The end of an iteration's work: evidence checked against the staged workspace, children
+//! started, the verdict (pure, `longrun_domain::decide`), and everything the commit writes
+//! (run update, iteration record, scratchpad entry, report inputs) gathered in a `CommitPlan`.
+
+use longrun_domain::change::CommitPlan;
+use longrun_domain::decide::{BudgetExhausted, IterationFacts, Outcome, Progress};
+use longrun_domain::fingerprint;
+use longrun_domain::planner::StatusBlock;
+use longrun_domain::record::{IterationMetrics, IterationRecord, PadEntry};
+use longrun_domain::run::{ChildRun, LastIteration, Run};
+use longrun_domain::{DocMeta, StopType, Verdict, decide};
+use serde_json::json;
+
+use super::model::Iter;
+use super::phases::Draft;
+use super::{Engine, EngineError};
+use crate::prompt::clip;
+use crate::tools::{Staged, Staging};
+
+/// The verdict on an iteration and the facts it rests on.
+struct Judged {
+    status: Option<StatusBlock>,
+    remaining_work: Vec<String>,
+    progress: Progress,
+    evidence: Vec<String>,
+    budget: Option<BudgetExhausted>,
+    metrics: IterationMetrics,
+    verdict: Verdict,
+}
+
+impl Engine {
+    /// Judges the drafted iteration and gathers what its commit writes.
+    pub(super) async fn conclude(
+        &self,
+        it: &Iter<'_>,
+        staging: Staging,
+        draft: Draft,
+    ) -> Result<CommitPlan, EngineError> {
+        let (evidence, evidence_docs) = evidence(&staging, &draft).await;
+        let staged = staging.finish();
+        let mut children = Vec::with_capacity(staged.spawned.len());
+        for req in &staged.spawned {
+            children.push(self.dispatch.spawn_child(it.run, req).await?);
+        }
+        let judged = judge(it, &draft, &staged, &children, evidence, evidence_docs);
+        let workspace = if matches!(judged.verdict.outcome, Outcome::Continue) {
+            vec![]
+        } else {
+            self.workspace_after(it.run, &staged).await?
+        };
+        Ok(commit_plan(
+            it,
+            draft,
+            staged,
+            children,
+            judged,
+            workspace,
+            self.now(),
+        ))
+    }
+
+    /// The whole workspace as it will be after this commit, for the report.
+    async fn workspace_after(
+        &self,
+        run: &Run,
+        staged: &Staged,
+    ) -> Result<Vec<DocMeta>, EngineError> {
+        let mut all = self.store().docs(&run.id, "", 10_000).await?;
+        for d in &staged.docs {
+            match all.iter_mut().find(|m| m.path == d.path) {
+                Some(m) => *m = d.meta(),
+                None => all.push(d.meta()),
+            }
+        }
+        all.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(all)
+    }
+}
+
+/// The planner's completion evidence, and how many items name a doc that will exist after
+/// this commit.
+async fn evidence(staging: &Staging, draft: &Draft) -> (Vec<String>, usize) {
+    let evidence = draft
+        .planner
+        .as_ref()
+        .map(|p| p.status.completion_evidence.clone())
+        .unwrap_or_default();
+    let mut found = 0;
+    for item in &evidence {
+        for token in path_like_tokens(item) {
+            if staging.doc_exists(&token).await {
+                found += 1;
+                break;
+            }
+        }
+    }
+    (evidence, found)
+}
+
+/// The facts of the iteration, judged by the domain's `decide`.
+fn judge(
+    it: &Iter<'_>,
+    draft: &Draft,
+    staged: &Staged,
+    children: &[ChildRun],
+    evidence: Vec<String>,
+    evidence_docs: usize,
+) -> Judged {
+    let run = it.run;
+    let status = draft.planner.as_ref().map(|p| p.status.clone());
+    let remaining_work = status
+        .as_ref()
+        .map(|s| s.remaining_work.clone())
+        .unwrap_or_else(|| run.remaining_work.clone());
+    let progress = Progress {
+        docs_changed: (staged.created.len() + staged.updated.len()) as u32,
+        plan_advanced: staged.plan_advanced,
+        remaining_shrank: status.is_some() && remaining_work.len() < run.remaining_work.len(),
+        answers_consumed: draft.planner.is_some() && !run.pending_answers.is_empty(),
+    };
+    let mut questions = staged.questions.clone();
+    questions.extend(draft.approval_questions.iter().cloned());
+    if let Some(s) = &status
+        && s.needs_user_input
+    {
+        questions.extend(s.blocking_questions.iter().cloned());
+        if questions.is_empty() {
+            questions.push(format!(
+                "The agent needs your input: {}",
+                clip(&s.progress_summary, 500)
+            ));
+        }
+    }
+    let action_fingerprint = draft.planner.as_ref().map(|p| {
+        fingerprint::of_json(&json!({
+            "tools": p.tool_calls.iter().map(|c| json!([c.name, c.args])).collect::<Vec<_>>(),
+            "executors": p.executor_tasks.iter().map(|t| json!([t.title, t.instructions])).collect::<Vec<_>>(),
+        }))
+    });
+    let (budget, metrics) = {
+        let s = it.spent();
+        (s.budget.clone(), s.iteration.clone())
+    };
+    let facts = IterationFacts {
+        iteration: it.n,
+        status: status.clone(),
+        plan: staged.plan.clone(),
+        progress: progress.clone(),
+        action_fingerprint,
+        error: draft.error.clone(),
+        budget: budget.clone(),
+        cancel_requested: draft.cancel,
+        questions: (!questions.is_empty()).then_some(questions),
+        workspace_docs: run.metrics.docs as usize + staged.created.len(),
+        evidence_docs,
+        awaiting_approval: !draft.approval_questions.is_empty(),
+        active_children: run.active_children() + children.len(),
+        wait_for_children: staged.wait_for_children,
+    };
+    let verdict = decide(run, &facts);
+    Judged {
+        status,
+        remaining_work,
+        progress,
+        evidence,
+        budget,
+        metrics,
+        verdict,
+    }
+}
+
+/// One line on what the iteration did, for its record, the scratchpad and the report.
+fn summary(j: &Judged, draft: &Draft) -> String {
+    match (&j.status, &draft.error, &j.verdict.outcome) {
+        (_, _, Outcome::Finish(r)) if r.kind == StopType::Canceled && j.status.is_none() => {
+            "Canceled before the iteration's work.".to_string()
+        }
+        (Some(s), _, _) => clip(&s.progress_summary, 2_000),
+        (None, Some(e), _) => clip(&e.message, 2_000),
+        (None, None, _) => match &j.budget {
+            Some(b) => format!("No work done: {}", b.detail),
+            None => "No work done.".to_string(),
+        },
+    }
+}
+
+/// Everything the commit writes, from the draft, the staged changes and the verdict.
+fn commit_plan(
+    it: &Iter<'_>,
+    draft: Draft,
+    staged: Staged,
+    children: Vec<ChildRun>,
+    j: Judged,
+    workspace: Vec<DocMeta>,
+    now: i64,
+) -> CommitPlan {
+    let run = it.run;
+    let n = it.n;
+    let running_ms = (now - it.started_at).max(0) as u64;
+    let summary = summary(&j, &draft);
+    let last_iteration = LastIteration {
+        iteration: n,
+        tool_results: draft.tool_results.iter().take(12).cloned().collect(),
+        executor_results: draft.executor_results.iter().take(6).cloned().collect(),
+        created_docs: staged.created.iter().take(20).cloned().collect(),
+        updated_docs: staged.updated.iter().take(20).cloned().collect(),
+        progress_delta: j.progress.made(),
+        error: draft.error.as_ref().map(|e| clip(&e.message, 500)),
+    };
+    let pad = scratchpad_entry(n, now, &summary, &draft, &staged, &j.remaining_work);
+    let record = IterationRecord {
+        run_id: run.id.clone(),
+        n,
+        outcome: j.verdict.outcome.status(),
+        summary: summary.clone(),
+        status_block: j.status,
+        tool_results: draft.tool_results,
+        executor_results: draft.executor_results,
+        created_docs: staged.created.clone(),
+        updated_docs: staged.updated.clone(),
+        metrics: IterationMetrics {
+            running_ms,
+            ..j.metrics
+        },
+        error: draft.error,
+        progress: j.progress.made(),
+        hints: j.verdict.hints.clone(),
+        stopping_reason: None,
+        started_at: it.started_at,
+        committed_at: now,
+    };
+    CommitPlan {
+        n,
+        owner: it.claim.owner.to_string(),
+        verdict: j.verdict,
+        plan: staged.plan,
+        remaining_work: j.remaining_work,
+        last_iteration,
+        answers_consumed: j.progress.answers_consumed,
+        running_ms,
+        record,
+        docs: staged.docs,
+        pad,
+        summary,
+        workspace,
+        evidence: j.evidence,
+        pending_calls: draft.pending_calls,
+        children,
+        now,
+    }
+}
+
+/// The iteration's scratchpad entry: what it did, what came of it, what it changed.
+fn scratchpad_entry(
+    n: u32,
+    now: i64,
+    summary: &str,
+    draft: &Draft,
+    staged: &Staged,
+    remaining_work: &[String],
+) -> PadEntry {
+    let mut results: Vec<String> = draft
+        .tool_results
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {}: {}",
+                r.name,
+                if r.ok { "ok" } else { "failed" },
+                clip(&r.result, 200)
+            )
+        })
+        .collect();
+    results.extend(
+        draft
+            .executor_results
+            .iter()
+            .map(|e| format!("executor {}: {}", e.title, clip(&e.summary, 200))),
+    );
+    let mut artifacts: Vec<String> = staged
+        .created
+        .iter()
+        .map(|p| format!("created {p}"))
+        .collect();
+    artifacts.extend(staged.updated.iter().map(|p| format!("updated {p}")));
+    PadEntry {
+        n,
+        at: now,
+        summary: summary.to_string(),
+        actions: draft.actions.clone(),
+        results,
+        artifacts,
+        plan_changes: staged.plan_changes.clone(),
+        remaining_work: remaining_work.to_vec(),
+    }
+}
+
+/// Words of an evidence item that look like workspace paths (`notes/a.md`, `report.md`).
+fn path_like_tokens(item: &str) -> Vec<String> {
+    item.split(|c: char| {
+        c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '"' | '\'' | '`' | '[' | ']')
+    })
+    .map(|t| {
+        t.trim_matches(|c: char| matches!(c, '.' | ':' | '!' | '?'))
+            .trim_start_matches('/')
+    })
+    .filter(|t| !t.is_empty() && (t.contains('/') || t.contains('.')))
+    .map(str::to_string)
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evidence_paths_are_found_inside_prose() {
+        assert_eq!(
+            path_like_tokens("Wrote `notes/summary.md` and report.md."),
+            vec!["notes/summary.md", "report.md"]
+        );
+        assert!(path_like_tokens("all done").is_empty());
+    }
+}

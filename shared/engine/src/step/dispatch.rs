@@ -1,0 +1,235 @@
+//! What follows a commit, for the worker and the API alike: the next step, the outcome
+//! notification, children canceled with their parent, a child's end reported to its parent,
+//! and the sweeper's nudges. Never does an iteration's work.
+
+use std::sync::Arc;
+
+use longrun_domain::change;
+use longrun_domain::run::{ChildRun, Run, RunStatus};
+use longrun_domain::{Rejection, RunChange};
+use tracing::info;
+
+use super::EngineError;
+use crate::ports::{
+    Clock, Notifier, OutcomeMessage, RunStore, StepMessage, StepQueue, StepReason, StoreError,
+};
+use crate::tools::ChildRequest;
+
+/// What one sweep did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SweepReport {
+    /// Runs whose next step was sent again.
+    pub requeued: Vec<String>,
+    /// Runs whose outcome was published again.
+    pub republished: Vec<String>,
+    /// Stale-looking runs left alone because a worker still holds a live lease.
+    pub leased: usize,
+    /// Runs started by due schedules.
+    pub started: Vec<String>,
+}
+
+/// Sends what follows a commit: the next step, or the outcome notification. Shared by the
+/// worker and the API (respond, continue, cancel).
+#[derive(Clone)]
+pub struct Dispatch {
+    pub store: Arc<dyn RunStore>,
+    pub queue: Arc<dyn StepQueue>,
+    pub notifier: Arc<dyn Notifier>,
+    pub clock: Arc<dyn Clock>,
+    pub app_base_url: String,
+}
+
+impl Dispatch {
+    pub fn link(&self, run_id: &str) -> String {
+        format!("{}/runs/{run_id}", self.app_base_url.trim_end_matches('/'))
+    }
+
+    pub async fn enqueue_next(&self, run: &Run, reason: StepReason) -> Result<(), EngineError> {
+        let msg = StepMessage::new(&run.id, run.iteration + 1, reason);
+        self.queue.enqueue(&msg, &msg.dedup_id(), 0).await?;
+        Ok(())
+    }
+
+    /// Publishes the run's outcome once, then records that it was sent. A crash in between
+    /// publishes again later; notification ids make that harmless downstream.
+    pub async fn publish_outcome(&self, run: &Run) -> Result<(), EngineError> {
+        if run.notified {
+            return Ok(());
+        }
+        let summary = run
+            .report
+            .as_ref()
+            .map(|r| r.summary.clone())
+            .unwrap_or_default();
+        let msg = OutcomeMessage {
+            run_id: run.id.clone(),
+            user_id: run.user_id.clone(),
+            iteration: run.iteration,
+            status: run.status,
+            stopping_reason: run.stopping_reason.clone(),
+            summary,
+            link: self.link(&run.id),
+            iterations: run.metrics.iterations,
+            tokens: run.metrics.tokens(),
+            cost_usd: run.metrics.cost_usd,
+            at: self.clock.now_ms(),
+        };
+        self.notifier.publish(&msg).await?;
+        let marked = self
+            .store
+            .update_run(&run.id, &|r| {
+                change::mark_notified(r)
+                    .map(|next| RunChange::of(next, vec![]))
+                    .ok_or(Rejection::Conflict("already notified".into()))
+            })
+            .await;
+        match marked {
+            Ok(_) | Err(StoreError::Rejected(_)) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Nudges runs not written for `stale_ms`: a claimable run with no live lease gets its
+    /// next step again (a dedup id with a sweep suffix gets past the dedup window; the claim
+    /// makes a duplicate harmless), and an outcome never marked published is published.
+    pub async fn sweep(&self, stale_ms: i64, limit: usize) -> Result<SweepReport, EngineError> {
+        let now = self.clock.now_ms();
+        let mut report = SweepReport::default();
+        for run in self.store.stale_runs(now - stale_ms, limit).await? {
+            if run.status.is_claimable() {
+                if run.lease_is_live(now) {
+                    report.leased += 1;
+                    continue;
+                }
+                let msg = StepMessage::new(&run.id, run.iteration + 1, StepReason::Sweep);
+                let dedup = format!("{}#sweep-{}", msg.dedup_id(), now / 60_000);
+                self.queue.enqueue(&msg, &dedup, 0).await?;
+                info!(run_id = %run.id, iteration = run.iteration + 1, "sweeper re-sent a stalled step");
+                report.requeued.push(run.id);
+            } else if !run.notified {
+                self.follow_up(&run).await?;
+                info!(run_id = %run.id, status = %run.status, "sweeper re-published an outcome");
+                report.republished.push(run.id);
+            }
+        }
+        Ok(report)
+    }
+
+    /// `follow_up` from inside a worker step, whose message is still unacknowledged: a send
+    /// lost in a crash is re-sent when the message is redelivered.
+    pub async fn follow_up_deferred(&self, run: &Run) -> Result<(), EngineError> {
+        if run.status == RunStatus::Running {
+            let msg = StepMessage::new(&run.id, run.iteration + 1, StepReason::Continue);
+            self.queue
+                .enqueue_deferred(&msg, &msg.dedup_id(), 0)
+                .await?;
+            return Ok(());
+        }
+        self.follow_up(run).await
+    }
+
+    /// What must follow a committed iteration: the next message, or the outcome.
+    pub async fn follow_up(&self, run: &Run) -> Result<(), EngineError> {
+        match run.status {
+            RunStatus::Running => self.enqueue_next(run, StepReason::Continue).await,
+            RunStatus::Queued => self.enqueue_next(run, StepReason::Resume).await,
+            // The user holds it; `continue` sends the next step.
+            RunStatus::Paused => Ok(()),
+            _ => {
+                if run.status.is_ended() {
+                    self.cancel_children(run).await?;
+                    self.settle_in_parent(run).await?;
+                }
+                self.publish_outcome(run).await
+            }
+        }
+    }
+
+    /// An ended run takes its active children with it: queued or waiting ones end now, a
+    /// running one before its next model call.
+    async fn cancel_children(&self, run: &Run) -> Result<(), EngineError> {
+        for child in run.children.iter().filter(|c| !c.status.is_ended()) {
+            let docs = self.store.docs(&child.id, "", 10_000).await?;
+            let now = self.clock.now_ms();
+            match self
+                .store
+                .update_run(&child.id, &|r| change::request_cancel(r, &docs, now))
+                .await
+            {
+                Ok(c) if c.status.is_ended() => Box::pin(self.follow_up(&c)).await?,
+                Ok(_) | Err(StoreError::Rejected(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// An ended child reports to its parent, which wakes if it waited for its last child.
+    async fn settle_in_parent(&self, child: &Run) -> Result<(), EngineError> {
+        let Some(parent_id) = &child.parent_run_id else {
+            return Ok(());
+        };
+        let now = self.clock.now_ms();
+        match self
+            .store
+            .update_run(parent_id, &|p| change::child_finished(p, child, now))
+            .await
+        {
+            Ok(parent) if parent.status == RunStatus::Queued => {
+                self.enqueue_next(&parent, StepReason::ChildDone).await
+            }
+            Ok(_) | Err(StoreError::Rejected(_)) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Creates a child `spawn_run` asked for, once: a redelivered iteration finds it exists.
+    pub(super) async fn spawn_child(
+        &self,
+        parent: &Run,
+        req: &ChildRequest,
+    ) -> Result<ChildRun, EngineError> {
+        let now = self.clock.now_ms();
+        let mut child = Run::new(
+            &req.id,
+            &parent.user_id,
+            &req.objective,
+            &parent.model,
+            req.budgets.clone(),
+            parent.thresholds.clone(),
+            now,
+        );
+        child.parent_run_id = Some(parent.id.clone());
+        child.depth = parent.depth + 1;
+        child.permission_mode = parent.permission_mode;
+        child.models = parent.models.clone();
+        // Children are part of their parent's run, not new runs of the user's: no slot limit.
+        let created = match self.store.create_run(change::create(child, u32::MAX)).await {
+            Ok(run) => run,
+            Err(StoreError::Rejected(_)) => match self.store.get_run(&req.id).await? {
+                Some(run) if run.parent_run_id.as_deref() == Some(&parent.id) => run,
+                _ => {
+                    return Err(EngineError::Store(StoreError::Rejected(
+                        Rejection::Conflict(format!(
+                            "run {} exists and is not a child of {}",
+                            req.id, parent.id
+                        )),
+                    )));
+                }
+            },
+            Err(e) => return Err(e.into()),
+        };
+        if created.iteration == 0 && created.status == RunStatus::Queued {
+            self.enqueue_next(&created, StepReason::Start).await?;
+        }
+        Ok(ChildRun {
+            id: created.id.clone(),
+            objective: created.objective.clone(),
+            status: created.status,
+            budgets: created.budgets.clone(),
+            summary: None,
+            tokens: 0,
+            cost_usd: 0.0,
+        })
+    }
+}

@@ -1,0 +1,211 @@
+//! The iteration's model calls: budgets checked before each call, the real spend written
+//! as soon as it returns (carrying the claim on the first write), cancels looked for, and a
+//! retry that would outlive the worker's deadline turned into a deferral.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use longrun_domain::change;
+use longrun_domain::decide::{BudgetExhausted, IterationError, check_budgets};
+use longrun_domain::fingerprint;
+use longrun_domain::record::IterationMetrics;
+use longrun_domain::run::{Metrics, Run, Spend};
+
+use super::claim::Claim;
+use super::{Engine, EngineError};
+use crate::llm::{ChatMessage, ChatRequest, ChatResponse, LlmError, LlmRole};
+use crate::ports::{FaultPoint, StoreError};
+use crate::tools::ToolRegistry;
+
+/// Per-iteration accounting shared by concurrent executors.
+pub(super) struct Spent {
+    calls: u32,
+    pub iteration: IterationMetrics,
+    run: Metrics,
+    pub budget: Option<BudgetExhausted>,
+}
+
+/// What every phase of one iteration shares: the run as claimed, the claim, its tools and
+/// its spend so far.
+pub(super) struct Iter<'a> {
+    pub run: &'a Run,
+    pub claim: &'a Claim<'a>,
+    /// `cancel_requested` as of the last read or write of the run, and when that was.
+    cancel: AtomicBool,
+    known_at: AtomicI64,
+    /// The built-ins plus the run owner's tools.
+    pub tools: Arc<ToolRegistry>,
+    pub n: u32,
+    pub started_at: i64,
+    /// Epoch ms by which the iteration must be committed, when the trigger has one.
+    deadline_ms: Option<i64>,
+    spent: Mutex<Spent>,
+}
+
+impl<'a> Iter<'a> {
+    pub fn new(
+        run: &'a Run,
+        claim: &'a Claim<'a>,
+        tools: Arc<ToolRegistry>,
+        started_at: i64,
+        deadline_ms: Option<i64>,
+    ) -> Self {
+        Iter {
+            run,
+            claim,
+            cancel: AtomicBool::new(run.cancel_requested),
+            known_at: AtomicI64::new(started_at),
+            tools,
+            n: claim.n,
+            started_at,
+            deadline_ms,
+            spent: Mutex::new(Spent {
+                calls: 0,
+                iteration: IterationMetrics::default(),
+                run: run.budget_metrics(),
+                budget: None,
+            }),
+        }
+    }
+
+    pub fn spent(&self) -> std::sync::MutexGuard<'_, Spent> {
+        self.spent.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn saw(&self, run: &Run, at: i64) {
+        self.cancel.store(run.cancel_requested, Ordering::SeqCst);
+        self.known_at.store(at, Ordering::SeqCst);
+    }
+}
+
+/// A cancel is looked for before each further model call; the run as last read or written
+/// answers for it when it is this fresh, which after a model call's spend it usually is.
+const CANCEL_FRESH_MS: i64 = 1_000;
+
+pub(super) enum Llm {
+    Answer(ChatResponse),
+    Failed(LlmError),
+    /// A budget ran out before the call; it was not made.
+    OutOfBudget,
+}
+
+impl Engine {
+    pub(super) async fn call_llm(
+        &self,
+        it: &Iter<'_>,
+        role: LlmRole,
+        messages: Vec<ChatMessage>,
+        json_schema: Option<Arc<serde_json::Value>>,
+    ) -> Result<Llm, EngineError> {
+        let call = {
+            let mut s = it.spent();
+            let running = it.run.metrics.running_ms + (self.now() - it.started_at).max(0) as u64;
+            if s.budget.is_none() {
+                s.budget = check_budgets(&it.run.budgets, &s.run, it.n, running);
+            }
+            if s.budget.is_some() {
+                return Ok(Llm::OutOfBudget);
+            }
+            s.calls += 1;
+            s.calls
+        };
+        let req = ChatRequest {
+            run_id: it.run.id.clone(),
+            iteration: it.n,
+            role,
+            model: it.run.model.clone(),
+            messages,
+            json_schema,
+            max_output_tokens: Some(self.config.max_output_tokens),
+            idempotency_key: format!("{}#{}#{}", it.run.id, it.n, call),
+            rotation: it.run.models.iter().skip(1).cloned().collect(),
+            deadline_ms: it.deadline_ms,
+        };
+        let resp = match self.llm.chat(&req).await {
+            Ok(resp) => resp,
+            Err(e) => {
+                if let Some(delay_ms) = e.requeue_after_ms {
+                    return Err(EngineError::Deferred {
+                        delay_ms,
+                        reason: format!(
+                            "model call failed ({e}); retrying would pass the deadline"
+                        ),
+                    });
+                }
+                return Ok(Llm::Failed(e));
+            }
+        };
+        let spend = Spend {
+            model: format!("{}:{}", resp.provider, resp.model),
+            role: role.as_str().to_string(),
+            input_tokens: resp.usage.input_tokens
+                + resp.usage.cache_read_tokens
+                + resp.usage.cache_write_tokens,
+            output_tokens: resp.usage.output_tokens,
+            cached_tokens: resp.usage.cache_read_tokens,
+            cost_usd: resp.cost_usd,
+            latency_ms: resp.latency_ms,
+        };
+        let now = self.now();
+        let claiming = !it.claim.is_taken();
+        let written = self
+            .store()
+            .update_run(&it.run.id, &|r| {
+                it.claim.and_then(!claiming, r, now, |c| {
+                    Ok(change::record_spend(c, it.n, &spend, now))
+                })
+            })
+            .await;
+        match written {
+            Ok(run) => it.saw(&run, now),
+            Err(StoreError::Rejected(rejection)) if claiming => {
+                // Another attempt owns the iteration; this call was made all the same.
+                match self
+                    .store()
+                    .update_run(&it.run.id, &|r| {
+                        Ok(change::record_spend(r, it.n, &spend, now))
+                    })
+                    .await
+                {
+                    Ok(_) | Err(StoreError::Rejected(_)) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                return Err(EngineError::Superseded(rejection));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        if claiming {
+            it.claim.took();
+            self.crash(FaultPoint::AfterClaim, &it.run.id, it.n)?;
+        }
+        {
+            let mut s = it.spent();
+            s.run.add_spend(&spend);
+            s.iteration.llm_calls += 1;
+            s.iteration.input_tokens += spend.input_tokens;
+            s.iteration.output_tokens += spend.output_tokens;
+            s.iteration.cost_usd += spend.cost_usd.unwrap_or(0.0);
+        }
+        self.crash(FaultPoint::AfterLlmCall, &it.run.id, it.n)?;
+        Ok(Llm::Answer(resp))
+    }
+
+    pub(super) async fn cancel_requested(&self, it: &Iter<'_>) -> Result<bool, EngineError> {
+        let now = self.now();
+        if now - it.known_at.load(Ordering::SeqCst) > CANCEL_FRESH_MS {
+            match self.store().get_run(&it.run.id).await? {
+                Some(run) => it.saw(&run, now),
+                None => return Ok(true),
+            }
+        }
+        Ok(it.cancel.load(Ordering::SeqCst))
+    }
+}
+
+pub(super) fn llm_error(e: &LlmError) -> IterationError {
+    IterationError {
+        fingerprint: fingerprint::of_error(&format!("llm {:?} {}", e.kind, e.message)),
+        message: format!("model call failed: {e}"),
+        fatal: !e.is_retryable(),
+    }
+}

@@ -1,0 +1,91 @@
+//! Permission modes, in one place: what of the planner's answer may run now (autopilot:
+//! everything; approve_plan: nothing until a plan is approved; per_write: reads now, writes
+//! held for the user), and which tools executors may use.
+
+use longrun_domain::planner::{ExecutorTask, PlannerOutput, ToolCall};
+use longrun_domain::run::{PendingCall, PermissionMode, PlanStep, Run};
+
+use super::phases::Draft;
+use crate::prompt::clip;
+use crate::tools::{EXECUTOR_TOOLS, Staging, ToolRegistry};
+
+/// The part of the planner's answer this iteration may carry out.
+pub(super) struct Admitted {
+    pub calls: Vec<ToolCall>,
+    pub executor_tasks: Vec<ExecutorTask>,
+}
+
+/// Sorts the planner's calls by the run's permission mode; held writes and the plan awaiting
+/// approval become questions on the draft.
+pub(super) fn admit(
+    run: &Run,
+    n: u32,
+    tools: &ToolRegistry,
+    out: &PlannerOutput,
+    staging: &Staging,
+    draft: &mut Draft,
+) -> Admitted {
+    let mode = run.permission_mode;
+    if mode == PermissionMode::ApprovePlan && !run.plan_approved {
+        draft.approval_questions.push(format!(
+            "Approve this plan? Respond with approve: true to start the work, or answer \
+             with what to change.\n{}",
+            render_plan(&staging.plan())
+        ));
+        return Admitted {
+            calls: vec![],
+            executor_tasks: vec![],
+        };
+    }
+    let (writes, calls): (Vec<ToolCall>, Vec<ToolCall>) = if mode == PermissionMode::PerWrite {
+        out.tool_calls
+            .iter()
+            .cloned()
+            .partition(|c| tools.writes(&c.name))
+    } else {
+        (vec![], out.tool_calls.clone())
+    };
+    for (k, w) in writes.into_iter().enumerate() {
+        let id = format!("c{n}.{}", k + 1);
+        draft.approval_questions.push(format!(
+            "Approve {} {} (id {id})?",
+            w.name,
+            clip(&w.args.to_string(), 300)
+        ));
+        draft.pending_calls.push(PendingCall {
+            id,
+            name: w.name,
+            args: w.args,
+            decision: None,
+        });
+    }
+    Admitted {
+        calls,
+        executor_tasks: out.executor_tasks.clone(),
+    }
+}
+
+/// The tools an executor task may use. Under per_write executors only read: every write goes
+/// through the planner, where each one can be approved.
+pub(super) fn executor_tools(
+    run: &Run,
+    tools: &ToolRegistry,
+    task: &ExecutorTask,
+) -> Vec<&'static str> {
+    let read_only = run.permission_mode == PermissionMode::PerWrite;
+    EXECUTOR_TOOLS
+        .into_iter()
+        .filter(|t| task.tools.is_empty() || task.tools.iter().any(|x| x == t))
+        .filter(|t| !read_only || !tools.writes(t))
+        .collect()
+}
+
+fn render_plan(plan: &[PlanStep]) -> String {
+    if plan.is_empty() {
+        return "(the planner proposed no plan steps)".into();
+    }
+    plan.iter()
+        .map(|p| format!("- [{}] {}", p.status.as_str(), p.title))
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -1,0 +1,342 @@
+//! The working phases of an iteration, each over the explicit [`Draft`]: the user's pending
+//! decisions, the planner, the planner's tool calls, one repair pass, the executors. They
+//! stage changes in `Staging`; nothing here writes to the store but a model call's spend.
+
+use futures_util::StreamExt;
+use longrun_domain::decide::IterationError;
+use longrun_domain::fingerprint;
+use longrun_domain::planner::{
+    ExecutorOutput, ExecutorTask, PlannerOutput, RepairOutput, ToolCall, parse_contract,
+    parse_planner_output, planner_schema,
+};
+use longrun_domain::record::PadEntry;
+use longrun_domain::run::{Decision, ExecutorBrief, PendingCall, Run, ToolResultBrief};
+
+use super::model::{Iter, Llm, llm_error};
+use super::permissions::{self, Admitted};
+use super::{Engine, EngineError};
+use crate::llm::LlmRole;
+use crate::prompt::{self, SCRATCHPAD_TAIL, clip};
+use crate::tools::{Staging, ToolOutcome, ToolRegistry};
+
+/// What the iteration has done so far, phase by phase. Nothing in it is written until the
+/// commit.
+#[derive(Default)]
+pub(super) struct Draft {
+    /// Outcomes of tool calls (decided writes, the planner's calls, repairs), in order.
+    pub tool_results: Vec<ToolResultBrief>,
+    pub executor_results: Vec<ExecutorBrief>,
+    /// The planner's answer, when it gave a valid one.
+    pub planner: Option<PlannerOutput>,
+    pub error: Option<IterationError>,
+    /// A cancel was requested before or during the iteration: no further model call.
+    pub cancel: bool,
+    /// What the planner chose to do, for the scratchpad and the repetition check.
+    pub actions: Vec<String>,
+    /// Writes held for the user's approval (per_write), and the questions asking for them
+    /// and for the plan (approve_plan).
+    pub pending_calls: Vec<PendingCall>,
+    pub approval_questions: Vec<String>,
+}
+
+impl Engine {
+    /// Writes the user decided on (per_write) are carried out or refused first. Returns the
+    /// run with a hint telling the planner which, when there were any.
+    pub(super) async fn pending_decisions(
+        &self,
+        run: &Run,
+        tools: &ToolRegistry,
+        staging: &Staging,
+        draft: &mut Draft,
+    ) -> Option<Run> {
+        let mut decided = vec![];
+        for call in &run.pending_calls {
+            let outcome = match &call.decision {
+                Some(Decision::Approved) => {
+                    let c = ToolCall {
+                        name: call.name.clone(),
+                        args: call.args.clone(),
+                    };
+                    tools.invoke(staging, &c, None).await
+                }
+                Some(Decision::Rejected { reason }) => ToolOutcome {
+                    name: call.name.clone(),
+                    args: call.args.clone(),
+                    result: Err(format!("rejected by the user: {reason}")),
+                },
+                None => continue,
+            };
+            decided.push(format!(
+                "{} {} (id {}): {}",
+                call.name,
+                clip(&call.args.to_string(), 120),
+                call.id,
+                match &outcome.result {
+                    Ok(_) => "approved and done".to_string(),
+                    Err(e) => clip(e, 200),
+                }
+            ));
+            draft.tool_results.push(brief_of(&outcome, false));
+        }
+        if decided.is_empty() {
+            return None;
+        }
+        let mut told = run.clone();
+        told.hints.push(format!(
+            "The user decided on the writes you proposed: {}. Do not repeat a rejected write.",
+            decided.join("; ")
+        ));
+        Some(told)
+    }
+
+    /// Asks the planner (unless a cancel is pending), stages its plan updates and notes its
+    /// actions.
+    pub(super) async fn planner(
+        &self,
+        it: &Iter<'_>,
+        staging: &Staging,
+        draft: &mut Draft,
+    ) -> Result<(), EngineError> {
+        if draft.cancel {
+            return Ok(());
+        }
+        let pad = self.store().scratchpad(&it.run.id, SCRATCHPAD_TAIL).await?;
+        match self.ask_planner(it, &pad).await? {
+            Ok(out) => draft.planner = out,
+            Err(e) => draft.error = Some(e),
+        }
+        let Some(out) = &draft.planner else {
+            return Ok(());
+        };
+        let updates: Vec<_> = out
+            .plan_updates
+            .iter()
+            .map(|u| (u.id.clone(), u.title.clone(), u.status))
+            .collect();
+        staging.update_plan(&updates);
+        draft.actions.extend(
+            out.tool_calls
+                .iter()
+                .map(|c| format!("{} {}", c.name, clip(&c.args.to_string(), 150))),
+        );
+        draft.actions.extend(
+            out.executor_tasks
+                .iter()
+                .map(|t| format!("executor: {}", t.title)),
+        );
+        Ok(())
+    }
+
+    /// Planner with one corrective retry. Returns the output or the iteration's error.
+    async fn ask_planner(
+        &self,
+        it: &Iter<'_>,
+        pad: &[PadEntry],
+    ) -> Result<Result<Option<PlannerOutput>, IterationError>, EngineError> {
+        let mut correction: Option<(String, String)> = None;
+        for attempt in 0..2 {
+            let messages = prompt::planner_messages(
+                it.run,
+                it.n,
+                pad,
+                it.tools.prompt_block(),
+                correction.as_ref().map(|(a, e)| (a.as_str(), e.as_str())),
+            );
+            let resp = match self
+                .call_llm(it, LlmRole::Planner, messages, Some(planner_schema()))
+                .await?
+            {
+                Llm::Answer(r) => r,
+                Llm::OutOfBudget => return Ok(Ok(None)),
+                Llm::Failed(e) => return Ok(Err(llm_error(&e))),
+            };
+            match parse_planner_output(&resp.content) {
+                Ok(out) => return Ok(Ok(Some(out))),
+                Err(err) if attempt == 0 => {
+                    correction = Some((resp.content, err.to_string()));
+                }
+                Err(err) => {
+                    let message = format!("planner output invalid after a corrective retry: {err}");
+                    return Ok(Err(IterationError {
+                        fingerprint: fingerprint::of_error(&format!("contract {}", err.path)),
+                        message,
+                        fatal: false,
+                    }));
+                }
+            }
+        }
+        Ok(Ok(None))
+    }
+
+    /// Runs the admitted calls of the planner; returns the ones that failed, for repair.
+    pub(super) async fn tool_calls(
+        &self,
+        it: &Iter<'_>,
+        staging: &Staging,
+        admitted: &Admitted,
+        draft: &mut Draft,
+    ) -> Vec<ToolOutcome> {
+        {
+            let s = it.spent();
+            let m = &s.iteration;
+            staging.note_spend(m.input_tokens + m.output_tokens, m.cost_usd);
+        }
+        let outcomes = self
+            .run_tools(
+                &it.tools,
+                staging,
+                &admitted.calls,
+                None,
+                self.config.max_tool_calls,
+            )
+            .await;
+        draft
+            .tool_results
+            .extend(outcomes.iter().map(|o| brief_of(o, false)));
+        outcomes.into_iter().filter(|o| o.result.is_err()).collect()
+    }
+
+    /// One repair pass over failed calls: at most `repair_max_calls` corrected calls.
+    pub(super) async fn repair(
+        &self,
+        it: &Iter<'_>,
+        staging: &Staging,
+        failed: &[ToolOutcome],
+        draft: &mut Draft,
+    ) -> Result<(), EngineError> {
+        if failed.is_empty() || draft.cancel {
+            return Ok(());
+        }
+        let max = self.config.repair_max_calls;
+        let failures: Vec<_> = failed
+            .iter()
+            .map(|f| {
+                (
+                    f.name.clone(),
+                    f.args.clone(),
+                    f.result.clone().err().unwrap_or_default(),
+                )
+            })
+            .collect();
+        let messages = prompt::repair_messages(&failures, &it.tools.specs(None), max);
+        let resp = match self.call_llm(it, LlmRole::Repair, messages, None).await? {
+            Llm::Answer(r) => r,
+            _ => return Ok(()),
+        };
+        let Ok(repair) = parse_contract::<RepairOutput>(&resp.content) else {
+            return Ok(());
+        };
+        let calls: Vec<ToolCall> = repair.tool_calls.into_iter().take(max).collect();
+        let repaired = self.run_tools(&it.tools, staging, &calls, None, max).await;
+        draft
+            .tool_results
+            .extend(repaired.iter().map(|o| brief_of(o, true)));
+        Ok(())
+    }
+
+    /// The planner's executor tasks, fanned out with bounded concurrency.
+    pub(super) async fn executors(
+        &self,
+        it: &Iter<'_>,
+        staging: &Staging,
+        tasks: &[ExecutorTask],
+        draft: &mut Draft,
+    ) -> Result<(), EngineError> {
+        if draft.cancel {
+            return Ok(());
+        }
+        // Futures are built up front: a lazily mapped stream trips the `Send` check of the
+        // spawned worker future on its higher-ranked closure lifetimes.
+        let pending: Vec<_> = tasks
+            .iter()
+            .take(self.config.max_executor_tasks)
+            .map(|task| self.execute(it, staging, task))
+            .collect();
+        let briefs: Vec<Result<ExecutorBrief, EngineError>> = futures_util::stream::iter(pending)
+            .buffered(self.config.executor_concurrency.max(1))
+            .collect()
+            .await;
+        for b in briefs {
+            draft.executor_results.push(b?);
+        }
+        Ok(())
+    }
+
+    async fn execute(
+        &self,
+        it: &Iter<'_>,
+        staging: &Staging,
+        task: &ExecutorTask,
+    ) -> Result<ExecutorBrief, EngineError> {
+        let allowed = permissions::executor_tools(it.run, &it.tools, task);
+        let max = self.config.executor_tool_calls;
+        let messages = prompt::executor_messages(
+            &it.run.objective,
+            &task.title,
+            &task.instructions,
+            &it.tools.specs(Some(&allowed)),
+            max,
+        );
+        let brief = |summary: String, tool_results| ExecutorBrief {
+            title: clip(&task.title, 200),
+            summary,
+            tool_results,
+        };
+        let resp = match self.call_llm(it, LlmRole::Executor, messages, None).await? {
+            Llm::Answer(r) => r,
+            Llm::OutOfBudget => return Ok(brief("not run: budget exhausted".into(), vec![])),
+            Llm::Failed(e) => return Ok(brief(format!("failed: {e}"), vec![])),
+        };
+        let out = match parse_contract::<ExecutorOutput>(&resp.content) {
+            Ok(out) => out,
+            Err(e) => {
+                return Ok(brief(
+                    format!("answer did not follow the contract: {e}"),
+                    vec![],
+                ));
+            }
+        };
+        let results = self
+            .run_tools(&it.tools, staging, &out.tool_calls, Some(&allowed), max)
+            .await;
+        Ok(brief(
+            clip(&out.summary, 500),
+            results.iter().map(|r| brief_of(r, false)).collect(),
+        ))
+    }
+
+    async fn run_tools(
+        &self,
+        tools: &ToolRegistry,
+        staging: &Staging,
+        calls: &[ToolCall],
+        allowed: Option<&[&str]>,
+        limit: usize,
+    ) -> Vec<ToolOutcome> {
+        let mut out = Vec::with_capacity(calls.len().min(limit));
+        for (i, call) in calls.iter().enumerate() {
+            if i >= limit {
+                out.push(ToolOutcome {
+                    name: call.name.clone(),
+                    args: call.args.clone(),
+                    result: Err(format!("skipped: at most {limit} tool calls per turn")),
+                });
+                continue;
+            }
+            out.push(tools.invoke(staging, call, allowed).await);
+        }
+        out
+    }
+}
+
+fn brief_of(o: &ToolOutcome, repaired: bool) -> ToolResultBrief {
+    ToolResultBrief {
+        name: o.name.clone(),
+        ok: o.result.is_ok(),
+        result: match &o.result {
+            Ok(v) => clip(&v.to_string(), 400),
+            Err(e) => clip(e, 400),
+        },
+        repaired,
+    }
+}
