@@ -167,88 +167,24 @@ pub async fn run(
             mode,
             ..
         } => {
-            let b = budgets.input();
-            let mut body = json!({"objective": objective, "budgets": b});
+            let mut body = json!({"objective": objective, "budgets": budgets.input()});
             if !models.is_empty() {
                 body["models"] = json!(models);
             }
             if let Some(m) = mode {
                 body["permission_mode"] = json!(m);
             }
-            let run = c.post("/v1/runs", body).await?;
-            let id = run["id"].as_str().unwrap_or_default().to_string();
-            print(&run, json && !f, |r| {
-                format!(
-                    "started {} ({})",
-                    r["id"].as_str().unwrap_or(""),
-                    r["link"].as_str().unwrap_or("")
-                )
-            });
-            if f {
-                follow(&c, &id, 0, json).await?;
-            }
+            start(&c, body, f, json).await
         }
-        Command::Status { run_id } => {
-            let r = c.get(&format!("/v1/runs/{run_id}")).await?;
-            print(&r, json, |r| {
-                format!(
-                    "{}\nstatus {} · iteration {} · {} tokens · ${:.6}\nstopping reason: {}",
-                    run_line(r),
-                    r["status"].as_str().unwrap_or(""),
-                    r["iteration"],
-                    r["tokens"],
-                    r["metrics"]["cost_usd"].as_f64().unwrap_or(0.0),
-                    r["stopping_reason"]
-                )
-            });
-        }
-        Command::List { status } => {
-            let q = status.map(|s| format!("?status={s}")).unwrap_or_default();
-            let v = c.get(&format!("/v1/runs{q}")).await?;
-            print(&v, json, |v| {
-                let mut lines: Vec<String> = v["runs"]
-                    .as_array()
-                    .map(|a| a.iter().map(run_line).collect())
-                    .unwrap_or_default();
-                lines.push(format!("active {} of {}", v["active"], v["active_limit"]));
-                lines.join("\n")
-            });
-        }
+        Command::Status { run_id } => status(&c, &run_id, json).await,
+        Command::List { status } => list(&c, status, json).await,
         Command::Events {
             run_id,
             after,
             follow: true,
-        } => follow(&c, &run_id, after, json).await?,
-        Command::Events { run_id, after, .. } => {
-            let v = c
-                .get(&format!(
-                    "/v1/runs/{run_id}/events?after={after}&limit=1000"
-                ))
-                .await?;
-            print(&v, json, |v| {
-                v["events"]
-                    .as_array()
-                    .map(|a| a.iter().map(event_line).collect::<Vec<_>>().join("\n"))
-                    .unwrap_or_default()
-            });
-        }
-        Command::Cancel { run_id } => {
-            let r = c
-                .post(&format!("/v1/runs/{run_id}/cancel"), json!({}))
-                .await?;
-            print(&r, json, |r| {
-                format!(
-                    "{} is {}{}",
-                    run_id,
-                    r["status"].as_str().unwrap_or(""),
-                    if r["cancel_requested"] == true && r["status"] == "running" {
-                        " (cancel requested; stops before its next model call)"
-                    } else {
-                        ""
-                    }
-                )
-            });
-        }
+        } => follow(&c, &run_id, after, json).await,
+        Command::Events { run_id, after, .. } => events(&c, &run_id, after, json).await,
+        Command::Cancel { run_id } => cancel(&c, &run_id, json).await,
         Command::Respond {
             run_id,
             answer,
@@ -263,103 +199,194 @@ pub async fn run(
             print(&r, json, |r| {
                 format!("{} is {}", run_id, r["status"].as_str().unwrap_or(""))
             });
+            Ok(())
         }
-        Command::Pause { run_id } => {
-            let r = c
-                .post(&format!("/v1/runs/{run_id}/pause"), json!({}))
-                .await?;
-            print(&r, json, |r| {
-                format!(
-                    "{} is {}{}",
-                    run_id,
-                    r["status"].as_str().unwrap_or(""),
-                    if r["pause_requested"] == true {
-                        " (pauses once its current iteration is committed)"
-                    } else {
-                        ""
-                    }
-                )
-            });
-        }
+        Command::Pause { run_id } => pause(&c, &run_id, json).await,
         Command::Edit {
             run_id,
             objective,
             steps,
-        } => {
-            let plan = steps
-                .iter()
-                .map(|s| parse_step(s))
-                .collect::<Result<Vec<_>>>()?;
-            let mut body = json!({"plan": plan});
-            if let Some(o) = objective {
-                body["objective"] = json!(o);
-            }
-            let r = c
-                .call(
-                    reqwest::Method::PATCH,
-                    &format!("/v1/runs/{run_id}"),
-                    Some(body),
-                )
-                .await?;
-            print(&r, json, |_| {
-                format!("{run_id}: edit recorded; it applies from the next iteration")
-            });
-        }
+        } => edit(&c, &run_id, objective, &steps, json).await,
         Command::Continue { run_id, budgets } => {
-            let r = c
-                .post(
-                    &format!("/v1/runs/{run_id}/continue"),
-                    json!({"budgets": budgets.input()}),
-                )
-                .await?;
+            let body = json!({"budgets": budgets.input()});
+            let r = c.post(&format!("/v1/runs/{run_id}/continue"), body).await?;
             print(&r, json, |r| {
                 format!("{} is {}", run_id, r["status"].as_str().unwrap_or(""))
             });
+            Ok(())
         }
         Command::Report { run_id } => {
             let r = c.get(&format!("/v1/runs/{run_id}/report")).await?;
             print(&r, json, |r| {
                 serde_json::to_string_pretty(r).unwrap_or_default()
             });
+            Ok(())
         }
-        Command::Workspace {
-            run_id,
-            path: Some(path),
-        } => {
-            let d = c
-                .get(&format!(
-                    "/v1/runs/{run_id}/docs/{}",
-                    path.trim_start_matches('/')
-                ))
-                .await?;
-            print(&d, json, |d| {
-                d["content"].as_str().unwrap_or("").to_string()
-            });
-        }
-        Command::Workspace { run_id, path: None } => {
-            let w = c.get(&format!("/v1/runs/{run_id}/workspace")).await?;
-            print(&w, json, |w| {
-                w["docs"]
-                    .as_array()
-                    .map(|a| {
-                        a.iter()
-                            .map(|d| {
-                                format!(
-                                    "{:<40} v{} {:>6} B  {}",
-                                    d["path"].as_str().unwrap_or(""),
-                                    d["version"],
-                                    d["bytes"],
-                                    d["title"].as_str().unwrap_or("")
-                                )
-                            })
-                            .collect::<Vec<_>>()
-                            .join("\n")
-                    })
-                    .unwrap_or_default()
-            });
-        }
+        Command::Workspace { run_id, path } => workspace(&c, &run_id, path, json).await,
         Command::Serve { .. } | Command::Demo { .. } => unreachable!("handled in main"),
     }
+}
+
+async fn start(c: &Client, body: Value, follow_it: bool, json: bool) -> Result<()> {
+    let run = c.post("/v1/runs", body).await?;
+    let id = run["id"].as_str().unwrap_or_default().to_string();
+    print(&run, json && !follow_it, |r| {
+        format!(
+            "started {} ({})",
+            r["id"].as_str().unwrap_or(""),
+            r["link"].as_str().unwrap_or("")
+        )
+    });
+    if follow_it {
+        follow(c, &id, 0, json).await?;
+    }
+    Ok(())
+}
+
+async fn status(c: &Client, run_id: &str, json: bool) -> Result<()> {
+    let r = c.get(&format!("/v1/runs/{run_id}")).await?;
+    print(&r, json, |r| {
+        format!(
+            "{}\nstatus {} · iteration {} · {} tokens · ${:.6}\nstopping reason: {}",
+            run_line(r),
+            r["status"].as_str().unwrap_or(""),
+            r["iteration"],
+            r["tokens"],
+            r["metrics"]["cost_usd"].as_f64().unwrap_or(0.0),
+            r["stopping_reason"]
+        )
+    });
+    Ok(())
+}
+
+async fn list(c: &Client, status: Option<String>, json: bool) -> Result<()> {
+    let q = status.map(|s| format!("?status={s}")).unwrap_or_default();
+    let v = c.get(&format!("/v1/runs{q}")).await?;
+    print(&v, json, |v| {
+        let mut lines: Vec<String> = v["runs"]
+            .as_array()
+            .map(|a| a.iter().map(run_line).collect())
+            .unwrap_or_default();
+        lines.push(format!("active {} of {}", v["active"], v["active_limit"]));
+        lines.join("\n")
+    });
+    Ok(())
+}
+
+async fn events(c: &Client, run_id: &str, after: u64, json: bool) -> Result<()> {
+    let v = c
+        .get(&format!(
+            "/v1/runs/{run_id}/events?after={after}&limit=1000"
+        ))
+        .await?;
+    print(&v, json, |v| {
+        v["events"]
+            .as_array()
+            .map(|a| a.iter().map(event_line).collect::<Vec<_>>().join("\n"))
+            .unwrap_or_default()
+    });
+    Ok(())
+}
+
+async fn cancel(c: &Client, run_id: &str, json: bool) -> Result<()> {
+    let r = c
+        .post(&format!("/v1/runs/{run_id}/cancel"), json!({}))
+        .await?;
+    print(&r, json, |r| {
+        format!(
+            "{} is {}{}",
+            run_id,
+            r["status"].as_str().unwrap_or(""),
+            if r["cancel_requested"] == true && r["status"] == "running" {
+                " (cancel requested; stops before its next model call)"
+            } else {
+                ""
+            }
+        )
+    });
+    Ok(())
+}
+
+async fn pause(c: &Client, run_id: &str, json: bool) -> Result<()> {
+    let r = c
+        .post(&format!("/v1/runs/{run_id}/pause"), json!({}))
+        .await?;
+    print(&r, json, |r| {
+        format!(
+            "{} is {}{}",
+            run_id,
+            r["status"].as_str().unwrap_or(""),
+            if r["pause_requested"] == true {
+                " (pauses once its current iteration is committed)"
+            } else {
+                ""
+            }
+        )
+    });
+    Ok(())
+}
+
+async fn edit(
+    c: &Client,
+    run_id: &str,
+    objective: Option<String>,
+    steps: &[String],
+    json: bool,
+) -> Result<()> {
+    let plan = steps
+        .iter()
+        .map(|s| parse_step(s))
+        .collect::<Result<Vec<_>>>()?;
+    let mut body = json!({"plan": plan});
+    if let Some(o) = objective {
+        body["objective"] = json!(o);
+    }
+    let r = c
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/v1/runs/{run_id}"),
+            Some(body),
+        )
+        .await?;
+    print(&r, json, |_| {
+        format!("{run_id}: edit recorded; it applies from the next iteration")
+    });
+    Ok(())
+}
+
+async fn workspace(c: &Client, run_id: &str, path: Option<String>, json: bool) -> Result<()> {
+    if let Some(path) = path {
+        let d = c
+            .get(&format!(
+                "/v1/runs/{run_id}/docs/{}",
+                path.trim_start_matches('/')
+            ))
+            .await?;
+        print(&d, json, |d| {
+            d["content"].as_str().unwrap_or("").to_string()
+        });
+        return Ok(());
+    }
+    let w = c.get(&format!("/v1/runs/{run_id}/workspace")).await?;
+    print(&w, json, |w| {
+        w["docs"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|d| {
+                        format!(
+                            "{:<40} v{} {:>6} B  {}",
+                            d["path"].as_str().unwrap_or(""),
+                            d["version"],
+                            d["bytes"],
+                            d["title"].as_str().unwrap_or("")
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .unwrap_or_default()
+    });
     Ok(())
 }
 

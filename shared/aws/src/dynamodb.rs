@@ -337,76 +337,27 @@ impl DynamoDbRunStore {
         let expected_ver = base.map(|b| b.ver);
         let mut events = base.map(|b| b.tail.clone()).unwrap_or_default();
         events.extend(sequence_events(&mut change, base_seq, at));
-        let run = &change.run;
-        let pk = run_pk(&run.id);
         let next_ver = expected_ver.map_or(1, |v| v + 1);
-
-        let counter = match change.active {
-            ActiveDelta::Acquire { limit } => Some(
-                Update::builder()
-                    .table_name(&self.table)
-                    .key("PK", s(user_pk(&run.user_id)))
-                    .key("SK", s("ACTIVE"))
-                    .update_expression("SET #c = if_not_exists(#c, :zero) + :one")
-                    .condition_expression("attribute_not_exists(#c) OR #c < :limit")
-                    .expression_attribute_names("#c", "count")
-                    .expression_attribute_values(":zero", n(0))
-                    .expression_attribute_values(":one", n(1))
-                    .expression_attribute_values(":limit", n(limit)),
-            ),
-            ActiveDelta::Release if release_counter => Some(
-                Update::builder()
-                    .table_name(&self.table)
-                    .key("PK", s(user_pk(&run.user_id)))
-                    .key("SK", s("ACTIVE"))
-                    .update_expression("SET #c = #c - :one")
-                    .condition_expression("#c > :zero")
-                    .expression_attribute_names("#c", "count")
-                    .expression_attribute_values(":zero", n(0))
-                    .expression_attribute_values(":one", n(1)),
-            ),
-            ActiveDelta::Release | ActiveDelta::None => None,
-        };
-        let alone = expected_ver.is_some()
-            && counter.is_none()
+        let counter = self.counter_update(&change, release_counter);
+        let alone = counter.is_none()
             && change.iteration.is_none()
             && change.pad.is_none()
             && change.docs.is_empty()
             && events.len() <= TAIL_MAX;
         if let (true, Some(ver)) = (alone, expected_ver) {
-            let result = self
-                .client
-                .put_item()
-                .table_name(&self.table)
-                .set_item(Some(self.run_item(run, next_ver, &events)?))
-                .condition_expression("ver = :ver")
-                .expression_attribute_values(":ver", n(ver))
-                .send()
-                .await;
-            return match result {
-                Ok(_) => Ok(Stored {
-                    run: change.run,
-                    ver: next_ver,
-                    tail: events,
-                }),
-                Err(e) if error_code(&e) == Some("ConditionalCheckFailedException") => {
-                    Err(WriteFailure::Raced)
-                }
-                Err(e) => Err(WriteFailure::Store(unavailable(describe(&e)))),
-            };
+            return self.put_alone(change.run, ver, next_ver, events).await;
         }
 
-        let mut items: Vec<(Slot, TransactWriteItem)> = vec![];
         let mut run_put = Put::builder()
             .table_name(&self.table)
-            .set_item(Some(self.run_item(run, next_ver, &[])?));
+            .set_item(Some(self.run_item(&change.run, next_ver, &[])?));
         run_put = match expected_ver {
             None => run_put.condition_expression("attribute_not_exists(PK)"),
             Some(v) => run_put
                 .condition_expression("ver = :ver")
                 .expression_attribute_values(":ver", n(v)),
         };
-        items.push((Slot::Run, put_item(run_put)?));
+        let mut items: Vec<(Slot, TransactWriteItem)> = vec![(Slot::Run, put_item(run_put)?)];
         if let Some(upd) = counter {
             items.push((
                 Slot::Counter,
@@ -415,65 +366,8 @@ impl DynamoDbRunStore {
                     .build(),
             ));
         }
-        // The write's events (after the run item's tail) go into one log item: the iteration's
-        // own when it commits one, with its record and scratchpad entry, else a batch item
-        // that sorts after its run's last iteration. Either way the log items' key order is
-        // seq order. A put that finds its key taken lost a race.
-        let committed = change
-            .iteration
-            .as_ref()
-            .map(|r| r.n)
-            .or(change.pad.as_ref().map(|p| p.n));
-        let sk = match (committed, events.first()) {
-            (Some(k), _) => Some(iter_sk(k)),
-            (None, Some(first)) => Some(format!("{}#{:010}", iter_sk(run.iteration), first.seq)),
-            (None, None) => None,
-        };
-        if let Some(sk) = sk {
-            let mut item = HashMap::from([
-                ("PK".to_string(), s(pk.clone())),
-                ("SK".to_string(), s(sk)),
-                (
-                    "log".to_string(),
-                    pack(&LogItemRef {
-                        rec: change.iteration.as_ref(),
-                        scratch: change.pad.as_ref(),
-                        evts: &events,
-                    })?,
-                ),
-            ]);
-            if let (Some(first), Some(last)) = (events.first(), events.last()) {
-                item.insert("first".into(), n(first.seq));
-                item.insert("last".into(), n(last.seq));
-            }
-            let p = Put::builder()
-                .table_name(&self.table)
-                .set_item(Some(item))
-                .condition_expression("attribute_not_exists(PK)");
-            let slot = if committed.is_some() {
-                Slot::Iteration
-            } else {
-                Slot::Event
-            };
-            items.push((slot, put_item(p)?));
-        }
-        // One operation per item in a transaction: the last write of a path wins.
-        let mut docs: Vec<&Doc> = vec![];
-        for d in change.docs.iter().rev() {
-            if !docs.iter().any(|x| x.path == d.path) {
-                docs.push(d);
-            }
-        }
-        for d in docs {
-            let item = HashMap::from([
-                ("PK".to_string(), s(pk.clone())),
-                ("SK".to_string(), s(format!("DOC#{}", d.path))),
-                ("meta".to_string(), s(to_json(&d.meta())?)),
-                ("doc".to_string(), s(to_json(d)?)),
-            ]);
-            let p = Put::builder().table_name(&self.table).set_item(Some(item));
-            items.push((Slot::Other, put_item(p)?));
-        }
+        items.extend(self.log_item(&change, &events)?);
+        items.extend(self.doc_items(&change)?);
         if items.len() > MAX_TRANSACTION_ITEMS {
             return Err(StoreError::Corrupt(format!(
                 "a change of {} items exceeds DynamoDB's {MAX_TRANSACTION_ITEMS}-item transaction",
@@ -497,6 +391,138 @@ impl DynamoDbRunStore {
             }),
             Err(e) => Err(classify(&e, &slots, &change, expected_ver.is_none())),
         }
+    }
+
+    /// The per-user active-run counter's part of a change, if any.
+    fn counter_update(
+        &self,
+        change: &RunChange,
+        release_counter: bool,
+    ) -> Option<aws_sdk_dynamodb::types::builders::UpdateBuilder> {
+        let key = |b: aws_sdk_dynamodb::types::builders::UpdateBuilder| {
+            b.table_name(&self.table)
+                .key("PK", s(user_pk(&change.run.user_id)))
+                .key("SK", s("ACTIVE"))
+                .expression_attribute_names("#c", "count")
+                .expression_attribute_values(":zero", n(0))
+                .expression_attribute_values(":one", n(1))
+        };
+        match change.active {
+            ActiveDelta::Acquire { limit } => Some(
+                key(Update::builder())
+                    .update_expression("SET #c = if_not_exists(#c, :zero) + :one")
+                    .condition_expression("attribute_not_exists(#c) OR #c < :limit")
+                    .expression_attribute_values(":limit", n(limit)),
+            ),
+            ActiveDelta::Release if release_counter => Some(
+                key(Update::builder())
+                    .update_expression("SET #c = #c - :one")
+                    .condition_expression("#c > :zero"),
+            ),
+            ActiveDelta::Release | ActiveDelta::None => None,
+        }
+    }
+
+    /// A write of the run alone: one conditional put, its events riding in its tail.
+    async fn put_alone(
+        &self,
+        run: Run,
+        ver: u64,
+        next_ver: u64,
+        events: Vec<Event>,
+    ) -> Result<Stored, WriteFailure> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(self.run_item(&run, next_ver, &events)?))
+            .condition_expression("ver = :ver")
+            .expression_attribute_values(":ver", n(ver))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(Stored {
+                run,
+                ver: next_ver,
+                tail: events,
+            }),
+            Err(e) if error_code(&e) == Some("ConditionalCheckFailedException") => {
+                Err(WriteFailure::Raced)
+            }
+            Err(e) => Err(WriteFailure::Store(unavailable(describe(&e)))),
+        }
+    }
+
+    /// The write's events (after the run item's tail) go into one log item: the iteration's
+    /// own when it commits one, with its record and scratchpad entry, else a batch item that
+    /// sorts after its run's last iteration. Either way the log items' key order is seq
+    /// order. A put that finds its key taken lost a race.
+    fn log_item(
+        &self,
+        change: &RunChange,
+        events: &[Event],
+    ) -> Result<Option<(Slot, TransactWriteItem)>, StoreError> {
+        let run = &change.run;
+        let committed = change
+            .iteration
+            .as_ref()
+            .map(|r| r.n)
+            .or(change.pad.as_ref().map(|p| p.n));
+        let sk = match (committed, events.first()) {
+            (Some(k), _) => iter_sk(k),
+            (None, Some(first)) => format!("{}#{:010}", iter_sk(run.iteration), first.seq),
+            (None, None) => return Ok(None),
+        };
+        let mut item = HashMap::from([
+            ("PK".to_string(), s(run_pk(&run.id))),
+            ("SK".to_string(), s(sk)),
+            (
+                "log".to_string(),
+                pack(&LogItemRef {
+                    rec: change.iteration.as_ref(),
+                    scratch: change.pad.as_ref(),
+                    evts: events,
+                })?,
+            ),
+        ]);
+        if let (Some(first), Some(last)) = (events.first(), events.last()) {
+            item.insert("first".into(), n(first.seq));
+            item.insert("last".into(), n(last.seq));
+        }
+        let p = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(PK)");
+        let slot = if committed.is_some() {
+            Slot::Iteration
+        } else {
+            Slot::Event
+        };
+        Ok(Some((slot, put_item(p)?)))
+    }
+
+    /// One put per doc path; a transaction takes one operation per item, so the last write
+    /// of a path wins.
+    fn doc_items(&self, change: &RunChange) -> Result<Vec<(Slot, TransactWriteItem)>, StoreError> {
+        let pk = run_pk(&change.run.id);
+        let mut docs: Vec<&Doc> = vec![];
+        for d in change.docs.iter().rev() {
+            if !docs.iter().any(|x| x.path == d.path) {
+                docs.push(d);
+            }
+        }
+        docs.into_iter()
+            .map(|d| {
+                let item = HashMap::from([
+                    ("PK".to_string(), s(pk.clone())),
+                    ("SK".to_string(), s(format!("DOC#{}", d.path))),
+                    ("meta".to_string(), s(to_json(&d.meta())?)),
+                    ("doc".to_string(), s(to_json(d)?)),
+                ]);
+                let p = Put::builder().table_name(&self.table).set_item(Some(item));
+                Ok((Slot::Other, put_item(p)?))
+            })
+            .collect()
     }
 
     async fn apply(&self, run_id: &str, change: ChangeFn<'_>) -> Result<Run, StoreError> {

@@ -270,16 +270,39 @@ pub struct CommitPlan {
 impl CommitPlan {
     /// Fenced on the lease: only the claimant of iteration `n` may commit it.
     pub fn apply(&self, run: &Run) -> Result<RunChange, Rejection> {
+        self.check_fence(run)?;
+        let status = self.verdict.outcome.status();
+        let (mut next, spawned) = self.advanced(run, status);
+        let mut record = self.record.clone();
+        record.outcome = status;
+        let mut events = vec![self.committed_event(&next, &record, status)];
+        events.extend(spawned);
+        let active = self.settle(run, &mut next, &mut record, &mut events);
+        Ok(RunChange {
+            run: next,
+            events,
+            iteration: Some(record),
+            docs: self.docs.clone(),
+            pad: Some(self.pad.clone()),
+            active,
+        })
+    }
+
+    fn check_fence(&self, run: &Run) -> Result<(), Rejection> {
         if run.iteration >= self.n {
             return Err(Rejection::AlreadyCommitted {
                 iteration: run.iteration,
             });
         }
         match &run.lease {
-            Some(l) if l.owner == self.owner && l.iteration == self.n => {}
-            _ => return Err(Rejection::LeaseLost),
+            Some(l) if l.owner == self.owner && l.iteration == self.n => Ok(()),
+            _ => Err(Rejection::LeaseLost),
         }
-        let status = self.verdict.outcome.status();
+    }
+
+    /// The run one iteration further on (plan, streaks, metrics, children), and the events
+    /// for the children this iteration started.
+    fn advanced(&self, run: &Run, status: RunStatus) -> (Run, Vec<EventDraft>) {
         let mut next = run.clone();
         next.iteration = self.n;
         next.status = status;
@@ -309,10 +332,16 @@ impl CommitPlan {
         if self.answers_consumed {
             next.pending_answers.clear();
         }
+        (next, spawned)
+    }
 
-        let mut record = self.record.clone();
-        record.outcome = status;
-        let mut events = vec![EventDraft::new(
+    fn committed_event(
+        &self,
+        next: &Run,
+        record: &IterationRecord,
+        status: RunStatus,
+    ) -> EventDraft {
+        EventDraft::new(
             EventKind::IterationCommitted,
             json!({
                 "iteration": self.n,
@@ -324,9 +353,18 @@ impl CommitPlan {
                 "tokens": next.metrics.tokens(),
                 "cost_usd": next.metrics.cost_usd,
             }),
-        )];
-        events.extend(spawned);
-        let mut active = ActiveDelta::None;
+        )
+    }
+
+    /// What the outcome does to the run: a requested pause, a wait (for children or the
+    /// user, with a report), or the end (report, notification due, the user's slot freed).
+    fn settle(
+        &self,
+        run: &Run,
+        next: &mut Run,
+        record: &mut IterationRecord,
+        events: &mut Vec<EventDraft>,
+    ) -> ActiveDelta {
         next.pause_requested = false;
         match &self.verdict.outcome {
             Outcome::Continue if run.pause_requested => {
@@ -339,8 +377,9 @@ impl CommitPlan {
                     EventKind::RunPaused,
                     json!({"after_iteration": self.n}),
                 ));
+                ActiveDelta::None
             }
-            Outcome::Continue => {}
+            Outcome::Continue => ActiveDelta::None,
             Outcome::WaitChildren => {
                 // The parent sleeps; its children's outcomes wake it. Nothing to announce.
                 next.notified = true;
@@ -349,6 +388,7 @@ impl CommitPlan {
                     json!({"children": next.children.iter()
                         .filter(|c| !c.status.is_ended()).map(|c| &c.id).collect::<Vec<_>>()}),
                 ));
+                ActiveDelta::None
             }
             Outcome::Wait { questions } => {
                 next.questions = questions.clone();
@@ -356,49 +396,40 @@ impl CommitPlan {
                     StopType::WaitingOnUser,
                     format!("waiting for answers to {} question(s)", questions.len()),
                 );
-                next.stopping_reason = Some(reason.clone());
-                next.notified = false;
-                next.report = Some(build_report(
-                    &next,
-                    &self.workspace,
-                    &self.summary,
-                    &self.evidence,
-                    self.now,
-                ));
-                record.stopping_reason = Some(reason);
+                self.stop(next, record, reason);
                 events.push(EventDraft::new(
                     EventKind::RunWaiting,
                     json!({"questions": questions}),
                 ));
+                ActiveDelta::None
             }
             Outcome::Finish(reason) => {
-                next.stopping_reason = Some(reason.clone());
                 next.ended_at = Some(self.now);
-                next.notified = false;
-                next.report = Some(build_report(
-                    &next,
-                    &self.workspace,
-                    &self.summary,
-                    &self.evidence,
-                    self.now,
-                ));
-                record.stopping_reason = Some(reason.clone());
-                if let Some(kind) = EventKind::for_status(status) {
+                self.stop(next, record, reason.clone());
+                if let Some(kind) = EventKind::for_status(next.status) {
                     events.push(EventDraft::new(kind, json!({"stopping_reason": reason})));
                 }
-                if status.is_ended() && !run.status.is_ended() {
-                    active = ActiveDelta::Release;
+                if next.status.is_ended() && !run.status.is_ended() {
+                    ActiveDelta::Release
+                } else {
+                    ActiveDelta::None
                 }
             }
         }
-        Ok(RunChange {
-            run: next,
-            events,
-            iteration: Some(record),
-            docs: self.docs.clone(),
-            pad: Some(self.pad.clone()),
-            active,
-        })
+    }
+
+    /// A stop (waiting or ended): the reason, a report, and an outcome to announce.
+    fn stop(&self, next: &mut Run, record: &mut IterationRecord, reason: StoppingReason) {
+        next.stopping_reason = Some(reason.clone());
+        next.notified = false;
+        next.report = Some(build_report(
+            next,
+            &self.workspace,
+            &self.summary,
+            &self.evidence,
+            self.now,
+        ));
+        record.stopping_reason = Some(reason);
     }
 }
 

@@ -196,11 +196,51 @@ pub fn exit_gate_failures(
     failed
 }
 
+/// A stop rule: an outcome when the rule decides the iteration, else `None`. A rule may leave
+/// guidance for the next prompt in `hints` (kept when the run waits or goes on).
+type Rule = fn(&Run, &IterationFacts, &Streaks, &mut Vec<String>) -> Option<Outcome>;
+
+/// The stop rules in the order they are tried; the first that decides wins.
+const RULES: [Rule; 10] = [
+    canceled,
+    failed,
+    completed,
+    waiting_on_user,
+    waiting_on_children,
+    out_of_budget,
+    repeated_error,
+    repeated_actions,
+    no_progress,
+    max_iterations,
+];
+
 pub fn decide(run: &Run, facts: &IterationFacts) -> Verdict {
-    let t = &run.thresholds;
+    let streaks = next_streaks(run, facts);
+    let mut hints = vec![];
+    for rule in RULES {
+        if let Some(outcome) = rule(run, facts, &streaks, &mut hints) {
+            if matches!(outcome, Outcome::Finish(_)) {
+                hints.clear();
+            }
+            return Verdict {
+                outcome,
+                streaks,
+                hints,
+            };
+        }
+    }
+    hints.extend(carry_on_hints(run, facts, &streaks));
+    Verdict {
+        outcome: Outcome::Continue,
+        streaks,
+        hints,
+    }
+}
+
+/// The breakers' counters after this iteration.
+fn next_streaks(run: &Run, facts: &IterationFacts) -> Streaks {
     let mut streaks = run.streaks.clone();
     let progress = facts.progress.made();
-
     match &facts.error {
         Some(err) => {
             streaks.error = if streaks.last_error_fingerprint.as_deref() == Some(&err.fingerprint) {
@@ -228,121 +268,180 @@ pub fn decide(run: &Run, facts: &IterationFacts) -> Verdict {
     if facts.action_fingerprint.is_some() {
         streaks.last_action_fingerprint = facts.action_fingerprint.clone();
     }
+    streaks
+}
 
-    let finish = |kind, detail: String, streaks: Streaks| Verdict {
-        outcome: Outcome::Finish(StoppingReason::new(kind, detail)),
-        streaks,
-        hints: vec![],
-    };
+fn finish(kind: StopType, detail: impl Into<String>) -> Option<Outcome> {
+    Some(Outcome::Finish(StoppingReason::new(kind, detail.into())))
+}
 
-    if facts.cancel_requested {
-        return finish(StopType::Canceled, "canceled by the user".into(), streaks);
-    }
-    if let Some(err) = facts.error.as_ref().filter(|e| e.fatal) {
-        return finish(StopType::Error, err.message.clone(), streaks);
-    }
+fn canceled(_: &Run, facts: &IterationFacts, _: &Streaks, _: &mut Vec<String>) -> Option<Outcome> {
+    facts
+        .cancel_requested
+        .then(|| finish(StopType::Canceled, "canceled by the user"))
+        .flatten()
+}
 
-    let mut hints = vec![];
-    if let Some(status) = &facts.status
-        && status.exit_signal
-        && facts.active_children > 0
-    {
+/// A non-retryable error (auth, quota) fails the run at once.
+fn failed(_: &Run, facts: &IterationFacts, _: &Streaks, _: &mut Vec<String>) -> Option<Outcome> {
+    let err = facts.error.as_ref().filter(|e| e.fatal)?;
+    finish(StopType::Error, err.message.clone())
+}
+
+/// The exit gate: a completion claim holds only with no active child, nothing awaiting
+/// approval, and every gate condition met; a rejected claim tells the planner why.
+fn completed(
+    _: &Run,
+    facts: &IterationFacts,
+    _: &Streaks,
+    hints: &mut Vec<String>,
+) -> Option<Outcome> {
+    let status = facts.status.as_ref().filter(|s| s.exit_signal)?;
+    if facts.active_children > 0 {
         hints.push(format!(
             "Your completion claim was rejected because {} child run(s) are still active: call \
              wait_for_children and use their reports.",
             facts.active_children
         ));
+        return None;
     }
-    if let Some(status) = &facts.status
-        && status.exit_signal
-        && !facts.awaiting_approval
-        && facts.active_children == 0
-    {
-        let failures = exit_gate_failures(
-            status,
-            &facts.plan,
-            facts.workspace_docs,
-            facts.evidence_docs,
-        );
-        if failures.is_empty() {
-            let detail = if status.progress_summary.trim().is_empty() {
-                "objective met".to_string()
-            } else {
-                status.progress_summary.clone()
-            };
-            return finish(StopType::Completed, detail, streaks);
-        }
-        hints.push(format!(
-            "Your completion claim was rejected because: {}. Fix these before claiming completion again.",
-            failures.join("; ")
-        ));
+    if facts.awaiting_approval {
+        return None;
     }
-    if let Some(questions) = &facts.questions {
-        return Verdict {
-            outcome: Outcome::Wait {
-                questions: questions.clone(),
-            },
-            streaks,
-            hints,
+    let failures = exit_gate_failures(
+        status,
+        &facts.plan,
+        facts.workspace_docs,
+        facts.evidence_docs,
+    );
+    if failures.is_empty() {
+        let detail = if status.progress_summary.trim().is_empty() {
+            "objective met".to_string()
+        } else {
+            status.progress_summary.clone()
         };
+        return finish(StopType::Completed, detail);
     }
-    if facts.wait_for_children && facts.active_children > 0 && facts.budget.is_none() {
-        return Verdict {
-            outcome: Outcome::WaitChildren,
-            streaks,
-            hints,
-        };
-    }
-    if let Some(b) = &facts.budget {
-        let kind = match b.kind {
-            BudgetKind::MaxIterations => StopType::MaxIterations,
-            _ => StopType::Budget,
-        };
-        return finish(kind, b.detail.clone(), streaks);
-    }
-    if streaks.error >= t.repeated_error_limit {
-        let msg = facts
-            .error
-            .as_ref()
-            .map(|e| e.message.as_str())
-            .unwrap_or("");
-        return finish(
-            StopType::RepeatedError,
-            format!(
-                "the same error {} iterations in a row: {msg}",
-                streaks.error
-            ),
-            streaks,
-        );
-    }
-    if streaks.repeat >= t.repeated_action_limit {
-        return finish(
-            StopType::NoProgress,
-            format!(
-                "repeated the same actions {} times without progress, even after an anti-repetition hint",
-                streaks.repeat + 1
-            ),
-            streaks,
-        );
-    }
-    if streaks.no_progress >= t.no_progress_limit {
-        return finish(
-            StopType::NoProgress,
-            format!(
-                "no progress in {} consecutive iterations",
-                streaks.no_progress
-            ),
-            streaks,
-        );
-    }
-    if facts.iteration >= run.budgets.max_iterations {
-        return finish(
-            StopType::MaxIterations,
-            format!("reached max_iterations = {}", run.budgets.max_iterations),
-            streaks,
-        );
-    }
+    hints.push(format!(
+        "Your completion claim was rejected because: {}. Fix these before claiming completion again.",
+        failures.join("; ")
+    ));
+    None
+}
 
+fn waiting_on_user(
+    _: &Run,
+    facts: &IterationFacts,
+    _: &Streaks,
+    _: &mut Vec<String>,
+) -> Option<Outcome> {
+    let questions = facts.questions.as_ref()?;
+    Some(Outcome::Wait {
+        questions: questions.clone(),
+    })
+}
+
+fn waiting_on_children(
+    _: &Run,
+    facts: &IterationFacts,
+    _: &Streaks,
+    _: &mut Vec<String>,
+) -> Option<Outcome> {
+    (facts.wait_for_children && facts.active_children > 0 && facts.budget.is_none())
+        .then_some(Outcome::WaitChildren)
+}
+
+fn out_of_budget(
+    _: &Run,
+    facts: &IterationFacts,
+    _: &Streaks,
+    _: &mut Vec<String>,
+) -> Option<Outcome> {
+    let b = facts.budget.as_ref()?;
+    let kind = match b.kind {
+        BudgetKind::MaxIterations => StopType::MaxIterations,
+        _ => StopType::Budget,
+    };
+    finish(kind, b.detail.clone())
+}
+
+fn repeated_error(
+    run: &Run,
+    facts: &IterationFacts,
+    streaks: &Streaks,
+    _: &mut Vec<String>,
+) -> Option<Outcome> {
+    if streaks.error < run.thresholds.repeated_error_limit {
+        return None;
+    }
+    let msg = facts
+        .error
+        .as_ref()
+        .map(|e| e.message.as_str())
+        .unwrap_or("");
+    finish(
+        StopType::RepeatedError,
+        format!(
+            "the same error {} iterations in a row: {msg}",
+            streaks.error
+        ),
+    )
+}
+
+fn repeated_actions(
+    run: &Run,
+    _: &IterationFacts,
+    streaks: &Streaks,
+    _: &mut Vec<String>,
+) -> Option<Outcome> {
+    if streaks.repeat < run.thresholds.repeated_action_limit {
+        return None;
+    }
+    finish(
+        StopType::NoProgress,
+        format!(
+            "repeated the same actions {} times without progress, even after an anti-repetition hint",
+            streaks.repeat + 1
+        ),
+    )
+}
+
+fn no_progress(
+    run: &Run,
+    _: &IterationFacts,
+    streaks: &Streaks,
+    _: &mut Vec<String>,
+) -> Option<Outcome> {
+    if streaks.no_progress < run.thresholds.no_progress_limit {
+        return None;
+    }
+    finish(
+        StopType::NoProgress,
+        format!(
+            "no progress in {} consecutive iterations",
+            streaks.no_progress
+        ),
+    )
+}
+
+fn max_iterations(
+    run: &Run,
+    facts: &IterationFacts,
+    _: &Streaks,
+    _: &mut Vec<String>,
+) -> Option<Outcome> {
+    if facts.iteration < run.budgets.max_iterations {
+        return None;
+    }
+    finish(
+        StopType::MaxIterations,
+        format!("reached max_iterations = {}", run.budgets.max_iterations),
+    )
+}
+
+/// Guidance for a run that goes on: repetition, idleness, the last error.
+fn carry_on_hints(run: &Run, facts: &IterationFacts, streaks: &Streaks) -> Vec<String> {
+    let mut hints = vec![];
     if streaks.repeat > 0 {
         hints.push(
             "ANTI-REPETITION: your last action set was identical to the one before and changed nothing. \
@@ -354,17 +453,13 @@ pub fn decide(run: &Run, facts: &IterationFacts) -> Verdict {
         hints.push(format!(
             "No progress for {} iteration(s): nothing in the workspace, plan or remaining work changed. \
              The run stops after {}.",
-            streaks.no_progress, t.no_progress_limit
+            streaks.no_progress, run.thresholds.no_progress_limit
         ));
     }
     if let Some(err) = &facts.error {
         hints.push(format!("The last iteration failed: {}", err.message));
     }
-    Verdict {
-        outcome: Outcome::Continue,
-        streaks,
-        hints,
-    }
+    hints
 }
 
 #[cfg(test)]
