@@ -564,6 +564,36 @@ async fn a_token_budget_stops_the_run_with_a_partial_report() {
 }
 
 #[tokio::test]
+async fn a_spent_budget_ends_the_run_in_the_iteration_that_spent_it() {
+    // Arrange: 15 tokens an iteration against 40; the third iteration crosses the budget.
+    let app = spawn_app(LOOP, 3, true).await;
+    let (_, run) = app
+        .post(
+            "/v1/runs",
+            ALICE,
+            json!({"objective": "keep writing", "budgets": {"max_tokens": 40}}),
+        )
+        .await;
+    let id = run["id"].as_str().unwrap().to_string();
+
+    // Act
+    let stopped = app.wait_status(&id, &["stopped"]).await;
+
+    // Assert: no empty fourth iteration only to find the budget gone.
+    assert_eq!(stopped["stopping_reason"]["type"], "budget");
+    assert_eq!(stopped["iteration"], 3);
+    let (_, iterations) = app.get(&format!("/v1/runs/{id}/iterations"), ALICE).await;
+    let last = iterations["iterations"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["n"], 3);
+    assert_eq!(last["created_docs"], json!(["notes/3.md"]));
+}
+
+#[tokio::test]
 async fn the_openapi_document_is_3_1_and_covers_the_routes() {
     let app = spawn_app(LOOP, 3, false).await;
     let (s, doc, _) = app

@@ -42,7 +42,16 @@ impl Engine {
         for req in &staged.spawned {
             children.push(self.dispatch.spawn_child(it.run, req).await?);
         }
-        let judged = judge(it, &draft, &staged, &children, evidence, evidence_docs);
+        let budget = it.budget_after(self.now());
+        let judged = judge(
+            it,
+            &draft,
+            &staged,
+            &children,
+            evidence,
+            evidence_docs,
+            budget,
+        );
         let workspace = if matches!(judged.verdict.outcome, Outcome::Continue) {
             vec![]
         } else {
@@ -105,6 +114,7 @@ fn judge(
     children: &[ChildRun],
     evidence: Vec<String>,
     evidence_docs: usize,
+    budget: Option<BudgetExhausted>,
 ) -> Judged {
     let run = it.run;
     let status = draft.planner.as_ref().map(|p| p.status.clone());
@@ -137,10 +147,7 @@ fn judge(
             "executors": p.executor_tasks.iter().map(|t| json!([t.title, t.instructions])).collect::<Vec<_>>(),
         }))
     });
-    let (budget, metrics) = {
-        let s = it.spent();
-        (s.budget.clone(), s.iteration.clone())
-    };
+    let metrics = it.spent().iteration.clone();
     let facts = IterationFacts {
         iteration: it.n,
         status: status.clone(),

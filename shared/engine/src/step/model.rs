@@ -72,6 +72,18 @@ impl<'a> Iter<'a> {
         self.spent.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// A budget used up by the spend and running time so far (`now` is when the iteration's
+    /// work ended): a run whose budget is gone ends in this iteration's commit, not with an
+    /// empty iteration after it.
+    pub fn budget_after(&self, now: i64) -> Option<BudgetExhausted> {
+        let s = self.spent();
+        if s.budget.is_some() {
+            return s.budget.clone();
+        }
+        let running = self.run.metrics.running_ms + (now - self.started_at).max(0) as u64;
+        check_budgets(&self.run.budgets, &s.run, self.n, running)
+    }
+
     fn saw(&self, run: &Run, at: i64) {
         self.cancel.store(run.cancel_requested, Ordering::SeqCst);
         self.known_at.store(at, Ordering::SeqCst);
