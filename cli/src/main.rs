@@ -18,7 +18,7 @@ use longrun_app::{
     router_with_console,
 };
 use longrun_domain::report::Report;
-use longrun_domain::run::{BudgetsInput, Run, RunStatus};
+use longrun_domain::run::{BudgetsInput, PermissionMode, Run, RunStatus};
 use longrun_local::WorkerConfig;
 use tokio::sync::watch;
 
@@ -223,6 +223,7 @@ async fn dispatch(cli: Cli) -> Result<()> {
             models,
             embedded: true,
             data_dir,
+            mode,
             ..
         } => {
             let dir;
@@ -238,7 +239,9 @@ async fn dispatch(cli: Cli) -> Result<()> {
             } else {
                 models
             };
-            let report = run_embedded(&data_dir, &objective, &budgets, &models, quiet).await?;
+            let mode = mode.map(|m| parse_mode(&m)).transpose()?;
+            let report =
+                run_embedded(&data_dir, &objective, &budgets, &models, mode, quiet).await?;
             print_report(&report, cli.json)
         }
         Command::Demo { data_dir } => {
@@ -251,6 +254,7 @@ async fn dispatch(cli: Cli) -> Result<()> {
                 DEMO_OBJECTIVE,
                 &BudgetFlags::default(),
                 std::slice::from_ref(&model),
+                None,
                 false,
             )
             .await?;
@@ -345,12 +349,19 @@ async fn serve(
     Ok(())
 }
 
+/// `--mode` as the API takes it (`autopilot`, `approve_plan`, `per_write`).
+fn parse_mode(mode: &str) -> Result<PermissionMode> {
+    serde_json::from_value(serde_json::Value::String(mode.to_string()))
+        .with_context(|| format!("--mode `{mode}` must be autopilot, approve_plan or per_write"))
+}
+
 /// Runs the loop in-process until the run settles, printing progress unless `quiet`.
 async fn run_embedded(
     data_dir: &Path,
     objective: &str,
     budgets: &BudgetFlags,
     models: &[String],
+    mode: Option<PermissionMode>,
     quiet: bool,
 ) -> Result<Report> {
     let config = AppConfig::new(Tokens::default(), models.to_vec())?;
@@ -371,7 +382,7 @@ async fn run_embedded(
         thresholds: None,
         model: None,
         models: models.to_vec(),
-        permission_mode: None,
+        permission_mode: mode,
     };
     let run = create_run(&p, "local", req)
         .await

@@ -229,3 +229,20 @@ fn a_malformed_plan_step_is_refused_before_any_request() {
         "{err}"
     );
 }
+
+#[test]
+fn the_permission_mode_reaches_an_embedded_run() {
+    // Arrange: a plan with a write, under approve_plan.
+    let script = r#"{"planner": [{"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "planned", "remaining_work": ["write"]},
+        "plan_updates": [{"id": "s1", "title": "Write the note", "status": "pending"}],
+        "tool_calls": [{"name": "doc_write", "args": {"path": "a.md", "content": "A"}}]}}]}"#;
+
+    // Act
+    let (code, report, err) = run_script(script, &["--mode", "approve_plan"]);
+
+    // Assert: the first plan waits for approval and nothing was written.
+    assert_eq!(code, 0, "{err}");
+    assert_report(&report, "waiting_on_user", "waiting_on_user");
+    assert_eq!(report["metrics"]["iterations"], 1);
+    assert_eq!(report["what_changed"]["created"], serde_json::json!([]));
+}

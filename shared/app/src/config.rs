@@ -126,6 +126,19 @@ impl FetchConfig {
     }
 }
 
+/// The configured models the price table knows: only these can carry a cost budget.
+fn priced(models: &[String]) -> Vec<String> {
+    let prices = longrun_llm::PriceTable::default();
+    models
+        .iter()
+        .filter(|m| {
+            m.split_once(':')
+                .is_some_and(|(provider, model)| prices.get(provider, model).is_some())
+        })
+        .cloned()
+        .collect()
+}
+
 impl AppConfig {
     pub fn new(tokens: Tokens, models: Vec<String>) -> Result<AppConfig, ConfigError> {
         if models.is_empty() {
@@ -134,7 +147,7 @@ impl AppConfig {
         Ok(AppConfig {
             tokens,
             active_limit: 10,
-            priced_models: models.clone(),
+            priced_models: priced(&models),
             models,
             default_budgets: Budgets::default(),
             app_base_url: "http://127.0.0.1:8080".into(),
@@ -163,5 +176,24 @@ mod tests {
         let err = Tokens::parse("supersecret").unwrap_err().to_string();
         assert!(!err.contains("supersecret"), "{err}");
         assert!(!format!("{t:?}").contains("abc"));
+    }
+
+    #[test]
+    fn only_models_with_a_known_price_are_listed_as_priced() {
+        let models = vec![
+            "script:demo.json".to_string(),
+            "openai:gpt-4.1-mini".to_string(),
+            "openai:my-finetune".to_string(),
+        ];
+
+        let c = AppConfig::new(Tokens::default(), models).unwrap();
+
+        assert_eq!(
+            c.priced_models,
+            vec![
+                "script:demo.json".to_string(),
+                "openai:gpt-4.1-mini".to_string()
+            ]
+        );
     }
 }
