@@ -246,3 +246,19 @@ fn the_permission_mode_reaches_an_embedded_run() {
     assert_eq!(report["metrics"]["iterations"], 1);
     assert_eq!(report["what_changed"]["created"], serde_json::json!([]));
 }
+
+#[test]
+fn a_write_from_the_repair_pass_waits_for_approval_under_per_write() {
+    // Arrange: the planner's write has bad arguments; the repair pass corrects it.
+    let script = r#"{"planner": [{"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "writing", "remaining_work": ["write"]},
+        "tool_calls": [{"name": "doc_write", "args": {"path": 5}}]}}],
+        "repair": [{"content": {"tool_calls": [{"name": "doc_write", "args": {"path": "fixed.md", "content": "F"}}]}}]}"#;
+
+    // Act
+    let (code, report, err) = run_script(script, &["--mode", "per_write"]);
+
+    // Assert: the repaired write is held like any other write.
+    assert_eq!(code, 0, "{err}");
+    assert_report(&report, "waiting_on_user", "waiting_on_user");
+    assert_eq!(report["what_changed"]["created"], serde_json::json!([]));
+}

@@ -139,16 +139,27 @@ pub fn claim(
 
 /// `then` applied to the run as claimed for iteration `n`, the claim's events first: the
 /// claim rides on an attempt's first write (its first model call's spend, or its commit when
-/// it made none) instead of costing a write of its own.
+/// it made none) instead of costing a write of its own. `seen_patch` is the pending edit the
+/// attempt worked with: only that one is applied now; an edit that arrived after the attempt
+/// began stays pending for the next iteration, whose prompt will see it.
 pub fn claimed(
     run: &Run,
     n: u32,
     owner: &str,
     now: i64,
     lease_ms: u64,
+    seen_patch: Option<&RunPatch>,
     then: impl FnOnce(&Run) -> Result<RunChange, Rejection>,
 ) -> Result<RunChange, Rejection> {
-    let claim = claim(run, n, owner, now, lease_ms)?;
+    let claim = if run.pending_patch.as_ref() == seen_patch {
+        claim(run, n, owner, now, lease_ms)?
+    } else {
+        let mut seen = run.clone();
+        seen.pending_patch = seen_patch.cloned();
+        let mut claim = claim(&seen, n, owner, now, lease_ms)?;
+        claim.run.pending_patch = run.pending_patch.clone();
+        claim
+    };
     let mut change = then(&claim.run)?;
     let mut events = claim.events;
     events.append(&mut change.events);
@@ -264,6 +275,9 @@ pub struct CommitPlan {
     pub pending_calls: Vec<PendingCall>,
     /// Child runs this iteration started.
     pub children: Vec<ChildRun>,
+    /// The hints the iteration's prompt was given; hints added to the run while it worked (a
+    /// child's end) are kept for the next prompt.
+    pub seen_hints: Vec<String>,
     pub now: i64,
 }
 
@@ -310,6 +324,12 @@ impl CommitPlan {
         next.plan = self.plan.clone();
         next.streaks = self.verdict.streaks.clone();
         next.hints = self.verdict.hints.clone();
+        next.hints.extend(
+            run.hints
+                .iter()
+                .filter(|h| !self.seen_hints.contains(h))
+                .cloned(),
+        );
         next.remaining_work = self.remaining_work.clone();
         next.last_iteration = Some(self.last_iteration.clone());
         // Decided calls were carried out (or refused) by this iteration; new ones wait.
@@ -367,7 +387,8 @@ impl CommitPlan {
     ) -> ActiveDelta {
         next.pause_requested = false;
         match &self.verdict.outcome {
-            Outcome::Continue if run.pause_requested => {
+            // A requested cancel wins over a pause: the next iteration cancels at once.
+            Outcome::Continue if run.pause_requested && !run.cancel_requested => {
                 // Asked to pause while this iteration ran: it is committed, the next waits.
                 next.status = RunStatus::Paused;
                 record.outcome = RunStatus::Paused;
@@ -380,6 +401,12 @@ impl CommitPlan {
                 ActiveDelta::None
             }
             Outcome::Continue => ActiveDelta::None,
+            Outcome::WaitChildren if next.active_children() == 0 => {
+                // Its children ended while this iteration ran: nothing to wait for.
+                next.status = RunStatus::Running;
+                record.outcome = RunStatus::Running;
+                ActiveDelta::None
+            }
             Outcome::WaitChildren => {
                 // The parent sleeps; its children's outcomes wake it. Nothing to announce.
                 next.notified = true;
@@ -481,6 +508,9 @@ pub fn request_pause(run: &Run, now: i64) -> Result<RunChange, Rejection> {
         RunStatus::Running if run.pause_requested => {
             Err(Rejection::Conflict("pause already requested".into()))
         }
+        RunStatus::Running if run.cancel_requested => Err(Rejection::Conflict(
+            "a cancel is already requested; the run ends before its next model call".into(),
+        )),
         RunStatus::Running => {
             next.pause_requested = true;
             Ok(RunChange::of(
@@ -931,6 +961,7 @@ mod tests {
             evidence: vec![],
             pending_calls: vec![],
             children: vec![],
+            seen_hints: vec![],
             now: 0,
         }
     }
@@ -1034,6 +1065,99 @@ mod tests {
             claimed.events[0].payload["patched"]["objective"],
             "write a shorter report"
         );
+    }
+
+    #[test]
+    fn a_cancel_wins_over_a_later_pause() {
+        // Arrange: a running iteration, then cancel, then pause.
+        let run = claim(&sample_run(), 1, "me", 0, 1_000).unwrap().run;
+        let canceled = request_cancel(&run, &[], 5).unwrap().run;
+
+        // Act
+        let paused = request_pause(&canceled, 6);
+        let mut both = canceled.clone();
+        both.pause_requested = true;
+        let committed = continue_plan(&both, "me").apply(&both).unwrap();
+
+        // Assert: the pause is refused, and even a pause already asked for does not hold a
+        // run whose cancel is pending: the next iteration cancels it.
+        assert!(matches!(paused, Err(Rejection::Conflict(_))));
+        assert_eq!(committed.run.status, RunStatus::Running);
+        assert!(committed.run.cancel_requested);
+    }
+
+    #[test]
+    fn a_parent_whose_children_ended_while_it_worked_does_not_wait_for_them() {
+        // Arrange: the parent's wait_for_children iteration; its only child ended meanwhile.
+        let mut run = claim(&sample_run(), 1, "me", 0, 1_000).unwrap().run;
+        run.children.push(ChildRun {
+            id: "child".into(),
+            objective: "o".into(),
+            status: RunStatus::Completed,
+            budgets: Default::default(),
+            summary: Some("done".into()),
+            tokens: 0,
+            cost_usd: 0.0,
+        });
+        let mut plan = continue_plan(&run, "me");
+        plan.verdict.outcome = Outcome::WaitChildren;
+
+        // Act
+        let committed = plan.apply(&run).unwrap();
+
+        // Assert
+        assert_eq!(committed.run.status, RunStatus::Running);
+        assert!(
+            !committed
+                .events
+                .iter()
+                .any(|e| e.kind == EventKind::RunWaiting)
+        );
+    }
+
+    #[test]
+    fn hints_added_while_an_iteration_ran_reach_the_next_prompt() {
+        // Arrange: the prompt saw one hint; a child's end added another meanwhile.
+        let mut run = claim(&sample_run(), 1, "me", 0, 1_000).unwrap().run;
+        run.hints = vec!["old".into(), "Child run c ended completed: ok".into()];
+        let mut plan = continue_plan(&run, "me");
+        plan.seen_hints = vec!["old".into()];
+        plan.verdict.hints = vec!["new".into()];
+
+        // Act
+        let committed = plan.apply(&run).unwrap();
+
+        // Assert
+        assert_eq!(
+            committed.run.hints,
+            vec!["new".to_string(), "Child run c ended completed: ok".into()]
+        );
+    }
+
+    #[test]
+    fn an_edit_made_after_an_iteration_began_waits_for_the_next_one() {
+        // Arrange: the attempt began with no edit pending; the user edits before its first write.
+        let run = sample_run();
+        let edited = patch(
+            &run,
+            RunPatch {
+                objective: Some("a new goal".into()),
+                plan: vec![],
+            },
+            3,
+        )
+        .unwrap()
+        .run;
+
+        // Act: the first write carries the claim.
+        let written = claimed(&edited, 1, "me", 4, 1_000, None, |c| {
+            Ok(RunChange::of(c.clone(), vec![]))
+        })
+        .unwrap();
+
+        // Assert: not applied behind the prompt's back; the next claim applies it.
+        assert_eq!(written.run.objective, run.objective);
+        assert!(written.run.pending_patch.is_some());
     }
 
     #[test]

@@ -3,7 +3,8 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use longrun_domain::{Rejection, RunChange, change, run::Run};
+use longrun_domain::run::{Run, RunPatch};
+use longrun_domain::{Rejection, RunChange, change};
 
 use super::StepOutcome;
 
@@ -23,15 +24,18 @@ pub(super) struct Claim<'a> {
     pub n: u32,
     pub owner: &'a str,
     pub lease_ms: u64,
+    /// The user's edit pending when the attempt began, which its prompts see.
+    seen_patch: Option<RunPatch>,
     taken: AtomicBool,
 }
 
 impl<'a> Claim<'a> {
-    pub fn new(n: u32, owner: &'a str, lease_ms: u64) -> Self {
+    pub fn new(n: u32, owner: &'a str, lease_ms: u64, seen_patch: Option<RunPatch>) -> Self {
         Claim {
             n,
             owner,
             lease_ms,
+            seen_patch,
             taken: AtomicBool::new(false),
         }
     }
@@ -52,7 +56,8 @@ impl<'a> Claim<'a> {
         if taken {
             then(run)
         } else {
-            change::claimed(run, self.n, self.owner, now, self.lease_ms, then)
+            let seen = self.seen_patch.as_ref();
+            change::claimed(run, self.n, self.owner, now, self.lease_ms, seen, then)
         }
     }
 

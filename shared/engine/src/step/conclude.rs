@@ -253,6 +253,7 @@ fn commit_plan(
         evidence: j.evidence,
         pending_calls: draft.pending_calls,
         children,
+        seen_hints: run.hints.clone(),
         now,
     }
 }

@@ -25,8 +25,7 @@ pub(super) fn admit(
     staging: &Staging,
     draft: &mut Draft,
 ) -> Admitted {
-    let mode = run.permission_mode;
-    if mode == PermissionMode::ApprovePlan && !run.plan_approved {
+    if run.permission_mode == PermissionMode::ApprovePlan && !run.plan_approved {
         draft.approval_questions.push(format!(
             "Approve this plan? Respond with approve: true to start the work, or answer \
              with what to change.\n{}",
@@ -37,16 +36,29 @@ pub(super) fn admit(
             executor_tasks: vec![],
         };
     }
-    let (writes, calls): (Vec<ToolCall>, Vec<ToolCall>) = if mode == PermissionMode::PerWrite {
-        out.tool_calls
-            .iter()
-            .cloned()
-            .partition(|c| tools.writes(&c.name))
-    } else {
-        (vec![], out.tool_calls.clone())
-    };
-    for (k, w) in writes.into_iter().enumerate() {
-        let id = format!("c{n}.{}", k + 1);
+    Admitted {
+        calls: hold_writes(run, n, tools, out.tool_calls.clone(), draft),
+        executor_tasks: out.executor_tasks.clone(),
+    }
+}
+
+/// Under per_write, the write calls among `calls` are held for the user's approval (with an id
+/// and a question each) and the rest returned to run now; other modes run them all. The
+/// planner's calls and the repair pass's both come through here.
+pub(super) fn hold_writes(
+    run: &Run,
+    n: u32,
+    tools: &ToolRegistry,
+    calls: Vec<ToolCall>,
+    draft: &mut Draft,
+) -> Vec<ToolCall> {
+    if run.permission_mode != PermissionMode::PerWrite {
+        return calls;
+    }
+    let (writes, reads): (Vec<ToolCall>, Vec<ToolCall>) =
+        calls.into_iter().partition(|c| tools.writes(&c.name));
+    for w in writes {
+        let id = format!("c{n}.{}", draft.pending_calls.len() + 1);
         draft.approval_questions.push(format!(
             "Approve {} {} (id {id})?",
             w.name,
@@ -59,10 +71,7 @@ pub(super) fn admit(
             decision: None,
         });
     }
-    Admitted {
-        calls,
-        executor_tasks: out.executor_tasks.clone(),
-    }
+    reads
 }
 
 /// The tools an executor task may use. Under per_write executors only read: every write goes

@@ -227,6 +227,7 @@ impl Engine {
             return Ok(());
         };
         let calls: Vec<ToolCall> = repair.tool_calls.into_iter().take(max).collect();
+        let calls = permissions::hold_writes(it.run, it.n, &it.tools, calls, draft);
         let repaired = self.run_tools(&it.tools, staging, &calls, None, max).await;
         draft
             .tool_results
