@@ -338,9 +338,7 @@ async fn serve(
     );
     let app = router_with_console(running.platform.clone(), Console::local(console::ASSETS));
     axum::serve(listener, app)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
+        .with_graceful_shutdown(stop_signal())
         .await?;
     let _ = stop_tx.send(true);
     for h in handles {
@@ -353,6 +351,29 @@ async fn serve(
 fn parse_mode(mode: &str) -> Result<PermissionMode> {
     serde_json::from_value(serde_json::Value::String(mode.to_string()))
         .with_context(|| format!("--mode `{mode}` must be autopilot, approve_plan or per_write"))
+}
+
+/// SIGINT or SIGTERM (what `kill`, systemd and container runtimes send): shut down cleanly.
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
 
 /// Runs the loop in-process until the run settles, printing progress unless `quiet`.

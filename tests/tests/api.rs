@@ -97,8 +97,6 @@ async fn spawn_app(script: &str, active_limit: u32, worker: bool) -> App {
     let (stop, rx) = watch::channel(false);
     if worker {
         t.running.spawn(rx);
-    } else {
-        t.running.spawn_notifications(rx);
     }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

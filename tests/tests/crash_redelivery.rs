@@ -73,25 +73,16 @@ async fn assert_books(t: &TestPlatform, run_id: &str) {
         0,
         "the slot is released once"
     );
-    // The inbox is written by the asynchronous consumer; give it a moment.
-    let mut notes = vec![];
-    for _ in 0..200 {
-        notes = t.p().store.notifications("alice", 10).await.unwrap();
-        if !notes.is_empty() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    // The inbox is written before the run is marked notified, so it is there already.
+    let notes = t.p().store.notifications("alice", 10).await.unwrap();
     assert_eq!(notes.len(), 1, "one notification per outcome");
     assert!(notes[0].link.ends_with(&format!("/runs/{run_id}")));
 }
 
 async fn crash_test(points: Vec<(FaultPoint, u32)>) {
     let faults = Arc::new(CrashOnce::new(points.clone()));
-    let mut t = platform(NOTES_SCRIPT, faults.clone(), &[], 5);
-    let (_stop, rx) = tokio::sync::watch::channel(false);
-    // Only the notification consumer runs in the background; the test drives the worker.
-    let _consumer = t.running.spawn_notifications(rx);
+    // Nothing runs in the background; the test drives the worker.
+    let t = platform(NOTES_SCRIPT, faults.clone(), &[], 5);
     let id = start(&t).await;
     assert_books(&t, &id).await;
     assert_eq!(faults.fired(), points.len(), "every planned crash happened");
@@ -220,9 +211,7 @@ async fn every_message_delivered_twice_commits_each_iteration_once() {
 
 #[tokio::test]
 async fn start_up_recovery_resends_a_lost_step_and_a_lost_outcome() {
-    let mut t = platform(NOTES_SCRIPT, Arc::new(NoFaults), &[], 5);
-    let (_stop, rx) = tokio::sync::watch::channel(false);
-    let _consumer = t.running.spawn_notifications(rx);
+    let t = platform(NOTES_SCRIPT, Arc::new(NoFaults), &[], 5);
     // A run whose first message was lost: created, never enqueued.
     let run = longrun_tests::new_run("lost", "alice", 1);
     t.p()
@@ -238,6 +227,31 @@ async fn start_up_recovery_resends_a_lost_step_and_a_lost_outcome() {
     assert_eq!(t.running.recover().await.unwrap(), 0);
 }
 
+#[tokio::test]
+async fn a_restart_resumes_an_iteration_the_gone_process_had_in_flight_at_once() {
+    // Arrange: a worker received iteration 1, wrote its claim and died.
+    let faults = Arc::new(CrashOnce::new(vec![(FaultPoint::AfterClaim, 1)]));
+    let t = platform(NOTES_SCRIPT, faults, &[], 5);
+    let id = start(&t).await;
+    let d = t.p().queue.receive(1, 30_000).await.unwrap().pop().unwrap();
+    let msg = StepMessage::parse(&d.body).unwrap();
+    assert!(t.p().engine.step(&msg, "gone-worker").await.is_err());
+    assert!(t.p().queue.receive(1, 30_000).await.unwrap().is_empty());
+
+    // Act: start-up recovery, with no time passing.
+    t.running.recover().await.unwrap();
+
+    // Assert: the message is back and a new worker may claim the iteration now.
+    let again = t.p().queue.receive(1, 30_000).await.unwrap().pop().unwrap();
+    let msg = StepMessage::parse(&again.body).unwrap();
+    assert_eq!(
+        t.p().engine.step(&msg, "new-worker").await.unwrap(),
+        longrun_engine::StepOutcome::Done
+    );
+    let run = t.p().store.get_run(&id).await.unwrap().unwrap();
+    assert_eq!(run.iteration, 1);
+}
+
 fn unavailable(e: impl std::fmt::Display) -> longrun_engine::StoreError {
     longrun_engine::StoreError::Unavailable(e.to_string())
 }
@@ -246,9 +260,8 @@ fn unavailable(e: impl std::fmt::Display) -> longrun_engine::StoreError {
 async fn a_step_lost_with_a_rolled_back_group_is_sent_again_without_a_restart() {
     // Arrange: the healer watches the database; a run's next step is lost, and a write that
     // fails half-way rolls its group back (what loses unacknowledged writes in a live process).
-    let mut t = platform(NOTES_SCRIPT, Arc::new(NoFaults), &[], 5);
+    let t = platform(NOTES_SCRIPT, Arc::new(NoFaults), &[], 5);
     let (_stop, rx) = tokio::sync::watch::channel(false);
-    let _consumer = t.running.spawn_notifications(rx.clone());
     let _healer = t
         .running
         .spawn_healer(std::time::Duration::from_millis(10), rx)

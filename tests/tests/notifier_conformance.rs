@@ -140,3 +140,29 @@ macro_rules! conformance {
 }
 
 conformance!(channel, sns);
+
+/// The embedded notifier is the inbox itself: it has written the notification, once per
+/// outcome, by the time `publish` returns (so "notified" is never ahead of the inbox).
+#[tokio::test]
+async fn the_inbox_notifier_has_recorded_the_outcome_when_publish_returns() {
+    use longrun_engine::ports::RunStore;
+    // Arrange
+    let store: std::sync::Arc<dyn RunStore> =
+        std::sync::Arc::new(longrun_local::InMemoryRunStore::new());
+    let notifier = longrun_local::InboxNotifier::new(store.clone());
+    let done = outcome("r1", RunStatus::Completed);
+
+    // Act
+    notifier.publish(&done).await.unwrap();
+    notifier.publish(&done).await.unwrap();
+
+    // Assert
+    let inbox = store.notifications("alice", 10).await.unwrap();
+    assert_eq!(
+        inbox.len(),
+        1,
+        "one entry per outcome, however often published"
+    );
+    assert_eq!(inbox[0].run_id, "r1");
+    assert!(inbox[0].link.ends_with("/runs/r1"));
+}

@@ -9,8 +9,7 @@ use longrun_engine::ports::{NoFaults, SystemClock};
 use longrun_engine::{EngineConfig, LlmClient};
 use longrun_llm::{LlmSettings, ModelRouter};
 use longrun_local::{
-    ChannelNotifier, SqliteDb, SqliteRunStore, SqliteStepQueue, WorkerConfig, WorkerLoop,
-    consume_notifications,
+    InboxNotifier, SqliteDb, SqliteRunStore, SqliteStepQueue, WorkerConfig, WorkerLoop,
 };
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -49,7 +48,6 @@ pub struct Running {
     pub db: Option<SqliteDb>,
     sqlite_queue: Option<Arc<SqliteStepQueue>>,
     pub worker: Arc<WorkerLoop>,
-    notifications: Option<tokio::sync::mpsc::UnboundedReceiver<longrun_engine::OutcomeMessage>>,
 }
 
 impl Running {
@@ -65,18 +63,32 @@ impl Running {
             worker,
             db: None,
             sqlite_queue: None,
-            notifications: None,
         }
     }
 
     /// Heals what a crash left behind: re-sends the next step of runs whose message was lost
     /// and publishes outcomes that were never published. The claim and the notification ids
     /// make both harmless if nothing was actually lost.
+    /// At start-up it also resumes the iterations the gone process had in flight at once:
+    /// their leases end and their messages become visible, instead of both running out.
     pub async fn recover(&self) -> Result<usize, longrun_engine::EngineError> {
-        match &self.sqlite_queue {
-            Some(queue) => heal(&self.platform, queue).await,
-            None => Ok(0),
+        let Some(queue) = &self.sqlite_queue else {
+            return Ok(0);
+        };
+        let now = self.platform.clock.now_ms();
+        for run in queue.leased_runs().await? {
+            match self
+                .platform
+                .store
+                .update_run(&run.id, &|r| longrun_domain::change::expire_lease(r, now))
+                .await
+            {
+                Ok(_) | Err(longrun_engine::StoreError::Rejected(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
         }
+        queue.release_in_flight().await?;
+        heal(&self.platform, queue).await
     }
 
     /// Heals again whenever the database rolled back a group (a failed commit or fsync, a write
@@ -111,19 +123,6 @@ impl Running {
         }))
     }
 
-    /// Starts the notification consumer alone (tests drive the worker by hand).
-    pub fn spawn_notifications(
-        &mut self,
-        shutdown: watch::Receiver<bool>,
-    ) -> Option<JoinHandle<()>> {
-        let rx = self.notifications.take()?;
-        Some(tokio::spawn(consume_notifications(
-            rx,
-            self.platform.store.clone(),
-            shutdown,
-        )))
-    }
-
     /// Starts due scheduled runs every `every` until `shutdown` turns true.
     pub fn spawn_scheduler(
         &self,
@@ -144,14 +143,11 @@ impl Running {
         })
     }
 
-    /// Starts the worker loop, the notification consumer, the scheduler and the healer; they stop when
-    /// `shutdown` turns true.
+    /// Starts the worker loop, the scheduler and the healer; they stop when `shutdown` turns
+    /// true.
     pub fn spawn(&mut self, shutdown: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
-        let mut handles: Vec<JoinHandle<()>> = self
-            .spawn_notifications(shutdown.clone())
-            .into_iter()
-            .collect();
-        handles.push(self.spawn_scheduler(std::time::Duration::from_secs(15), shutdown.clone()));
+        let mut handles =
+            vec![self.spawn_scheduler(std::time::Duration::from_secs(15), shutdown.clone())];
         handles.extend(self.spawn_healer(std::time::Duration::from_secs(1), shutdown.clone()));
         let worker = self.worker.clone();
         handles.push(tokio::spawn(async move { worker.run(shutdown).await }));
@@ -185,7 +181,7 @@ impl Platform {
         let store: Arc<dyn RunStore> = Arc::new(SqliteRunStore::new(db.clone()));
         let sqlite_queue = Arc::new(SqliteStepQueue::new(db.clone(), opts.clock.clone()));
         let queue: Arc<dyn StepQueue> = sqlite_queue.clone();
-        let (notifier, rx) = ChannelNotifier::new();
+        let notifier = InboxNotifier::new(store.clone());
         let llm: Arc<dyn LlmClient> = match opts.llm {
             Some(llm) => llm,
             None => Arc::new(ModelRouter::build(
@@ -204,7 +200,6 @@ impl Platform {
             opts.engine,
         );
         let mut running = Running::new(platform, opts.worker);
-        running.notifications = Some(rx);
         running.db = Some(db);
         running.sqlite_queue = Some(sqlite_queue);
         Ok(running)

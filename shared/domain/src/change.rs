@@ -194,6 +194,22 @@ pub fn release(
     }
 }
 
+/// Ends a lease whose holder is known to be gone (a process that restarted): the iteration
+/// is claimable at once instead of when the lease would have run out. The lease keeps its
+/// owner, so the gone attempt's commit stays fenced out.
+pub fn expire_lease(run: &Run, now: i64) -> Result<RunChange, Rejection> {
+    match &run.lease {
+        Some(lease) if lease.expires_at > now => {
+            let mut next = run.clone();
+            if let Some(l) = next.lease.as_mut() {
+                l.expires_at = now;
+            }
+            Ok(RunChange::of(next, vec![]))
+        }
+        _ => Err(Rejection::Conflict("no live lease".into())),
+    }
+}
+
 /// Applies the user's edit to the run about to be worked on, and tells the planner.
 fn apply_patch(run: &mut Run, patch: RunPatch, n: u32) -> serde_json::Value {
     let mut changed = json!({});

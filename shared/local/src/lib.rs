@@ -45,38 +45,31 @@ impl Notifier for ChannelNotifier {
     }
 }
 
-/// Writes each outcome into the owner's inbox (idempotent per outcome). On shutdown it drains
-/// what was already published, then stops.
-pub async fn consume_notifications(
-    mut rx: mpsc::UnboundedReceiver<OutcomeMessage>,
+/// The embedded stand-in for SNS → notifier: the outcome is written to its owner's inbox
+/// (idempotent per outcome) before `publish` returns, so a run is marked notified only once
+/// its notification is durable; a crash in between publishes it again, harmlessly.
+pub struct InboxNotifier {
     store: Arc<dyn RunStore>,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    loop {
-        let msg = tokio::select! {
-            m = rx.recv() => m,
-            _ = shutdown.changed() => {
-                while let Ok(m) = rx.try_recv() {
-                    record(&*store, &m).await;
-                }
-                return;
-            }
-        };
-        match msg {
-            Some(m) => record(&*store, &m).await,
-            None => return,
-        }
+}
+
+impl InboxNotifier {
+    pub fn new(store: Arc<dyn RunStore>) -> Self {
+        InboxNotifier { store }
     }
 }
 
-async fn record(store: &dyn RunStore, msg: &OutcomeMessage) {
-    let n = notification_for(msg);
-    match store.put_notification(&n).await {
-        Ok(true) => {
-            info!(run_id = %msg.run_id, status = %msg.status, link = %msg.link, "run outcome")
+#[async_trait]
+impl Notifier for InboxNotifier {
+    async fn publish(&self, msg: &OutcomeMessage) -> Result<(), NotifyError> {
+        let n = notification_for(msg);
+        match self.store.put_notification(&n).await {
+            Ok(true) => {
+                info!(run_id = %msg.run_id, status = %msg.status, link = %msg.link, "run outcome");
+                Ok(())
+            }
+            Ok(false) => Ok(()),
+            Err(e) => Err(NotifyError(format!("recording the notification: {e}"))),
         }
-        Ok(false) => {}
-        Err(e) => error!(run_id = %msg.run_id, error = %e, "could not record notification"),
     }
 }
 

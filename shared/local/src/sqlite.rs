@@ -1158,6 +1158,36 @@ impl SqliteStepQueue {
             .map_err(q_err)
     }
 
+    /// At start-up every message in flight belongs to a worker of a process that is gone (the
+    /// database is opened exclusively): they become visible now instead of after their
+    /// visibility timeout. Returns how many.
+    pub async fn release_in_flight(&self) -> Result<usize, QueueError> {
+        let now = self.clock.now_ms();
+        self.db
+            .write(|c| {
+                c.execute(
+                    "UPDATE queue SET visible_at = ?1 WHERE dead = 0 AND receive_count > 0 AND visible_at > ?1",
+                    [now],
+                )
+                .map_err(q_err)
+            })
+            .await
+    }
+
+    /// Runs a worker holds a lease on; at start-up, those of a process that is gone.
+    pub async fn leased_runs(&self) -> Result<Vec<Run>, QueueError> {
+        self.db
+            .read(|c| {
+                query_json::<Run>(
+                    c,
+                    "SELECT body FROM runs WHERE status = 'running' AND json_extract(body, '$.lease') IS NOT NULL",
+                    &[],
+                )
+            })
+            .await
+            .map_err(q_err)
+    }
+
     pub async fn dead_letters(&self) -> Result<Vec<String>, QueueError> {
         self.db
             .read(|c| {
