@@ -592,6 +592,45 @@ async fn a_spent_budget_ends_the_run_in_the_iteration_that_spent_it() {
 }
 
 #[tokio::test]
+async fn edge_requests_get_problem_json_with_the_right_status() {
+    // Arrange
+    let app = spawn_app(LOOP, 3, false).await;
+    let huge = json!({"objective": "x".repeat(10 * 1024 * 1024)});
+
+    // Act
+    let (too_big, body, ctype) = app
+        .req(reqwest::Method::POST, "/v1/runs", Some(ALICE), Some(huge))
+        .await;
+    let (bad_query, qbody, qtype) = app
+        .req(reqwest::Method::GET, "/v1/runs?limit=-1", Some(ALICE), None)
+        .await;
+    let resp = app
+        .http
+        .delete(format!("{}/v1/runs", app.base))
+        .bearer_auth(ALICE)
+        .send()
+        .await
+        .unwrap();
+
+    // Assert
+    assert_eq!(too_big, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(ctype, "application/problem+json");
+    assert_eq!(body["status"], 413);
+    assert_eq!(bad_query, StatusCode::BAD_REQUEST);
+    assert_eq!(qtype, "application/problem+json");
+    assert!(
+        qbody["detail"].as_str().unwrap().contains("limit"),
+        "{qbody}"
+    );
+    assert_eq!(resp.status(), StatusCode::METHOD_NOT_ALLOWED);
+    let allow = resp.headers()["allow"].to_str().unwrap().to_string();
+    assert!(allow.contains("GET") && allow.contains("POST"), "{allow}");
+    assert_eq!(resp.headers()["content-type"], "application/problem+json");
+    let problem: Value = resp.json().await.unwrap();
+    assert_eq!(problem["status"], 405);
+}
+
+#[tokio::test]
 async fn the_openapi_document_is_3_1_and_covers_the_routes() {
     let app = spawn_app(LOOP, 3, false).await;
     let (s, doc, _) = app

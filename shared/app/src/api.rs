@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, Query, State};
+use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
@@ -22,7 +22,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::error::{ApiError, ApiJson};
+use crate::error::{ApiError, ApiJson, ApiQuery};
 use crate::platform::Platform;
 
 /// The caller, from `Authorization: Bearer <token>`, or from a [`VerifiedUser`] that the
@@ -204,7 +204,7 @@ struct ListQuery {
 async fn list_runs(
     State(p): State<Platform>,
     user: User,
-    Query(q): Query<ListQuery>,
+    ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let status = match q.status.as_deref() {
         None | Some("") => None,
@@ -281,7 +281,7 @@ async fn events(
     State(p): State<Platform>,
     user: User,
     Path(id): Path<String>,
-    Query(q): Query<EventsQuery>,
+    ApiQuery(q): ApiQuery<EventsQuery>,
 ) -> Result<Json<Value>, ApiError> {
     owned(&p, &user, &id).await?;
     let after = q.after.unwrap_or(0);
@@ -302,7 +302,7 @@ async fn stream(
     user: User,
     Path(id): Path<String>,
     headers: HeaderMap,
-    Query(q): Query<EventsQuery>,
+    ApiQuery(q): ApiQuery<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     owned(&p, &user, &id).await?;
     // A reconnecting EventSource resumes from the last seq it saw.
@@ -364,7 +364,7 @@ async fn iterations(
     State(p): State<Platform>,
     user: User,
     Path(id): Path<String>,
-    Query(q): Query<PageQuery>,
+    ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Result<Json<Value>, ApiError> {
     owned(&p, &user, &id).await?;
     let items = p
@@ -440,7 +440,7 @@ async fn search(
     State(p): State<Platform>,
     user: User,
     Path(id): Path<String>,
-    Query(q): Query<PageQuery>,
+    ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Result<Json<Value>, ApiError> {
     owned(&p, &user, &id).await?;
     let query = q.q.unwrap_or_default();
@@ -458,7 +458,7 @@ async fn scratchpad(
     State(p): State<Platform>,
     user: User,
     Path(id): Path<String>,
-    Query(q): Query<PageQuery>,
+    ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Result<Json<Value>, ApiError> {
     owned(&p, &user, &id).await?;
     let entries = p
@@ -623,7 +623,7 @@ async fn server_config(State(p): State<Platform>, _user: User) -> Json<Value> {
 async fn notifications(
     State(p): State<Platform>,
     user: User,
-    Query(q): Query<PageQuery>,
+    ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let items = p
         .store
@@ -752,5 +752,8 @@ pub fn routes(p: Platform) -> Router {
             axum::routing::delete(crate::tools::delete_tool),
         )
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::map_response(
+            crate::error::method_not_allowed_as_problem,
+        ))
         .with_state(p)
 }

@@ -1,7 +1,8 @@
 //! RFC 7807 problem+json for every API failure. A 500 never says what broke inside.
 
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use longrun_domain::{DomainError, Rejection};
@@ -22,6 +23,8 @@ pub enum ApiError {
     Conflict(String),
     #[error("{0}")]
     Unprocessable(String),
+    #[error("{0}")]
+    PayloadTooLarge(String),
     #[error("{0}")]
     TooManyRequests(String),
     #[error("{0}")]
@@ -45,6 +48,11 @@ impl ApiError {
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "validation",
                 "Invalid request",
+            ),
+            ApiError::PayloadTooLarge(_) => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload-too-large",
+                "Request body too large",
             ),
             ApiError::TooManyRequests(_) => (
                 StatusCode::TOO_MANY_REQUESTS,
@@ -152,7 +160,58 @@ where
             Err(JsonRejection::MissingJsonContentType(_)) => Err(ApiError::BadRequest(
                 "send the body as JSON with Content-Type: application/json".into(),
             )),
+            Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                Err(ApiError::PayloadTooLarge(format!(
+                    "the body is larger than {} bytes",
+                    crate::api::BODY_LIMIT
+                )))
+            }
             Err(e) => Err(ApiError::BadRequest(e.body_text())),
         }
     }
+}
+
+/// `Query` whose rejections are problem+json 400s naming what was wrong.
+pub struct ApiQuery<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for ApiQuery<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Query(v)| ApiQuery(v))
+            .map_err(|e| ApiError::BadRequest(e.body_text()))
+    }
+}
+
+/// A 405 from the router (a known path, another method) as problem+json; its `Allow` header
+/// stays.
+pub async fn method_not_allowed_as_problem(resp: Response) -> Response {
+    if resp.status() != StatusCode::METHOD_NOT_ALLOWED {
+        return resp;
+    }
+    let allow = resp.headers().get(header::ALLOW).cloned();
+    let body = json!({
+        "type": "https://longrun.dev/problems/method-not-allowed",
+        "title": "Method not allowed",
+        "status": 405,
+        "detail": match allow.as_ref().and_then(|a| a.to_str().ok()) {
+            Some(a) => format!("this path answers {a}"),
+            None => "this path does not answer that method".to_string(),
+        },
+    });
+    let mut out = (StatusCode::METHOD_NOT_ALLOWED, body.to_string()).into_response();
+    out.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/problem+json"),
+    );
+    if let Some(a) = allow {
+        out.headers_mut().insert(header::ALLOW, a);
+    }
+    out
 }
