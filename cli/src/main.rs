@@ -19,6 +19,7 @@ use longrun_app::{
 };
 use longrun_domain::report::Report;
 use longrun_domain::run::{BudgetsInput, PermissionMode, Run, RunStatus};
+use longrun_llm::ModelLimits;
 use longrun_local::WorkerConfig;
 use tokio::sync::watch;
 
@@ -75,26 +76,40 @@ impl BudgetFlags {
     }
 }
 
+#[derive(Args)]
+struct ServeArgs {
+    #[arg(long, default_value = ".longrun")]
+    data_dir: PathBuf,
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// provider:model; repeat to allow several (the first is the default).
+    #[arg(long = "model")]
+    models: Vec<String>,
+    /// Active runs one user may have at once.
+    #[arg(long, env = "LONGRUN_ACTIVE_LIMIT", default_value_t = longrun_app::config::DEFAULT_ACTIVE_LIMIT)]
+    active_limit: u32,
+    /// Iterations worked on at once; each mostly waits on a model, so thousands are cheap.
+    #[arg(long, env = "LONGRUN_MAX_INFLIGHT", default_value_t = longrun_local::DEFAULT_MAX_INFLIGHT)]
+    max_inflight: usize,
+    /// MODEL=concurrency:N,rpm:N,tpm:N — a model's capacity, shared by every run; repeatable
+    /// (`;`-separated in the environment).
+    #[arg(
+        long = "model-limit",
+        env = "LONGRUN_MODEL_LIMITS",
+        value_delimiter = ';'
+    )]
+    model_limits: Vec<String>,
+    /// Base URL for deep links in notifications.
+    #[arg(long, env = "APP_BASE_URL")]
+    app_base_url: Option<String>,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run the API, the worker loop and the notifier in one process on SQLite.
-    Serve {
-        #[arg(long, default_value = ".longrun")]
-        data_dir: PathBuf,
-        #[arg(long, default_value_t = 8080)]
-        port: u16,
-        #[arg(long, default_value = "127.0.0.1")]
-        host: String,
-        /// provider:model; repeat to allow several (the first is the default).
-        #[arg(long = "model")]
-        models: Vec<String>,
-        /// Active runs one user may have at once.
-        #[arg(long, default_value_t = 10)]
-        active_limit: u32,
-        /// Base URL for deep links in notifications.
-        #[arg(long, env = "APP_BASE_URL")]
-        app_base_url: Option<String>,
-    },
+    Serve(ServeArgs),
     /// Start a run (through the API, or in-process with --embedded).
     Run {
         objective: String,
@@ -206,16 +221,9 @@ async fn dispatch(cli: Cli) -> Result<()> {
     let quiet = cli.json;
     init_tracing(false, if quiet { "error" } else { "warn" });
     match cli.command {
-        Command::Serve {
-            data_dir,
-            port,
-            host,
-            models,
-            active_limit,
-            app_base_url,
-        } => {
+        Command::Serve(args) => {
             init_tracing(false, "info");
-            serve(&data_dir, &host, port, models, active_limit, app_base_url).await
+            serve(args).await
         }
         Command::Run {
             objective,
@@ -285,14 +293,22 @@ fn write_demo_script(dir: &Path) -> Result<String> {
     Ok(format!("script:{}", path.display()))
 }
 
-async fn serve(
-    data_dir: &Path,
-    host: &str,
-    port: u16,
-    mut models: Vec<String>,
-    active_limit: u32,
-    app_base_url: Option<String>,
-) -> Result<()> {
+async fn serve(args: ServeArgs) -> Result<()> {
+    let ServeArgs {
+        data_dir,
+        port,
+        host,
+        mut models,
+        active_limit,
+        max_inflight,
+        model_limits,
+        app_base_url,
+    } = args;
+    let data_dir = data_dir.as_path();
+    let model_limits = ModelLimits::parse(model_limits.iter().map(String::as_str))?;
+    if max_inflight == 0 {
+        bail!("--max-inflight must be at least 1");
+    }
     if models.is_empty() {
         models.push(write_demo_script(data_dir)?);
     }
@@ -318,14 +334,22 @@ async fn serve(
         );
         tokens.insert(&token, "local");
     }
-    let listener = tokio::net::TcpListener::bind((host, port))
+    let listener = tokio::net::TcpListener::bind((host.as_str(), port))
         .await
         .with_context(|| format!("binding {host}:{port}"))?;
     let addr = listener.local_addr()?;
     let mut config = AppConfig::new(tokens, models)?;
     config.active_limit = active_limit;
+    config.model_limits = model_limits;
     config.app_base_url = app_base_url.unwrap_or_else(|| format!("http://{addr}"));
-    let mut running = Platform::embedded(Some(data_dir), config, Embedded::default())?;
+    let opts = Embedded {
+        worker: WorkerConfig {
+            max_inflight,
+            ..WorkerConfig::default()
+        },
+        ..Embedded::default()
+    };
+    let mut running = Platform::embedded(Some(data_dir), config, opts)?;
     let healed = running.recover().await?;
     if healed > 0 {
         println!("recovered {healed} run(s) left behind by an earlier crash");

@@ -51,6 +51,7 @@ fn spend(tokens: u64) -> Spend {
         cached_tokens: 0,
         cost_usd: Some(0.001),
         latency_ms: 0,
+        queued_ms: 0,
     }
 }
 

@@ -38,7 +38,8 @@ impl AwsSettings {
 }
 
 /// `LONGRUN_MODELS` (comma-separated, first is the default), `LONGRUN_APP_BASE_URL`,
-/// `LONGRUN_ACTIVE_LIMIT`. Users come from the JWT authorizer, so no tokens.
+/// `LONGRUN_ACTIVE_LIMIT`, `LONGRUN_MODEL_LIMITS`. Users come from the JWT authorizer, so no
+/// tokens.
 pub fn config_from_env() -> Result<AppConfig, PlatformError> {
     let models: Vec<String> = var("LONGRUN_MODELS")?
         .split(',')
@@ -54,6 +55,10 @@ pub fn config_from_env() -> Result<AppConfig, PlatformError> {
         config.active_limit = limit
             .parse()
             .map_err(|_| PlatformError::Setting("LONGRUN_ACTIVE_LIMIT must be a number".into()))?;
+    }
+    if let Ok(limits) = var("LONGRUN_MODEL_LIMITS") {
+        config.model_limits = longrun_llm::ModelLimits::parse([limits.as_str()])
+            .map_err(|e| PlatformError::Setting(e.to_string()))?;
     }
     Ok(config)
 }
@@ -121,7 +126,7 @@ impl Platform {
             Some(llm) => llm,
             None => Arc::new(ModelRouter::build(
                 &config.models,
-                &with_bedrock(LlmSettings::from_env(), clients),
+                &with_bedrock(config.llm_settings(), clients),
             )?),
         };
         Ok(Platform::assemble(
@@ -151,7 +156,7 @@ impl Platform {
         let config = config_from_env()?;
         let secret = var(LLM_KEY_SECRET).ok();
         let llm = with_key_secret(
-            with_bedrock(LlmSettings::from_env(), &clients),
+            with_bedrock(config.llm_settings(), &clients),
             &clients,
             secret.as_deref(),
         )

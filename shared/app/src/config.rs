@@ -68,7 +68,12 @@ pub struct AppConfig {
     pub fetch: FetchConfig,
     /// How deep runs may nest through `spawn_run` (`LONGRUN_MAX_RUN_DEPTH`, default 16).
     pub max_run_depth: u32,
+    /// Per-model capacity shared by every run (`--model-limit`, `LONGRUN_MODEL_LIMITS`).
+    pub model_limits: longrun_llm::ModelLimits,
 }
+
+/// The product's spec: at most 3 runs of one user active at once.
+pub const DEFAULT_ACTIVE_LIMIT: u32 = 3;
 
 /// The `http_fetch` tool: on by default, behind the SSRF guard; the deployment may narrow it
 /// with allow/deny host lists, or turn it off.
@@ -140,19 +145,27 @@ fn priced(models: &[String]) -> Vec<String> {
 }
 
 impl AppConfig {
+    /// The model clients' settings: the providers' environment, this deployment's limits.
+    pub fn llm_settings(&self) -> longrun_llm::LlmSettings {
+        let mut settings = longrun_llm::LlmSettings::from_env();
+        settings.limits = self.model_limits.clone();
+        settings
+    }
+
     pub fn new(tokens: Tokens, models: Vec<String>) -> Result<AppConfig, ConfigError> {
         if models.is_empty() {
             return Err(ConfigError::NoModel);
         }
         Ok(AppConfig {
             tokens,
-            active_limit: 10,
+            active_limit: DEFAULT_ACTIVE_LIMIT,
             priced_models: priced(&models),
             models,
             default_budgets: Budgets::default(),
             app_base_url: "http://127.0.0.1:8080".into(),
             max_objective_bytes: 16 * 1024,
             fetch: FetchConfig::from_env(),
+            model_limits: Default::default(),
             max_run_depth: std::env::var("LONGRUN_MAX_RUN_DEPTH")
                 .ok()
                 .and_then(|v| v.parse().ok())

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use longrun_engine::ports::{Clock, Faults, RunStore, StepQueue};
 use longrun_engine::ports::{NoFaults, SystemClock};
 use longrun_engine::{EngineConfig, LlmClient};
-use longrun_llm::{LlmSettings, ModelRouter};
+use longrun_llm::ModelRouter;
 use longrun_local::{
     InboxNotifier, SqliteDb, SqliteRunStore, SqliteStepQueue, WorkerConfig, WorkerLoop,
 };
@@ -184,10 +184,7 @@ impl Platform {
         let notifier = InboxNotifier::new(store.clone());
         let llm: Arc<dyn LlmClient> = match opts.llm {
             Some(llm) => llm,
-            None => Arc::new(ModelRouter::build(
-                &config.models,
-                &LlmSettings::from_env(),
-            )?),
+            None => Arc::new(ModelRouter::build(&config.models, &config.llm_settings())?),
         };
         let platform = Platform::assemble(
             store,

@@ -260,6 +260,14 @@ pub fn record_spend(run: &Run, n: u32, spend: &Spend, now: i64) -> RunChange {
             "run_cost_usd": next.metrics.cost_usd,
         }),
     )];
+    // Waits under a second are the normal jitter of a shared limit, not worth an event.
+    if spend.queued_ms >= 1_000 {
+        events.push(EventDraft::new(
+            EventKind::WaitingForCapacity,
+            json!({"iteration": n, "role": spend.role, "model": spend.model,
+                   "waited_ms": spend.queued_ms}),
+        ));
+    }
     if spend.cost_usd.is_none() && !run.metrics.by_model.contains_key(&spend.model) {
         events.push(EventDraft::new(
             EventKind::Warning,
@@ -923,6 +931,7 @@ mod tests {
             cached_tokens: 0,
             cost_usd: Some(0.01),
             latency_ms: 1,
+            queued_ms: 0,
         };
         let change = record_spend(&run, 1, &spend, 0);
         assert_eq!(change.run.metrics.tokens(), 15);

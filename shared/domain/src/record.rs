@@ -15,6 +15,9 @@ pub enum EventKind {
     /// A claimed iteration was given back unfinished, to be tried again later.
     IterationDeferred,
     IterationCostUpdate,
+    /// A model call waited for the model's shared capacity (per-model limits) before it was
+    /// made; the wait is not running time.
+    WaitingForCapacity,
     IterationCommitted,
     RunWaiting,
     RunCompleted,

@@ -322,6 +322,9 @@ pub struct Spend {
     pub cached_tokens: u64,
     pub cost_usd: Option<f64>,
     pub latency_ms: u64,
+    /// How long the call waited for the model's capacity before it was made.
+    #[serde(default)]
+    pub queued_ms: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

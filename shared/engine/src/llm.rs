@@ -91,6 +91,9 @@ pub struct ChatResponse {
     pub latency_ms: u64,
     /// `None` when no price is known for the model.
     pub cost_usd: Option<f64>,
+    /// Time spent waiting for the model's capacity (per-model limits) before the call; not
+    /// the run's running time.
+    pub queued_ms: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -168,6 +168,7 @@ impl LlmClient for AnthropicClient {
             model: self.model.clone(),
             latency_ms: started.elapsed().as_millis() as u64,
             cost_usd: None,
+            queued_ms: 0,
         })
     }
 }

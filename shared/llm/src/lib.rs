@@ -1,6 +1,7 @@
 //! `LlmClient` implementations, pricing, retries and routing by `provider:model`.
 
 pub mod anthropic;
+pub mod limit;
 pub mod openai;
 pub mod pricing;
 pub mod scripted;
@@ -17,6 +18,7 @@ use longrun_engine::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKin
 use tracing::warn;
 
 pub use anthropic::AnthropicClient;
+pub use limit::{Limiter, ModelLimit, ModelLimits};
 pub use openai::{OpenAiClient, Structured};
 pub use pricing::{Price, PriceTable};
 pub use scripted::{Script, ScriptedLlm};
@@ -111,6 +113,8 @@ pub struct LlmSettings {
     pub openai_structured: Structured,
     /// Providers built outside this crate (`bedrock`, by `longrun-aws`).
     pub providers: Providers,
+    /// Per-model capacity (`LONGRUN_MODEL_LIMITS`), shared by every run of the deployment.
+    pub limits: ModelLimits,
 }
 
 /// Builds the client of one model of a provider this crate does not own.
@@ -147,6 +151,7 @@ impl Default for LlmSettings {
             failover: Failover::default(),
             openai_structured: Structured::default(),
             providers: Providers::default(),
+            limits: ModelLimits::default(),
         }
     }
 }
@@ -154,7 +159,8 @@ impl Default for LlmSettings {
 impl LlmSettings {
     /// `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_STRUCTURED_OUTPUT` (tool | json_schema |
     /// json_object), `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`, `LONGRUN_LLM_TIMEOUT_SECS`,
-    /// `LONGRUN_LLM_COOLDOWN_SECS`.
+    /// `LONGRUN_LLM_COOLDOWN_SECS`. Model limits come from the app's configuration, which
+    /// validates them at start-up.
     pub fn from_env() -> Self {
         let mut s = LlmSettings::default();
         if let Ok(url) = std::env::var("OPENAI_BASE_URL") {
@@ -212,6 +218,7 @@ struct Route {
     client: Arc<dyn LlmClient>,
     retry: RetryPolicy,
     health: Mutex<Health>,
+    limiter: Option<Limiter>,
 }
 
 #[derive(Default)]
@@ -233,6 +240,53 @@ impl Route {
             client,
             retry,
             health: Mutex::default(),
+            limiter: None,
+        }
+    }
+
+    fn limited(mut self, limit: Option<&ModelLimit>) -> Self {
+        self.limiter = limit.map(|l| Limiter::new(*l));
+        self
+    }
+
+    /// One attempt, within the model's capacity: waits for it (the wait is reported as
+    /// `queued_ms`), and a 429 lowers the model's rate for every run.
+    async fn call(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let Some(limiter) = &self.limiter else {
+            return self.client.chat(req).await;
+        };
+        let chars: usize = req.messages.iter().map(|m| m.content.len()).sum();
+        let estimate = limit::estimate_tokens(chars, req.max_output_tokens);
+        let asked = SystemClock.now_ms();
+        let permit = limiter
+            .acquire(&SystemClock, estimate, req.deadline_ms)
+            .await
+            .map_err(|wait_ms| {
+                let mut e = LlmError::new(
+                    LlmErrorKind::RateLimited,
+                    "waiting for the model's capacity would pass the deadline",
+                );
+                e.requeue_after_ms = Some(wait_ms);
+                e
+            })?;
+        let queued_ms = (SystemClock.now_ms() - asked).max(0) as u64;
+        match self.client.chat(req).await {
+            Ok(mut resp) => {
+                let used = resp.usage.input_tokens
+                    + resp.usage.cache_read_tokens
+                    + resp.usage.cache_write_tokens
+                    + resp.usage.output_tokens;
+                limiter.release(permit, Some(used), true);
+                resp.queued_ms += queued_ms;
+                Ok(resp)
+            }
+            Err(e) => {
+                limiter.release(permit, None, false);
+                if e.kind == LlmErrorKind::RateLimited {
+                    limiter.throttled(SystemClock.now_ms(), e.retry_after_ms);
+                }
+                Err(e)
+            }
         }
     }
     fn health(&self) -> std::sync::MutexGuard<'_, Health> {
@@ -309,7 +363,9 @@ impl ModelRouter {
                         .map(|n| n.to_string_lossy().to_string())
                         .unwrap_or_else(|| model.to_string());
                     let client = Arc::new(ScriptedLlm::new(&name, Script::load(path)?));
-                    routes.insert(spec.clone(), Route::new(client, RetryPolicy::SIMULATED));
+                    let route = Route::new(client, RetryPolicy::SIMULATED)
+                        .limited(settings.limits.0.get(spec));
+                    routes.insert(spec.clone(), route);
                     continue;
                 }
                 "openai" => Arc::new(
@@ -332,7 +388,10 @@ impl ModelRouter {
                     None => return Err(ModelError::UnknownProvider(other.to_string())),
                 },
             };
-            routes.insert(spec.clone(), Route::new(client, settings.retry));
+            routes.insert(
+                spec.clone(),
+                Route::new(client, settings.retry).limited(settings.limits.0.get(spec)),
+            );
         }
         Ok(ModelRouter {
             routes,
@@ -446,7 +505,7 @@ impl LlmClient for ModelRouter {
             // Each retry moves to the next model in the order; with one model it is a retry.
             // Moving to a model not yet tried in this call needs no wait; coming back does.
             let (spec, route) = order[attempt as usize % order.len()];
-            match route.client.chat(req).await {
+            match route.call(req).await {
                 Ok(mut resp) => {
                     self.record(spec, route, true);
                     if resp.cost_usd.is_none() {
@@ -457,6 +516,8 @@ impl LlmClient for ModelRouter {
                     }
                     return Ok(resp);
                 }
+                // Capacity did not come before the deadline: the claim is handed back.
+                Err(e) if e.requeue_after_ms.is_some() => return Err(e),
                 Err(e) if e.is_retryable() && attempt < max_retries => {
                     self.record(spec, route, false);
                     let (next, _) = order[(attempt as usize + 1) % order.len()];

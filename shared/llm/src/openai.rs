@@ -185,6 +185,7 @@ impl LlmClient for OpenAiClient {
             model: self.model.clone(),
             latency_ms: started.elapsed().as_millis() as u64,
             cost_usd: v["usage"]["cost"].as_f64(),
+            queued_ms: 0,
         })
     }
 }

@@ -197,6 +197,7 @@ impl LlmClient for ScriptedLlm {
                     model: self.name.clone(),
                     latency_ms,
                     cost_usd: None,
+                    queued_ms: 0,
                 })
             }
         }

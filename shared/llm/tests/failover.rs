@@ -210,3 +210,31 @@ async fn a_retry_that_would_outlive_the_deadline_is_handed_back_with_its_delay()
         "it did not sleep"
     );
 }
+
+#[tokio::test]
+async fn a_model_limit_admits_no_more_than_its_rate_and_hands_back_what_cannot_wait() {
+    // Arrange: model A may take 2 requests a minute; the worker must finish within a second.
+    let (a, server) = provider(200, vec![]).await;
+    let mut settings = LlmSettings {
+        openai_base_url: a.clone(),
+        openai_api_key: Some(Secret::new("sk")),
+        retry: FAST,
+        ..LlmSettings::default()
+    };
+    settings.limits = longrun_llm::ModelLimits::parse([format!("{A}=rpm:2").as_str()]).unwrap();
+    let router = ModelRouter::build(&[A.to_string()], &settings).unwrap();
+    let mut r = req(&[]);
+    r.deadline_ms = Some(longrun_engine::Clock::now_ms(&longrun_engine::SystemClock) + 1_000);
+
+    // Act
+    let first = router.chat(&r).await;
+    let second = router.chat(&r).await;
+    let third = router.chat(&r).await;
+
+    // Assert: the third call was never sent; its claim would be handed back until capacity.
+    assert!(first.is_ok() && second.is_ok());
+    let err = third.unwrap_err();
+    assert_eq!(err.kind, LlmErrorKind::RateLimited);
+    assert!(err.requeue_after_ms.unwrap() > 50_000, "{err:?}");
+    assert_eq!(server.hits.load(Ordering::SeqCst), 2);
+}

@@ -93,16 +93,24 @@ impl Notifier for RecordingNotifier {
 #[derive(Clone, Debug)]
 pub struct WorkerConfig {
     pub visibility_ms: u64,
-    /// Messages taken per poll; each is a different run, processed concurrently.
+    /// Messages taken per receive; each is a different run.
     pub batch: usize,
+    /// Iterations worked on at once. An iteration mostly waits on a model, so this is sized
+    /// for thousands: what bounds model traffic is the per-model limits, not this.
+    pub max_inflight: usize,
     pub idle_sleep: Duration,
 }
+
+/// Sized for thousands of runs in flight: an iteration waiting on a model is a parked task of
+/// a few tens of KB (BENCHMARKS.md, capacity), so 4,096 of them fit in well under 300 MB.
+pub const DEFAULT_MAX_INFLIGHT: usize = 4_096;
 
 impl Default for WorkerConfig {
     fn default() -> Self {
         WorkerConfig {
             visibility_ms: 30_000,
-            batch: 16,
+            batch: 64,
+            max_inflight: DEFAULT_MAX_INFLIGHT,
             idle_sleep: Duration::from_millis(25),
         }
     }
@@ -203,8 +211,9 @@ impl WorkerLoop {
         }
     }
 
-    /// Keeps up to `batch` steps in flight until `shutdown` turns true, taking a new message
-    /// as soon as a slot frees (a step never waits for an unrelated slower one), then drains.
+    /// Keeps up to `max_inflight` steps in flight until `shutdown` turns true, taking new
+    /// messages as soon as slots free (a step never waits for an unrelated slower one), then
+    /// drains.
     pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
         let mut inflight: JoinSet<bool> = JoinSet::new();
         loop {
@@ -212,7 +221,11 @@ impl WorkerLoop {
                 while inflight.join_next().await.is_some() {}
                 return;
             }
-            let free = self.config.batch.saturating_sub(inflight.len());
+            let free = self
+                .config
+                .max_inflight
+                .saturating_sub(inflight.len())
+                .min(self.config.batch);
             let mut received = 0;
             if free > 0 {
                 match self.queue.receive(free, self.config.visibility_ms).await {

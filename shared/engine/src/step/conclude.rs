@@ -203,7 +203,7 @@ fn commit_plan(
 ) -> CommitPlan {
     let run = it.run;
     let n = it.n;
-    let running_ms = (now - it.started_at).max(0) as u64;
+    let running_ms = it.running_ms(now);
     let summary = summary(&j, &draft);
     let last_iteration = LastIteration {
         iteration: n,

@@ -20,6 +20,8 @@ use crate::tools::ToolRegistry;
 /// Per-iteration accounting shared by concurrent executors.
 pub(super) struct Spent {
     calls: u32,
+    /// Time model calls waited for capacity: not running time.
+    queued_ms: u64,
     pub iteration: IterationMetrics,
     run: Metrics,
     pub budget: Option<BudgetExhausted>,
@@ -61,6 +63,7 @@ impl<'a> Iter<'a> {
             deadline_ms,
             spent: Mutex::new(Spent {
                 calls: 0,
+                queued_ms: 0,
                 iteration: IterationMetrics::default(),
                 run: run.budget_metrics(),
                 budget: None,
@@ -80,8 +83,18 @@ impl<'a> Iter<'a> {
         if s.budget.is_some() {
             return s.budget.clone();
         }
-        let running = self.run.metrics.running_ms + (now - self.started_at).max(0) as u64;
+        let running = self.run.metrics.running_ms + self.elapsed(&s, now);
         check_budgets(&self.run.budgets, &s.run, self.n, running)
+    }
+
+    /// This iteration's running time at `now`: wall time less the time its model calls
+    /// waited for capacity (a wait is not charged to the run's running-time budget).
+    pub fn running_ms(&self, now: i64) -> u64 {
+        self.elapsed(&self.spent(), now)
+    }
+
+    fn elapsed(&self, s: &Spent, now: i64) -> u64 {
+        ((now - self.started_at).max(0) as u64).saturating_sub(s.queued_ms)
     }
 
     fn saw(&self, run: &Run, at: i64) {
@@ -111,7 +124,7 @@ impl Engine {
     ) -> Result<Llm, EngineError> {
         let call = {
             let mut s = it.spent();
-            let running = it.run.metrics.running_ms + (self.now() - it.started_at).max(0) as u64;
+            let running = it.run.metrics.running_ms + it.elapsed(&s, self.now());
             if s.budget.is_none() {
                 s.budget = check_budgets(&it.run.budgets, &s.run, it.n, running);
             }
@@ -157,6 +170,7 @@ impl Engine {
             cached_tokens: resp.usage.cache_read_tokens,
             cost_usd: resp.cost_usd,
             latency_ms: resp.latency_ms,
+            queued_ms: resp.queued_ms,
         };
         let now = self.now();
         let claiming = !it.claim.is_taken();
@@ -194,6 +208,7 @@ impl Engine {
             let mut s = it.spent();
             s.run.add_spend(&spend);
             s.iteration.llm_calls += 1;
+            s.queued_ms += spend.queued_ms;
             s.iteration.input_tokens += spend.input_tokens;
             s.iteration.output_tokens += spend.output_tokens;
             s.iteration.cost_usd += spend.cost_usd.unwrap_or(0.0);
