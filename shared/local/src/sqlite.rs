@@ -24,6 +24,19 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
+/// Databases made before fair share have a queue without the owner of each message.
+fn add_fair_key(conn: &Connection) -> rusqlite::Result<()> {
+    let has: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM pragma_table_info('queue') WHERE name = 'fair_key')",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has {
+        conn.execute_batch("ALTER TABLE queue ADD COLUMN fair_key TEXT")?;
+    }
+    Ok(())
+}
+
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS runs (
     id TEXT PRIMARY KEY,
@@ -242,6 +255,7 @@ impl SqliteDb {
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(unavailable)?;
         conn.execute_batch(SCHEMA).map_err(unavailable)?;
+        add_fair_key(&conn).map_err(unavailable)?;
         Ok(SqliteDb {
             inner: Arc::new(Inner {
                 generation: std::sync::atomic::AtomicU64::new(0),
@@ -1126,8 +1140,11 @@ impl SqliteStepQueue {
                 )
                 .and_then(|mut st| st.execute(params![dedup_id, now + DEDUP_WINDOW_MS]))
                 .map_err(q_err)?;
+                // The run's owner is the message's fair-share key (receive serves users in
+                // turn); a message of a run not stored here is its own key.
                 tx.prepare_cached(
-                    "INSERT INTO queue (group_id, body, visible_at) VALUES (?1, ?2, ?3)",
+                    "INSERT INTO queue (group_id, body, visible_at, fair_key)
+                     VALUES (?1, ?2, ?3, (SELECT user_id FROM runs WHERE id = ?1))",
                 )
                 .and_then(|mut st| st.execute(params![msg.run_id, body, now + delay_ms as i64]))
                 .map_err(q_err)?;
@@ -1246,12 +1263,18 @@ impl StepQueue for SqliteStepQueue {
                     .map_err(q_err)?;
                 let heads: Vec<(i64, String, u32)> = {
                     // The head of each group, if visible: an in-flight head blocks its group (FIFO).
+                    // Fair share: users take turns (each user's oldest ready run, then each
+                    // one's second, …), so one user's thousand ready runs cannot starve
+                    // another's one.
                     let mut st = tx
                         .prepare_cached(
-                            "SELECT q.seq, q.body, q.receive_count FROM queue q
-                             WHERE q.dead = 0 AND q.visible_at <= ?1
-                               AND q.seq = (SELECT MIN(seq) FROM queue h WHERE h.group_id = q.group_id AND h.dead = 0)
-                             ORDER BY q.seq LIMIT +?2",
+                            "SELECT seq, body, receive_count FROM (
+                                 SELECT q.seq, q.body, q.receive_count,
+                                        ROW_NUMBER() OVER (PARTITION BY COALESCE(q.fair_key, q.group_id) ORDER BY q.seq) AS turn
+                                 FROM queue q
+                                 WHERE q.dead = 0 AND q.visible_at <= ?1
+                                   AND q.seq = (SELECT MIN(seq) FROM queue h WHERE h.group_id = q.group_id AND h.dead = 0))
+                             ORDER BY turn, seq LIMIT +?2",
                         )
                         .map_err(q_err)?;
                     let rows = st
@@ -1330,6 +1353,41 @@ mod tests {
         })
         .await
         .unwrap();
+    }
+
+    #[tokio::test]
+    async fn ready_runs_are_served_round_robin_by_user() {
+        // Arrange: user a has three ready runs, queued before user b's one.
+        let db = SqliteDb::open_in_memory().unwrap();
+        let clock = Arc::new(longrun_engine::ports::ManualClock::new(1_000));
+        let queue = SqliteStepQueue::new(db.clone(), clock);
+        for (run, user) in [("a1", "a"), ("a2", "a"), ("a3", "a"), ("b1", "b")] {
+            db.write(|c| {
+                c.execute(
+                    "INSERT INTO runs (id, user_id, status, created_at, updated_at, body)
+                     VALUES (?1, ?2, 'queued', 0, 0, '{}')",
+                    [run, user],
+                )
+                .map_err(unavailable)
+            })
+            .await
+            .unwrap();
+            let msg = StepMessage::new(run, 1, longrun_engine::ports::StepReason::Start);
+            queue.enqueue(&msg, &msg.dedup_id(), 0).await.unwrap();
+        }
+
+        // Act
+        let got = queue.receive(2, 30_000).await.unwrap();
+        let rest = queue.receive(10, 30_000).await.unwrap();
+
+        // Assert: b's run is served in the first turn, not after all of a's.
+        let runs = |ds: &[Delivery]| -> Vec<String> {
+            ds.iter()
+                .map(|d| StepMessage::parse(&d.body).unwrap().run_id)
+                .collect()
+        };
+        assert_eq!(runs(&got), vec!["a1", "b1"]);
+        assert_eq!(runs(&rest), vec!["a2", "a3"]);
     }
 
     #[tokio::test]
