@@ -42,6 +42,8 @@ const props: LongrunStackProps = {
   assetsDir,
   alarmEmail: ctx('alarmEmail'),
   workerMaxConcurrency: ctx('workerMaxConcurrency') ? Number(ctx('workerMaxConcurrency')) : undefined,
+  activeRunLimit: ctx('activeLimit') ? Number(ctx('activeLimit')) : undefined,
+  modelLimits: ctx('modelLimits'),
   env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
 };
 new LongrunStack(app, `longrun-${props.stage}`, props);

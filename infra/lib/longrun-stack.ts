@@ -72,10 +72,14 @@ export interface LongrunStackProps extends StackProps {
   readonly assetsDir: string;
   /** Email address for alarm notifications; no alarm topic without it. */
   readonly alarmEmail?: string;
-  /** Upper bound of concurrent worker invocations (protects the LLM provider's rate limits). */
+  /** Upper bound of concurrent worker invocations; with the batch of 10, about ten times as
+   *  many iterations are in flight. Default 100. */
   readonly workerMaxConcurrency?: number;
-  /** Runs one user may have active at once. */
+  /** Runs one user may have active at once. Default 3. */
   readonly activeRunLimit?: number;
+  /** Per-model capacity of ONE worker environment, `MODEL=concurrency:N,rpm:N,tpm:N;…`
+   *  (`LONGRUN_MODEL_LIMITS`): a provider quota divided by `workerMaxConcurrency`. */
+  readonly modelLimits?: string;
 }
 
 /** The worker's timeout bounds one iteration: LLM calls, tools and the commit. */
@@ -186,6 +190,10 @@ export class LongrunStack extends Stack {
       fifo: true,
       // Every message carries its own `{run_id}#{n}` deduplication id.
       contentBasedDeduplication: false,
+      // High-throughput FIFO: dedup ids are unique within a run's group, and each run (message
+      // group) has its own throughput, so the queue is not held to ~300 sends/s in all.
+      deduplicationScope: sqs.DeduplicationScope.MESSAGE_GROUP,
+      fifoThroughputLimit: sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
       visibilityTimeout: STEP_VISIBILITY,
       retentionPeriod: Duration.days(4),
       deadLetterQueue: { queue: this.deadLetters, maxReceiveCount: MAX_RECEIVES },
@@ -218,13 +226,14 @@ export class LongrunStack extends Stack {
     // Only the worker calls the model, so only it learns where the key is (and may read it).
     const workerEnv: Record<string, string> = {};
     if (props.llm.apiKeySecretName) workerEnv.LONGRUN_LLM_KEY_SECRET = props.llm.apiKeySecretName;
+    if (props.modelLimits) workerEnv.LONGRUN_MODEL_LIMITS = props.modelLimits;
     const common: Record<string, string> = {
       ...llmEnv,
       LONGRUN_TABLE: this.table.tableName,
       LONGRUN_QUEUE_URL: this.stepQueue.queueUrl,
       LONGRUN_TOPIC_ARN: this.topic.topicArn,
       LONGRUN_APP_BASE_URL: appBaseUrl,
-      LONGRUN_ACTIVE_LIMIT: String(props.activeRunLimit ?? 10),
+      LONGRUN_ACTIVE_LIMIT: String(props.activeRunLimit ?? 3),
       RUST_LOG: 'info',
     };
 
@@ -307,7 +316,7 @@ export class LongrunStack extends Stack {
       return f;
     };
 
-    const workerMax = props.workerMaxConcurrency ?? 20;
+    const workerMax = props.workerMaxConcurrency ?? 100;
     this.functions = {
       api: fn('api', { memory: 256, timeout: Duration.seconds(29) }),
       worker: fn('worker', { memory: 512, timeout: WORKER_TIMEOUT, environment: workerEnv }),

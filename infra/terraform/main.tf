@@ -37,10 +37,13 @@ locals {
     var.openai_base_url == "" ? {} : { OPENAI_BASE_URL = var.openai_base_url },
   )
   # Only the worker calls the model, so only it learns where the key is (and may read it).
-  worker_environment = var.llm_key_secret_name == "" ? {} : { LONGRUN_LLM_KEY_SECRET = var.llm_key_secret_name }
-  origin             = regex("^(https?://[^/]+)", local.app_base_url)[0]
-  issuer             = local.create_pool ? "https://cognito-idp.${local.region}.amazonaws.com/${aws_cognito_user_pool.users[0].id}" : var.jwt_issuer
-  audience           = local.create_pool ? [aws_cognito_user_pool_client.console[0].id] : var.jwt_audience
+  worker_environment = merge(
+    var.llm_key_secret_name == "" ? {} : { LONGRUN_LLM_KEY_SECRET = var.llm_key_secret_name },
+    var.model_limits == "" ? {} : { LONGRUN_MODEL_LIMITS = var.model_limits },
+  )
+  origin   = regex("^(https?://[^/]+)", local.app_base_url)[0]
+  issuer   = local.create_pool ? "https://cognito-idp.${local.region}.amazonaws.com/${aws_cognito_user_pool.users[0].id}" : var.jwt_issuer
+  audience = local.create_pool ? [aws_cognito_user_pool_client.console[0].id] : var.jwt_audience
 }
 
 # --- encryption ------------------------------------------------------------------------------
@@ -145,9 +148,13 @@ resource "aws_sqs_queue" "steps" {
   name                        = "${local.name}-steps.fifo"
   fifo_queue                  = true
   content_based_deduplication = false # every message carries its own "{run_id}#{n}" id
-  visibility_timeout_seconds  = local.visibility
-  message_retention_seconds   = 4 * 24 * 3600
-  kms_master_key_id           = aws_kms_key.main.arn
+  # High-throughput FIFO: dedup ids are unique within a run's group, each run has its own
+  # throughput, so the queue is not held to ~300 sends/s in all.
+  deduplication_scope        = "messageGroup"
+  fifo_throughput_limit      = "perMessageGroupId"
+  visibility_timeout_seconds = local.visibility
+  message_retention_seconds  = 4 * 24 * 3600
+  kms_master_key_id          = aws_kms_key.main.arn
   redrive_policy = jsonencode({
     deadLetterTargetArn = aws_sqs_queue.steps_dlq.arn
     maxReceiveCount     = local.max_receives

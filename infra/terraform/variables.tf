@@ -63,13 +63,19 @@ variable "alarm_email" {
 }
 
 variable "worker_max_concurrency" {
-  description = "Upper bound of concurrent worker invocations (protects LLM rate limits)."
+  description = "Upper bound of concurrent worker invocations; with the batch of 10, about ten times as many iterations are in flight."
   type        = number
-  default     = 20
+  default     = 100
 }
 
 variable "active_run_limit" {
   description = "Runs one user may have active at once."
   type        = number
-  default     = 10
+  default     = 3
+}
+
+variable "model_limits" {
+  description = "Per-model capacity of one worker environment, MODEL=concurrency:N,rpm:N,tpm:N;... (LONGRUN_MODEL_LIMITS): a provider quota divided by worker_max_concurrency. Empty: unlimited."
+  type        = string
+  default     = ""
 }

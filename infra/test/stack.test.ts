@@ -122,6 +122,9 @@ describe('the longrun stack', () => {
     const dlq = queues.find(([, q]) => String(q.Properties.QueueName).endsWith('-steps-dlq.fifo'));
     assert.ok(step && dlq, 'step queue and DLQ exist');
     assert.equal(step[1].Properties.FifoQueue, true);
+    // High-throughput FIFO: dedup ids unique per run's group, throughput per run.
+    assert.equal(step[1].Properties.DeduplicationScope, 'messageGroup');
+    assert.equal(step[1].Properties.FifoThroughputLimit, 'perMessageGroupId');
     assert.equal(dlq[1].Properties.FifoQueue, true);
     assert.deepEqual(step[1].Properties.RedrivePolicy, {
       deadLetterTargetArn: { 'Fn::GetAtt': [dlq[0], 'Arn'] },
@@ -216,6 +219,20 @@ describe('the longrun stack', () => {
     for (const name of ['api', 'worker', 'notifier', 'sweeper']) {
       const env = t.toJSON().Resources[fnId(t, name)].Properties.Environment.Variables;
       assert.equal(env.LONGRUN_LLM_KEY_SECRET, name === 'worker' ? 'longrun/openai' : undefined, name);
+    }
+  });
+
+  it('limits each user to 3 active runs by default and gives the worker the model limits', () => {
+    for (const name of ['api', 'worker', 'notifier', 'sweeper']) {
+      const env = t.toJSON().Resources[fnId(t, name)].Properties.Environment.Variables;
+      assert.equal(env.LONGRUN_ACTIVE_LIMIT, '3', name);
+    }
+    const limits = 'openai:gpt-4.1-mini=concurrency:5,rpm:60';
+    const { t: limited } = synth({ modelLimits: limits, activeRunLimit: 7 });
+    for (const name of ['api', 'worker', 'notifier', 'sweeper']) {
+      const env = limited.toJSON().Resources[fnId(limited, name)].Properties.Environment.Variables;
+      assert.equal(env.LONGRUN_MODEL_LIMITS, name === 'worker' ? limits : undefined, name);
+      assert.equal(env.LONGRUN_ACTIVE_LIMIT, '7', name);
     }
   });
 

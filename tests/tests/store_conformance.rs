@@ -276,6 +276,37 @@ mod suite {
         assert_eq!(iterations, vec![2, 3]);
     }
 
+    pub async fn fifty_parallel_creates_get_exactly_the_default_limit_of_three(
+        s: Arc<dyn RunStore>,
+    ) {
+        // Arrange: one user creates 50 runs at once under the product's limit of 3.
+        let limit = longrun_app::config::DEFAULT_ACTIVE_LIMIT;
+        assert_eq!(limit, 3);
+        let tasks: Vec<_> = (0..50)
+            .map(|i| {
+                let s = s.clone();
+                tokio::spawn(async move {
+                    s.create_run(change::create(new_run(&format!("p{i}"), "alice", i), limit))
+                        .await
+                })
+            })
+            .collect();
+
+        // Act
+        let mut accepted = 0;
+        for t in tasks {
+            match t.await.unwrap() {
+                Ok(_) => accepted += 1,
+                Err(StoreError::Rejected(Rejection::LimitExceeded { limit: 3 })) => {}
+                Err(e) => panic!("unexpected error: {e}"),
+            }
+        }
+
+        // Assert
+        assert_eq!(accepted, 3);
+        assert_eq!(s.active_runs("alice").await.unwrap(), 3);
+    }
+
     pub async fn concurrent_writers_never_lose_an_update_or_a_seq(s: Arc<dyn RunStore>) {
         s.create_run(change::create(new_run("r1", "alice", 10), 5))
             .await
@@ -719,7 +750,8 @@ macro_rules! all_adapters {
                 due_schedules_advance_once_and_are_deleted_only_by_their_owner,
                 notifications_are_idempotent_and_scoped_to_their_user,
                 marking_a_notification_read_is_idempotent_and_touches_only_its_owner;
-                shared: concurrent_writers_never_lose_an_update_or_a_seq);
+                shared: concurrent_writers_never_lose_an_update_or_a_seq,
+                    fifty_parallel_creates_get_exactly_the_default_limit_of_three);
         )*
     };
 }

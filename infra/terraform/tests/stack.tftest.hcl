@@ -12,6 +12,49 @@ mock_provider "aws" {
   mock_data "aws_partition" {
     defaults = { partition = "aws" }
   }
+  # A mocked provider computes no policy JSON (it would be a random string, which the roles and
+  # key policies refuse); every document renders as a real, minimal policy instead. What the
+  # module grants is asserted on the documents' statements, which the module sets itself.
+  mock_data "aws_iam_policy_document" {
+    defaults = {
+      json = "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Allow\",\"Action\":\"sts:AssumeRole\",\"Principal\":{\"Service\":\"lambda.amazonaws.com\"}}]}"
+    }
+  }
+}
+
+# Values only known after apply that assertions read in the plan: the DLQ's ARN (redrive
+# policy) and what the console's config.json is made of (API endpoint, user pool, client).
+override_resource {
+  target          = aws_sqs_queue.steps_dlq
+  override_during = plan
+  values = {
+    arn = "arn:aws:sqs:eu-west-1:123456789012:longrun-test-steps-dlq.fifo"
+  }
+}
+override_resource {
+  target          = aws_apigatewayv2_api.api
+  override_during = plan
+  values = {
+    api_endpoint  = "https://abc123.execute-api.eu-west-1.amazonaws.com"
+    execution_arn = "arn:aws:execute-api:eu-west-1:123456789012:abc123"
+    arn           = "arn:aws:apigateway:eu-west-1::/apis/abc123"
+  }
+}
+override_resource {
+  target          = aws_cognito_user_pool.users
+  override_during = plan
+  values = {
+    id       = "eu-west-1_TEST"
+    endpoint = "cognito-idp.eu-west-1.amazonaws.com/eu-west-1_TEST"
+    arn      = "arn:aws:cognito-idp:eu-west-1:123456789012:userpool/eu-west-1_TEST"
+  }
+}
+override_resource {
+  target          = aws_cognito_user_pool_client.console
+  override_during = plan
+  values = {
+    id = "testclient"
+  }
 }
 
 variables {
@@ -38,6 +81,10 @@ run "step_queue_feeds_the_worker_with_batch_failures_and_a_dlq" {
   assert {
     condition     = aws_sqs_queue.steps.fifo_queue && aws_sqs_queue.steps_dlq.fifo_queue
     error_message = "both step queues are FIFO"
+  }
+  assert {
+    condition     = aws_sqs_queue.steps.deduplication_scope == "messageGroup" && aws_sqs_queue.steps.fifo_throughput_limit == "perMessageGroupId"
+    error_message = "the step queue runs in FIFO high-throughput mode (dedup and throughput per run)"
   }
 }
 
