@@ -86,8 +86,33 @@ before(async () => {
   rmSync(SHOTS, { recursive: true, force: true });
   mkdirSync(SHOTS, { recursive: true });
   await startServer();
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+  browser = await launchBrowser();
 });
+
+/**
+ * A freshly installed Chromium has crashed (SIGSEGV) at its first launch on a clean machine
+ * and then run fine. Only the start-up is retried — launch plus opening one blank page — and
+ * every retry is logged; a page that fails later still fails its test.
+ */
+async function launchBrowser(attempts = 3) {
+  for (let i = 1; ; i++) {
+    let b;
+    try {
+      b = await chromium.launch({
+        executablePath: CHROMIUM,
+        args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+      });
+      const probe = await b.newPage();
+      await probe.close();
+      return b;
+    } catch (err) {
+      await b?.close().catch(() => {});
+      if (i >= attempts) throw err;
+      console.error(`chromium start-up failed (attempt ${i} of ${attempts}), retrying: ${err.message}`);
+      await new Promise((r) => setTimeout(r, 1_000 * i));
+    }
+  }
+}
 
 after(async () => {
   await browser?.close();
