@@ -31,9 +31,11 @@ lint:
 web:
 	scripts/web build
 
-## Throughput, memory and per-iteration cost; writes BENCHMARKS.md.
+## Throughput, memory and per-iteration cost, then capacity at model latency (thousands of runs
+## in flight, fair share, a model limit); writes BENCHMARKS.md.
 bench:
 	$(CARGO) run --release -p longrun-tests --bin bench -- BENCHMARKS.md
+	$(CARGO) run --release -p longrun-tests --bin bench_capacity -- BENCHMARKS.md
 
 ## AWS requests, capacity units and cost per iteration on the emulator; updates BENCHMARKS.md.
 bench-aws:

@@ -289,38 +289,39 @@ async fn events(c: &Client, run_id: &str, after: u64, json: bool) -> Result<()> 
 }
 
 async fn cancel(c: &Client, run_id: &str, json: bool) -> Result<()> {
-    let r = c
-        .post(&format!("/v1/runs/{run_id}/cancel"), json!({}))
-        .await?;
-    print(&r, json, |r| {
-        format!(
-            "{} is {}{}",
-            run_id,
-            r["status"].as_str().unwrap_or(""),
-            if r["cancel_requested"] == true && r["status"] == "running" {
-                " (cancel requested; stops before its next model call)"
-            } else {
-                ""
-            }
-        )
-    });
-    Ok(())
+    let later = " (cancel requested; stops before its next model call)";
+    act(c, run_id, "cancel", json, |r| {
+        (r["cancel_requested"] == true && r["status"] == "running").then_some(later)
+    })
+    .await
 }
 
 async fn pause(c: &Client, run_id: &str, json: bool) -> Result<()> {
+    let later = " (pauses once its current iteration is committed)";
+    act(c, run_id, "pause", json, |r| {
+        (r["pause_requested"] == true).then_some(later)
+    })
+    .await
+}
+
+/// `POST /v1/runs/{id}/{action}`, then the run's status, and `later` when the action waits
+/// for the iteration in flight.
+async fn act<'a>(
+    c: &Client,
+    run_id: &str,
+    action: &str,
+    json: bool,
+    later: impl Fn(&Value) -> Option<&'a str>,
+) -> Result<()> {
     let r = c
-        .post(&format!("/v1/runs/{run_id}/pause"), json!({}))
+        .post(&format!("/v1/runs/{run_id}/{action}"), json!({}))
         .await?;
     print(&r, json, |r| {
         format!(
             "{} is {}{}",
             run_id,
             r["status"].as_str().unwrap_or(""),
-            if r["pause_requested"] == true {
-                " (pauses once its current iteration is committed)"
-            } else {
-                ""
-            }
+            later(r).unwrap_or("")
         )
     });
     Ok(())

@@ -112,6 +112,9 @@ pub async fn stack_with(
     let mut app = AppConfig::new(Tokens::default(), vec![MODEL.to_string()]).unwrap();
     app.app_base_url = APP_BASE_URL.into();
     app.active_limit = 3;
+    // Webhook receivers in tests listen on loopback under a name the deployment trusts.
+    app.fetch.policy.trusted_private = vec![crate::HOOKS_HOST.into()];
+    app.fetch.lookup = crate::hooks_lookup();
     let platform = Platform::aws(
         &faulty,
         &settings,

@@ -19,6 +19,19 @@ use longrun_local::WorkerConfig;
 
 pub const MODEL: &str = "script:test.json";
 
+/// The name test webhook receivers are reached by: it resolves to loopback, and test
+/// deployments trust it as a private host (nothing else on loopback is reachable).
+pub const HOOKS_HOST: &str = "hooks.test";
+
+pub fn hooks_lookup() -> Arc<dyn longrun_fetch::HostLookup> {
+    Arc::new(longrun_fetch::StaticLookup(
+        std::collections::HashMap::from([(
+            HOOKS_HOST.to_string(),
+            vec![std::net::IpAddr::from([127, 0, 0, 1])],
+        )]),
+    ))
+}
+
 /// Five working iterations (a doc, an executor task each), then a valid completion.
 pub const NOTES_SCRIPT: &str = r#"{
   "planner": [
@@ -292,6 +305,17 @@ pub async fn assert_iterations_once(store: &dyn RunStore, run: &Run) {
         .collect();
     assert_eq!(committed, (1..=run.iteration as u64).collect::<Vec<_>>());
     assert_eq!(run.metrics.iterations, run.iteration);
+}
+
+/// This process's peak resident memory (VmHWM), in MB, for the benchmarks.
+pub fn peak_rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
 }
 
 pub fn examples_dir() -> PathBuf {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use longrun_engine::ports::{Clock, NoFaults};
-use longrun_tests::{TestPlatform, platform};
+use longrun_tests::{NOTES_SCRIPT, TestPlatform, platform};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -559,26 +559,7 @@ async fn a_token_budget_stops_the_run_with_a_partial_report() {
         report["metrics"]["tokens"], 45,
         "three calls of 15 tokens: the third crossed 40"
     );
-}
-
-#[tokio::test]
-async fn a_spent_budget_ends_the_run_in_the_iteration_that_spent_it() {
-    // Arrange: 15 tokens an iteration against 40; the third iteration crosses the budget.
-    let app = spawn_app(LOOP, 3, true).await;
-    let (_, run) = app
-        .post(
-            "/v1/runs",
-            ALICE,
-            json!({"objective": "keep writing", "budgets": {"max_tokens": 40}}),
-        )
-        .await;
-    let id = run["id"].as_str().unwrap().to_string();
-
-    // Act
-    let stopped = app.wait_status(&id, &["stopped"]).await;
-
-    // Assert: no empty fourth iteration only to find the budget gone.
-    assert_eq!(stopped["stopping_reason"]["type"], "budget");
+    // The run ends in the iteration that spent the budget, not in an empty fourth one.
     assert_eq!(stopped["iteration"], 3);
     let (_, iterations) = app.get(&format!("/v1/runs/{id}/iterations"), ALICE).await;
     let last = iterations["iterations"]
@@ -791,6 +772,113 @@ async fn webhooks_need_https_and_a_real_secret_and_secrets_are_never_returned() 
     assert!(!got.to_string().contains("0123456789abcdef"));
     let (_, bobs) = app.get("/v1/webhooks", BOB).await;
     assert_eq!(bobs, json!({"webhooks": []}));
+}
+
+#[tokio::test]
+async fn webhook_urls_the_ssrf_guard_refuses_are_rejected_at_registration() {
+    // Arrange
+    let app = spawn_app(LOOP, 3, false).await;
+    let refused = [
+        "https://169.254.169.254/latest/meta-data",
+        "https://10.0.0.1/h",
+        "https://[::ffff:169.254.169.254]/",
+        "https://0x7f.1/h",
+        "https://user:pass@example.com/h",
+        "https://localhost/h",
+        "http://127.0.0.1:8080/h",
+        "ftp://example.com/h",
+    ];
+
+    for url in refused {
+        // Act
+        let (status, body, ctype) = app
+            .req(
+                reqwest::Method::PUT,
+                "/v1/webhooks",
+                Some(ALICE),
+                Some(json!({"webhooks": [{"url": url, "secret": "0123456789abcdef"}]})),
+            )
+            .await;
+
+        // Assert
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{url}: {body}");
+        assert_eq!(ctype, "application/problem+json");
+    }
+    let (_, got) = app.get("/v1/webhooks", ALICE).await;
+    assert_eq!(got, json!({"webhooks": []}), "nothing refused was stored");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_posts_a_signed_webhook_for_each_outcome() {
+    // Arrange: a receiver on loopback under the name the deployment trusts.
+    let received: Arc<std::sync::Mutex<Vec<(axum::http::HeaderMap, String)>>> = Arc::default();
+    let sink = received.clone();
+    let receiver = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |headers: axum::http::HeaderMap, body: String| {
+            let sink = sink.clone();
+            async move {
+                sink.lock().unwrap().push((headers, body));
+                StatusCode::NO_CONTENT
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, receiver).await.unwrap() });
+    let t = longrun_tests::platform_with(NOTES_SCRIPT, Arc::new(NoFaults), &[], 3, |c| {
+        c.fetch.policy.trusted_private = vec![longrun_tests::HOOKS_HOST.into()];
+        c.fetch.lookup = longrun_tests::hooks_lookup();
+    });
+    let secret = "0123456789abcdef-local";
+    t.p()
+        .store
+        .put_webhooks(
+            "alice",
+            &[longrun_engine::ports::Webhook {
+                url: format!("http://{}:{port}/hook", longrun_tests::HOOKS_HOST),
+                secret: secret.into(),
+            }],
+        )
+        .await
+        .unwrap();
+    let req = longrun_app::CreateRun {
+        objective: "write notes".into(),
+        budgets: Default::default(),
+        thresholds: None,
+        model: None,
+        models: vec![],
+        permission_mode: None,
+    };
+    let id = longrun_app::create_run(t.p(), "alice", req)
+        .await
+        .unwrap()
+        .id;
+
+    // Act
+    let run = t.drive(&id, 400).await;
+    let mut hooks = vec![];
+    for _ in 0..500 {
+        hooks = received.lock().unwrap().clone();
+        if !hooks.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    // Assert: the outcome, signed with the owner's secret, with its metrics and delivery id.
+    assert_eq!(run.status, longrun_domain::RunStatus::Completed);
+    assert_eq!(hooks.len(), 1, "one delivery per outcome");
+    let (headers, body) = &hooks[0];
+    assert_eq!(
+        headers["x-longrun-signature"].to_str().unwrap(),
+        longrun_fetch::user_tool::signature(secret, body.as_bytes())
+    );
+    assert!(headers.contains_key("x-longrun-delivery"));
+    let v: Value = serde_json::from_str(body).unwrap();
+    assert_eq!(v["run_id"], id);
+    assert_eq!(v["status"], "completed");
+    assert_eq!(v["metrics"]["iterations"], run.iteration);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -89,12 +89,16 @@ async fn webhook_server() -> (String, Received) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });
-    (format!("http://{addr}/hook"), got)
+    (
+        format!("http://{}:{}/hook", longrun_tests::HOOKS_HOST, addr.port()),
+        got,
+    )
 }
 
 fn notifier(s: &Stack) -> NotifierHandler {
     NotifierHandler::new(
         s.p().store.clone(),
+        &s.p().config.fetch,
         vec![Duration::from_millis(10), Duration::from_millis(20)],
     )
     .unwrap()
@@ -455,7 +459,7 @@ async fn the_notifier_records_the_fixture_outcome_once_and_retries_a_failing_web
                     secret: "a-long-enough-secret".into(),
                 },
                 Webhook {
-                    url: "http://127.0.0.1:9/unreachable".into(),
+                    url: format!("http://{}:9/unreachable", longrun_tests::HOOKS_HOST),
                     secret: "a-long-enough-secret".into(),
                 },
             ],

@@ -10,6 +10,7 @@ async fn main() -> anyhow::Result<()> {
     let platform = Platform::aws_from_env().await?;
     let handler = NotifierHandler::new(
         platform.store.clone(),
+        &platform.config.fetch,
         vec![
             Duration::from_millis(500),
             Duration::from_secs(1),

@@ -643,24 +643,8 @@ pub struct WebhooksBody {
 
 pub const MAX_WEBHOOKS: usize = 5;
 
-/// https only, except plain http to the machine itself (local development).
-fn check_webhook(h: &Webhook) -> Result<(), ApiError> {
-    let url = h.url.trim();
-    let rest = url
-        .strip_prefix("https://")
-        .or_else(|| url.strip_prefix("http://"))
-        .ok_or_else(|| ApiError::Unprocessable("webhooks[].url must be an https URL".into()))?;
-    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
-    let bare = host.rsplit_once(':').map_or(host, |(h, _)| h);
-    if bare.is_empty() {
-        return Err(ApiError::Unprocessable("webhooks[].url has no host".into()));
-    }
-    if url.starts_with("http://") && !matches!(bare, "127.0.0.1" | "localhost" | "[::1]") {
-        return Err(ApiError::Unprocessable(
-            "webhooks[].url must be https (plain http only to localhost)".into(),
-        ));
-    }
+fn check_webhook(h: &Webhook, p: &Platform) -> Result<(), ApiError> {
+    crate::webhooks::check_url(&h.url, &p.config.fetch)?;
     if h.secret.chars().count() < 16 {
         return Err(ApiError::Unprocessable(
             "webhooks[].secret must be at least 16 characters".into(),
@@ -683,7 +667,9 @@ async fn put_webhooks(
             "at most {MAX_WEBHOOKS} webhooks"
         )));
     }
-    body.webhooks.iter().try_for_each(check_webhook)?;
+    body.webhooks
+        .iter()
+        .try_for_each(|h| check_webhook(h, &p))?;
     p.store.put_webhooks(&user.0, &body.webhooks).await?;
     Ok(Json(redacted(&body.webhooks)))
 }

@@ -1,10 +1,12 @@
 //! The embedded platform (`longrun serve`, `run --embedded`, tests): SQLite store and queue,
-//! the in-process worker loop, notifier consumer and scheduler.
+//! the in-process worker loop, the notifier (inbox, then webhooks) and the scheduler.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use longrun_engine::ports::{Clock, Faults, RunStore, StepQueue};
+use longrun_engine::ports::{
+    Clock, Faults, Notifier, NotifyError, OutcomeMessage, RunStore, StepQueue, notification_for,
+};
 use longrun_engine::ports::{NoFaults, SystemClock};
 use longrun_engine::{EngineConfig, LlmClient};
 use longrun_llm::ModelRouter;
@@ -16,6 +18,7 @@ use tokio::task::JoinHandle;
 
 use crate::config::AppConfig;
 use crate::platform::{Platform, PlatformError};
+use crate::webhooks::WebhookSender;
 
 /// Knobs for building the embedded platform; tests swap the clock, faults or model.
 pub struct Embedded {
@@ -181,7 +184,21 @@ impl Platform {
         let store: Arc<dyn RunStore> = Arc::new(SqliteRunStore::new(db.clone()));
         let sqlite_queue = Arc::new(SqliteStepQueue::new(db.clone(), opts.clock.clone()));
         let queue: Arc<dyn StepQueue> = sqlite_queue.clone();
-        let notifier = InboxNotifier::new(store.clone());
+        let notifier = LocalNotifier {
+            inbox: InboxNotifier::new(store.clone()),
+            store: store.clone(),
+            webhooks: Arc::new(
+                WebhookSender::new(
+                    &config.fetch,
+                    vec![
+                        std::time::Duration::from_millis(500),
+                        std::time::Duration::from_secs(1),
+                        std::time::Duration::from_secs(2),
+                    ],
+                )
+                .map_err(|e| PlatformError::Setting(format!("webhook client: {e}")))?,
+            ),
+        };
         let llm: Arc<dyn LlmClient> = match opts.llm {
             Some(llm) => llm,
             None => Arc::new(ModelRouter::build(&config.models, &config.llm_settings())?),
@@ -200,6 +217,30 @@ impl Platform {
         running.db = Some(db);
         running.sqlite_queue = Some(sqlite_queue);
         Ok(running)
+    }
+}
+
+/// The embedded stand-in for SNS → notifier Lambda: the inbox entry is durable before
+/// `publish` returns; the owner's webhooks are then POSTed in the background, signed and
+/// retried the same way the notifier Lambda does.
+struct LocalNotifier {
+    inbox: InboxNotifier,
+    store: Arc<dyn RunStore>,
+    webhooks: Arc<WebhookSender>,
+}
+
+#[async_trait::async_trait]
+impl Notifier for LocalNotifier {
+    async fn publish(&self, msg: &OutcomeMessage) -> Result<(), NotifyError> {
+        self.inbox.publish(msg).await?;
+        let (store, webhooks, msg) = (self.store.clone(), self.webhooks.clone(), msg.clone());
+        tokio::spawn(async move {
+            let delivery = notification_for(&msg).id;
+            if let Err(e) = webhooks.post_all(&*store, &msg, &delivery).await {
+                tracing::warn!(run_id = %msg.run_id, error = %e, "webhook delivery failed");
+            }
+        });
+        Ok(())
     }
 }
 

@@ -12,6 +12,7 @@ pub mod openapi;
 pub mod platform;
 pub mod schedules;
 pub mod tools;
+pub mod webhooks;
 
 pub use api::{CreateRun, VerifiedUser, create_run, router};
 pub use config::{AppConfig, FetchConfig, Tokens};

@@ -216,6 +216,7 @@ impl WorkerLoop {
     /// drains.
     pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
         let mut inflight: JoinSet<bool> = JoinSet::new();
+        let mut last_receive = std::time::Instant::now();
         loop {
             if *shutdown.borrow() {
                 while inflight.join_next().await.is_some() {}
@@ -226,8 +227,15 @@ impl WorkerLoop {
                 .max_inflight
                 .saturating_sub(inflight.len())
                 .min(self.config.batch);
+            // Near the in-flight bound, slots free one by one: they are filled a batch at a
+            // time (or after `idle_sleep`), not with one receive per finished step — a receive
+            // looks at every ready run to pick fairly.
+            let due = free == self.config.batch
+                || inflight.is_empty()
+                || last_receive.elapsed() >= self.config.idle_sleep;
             let mut received = 0;
-            if free > 0 {
+            if free > 0 && due {
+                last_receive = std::time::Instant::now();
                 match self.queue.receive(free, self.config.visibility_ms).await {
                     Ok(deliveries) => {
                         received = deliveries.len();

@@ -87,6 +87,7 @@ CREATE TABLE IF NOT EXISTS queue (
 CREATE INDEX IF NOT EXISTS queue_group ON queue(group_id, dead, seq);
 DROP INDEX IF EXISTS queue_receipt;
 CREATE INDEX IF NOT EXISTS queue_visible ON queue(dead, visible_at);
+CREATE TABLE IF NOT EXISTS fair (key TEXT PRIMARY KEY, served INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS dedup (dedup_id TEXT PRIMARY KEY, expires_at INTEGER NOT NULL)
     WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS dedup_expiry ON dedup(expires_at);
@@ -1261,29 +1262,40 @@ impl StepQueue for SqliteStepQueue {
                 tx.prepare_cached("UPDATE queue SET dead = 1 WHERE dead = 0 AND visible_at <= ?1 AND receive_count >= ?2")
                     .and_then(|mut st| st.execute(params![now, max_receives]))
                     .map_err(q_err)?;
-                let heads: Vec<(i64, String, u32)> = {
+                let heads: Vec<(i64, String, u32, String)> = {
                     // The head of each group, if visible: an in-flight head blocks its group (FIFO).
                     // Fair share: users take turns (each user's oldest ready run, then each
-                    // one's second, …), so one user's thousand ready runs cannot starve
-                    // another's one.
+                    // one's second, …; at a turn, the user served longest ago first), so one
+                    // user's thousand ready runs cannot starve another's one.
                     let mut st = tx
                         .prepare_cached(
-                            "SELECT seq, body, receive_count FROM (
-                                 SELECT q.seq, q.body, q.receive_count,
+                            "SELECT h.seq, h.body, h.receive_count, h.fkey FROM (
+                                 SELECT q.seq, q.body, q.receive_count, COALESCE(q.fair_key, q.group_id) AS fkey,
                                         ROW_NUMBER() OVER (PARTITION BY COALESCE(q.fair_key, q.group_id) ORDER BY q.seq) AS turn
                                  FROM queue q
                                  WHERE q.dead = 0 AND q.visible_at <= ?1
-                                   AND q.seq = (SELECT MIN(seq) FROM queue h WHERE h.group_id = q.group_id AND h.dead = 0))
-                             ORDER BY turn, seq LIMIT +?2",
+                                   AND q.seq = (SELECT MIN(seq) FROM queue h WHERE h.group_id = q.group_id AND h.dead = 0)) h
+                             LEFT JOIN fair f ON f.key = h.fkey
+                             ORDER BY h.turn, COALESCE(f.served, 0), h.seq LIMIT +?2",
                         )
                         .map_err(q_err)?;
                     let rows = st
-                        .query_map(params![now, max as i64], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                        .query_map(params![now, max as i64], |r| {
+                            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                        })
                         .map_err(q_err)?;
                     rows.collect::<Result<_, _>>().map_err(q_err)?
                 };
                 let mut out = vec![];
-                for (seq, body, count) in heads {
+                for (seq, body, count, key) in heads {
+                    // When a user was last served: at equal turns, the one served longest ago
+                    // goes first, so turns rotate across receives, not only within one.
+                    tx.prepare_cached(
+                        "INSERT INTO fair (key, served) VALUES (?1, ?2)
+                         ON CONFLICT (key) DO UPDATE SET served = excluded.served",
+                    )
+                    .and_then(|mut st| st.execute(params![key, now]))
+                    .map_err(q_err)?;
                     let receipt = format!("{seq}-{}", count + 1);
                     tx.prepare_cached(
                         "UPDATE queue SET visible_at = ?1, receive_count = receive_count + 1 WHERE seq = ?2",
@@ -1388,6 +1400,43 @@ mod tests {
         };
         assert_eq!(runs(&got), vec!["a1", "b1"]);
         assert_eq!(runs(&rest), vec!["a2", "a3"]);
+    }
+
+    #[tokio::test]
+    async fn a_user_with_one_ready_run_is_served_before_one_served_just_now() {
+        // Arrange: a has many ready runs and was just served; b's one run is older news.
+        let db = SqliteDb::open_in_memory().unwrap();
+        let clock = Arc::new(longrun_engine::ports::ManualClock::new(1_000));
+        let queue = SqliteStepQueue::new(db.clone(), clock.clone());
+        let runs: Vec<(String, &str)> = (0..5)
+            .map(|i| (format!("a{i}"), "a"))
+            .chain([("b1".to_string(), "b")])
+            .collect();
+        for (run, user) in &runs {
+            db.write(|c| {
+                c.execute(
+                    "INSERT INTO runs (id, user_id, status, created_at, updated_at, body)
+                     VALUES (?1, ?2, 'queued', 0, 0, '{}')",
+                    [run.as_str(), user],
+                )
+                .map_err(unavailable)
+            })
+            .await
+            .unwrap();
+            let msg = StepMessage::new(run, 1, longrun_engine::ports::StepReason::Start);
+            queue.enqueue(&msg, &msg.dedup_id(), 0).await.unwrap();
+        }
+
+        // Act: one slot at a time, as a busy worker frees them.
+        let mut order = vec![];
+        for _ in 0..3 {
+            clock.advance(1);
+            let d = queue.receive(1, 30_000).await.unwrap().pop().unwrap();
+            order.push(StepMessage::parse(&d.body).unwrap().run_id);
+        }
+
+        // Assert: a, then b (served longest ago), then a again.
+        assert_eq!(order, vec!["a0", "b1", "a1"]);
     }
 
     #[tokio::test]

@@ -15,7 +15,7 @@ use longrun_app::{AppConfig, CreateRun, Embedded, Platform, Tokens, create_run};
 use longrun_domain::run::{BudgetsInput, RunStatus};
 use longrun_engine::ports::{NoFaults, SystemClock};
 use longrun_local::WorkerConfig;
-use longrun_tests::{MODEL, scripted};
+use longrun_tests::{MODEL, peak_rss_mb, scripted};
 use serde_json::{Value, json};
 
 const SCRIPT: &str = r#"{"planner": [{"content": {"status": {"exit_signal": false, "needs_user_input": false,
@@ -27,16 +27,6 @@ const SCRIPT: &str = r#"{"planner": [{"content": {"status": {"exit_signal": fals
 const TRIES: usize = 5;
 
 const AWS_SECTION: &str = "## Serverless (AWS) cost per iteration";
-
-fn peak_rss_mb() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|kb| kb.parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
-}
 
 fn platform(dir: &std::path::Path, batch: usize) -> longrun_app::Running {
     let mut config = AppConfig::new(Tokens::default(), vec![MODEL.into()]).unwrap();

@@ -1,0 +1,161 @@
+//! Outcome webhooks, shared by the notifier Lambda and `longrun serve`: URLs checked by the
+//! SSRF guard when registered, each outcome POSTed signed through the guarded client (names
+//! resolved once and pinned, no redirects), retried with backoff.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use longrun_engine::RunStore;
+use longrun_engine::ports::{OutcomeMessage, StoreError, Webhook};
+use serde_json::{Value, json};
+use tracing::warn;
+
+use crate::config::FetchConfig;
+use crate::error::ApiError;
+
+/// Webhooks are signed the way user tool calls are.
+pub use longrun_fetch::user_tool::{SIGNATURE_HEADER, signature};
+/// Same value on every attempt for one outcome, so receivers can drop repeats.
+pub const DELIVERY_HEADER: &str = "x-longrun-delivery";
+
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("webhook {url} failed after {attempts} attempts: {last}")]
+    Failed {
+        url: String,
+        attempts: u32,
+        last: String,
+    },
+}
+
+impl WebhookError {
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            WebhookError::Store(e) => e.is_retryable(),
+            WebhookError::Failed { .. } => true,
+        }
+    }
+}
+
+/// A webhook URL as `PUT /v1/webhooks` accepts it: https (plain http only to a host the
+/// deployment trusts as private, e.g. a local receiver), and nothing the SSRF guard refuses —
+/// private, loopback, link-local and metadata addresses in any spelling, credentials in the URL.
+pub fn check_url(raw: &str, fetch: &FetchConfig) -> Result<(), ApiError> {
+    let bad = |m: String| ApiError::Unprocessable(format!("webhooks[].url {m}"));
+    let url = url::Url::parse(raw.trim()).map_err(|e| bad(format!("is not valid: {e}")))?;
+    let trusted = url
+        .host_str()
+        .is_some_and(|h| fetch.policy.is_trusted_private(h));
+    if url.scheme() != "https" && !(url.scheme() == "http" && trusted) {
+        return Err(bad("must be https".into()));
+    }
+    fetch
+        .policy
+        .check_url(&url)
+        .map_err(|r| bad(format!("is refused: {r}")))
+}
+
+/// The webhook body: the outcome, its metrics, the deep link, and a Slack-compatible `text`.
+pub fn payload(msg: &OutcomeMessage) -> Value {
+    let reason = msg
+        .stopping_reason
+        .as_ref()
+        .map(|r| format!(" ({})", r.detail))
+        .unwrap_or_default();
+    let summary = if msg.summary.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", msg.summary)
+    };
+    json!({
+        "id": msg.notification_id(),
+        "run_id": msg.run_id,
+        "status": msg.status,
+        "stopping_reason": msg.stopping_reason,
+        "summary": msg.summary,
+        "metrics": {"iterations": msg.iterations, "tokens": msg.tokens, "cost_usd": msg.cost_usd},
+        "link": msg.link,
+        "at": msg.at,
+        "text": format!("Run <{}|{}> {}{reason}{summary}", msg.link, msg.run_id, msg.status),
+    })
+}
+
+/// Posts outcomes to their owner's webhooks through the SSRF-guarded client.
+pub struct WebhookSender {
+    http: reqwest::Client,
+    backoff: Vec<Duration>,
+}
+
+impl WebhookSender {
+    /// `backoff`: the waits between attempts (its length + 1 attempts in all).
+    pub fn new(fetch: &FetchConfig, backoff: Vec<Duration>) -> Result<Self, reqwest::Error> {
+        let http = longrun_fetch::guarded_client(
+            Arc::new(fetch.policy.clone()),
+            fetch.lookup.clone(),
+            Duration::from_secs(3),
+            Duration::from_secs(5),
+        )?;
+        Ok(WebhookSender { http, backoff })
+    }
+
+    /// One signed POST of the outcome to each of its owner's webhooks; `delivery` is the same
+    /// on every retry of one outcome.
+    pub async fn post_all(
+        &self,
+        store: &dyn RunStore,
+        msg: &OutcomeMessage,
+        delivery: &str,
+    ) -> Result<(), WebhookError> {
+        let body = serde_json::to_vec(&payload(msg)).unwrap_or_default();
+        for hook in store.webhooks(&msg.user_id).await? {
+            self.post(&hook, delivery, &body).await?;
+        }
+        Ok(())
+    }
+
+    async fn post(&self, hook: &Webhook, delivery: &str, body: &[u8]) -> Result<(), WebhookError> {
+        let sig = signature(&hook.secret, body);
+        let mut last = String::new();
+        let attempts = self.backoff.len() as u32 + 1;
+        for attempt in 0..attempts {
+            if let Some(wait) = attempt
+                .checked_sub(1)
+                .and_then(|i| self.backoff.get(i as usize))
+            {
+                tokio::time::sleep(*wait).await;
+            }
+            let sent = self
+                .http
+                .post(&hook.url)
+                .header("content-type", "application/json")
+                .header(SIGNATURE_HEADER, &sig)
+                .header(DELIVERY_HEADER, delivery)
+                .body(body.to_vec())
+                .send()
+                .await;
+            match sent {
+                Ok(r) if r.status().is_success() => return Ok(()),
+                // A 4xx other than 429 will not change on retry.
+                Ok(r) if r.status().is_client_error() && r.status().as_u16() != 429 => {
+                    warn!(url = %hook.url, status = %r.status(), "webhook refused the delivery");
+                    return Ok(());
+                }
+                Ok(r) => last = format!("HTTP {}", r.status()),
+                // A URL the guard refuses (stored before it was checked, or a name that now
+                // resolves to a private address) is never retried.
+                Err(e) if longrun_fetch::refusal_in(&e).is_some() => {
+                    warn!(url = %hook.url, error = %e.without_url(), "webhook refused by the SSRF guard");
+                    return Ok(());
+                }
+                Err(e) => last = e.without_url().to_string(),
+            }
+        }
+        Err(WebhookError::Failed {
+            url: hook.url.clone(),
+            attempts,
+            last,
+        })
+    }
+}
