@@ -1,7 +1,7 @@
 # The two commands a new user needs: `make demo` and `make test`.
 CARGO ?= cargo
 
-.PHONY: demo test lint web bench bench-aws bench-llm bench-lambda serve build synth package
+.PHONY: demo test lint web bench bench-aws bench-llm bench-lambda capacity serve build synth package
 
 ## A real multi-iteration run on the embedded platform: no cloud account, no API key.
 demo:
@@ -40,6 +40,10 @@ bench:
 ## AWS requests, capacity units and cost per iteration on the emulator; updates BENCHMARKS.md.
 bench-aws:
 	scripts/with-moto $(CARGO) run -p longrun-tests --bin bench_aws -- BENCHMARKS.md
+
+## Where AWS's quotas bind at 1k / 10k / 100k runs, from bench-aws's request counts; updates BENCHMARKS.md.
+capacity:
+	$(CARGO) run -p longrun-tests --bin capacity -- BENCHMARKS.md
 
 ## The model client's own overhead against a real model server's latency; updates BENCHMARKS.md.
 bench-llm:

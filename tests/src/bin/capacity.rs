@@ -93,6 +93,8 @@ struct Outcome {
     sns_tps: f64,
     /// The quota reached first (its share of the quota is the highest) and that share.
     binding: (&'static str, f64),
+    /// Other quotas the load is also over.
+    also_over: Vec<&'static str>,
     usd_per_hour: f64,
     usd_per_1k_iterations: f64,
 }
@@ -117,6 +119,11 @@ fn model(load: &Load, per: &PerIteration) -> Outcome {
         .into_iter()
         .max_by(|a, b| a.1.partial_cmp(&b.1).unwrap())
         .unwrap();
+    let also_over = shares
+        .into_iter()
+        .filter(|(name, share)| *share > 1.0 && *name != binding.0)
+        .map(|(name, _)| name)
+        .collect();
     // The worker waits on the model the whole iteration: its GB-seconds are the cost that
     // grows with latency.
     let invocations_s = its / BATCH;
@@ -134,6 +141,7 @@ fn model(load: &Load, per: &PerIteration) -> Outcome {
         rru_s: rru,
         sns_tps: sns,
         binding,
+        also_over,
         usd_per_hour: per_s * 3_600.0,
         usd_per_1k_iterations: per_s / its * 1_000.0,
     }
@@ -172,7 +180,7 @@ fn main() {
                 &per,
             );
             rows.push_str(&format!(
-                "| {runs:.0} | {latency_s:.0} s × {calls:.0} | {:.0} | {:.0} | {:.0} | {:.0} / {:.0} | {:.1} | {} at {:.0} % — {} | ${:.2} | ${:.3} |\n",
+                "| {runs:.0} | {latency_s:.0} s × {calls:.0} | {:.0} | {:.0} | {:.0} | {:.0} / {:.0} | {:.1} | {} at {:.0} % — {}{} | ${:.2} | ${:.3} |\n",
                 o.iterations_per_s,
                 o.lambda_concurrency,
                 o.sqs_tps,
@@ -182,6 +190,11 @@ fn main() {
                 o.binding.0,
                 o.binding.1 * 100.0,
                 advice(o.binding.0, o.binding.1),
+                if o.also_over.is_empty() {
+                    String::new()
+                } else {
+                    format!("; also over: {}", o.also_over.join(", "))
+                },
                 o.usd_per_hour,
                 o.usd_per_1k_iterations,
             ));
@@ -201,10 +214,14 @@ fn main() {
          GB-seconds spent waiting on the model, which dominate; the model's own tokens are not in it.\n\n\
          | runs N | model L × k | iterations/s | Lambda concurrency | SQS TPS | WRU/s / RRU/s | SNS TPS | binds first | per hour | per 1,000 iterations |\n\
          |---|---|---|---|---|---|---|---|---|---|\n{rows}\n\
-         Lambda concurrency binds first everywhere past ~10,000 runs: raise the account quota (a\n\
-         soft limit) and `workerMaxConcurrency` together, or give each invocation a longer batch\n\
-         window. The step queue in high-throughput mode and the table stay far below their quotas;\n\
-         a run's own message group needs one message per iteration, far below its 300 TPS.\n",
+         Lambda concurrency is what binds first: at 10,000 runs it is exactly used up, past that\n\
+         raise the account quota (a soft limit) and `workerMaxConcurrency` together. With a fast\n\
+         model at 100,000 runs the table's on-demand maximum (writes and reads) is over too: raise\n\
+         the table's maximum throughput. The step queue in high-throughput mode stays under its\n\
+         per-action rate (shard it past ~70,000 iterations/s). A run's own message group\n\
+         needs one message per iteration, far below its 300 TPS. Waiting Lambdas cost more than\n\
+         the requests: a longer model latency lowers the hourly bill but raises the cost per\n\
+         iteration.\n",
         per.sqs, per.wru, per.rru, per.sns,
     );
     replace_section(&path, SECTION, &section);
@@ -244,6 +261,7 @@ mod tests {
         assert!(big.binding.0.starts_with("Lambda"), "{big:?}");
         assert!((big.lambda_concurrency - 10_000.0).abs() < 1.0);
         assert!(big.binding.1 > 1.0);
+        assert!(small.also_over.is_empty());
     }
 
     #[test]
@@ -258,6 +276,7 @@ mod tests {
             &MEASURED,
         );
         assert!(o.binding.0.starts_with("DynamoDB table WRU"), "{o:?}");
+        assert!(o.also_over.iter().any(|q| q.starts_with("Lambda")), "{o:?}");
         assert!((o.iterations_per_s - 250_000.0).abs() < 1.0);
     }
 
