@@ -276,12 +276,12 @@ impl Route {
                     + resp.usage.cache_read_tokens
                     + resp.usage.cache_write_tokens
                     + resp.usage.output_tokens;
-                limiter.release(permit, Some(used), true);
+                limiter.release(permit, SystemClock.now_ms(), Some(used), true);
                 resp.queued_ms += queued_ms;
                 Ok(resp)
             }
             Err(e) => {
-                limiter.release(permit, None, false);
+                limiter.release(permit, SystemClock.now_ms(), None, false);
                 if e.kind == LlmErrorKind::RateLimited {
                     limiter.throttled(SystemClock.now_ms(), e.retry_after_ms);
                 }

@@ -172,18 +172,25 @@ impl Limiter {
         Ok(Permit { at: now, estimate })
     }
 
-    /// Ends a call: its slot is free again and its tokens are counted as really used.
-    pub fn release(&self, permit: Permit, used_tokens: Option<u64>, ok: bool) {
+    /// Ends a call at `now`: its slot is free again, its tokens are counted as really used,
+    /// and it counts against the minute from its end, not its start — a provider counts a
+    /// request when it arrives, which may be later than when it was admitted.
+    pub fn release(&self, permit: Permit, now: i64, used_tokens: Option<u64>, ok: bool) {
         {
             let mut s = self.state();
             s.in_flight = s.in_flight.saturating_sub(1);
-            if let Some(used) = used_tokens
-                && let Some(entry) = s
-                    .tokens
-                    .iter_mut()
-                    .find(|(t, n)| *t == permit.at && *n == permit.estimate)
+            if let Some(i) = s.requests.iter().position(|t| *t == permit.at) {
+                s.requests.remove(i);
+                s.requests.push_back(now.max(permit.at));
+            }
+            if let Some(i) = s
+                .tokens
+                .iter()
+                .position(|(t, n)| *t == permit.at && *n == permit.estimate)
             {
-                entry.1 = used;
+                s.tokens.remove(i);
+                let used = used_tokens.unwrap_or(permit.estimate);
+                s.tokens.push_back((now.max(permit.at), used));
             }
             if ok {
                 s.factor = (s.factor + RECOVERY_STEP).min(1.0);
@@ -283,7 +290,7 @@ mod tests {
         let admitted: Vec<Permit> = (0..10).filter_map(|_| l.try_acquire(0, 1).ok()).collect();
         let refused = l.try_acquire(0, 1);
         let mut admitted = admitted.into_iter();
-        l.release(admitted.next().unwrap(), Some(1), true);
+        l.release(admitted.next().unwrap(), 0, Some(1), true);
 
         // Assert
         assert_eq!(admitted.len() + 1, 3);
@@ -302,7 +309,7 @@ mod tests {
         for now in (0..180_000).step_by(100) {
             if let Ok(p) = l.try_acquire(now, 1) {
                 starts.push(now);
-                l.release(p, Some(1), true);
+                l.release(p, now, Some(1), true);
             }
         }
 
@@ -328,7 +335,7 @@ mod tests {
         );
 
         // Act
-        l.release(p, Some(100), true);
+        l.release(p, 0, Some(100), true);
 
         // Assert
         assert!(l.try_acquire(1, 800).is_ok(), "the correction frees it");
@@ -337,6 +344,22 @@ mod tests {
             wait, 59_999,
             "until the 800 of the call at 1 ms leave the window"
         );
+    }
+
+    #[test]
+    fn a_request_counts_against_the_minute_from_when_it_ended() {
+        // Arrange: 2 rpm; two calls admitted at 0 that took 5 s.
+        let l = limit(None, Some(2), None);
+        let a = l.try_acquire(0, 1).unwrap();
+        let b = l.try_acquire(0, 1).unwrap();
+
+        // Act
+        l.release(a, 5_000, Some(1), true);
+        l.release(b, 5_000, Some(1), true);
+
+        // Assert: not at 60 s after admission, but 60 s after they ended.
+        assert!(l.try_acquire(60_000, 1).is_err());
+        assert!(l.try_acquire(65_000, 1).is_ok());
     }
 
     #[test]
@@ -360,7 +383,7 @@ mod tests {
         l.throttled(0, Some(0));
         for i in 0..100 {
             let p = l.try_acquire(i, 1).unwrap();
-            l.release(p, Some(1), true);
+            l.release(p, i, Some(1), true);
         }
         assert_eq!(l.factor(), 1.0);
     }
