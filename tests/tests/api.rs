@@ -879,6 +879,8 @@ async fn serve_posts_a_signed_webhook_for_each_outcome() {
     assert_eq!(v["run_id"], id);
     assert_eq!(v["status"], "completed");
     assert_eq!(v["metrics"]["iterations"], run.iteration);
+    assert_eq!(v["metrics"]["tokens"], run.metrics.tokens());
+    assert!(v["metrics"]["duration_ms"].is_u64());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -25,6 +25,8 @@ fn outcome(run: &str, status: RunStatus) -> OutcomeMessage {
         tokens: 1234,
         cost_usd: 0.01,
         at: 1_795_320_000_000,
+        duration_ms: 61_000,
+        questions: vec![],
     }
 }
 
@@ -165,4 +167,7 @@ async fn the_inbox_notifier_has_recorded_the_outcome_when_publish_returns() {
     );
     assert_eq!(inbox[0].run_id, "r1");
     assert!(inbox[0].link.ends_with("/runs/r1"));
+    assert_eq!(inbox[0].metrics.iterations, 4);
+    assert_eq!(inbox[0].metrics.duration_ms, 61_000);
+    assert_eq!(inbox[0].metrics.tokens, 1234);
 }

@@ -617,6 +617,8 @@ mod suite {
             link: "http://x/runs/r1".into(),
             at,
             read: false,
+            metrics: Default::default(),
+            questions: vec![],
         };
         assert!(
             s.put_notification(&n("r1#5#completed", "alice", 1))
@@ -658,6 +660,8 @@ mod suite {
             link: "http://x/runs/r1".into(),
             at,
             read: false,
+            metrics: Default::default(),
+            questions: vec![],
         };
         for note in [
             n("a#1", "alice", 1),

@@ -69,6 +69,13 @@ pub fn notification_for(msg: &OutcomeMessage) -> Notification {
         link: msg.link.clone(),
         at: msg.at,
         read: false,
+        metrics: NotificationMetrics {
+            iterations: msg.iterations,
+            duration_ms: msg.duration_ms,
+            tokens: msg.tokens,
+            cost_usd: msg.cost_usd,
+        },
+        questions: msg.questions.clone(),
     }
 }
 
@@ -95,6 +102,20 @@ pub struct Notification {
     pub link: String,
     pub at: i64,
     pub read: bool,
+    /// The run's metrics at this outcome.
+    #[serde(default)]
+    pub metrics: NotificationMetrics,
+    /// What the run asks when it waits on the user.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub questions: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NotificationMetrics {
+    pub iterations: u32,
+    pub duration_ms: u64,
+    pub tokens: u64,
+    pub cost_usd: f64,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -358,6 +379,12 @@ pub struct OutcomeMessage {
     pub tokens: u64,
     pub cost_usd: f64,
     pub at: i64,
+    /// From the run's creation to its end (or to this outcome, while it waits).
+    #[serde(default)]
+    pub duration_ms: u64,
+    /// What the run asks when it waits on the user.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub questions: Vec<String>,
 }
 
 impl OutcomeMessage {

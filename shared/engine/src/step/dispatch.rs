@@ -61,6 +61,7 @@ impl Dispatch {
             .as_ref()
             .map(|r| r.summary.clone())
             .unwrap_or_default();
+        let now = self.clock.now_ms();
         let msg = OutcomeMessage {
             run_id: run.id.clone(),
             user_id: run.user_id.clone(),
@@ -72,7 +73,9 @@ impl Dispatch {
             iterations: run.metrics.iterations,
             tokens: run.metrics.tokens(),
             cost_usd: run.metrics.cost_usd,
-            at: self.clock.now_ms(),
+            at: now,
+            duration_ms: (run.ended_at.unwrap_or(now) - run.created_at).max(0) as u64,
+            questions: run.questions.clone(),
         };
         self.notifier.publish(&msg).await?;
         let marked = self
