@@ -453,6 +453,8 @@ function summarize(e: RunEvent): string {
       return `iteration ${p.iteration}`;
     case "iteration_committed":
       return `iteration ${p.iteration} committed`;
+    case "waiting_for_capacity":
+      return `${p.role ?? "call"} waited ${(Number(p.waited_ms ?? 0) / 1000).toFixed(1)} s for ${p.model}'s capacity (not running time)`;
     default:
       return typeof p.detail === "string" ? p.detail : typeof p.message === "string" ? p.message : "";
   }
