@@ -62,6 +62,21 @@ pub const NOTES_SCRIPT: &str = r#"{
   ]
 }"#;
 
+/// A `POST /v1/runs` body with these budgets, everything else the server's default.
+pub fn run_request(
+    objective: &str,
+    budgets: longrun_domain::BudgetsInput,
+) -> longrun_app::CreateRun {
+    longrun_app::CreateRun {
+        objective: objective.into(),
+        budgets,
+        thresholds: None,
+        model: None,
+        models: vec![],
+        permission_mode: None,
+    }
+}
+
 /// A run row as the API would create it.
 pub fn new_run(id: &str, user: &str, created_at: i64) -> Run {
     Run::new(

@@ -4,11 +4,11 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use longrun_app::{CreateRun, create_run};
+use longrun_app::create_run;
 use longrun_domain::{BudgetsInput, EventKind, RunStatus};
 use longrun_engine::ports::{ManualClock, NoFaults};
 use longrun_engine::{ChatRequest, ChatResponse, LlmClient, LlmError};
-use longrun_tests::{NOTES_SCRIPT, platform_with_llm, scripted};
+use longrun_tests::{NOTES_SCRIPT, platform_with_llm, run_request, scripted};
 
 /// A model behind a saturated limit: every call first waits `wait_ms` of (manual) time.
 struct Saturated {
@@ -40,17 +40,13 @@ async fn waiting_for_capacity_is_shown_and_not_charged_to_running_time() {
     });
     let t = platform_with_llm(model.clone(), Arc::new(NoFaults), &[], 3, |_| {});
     model.clock.set(t.clock.clone()).unwrap();
-    let req = CreateRun {
-        objective: "write notes".into(),
-        budgets: BudgetsInput {
+    let req = run_request(
+        "write notes",
+        BudgetsInput {
             max_running_ms: Some(3_000),
             ..Default::default()
         },
-        thresholds: None,
-        model: None,
-        models: vec![],
-        permission_mode: None,
-    };
+    );
     let id = create_run(t.p(), "alice", req).await.unwrap().id;
 
     // Act

@@ -11,11 +11,11 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use longrun_app::{AppConfig, CreateRun, Embedded, Platform, Tokens, create_run};
+use longrun_app::{AppConfig, Embedded, Platform, Tokens, create_run};
 use longrun_domain::run::{BudgetsInput, RunStatus};
 use longrun_engine::ports::{NoFaults, SystemClock};
 use longrun_local::WorkerConfig;
-use longrun_tests::{MODEL, peak_rss_mb, scripted};
+use longrun_tests::{MODEL, peak_rss_mb, run_request, scripted};
 use serde_json::{Value, json};
 
 const SCRIPT: &str = r#"{"planner": [{"content": {"status": {"exit_signal": false, "needs_user_input": false,
@@ -50,17 +50,13 @@ fn platform(dir: &std::path::Path, batch: usize) -> longrun_app::Running {
 }
 
 async fn start(p: &Platform, iterations: i64) -> String {
-    let req = CreateRun {
-        objective: "benchmark".into(),
-        budgets: BudgetsInput {
+    let req = run_request(
+        "benchmark",
+        BudgetsInput {
             max_iterations: Some(iterations),
             ..Default::default()
         },
-        thresholds: None,
-        permission_mode: None,
-        models: vec![],
-        model: None,
-    };
+    );
     create_run(p, "bench", req).await.unwrap().id
 }
 

@@ -16,13 +16,13 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::routing::post;
 use futures_util::future::join_all;
-use longrun_app::{AppConfig, CreateRun, Embedded, Platform, Running, Tokens, create_run};
+use longrun_app::{AppConfig, Embedded, Platform, Running, Tokens, create_run};
 use longrun_domain::run::BudgetsInput;
 use longrun_engine::LlmClient;
 use longrun_engine::ports::{NoFaults, SystemClock};
 use longrun_llm::{LlmSettings, ModelLimits, ModelRouter, Secret, Structured};
 use longrun_local::WorkerConfig;
-use longrun_tests::{MODEL, peak_rss_mb, replace_section, scripted};
+use longrun_tests::{MODEL, peak_rss_mb, replace_section, run_request, scripted};
 use serde_json::{Value, json};
 
 const SECTION: &str = "## Capacity: many runs at model latency";
@@ -71,17 +71,13 @@ async fn create(p: &Platform, user: &str, runs: usize, iterations: i64) -> Vec<S
     let mut ids = Vec::with_capacity(runs);
     for chunk in (0..runs).collect::<Vec<_>>().chunks(500) {
         let made = join_all(chunk.iter().map(|_| {
-            let req = CreateRun {
-                objective: "benchmark".into(),
-                budgets: BudgetsInput {
+            let req = run_request(
+                "benchmark",
+                BudgetsInput {
                     max_iterations: Some(iterations),
                     ..Default::default()
                 },
-                thresholds: None,
-                permission_mode: None,
-                models: vec![],
-                model: None,
-            };
+            );
             create_run(p, user, req)
         }))
         .await;
