@@ -322,6 +322,24 @@ pub async fn assert_iterations_once(store: &dyn RunStore, run: &Run) {
     assert_eq!(run.metrics.iterations, run.iteration);
 }
 
+/// Runs this bench binary again as `--scenario <args>` with `env`, in its own process so its
+/// peak RSS is its own, and returns the JSON it prints.
+pub fn bench_scenario(args: &[&str], env: &[(&str, &str)]) -> serde_json::Value {
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .arg("--scenario")
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// This process's peak resident memory (VmHWM), in MB, for the benchmarks.
 pub fn peak_rss_mb() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();

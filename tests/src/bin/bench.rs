@@ -7,7 +7,6 @@
     clippy::expect_used
 )]
 
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,7 +14,7 @@ use longrun_app::{AppConfig, Embedded, Platform, Tokens, create_run};
 use longrun_domain::run::{BudgetsInput, RunStatus};
 use longrun_engine::ports::{NoFaults, SystemClock};
 use longrun_local::WorkerConfig;
-use longrun_tests::{MODEL, peak_rss_mb, run_request, scripted};
+use longrun_tests::{MODEL, bench_scenario, peak_rss_mb, run_request, scripted};
 use serde_json::{Value, json};
 
 const SCRIPT: &str = r#"{"planner": [{"content": {"status": {"exit_signal": false, "needs_user_input": false,
@@ -139,18 +138,7 @@ async fn long_run(iterations: i64) -> Value {
 }
 
 fn child(scenario: &str, synchronous: &str) -> Value {
-    let exe = std::env::current_exe().unwrap();
-    let out = Command::new(exe)
-        .args(["--scenario", scenario])
-        .env("LONGRUN_SQLITE_SYNCHRONOUS", synchronous)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    bench_scenario(&[scenario], &[("LONGRUN_SQLITE_SYNCHRONOUS", synchronous)])
 }
 
 /// (steal, total) jiffies of all CPUs so far, from /proc/stat.

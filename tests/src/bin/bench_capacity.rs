@@ -9,7 +9,6 @@
     clippy::expect_used
 )]
 
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -22,7 +21,7 @@ use longrun_engine::LlmClient;
 use longrun_engine::ports::{NoFaults, SystemClock};
 use longrun_llm::{LlmSettings, ModelLimits, ModelRouter, Secret, Structured};
 use longrun_local::WorkerConfig;
-use longrun_tests::{MODEL, peak_rss_mb, replace_section, run_request, scripted};
+use longrun_tests::{MODEL, bench_scenario, peak_rss_mb, replace_section, run_request, scripted};
 use serde_json::{Value, json};
 
 const SECTION: &str = "## Capacity: many runs at model latency";
@@ -277,18 +276,7 @@ async fn model_limit(runs: usize, rpm: u32, secs: u64) -> Value {
 }
 
 fn child(args: &[&str]) -> Value {
-    let exe = std::env::current_exe().unwrap();
-    let out = Command::new(exe)
-        .arg("--scenario")
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    bench_scenario(args, &[])
 }
 
 fn capacity_row(v: &Value) -> String {
