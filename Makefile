@@ -1,7 +1,7 @@
 # The two commands a new user needs: `make demo` and `make test`.
 CARGO ?= cargo
 
-.PHONY: demo test lint web bench bench-aws bench-llm bench-lambda capacity serve build synth package
+.PHONY: demo test lint web bench bench-aws bench-llm bench-lambda capacity serve build synth package sim sim-broken
 
 ## A real multi-iteration run on the embedded platform: no cloud account, no API key.
 demo:
@@ -19,8 +19,25 @@ demo:
 test:
 	scripts/web build
 	scripts/with-llm scripts/with-moto $(CARGO) test --workspace --all-targets
+	$(MAKE) sim-broken
 	scripts/web test
 	scripts/infra check
+
+## The deterministic simulator (sim/): SEEDS seeded fault schedules from seed FROM, every
+## invariant checked after each (`make sim SEEDS=100000` is a soak); `make sim SEED=n` replays
+## one schedule with its trace.
+SEEDS ?= 10000
+FROM ?= 1
+sim:
+ifdef SEED
+	$(CARGO) run --quiet --release -p longrun-sim -- --seed $(SEED)
+else
+	$(CARGO) run --quiet --release -p longrun-sim -- --seeds $(SEEDS) --from $(FROM)
+endif
+
+## Proof the simulator can fail: a build with the commit's claim fence removed must be caught.
+sim-broken:
+	$(CARGO) run --quiet -p longrun-sim --features unfenced -- --seeds 2000 --expect-failure
 
 ## Formatting and lints, as CI runs them.
 lint:

@@ -489,16 +489,7 @@ async fn cancel(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     owned(&p, &user, &id).await?;
-    let docs = p.store.docs(&id, "", 10_000).await?;
-    let now = p.clock.now_ms();
-    let run = p
-        .store
-        .update_run(&id, &|r| change::request_cancel(r, &docs, now))
-        .await?;
-    if run.status == RunStatus::Canceled {
-        // Ends its children too, and tells its parent.
-        p.dispatch.follow_up(&run).await?;
-    }
+    let run = cancel_run(&p, &id).await?;
     Ok(Json(run_view(&p, &run)))
 }
 
@@ -509,23 +500,11 @@ async fn respond(
     ApiJson(body): ApiJson<RespondBody>,
 ) -> Result<Json<Value>, ApiError> {
     owned(&p, &user, &id).await?;
-    let answer = body.answer.trim();
     let approval = change::Approval {
         approve: body.approve,
         decisions: body.decisions,
     };
-    if (answer.is_empty() && approval.is_empty()) || answer.len() > change::MAX_ANSWER_BYTES {
-        return Err(ApiError::Unprocessable(format!(
-            "answer must be between 1 and {} bytes, or approve / decisions must be given",
-            change::MAX_ANSWER_BYTES
-        )));
-    }
-    let now = p.clock.now_ms();
-    let run = p
-        .store
-        .update_run(&id, &|r| change::respond(r, answer, &approval, now))
-        .await?;
-    p.dispatch.enqueue_next(&run, StepReason::Respond).await?;
+    let run = respond_run(&p, &id, &body.answer, approval).await?;
     Ok(Json(run_view(&p, &run)))
 }
 
@@ -536,32 +515,20 @@ async fn continue_run(
     ApiJson(body): ApiJson<ContinueBody>,
 ) -> Result<Json<Value>, ApiError> {
     owned(&p, &user, &id).await?;
-    let now = p.clock.now_ms();
-    let limit = p.config.active_limit;
-    let run = p
-        .store
-        .update_run(&id, &|r| change::continue_run(r, &body.budgets, limit, now))
-        .await?;
-    p.dispatch.enqueue_next(&run, StepReason::Resume).await?;
+    let run = continue_run_with(&p, &id, &body.budgets).await?;
     Ok(Json(run_view(&p, &run)))
 }
 
-/// Pause: a queued run at once, a running one after the iteration in flight commits.
 async fn pause(
     State(p): State<Platform>,
     user: User,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     owned(&p, &user, &id).await?;
-    let now = p.clock.now_ms();
-    let run = p
-        .store
-        .update_run(&id, &|r| change::request_pause(r, now))
-        .await?;
+    let run = pause_run(&p, &id).await?;
     Ok(Json(run_view(&p, &run)))
 }
 
-/// Edit the objective or the plan; takes effect at the next iteration.
 async fn patch_run(
     State(p): State<Platform>,
     user: User,
@@ -569,12 +536,84 @@ async fn patch_run(
     ApiJson(body): ApiJson<RunPatch>,
 ) -> Result<Json<Value>, ApiError> {
     owned(&p, &user, &id).await?;
+    let run = patch_run_with(&p, &id, body).await?;
+    Ok(Json(run_view(&p, &run)))
+}
+
+// The run actions behind the routes, after the caller's ownership is checked; the simulator
+// drives these same functions.
+
+pub async fn cancel_run(p: &Platform, id: &str) -> Result<Run, ApiError> {
+    let docs = p.store.docs(id, "", 10_000).await?;
     let now = p.clock.now_ms();
     let run = p
         .store
-        .update_run(&id, &|r| change::patch(r, body.clone(), now))
+        .update_run(id, &|r| change::request_cancel(r, &docs, now))
         .await?;
-    Ok(Json(run_view(&p, &run)))
+    if run.status == RunStatus::Canceled {
+        // Ends its children too, and tells its parent.
+        p.dispatch.follow_up(&run).await?;
+    }
+    Ok(run)
+}
+
+pub async fn respond_run(
+    p: &Platform,
+    id: &str,
+    answer: &str,
+    approval: change::Approval,
+) -> Result<Run, ApiError> {
+    let answer = answer.trim();
+    if (answer.is_empty() && approval.is_empty()) || answer.len() > change::MAX_ANSWER_BYTES {
+        return Err(ApiError::Unprocessable(format!(
+            "answer must be between 1 and {} bytes, or approve / decisions must be given",
+            change::MAX_ANSWER_BYTES
+        )));
+    }
+    let docs = p.store.docs(id, "", 10_000).await?;
+    let now = p.clock.now_ms();
+    let run = p
+        .store
+        .update_run(id, &|r| change::respond(r, answer, &approval, &docs, now))
+        .await?;
+    if run.status == RunStatus::Stopped {
+        // No budget left for the answer: the run ended; its outcome goes out now.
+        p.dispatch.follow_up(&run).await?;
+    } else {
+        p.dispatch.enqueue_next(&run, StepReason::Respond).await?;
+    }
+    Ok(run)
+}
+
+pub async fn continue_run_with(
+    p: &Platform,
+    id: &str,
+    budgets: &BudgetsInput,
+) -> Result<Run, ApiError> {
+    let now = p.clock.now_ms();
+    let limit = p.config.active_limit;
+    let run = p
+        .store
+        .update_run(id, &|r| change::continue_run(r, budgets, limit, now))
+        .await?;
+    p.dispatch.enqueue_next(&run, StepReason::Resume).await?;
+    Ok(run)
+}
+
+/// Pause: a queued run at once, a running one after the iteration in flight commits.
+pub async fn pause_run(p: &Platform, id: &str) -> Result<Run, ApiError> {
+    let now = p.clock.now_ms();
+    Ok(p.store
+        .update_run(id, &|r| change::request_pause(r, now))
+        .await?)
+}
+
+/// Edit the objective or the plan; takes effect at the next iteration.
+pub async fn patch_run_with(p: &Platform, id: &str, edit: RunPatch) -> Result<Run, ApiError> {
+    let now = p.clock.now_ms();
+    Ok(p.store
+        .update_run(id, &|r| change::patch(r, edit.clone(), now))
+        .await?)
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

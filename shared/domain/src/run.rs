@@ -650,6 +650,10 @@ pub struct Run {
     /// Runs this run spawned, with the budgets carved out for them.
     #[serde(default)]
     pub children: Vec<ChildRun>,
+    /// Keys of the last model calls whose spend was recorded: a spend write retried after it
+    /// landed counts once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spend_keys: Vec<String>,
     /// Number of events appended so far; the next event gets `event_seq + 1`.
     pub event_seq: u64,
     pub parent_run_id: Option<String>,
@@ -702,6 +706,7 @@ impl Run {
             plan_approved: false,
             pending_calls: vec![],
             children: vec![],
+            spend_keys: vec![],
             event_seq: 0,
             parent_run_id: None,
             depth: 0,

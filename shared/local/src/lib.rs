@@ -169,46 +169,15 @@ impl WorkerLoop {
         Ok(PollStats { received, crashed })
     }
 
-    /// Returns true when the step crashed (fault injection): the message is left in flight.
     async fn handle(&self, d: &Delivery, owner: &str) -> bool {
-        let msg = match StepMessage::parse(&d.body) {
-            Ok(m) => m,
-            Err(e) => {
-                // It would never succeed: acknowledge it so it cannot block its group.
-                warn!(message_id = %d.message_id, error = %e, metric = "unparseable_step_message", "dropping unparseable message");
-                let _ = self.queue.ack(&d.receipt).await;
-                return false;
-            }
-        };
-        match self.engine.step(&msg, owner).await {
-            Ok(StepOutcome::Done) | Ok(StepOutcome::Dropped(_)) => {
-                if let Err(e) = self.queue.ack(&d.receipt).await {
-                    warn!(run_id = %msg.run_id, error = %e, "ack failed; the message will be redelivered and healed");
-                }
-                false
-            }
-            Ok(StepOutcome::Retry { delay_ms }) => {
-                let _ = self.queue.extend(&d.receipt, delay_ms).await;
-                false
-            }
-            Err(EngineError::Crashed(point)) => {
-                warn!(run_id = %msg.run_id, ?point, "worker crashed (fault injection)");
-                true
-            }
-            Err(e) => {
-                let delay = if e.is_retryable() {
-                    1_000
-                } else {
-                    self.config.visibility_ms
-                };
-                error!(run_id = %msg.run_id, iteration = msg.iteration, error = %e, "step failed; will retry");
-                let _ = self
-                    .queue
-                    .extend(&d.receipt, delay.min(self.config.visibility_ms))
-                    .await;
-                false
-            }
-        }
+        handle_delivery(
+            &self.engine,
+            &*self.queue,
+            d,
+            owner,
+            self.config.visibility_ms,
+        )
+        .await
     }
 
     /// Keeps up to `max_inflight` steps in flight until `shutdown` turns true, taking new
@@ -261,6 +230,52 @@ impl WorkerLoop {
                 _ = tokio::time::sleep(self.config.idle_sleep) => {}
                 _ = shutdown.changed() => {}
             }
+        }
+    }
+}
+
+/// One delivery: step → ack, or back to the queue after a delay. Returns true when the step
+/// crashed (fault injection): the message is left in flight.
+pub async fn handle_delivery(
+    engine: &Engine,
+    queue: &dyn StepQueue,
+    d: &Delivery,
+    owner: &str,
+    visibility_ms: u64,
+) -> bool {
+    let msg = match StepMessage::parse(&d.body) {
+        Ok(m) => m,
+        Err(e) => {
+            // It would never succeed: acknowledge it so it cannot block its group.
+            warn!(message_id = %d.message_id, error = %e, metric = "unparseable_step_message", "dropping unparseable message");
+            let _ = queue.ack(&d.receipt).await;
+            return false;
+        }
+    };
+    match engine.step(&msg, owner).await {
+        Ok(StepOutcome::Done) | Ok(StepOutcome::Dropped(_)) => {
+            if let Err(e) = queue.ack(&d.receipt).await {
+                warn!(run_id = %msg.run_id, error = %e, "ack failed; the message will be redelivered and healed");
+            }
+            false
+        }
+        Ok(StepOutcome::Retry { delay_ms }) => {
+            let _ = queue.extend(&d.receipt, delay_ms).await;
+            false
+        }
+        Err(EngineError::Crashed(point)) => {
+            warn!(run_id = %msg.run_id, ?point, "worker crashed (fault injection)");
+            true
+        }
+        Err(e) => {
+            let delay = if e.is_retryable() {
+                1_000
+            } else {
+                visibility_ms
+            };
+            error!(run_id = %msg.run_id, iteration = msg.iteration, error = %e, "step failed; will retry");
+            let _ = queue.extend(&d.receipt, delay.min(visibility_ms)).await;
+            false
         }
     }
 }

@@ -81,9 +81,9 @@ impl Dispatch {
         let marked = self
             .store
             .update_run(&run.id, &|r| {
-                change::mark_notified(r)
+                change::mark_notified(r, msg.iteration, msg.status)
                     .map(|next| RunChange::of(next, vec![]))
-                    .ok_or(Rejection::Conflict("already notified".into()))
+                    .ok_or(Rejection::Conflict("already notified, or moved on".into()))
             })
             .await;
         match marked {
@@ -172,15 +172,18 @@ impl Dispatch {
         let Some(parent_id) = &child.parent_run_id else {
             return Ok(());
         };
+        let docs = self.store.docs(parent_id, "", 10_000).await?;
         let now = self.clock.now_ms();
         match self
             .store
-            .update_run(parent_id, &|p| change::child_finished(p, child, now))
+            .update_run(parent_id, &|p| change::child_finished(p, child, &docs, now))
             .await
         {
             Ok(parent) if parent.status == RunStatus::Queued => {
                 self.enqueue_next(&parent, StepReason::ChildDone).await
             }
+            // Out of budget for what its children found: its outcome goes out now.
+            Ok(parent) if parent.status.is_ended() => Box::pin(self.follow_up(&parent)).await,
             Ok(_) | Err(StoreError::Rejected(_)) => Ok(()),
             Err(e) => Err(e.into()),
         }

@@ -107,6 +107,10 @@ impl<'a> Iter<'a> {
 /// answers for it when it is this fresh, which after a model call's spend it usually is.
 const CANCEL_FRESH_MS: i64 = 1_000;
 
+/// Attempts at writing a call's spend before the step gives up (the store's client retries
+/// with backoff inside each).
+const SPEND_WRITE_TRIES: u32 = 5;
+
 pub(super) enum Llm {
     Answer(ChatResponse),
     Failed(LlmError),
@@ -172,34 +176,9 @@ impl Engine {
             latency_ms: resp.latency_ms,
             queued_ms: resp.queued_ms,
         };
-        let now = self.now();
+        let key = format!("{}#{}", it.claim.owner, req.idempotency_key);
         let claiming = !it.claim.is_taken();
-        let written = self
-            .store()
-            .update_run(&it.run.id, &|r| {
-                it.claim.and_then(!claiming, r, now, |c| {
-                    Ok(change::record_spend(c, it.n, &spend, now))
-                })
-            })
-            .await;
-        match written {
-            Ok(run) => it.saw(&run, now),
-            Err(StoreError::Rejected(rejection)) if claiming => {
-                // Another attempt owns the iteration; this call was made all the same.
-                match self
-                    .store()
-                    .update_run(&it.run.id, &|r| {
-                        Ok(change::record_spend(r, it.n, &spend, now))
-                    })
-                    .await
-                {
-                    Ok(_) | Err(StoreError::Rejected(_)) => {}
-                    Err(e) => return Err(e.into()),
-                }
-                return Err(EngineError::Superseded(rejection));
-            }
-            Err(e) => return Err(e.into()),
-        }
+        self.record_spend(it, &spend, &key, claiming).await?;
         if claiming {
             it.claim.took();
             self.crash(FaultPoint::AfterClaim, &it.run.id, it.n)?;
@@ -215,6 +194,70 @@ impl Engine {
         }
         self.crash(FaultPoint::AfterLlmCall, &it.run.id, it.n)?;
         Ok(Llm::Answer(resp))
+    }
+
+    /// Writes a call's spend (taking the claim with it on the attempt's first write), retrying
+    /// a store that failed: the money was spent, and budgets must see it. Keyed, so a write that
+    /// landed before its error counts once.
+    async fn record_spend(
+        &self,
+        it: &Iter<'_>,
+        spend: &Spend,
+        key: &str,
+        claiming: bool,
+    ) -> Result<(), EngineError> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let now = self.now();
+            let written = self
+                .store()
+                .update_run(&it.run.id, &|r| {
+                    it.claim.and_then(!claiming, r, now, |c| {
+                        Ok(change::record_spend_once(c, it.n, spend, key, now))
+                    })
+                })
+                .await;
+            match written {
+                Ok(run) => {
+                    it.saw(&run, now);
+                    return Ok(());
+                }
+                Err(StoreError::Rejected(rejection)) if claiming => {
+                    // Another attempt owns the iteration; this call was made all the same.
+                    self.record_unclaimed_spend(it, spend, key).await?;
+                    return Err(EngineError::Superseded(rejection));
+                }
+                Err(e) if e.is_retryable() && tries < SPEND_WRITE_TRIES => {
+                    tracing::warn!(error = %e, tries, "recording a model call's spend failed; retrying");
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    async fn record_unclaimed_spend(
+        &self,
+        it: &Iter<'_>,
+        spend: &Spend,
+        key: &str,
+    ) -> Result<(), EngineError> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let now = self.now();
+            match self
+                .store()
+                .update_run(&it.run.id, &|r| {
+                    Ok(change::record_spend_once(r, it.n, spend, key, now))
+                })
+                .await
+            {
+                Ok(_) | Err(StoreError::Rejected(_)) => return Ok(()),
+                Err(e) if e.is_retryable() && tries < SPEND_WRITE_TRIES => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 
     pub(super) async fn cancel_requested(&self, it: &Iter<'_>) -> Result<bool, EngineError> {

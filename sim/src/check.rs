@@ -1,0 +1,205 @@
+//! The invariants every schedule must hold when it ends, read from the store without faults.
+
+use std::collections::BTreeMap;
+
+use longrun_app::Platform;
+use longrun_domain::EventKind;
+use longrun_domain::run::{Run, RunStatus};
+use longrun_engine::ports::{RunQuery, RunStore};
+use longrun_local::InMemoryRunStore;
+
+use crate::{Sim, Spent, lock, world};
+
+/// Every run of these users, children and scheduled runs included, oldest first.
+pub(crate) async fn all_runs(store: &InMemoryRunStore, users: &[String]) -> Vec<Run> {
+    let q = RunQuery {
+        limit: 100_000,
+        ..Default::default()
+    };
+    let mut runs = vec![];
+    for u in users {
+        runs.extend(store.list_runs(u, &q).await.unwrap_or_default());
+    }
+    runs.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+    runs
+}
+
+pub(crate) async fn all(sim: &Sim, p: &Platform, users: &[String], settled: bool) -> Vec<String> {
+    let store = &*sim.inner;
+    let runs = all_runs(store, users).await;
+    let spent = lock(&sim.ledger).spent.clone();
+    let mut out = vec![];
+    for run in &runs {
+        let mine = spent.get(&run.id).cloned().unwrap_or_default();
+        committed_once(store, run, &mut out).await;
+        books(run, &mine, &mut out);
+        budgets(run, &mine, &mut out);
+        outcome(store, run, &mut out).await;
+        children(store, run, &mine, &mut out).await;
+        if !settled && !world::settled(run) {
+            out.push(format!(
+                "liveness: {} is {} (notified: {}) after faults stopped",
+                run.id, run.status, run.notified
+            ));
+        }
+    }
+    active_counts(store, users, &runs, &mut out).await;
+    let _ = p;
+    out
+}
+
+/// Iterations 1..n, each committed once; event seqs 1..event_seq, in order.
+async fn committed_once(store: &InMemoryRunStore, run: &Run, out: &mut Vec<String>) {
+    let iterations = store
+        .iterations(&run.id, 0, 100_000)
+        .await
+        .unwrap_or_default();
+    let ns: Vec<u32> = iterations.iter().map(|i| i.n).collect();
+    let want: Vec<u32> = (1..=run.iteration).collect();
+    if ns != want {
+        out.push(format!(
+            "{}: committed iterations {ns:?}, want 1..={}",
+            run.id, run.iteration
+        ));
+    }
+    let events = store
+        .events(&run.id, 0, 1_000_000)
+        .await
+        .unwrap_or_default();
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    if seqs != (1..=run.event_seq).collect::<Vec<u64>>() {
+        out.push(format!(
+            "{}: event seqs are not 1..={} ({} events)",
+            run.id,
+            run.event_seq,
+            seqs.len()
+        ));
+    }
+    let mut commits: BTreeMap<u64, u32> = BTreeMap::new();
+    for e in events
+        .iter()
+        .filter(|e| e.kind == EventKind::IterationCommitted)
+    {
+        let n = e
+            .payload
+            .get("iteration")
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0);
+        *commits.entry(n).or_default() += 1;
+    }
+    for (n, times) in commits {
+        if times > 1 {
+            out.push(format!("{}: iteration {n} committed {times} times", run.id));
+        }
+    }
+}
+
+/// Tokens, calls and cost on the run are the model calls actually made: none lost, none twice.
+fn books(run: &Run, spent: &Spent, out: &mut Vec<String>) {
+    let m = &run.metrics;
+    if m.tokens() != spent.tokens || m.llm_calls != spent.calls {
+        out.push(format!(
+            "{}: the run counts {} tokens in {} calls; the model served {} tokens in {} calls",
+            run.id,
+            m.tokens(),
+            m.llm_calls,
+            spent.tokens,
+            spent.calls
+        ));
+    }
+    if (m.cost_usd - spent.cost_usd).abs() > 1e-9 {
+        out.push(format!(
+            "{}: cost {} on the run, {} served",
+            run.id, m.cost_usd, spent.cost_usd
+        ));
+    }
+}
+
+/// No budget overshot by more than the calls that were in flight when it ran out.
+fn budgets(run: &Run, spent: &Spent, out: &mut Vec<String>) {
+    let b = &run.budgets;
+    if run.iteration > b.max_iterations {
+        out.push(format!(
+            "{}: {} iterations, budget {}",
+            run.id, run.iteration, b.max_iterations
+        ));
+    }
+    // An iteration's last planner call, or its executors running side by side.
+    let in_flight = spent.max_call * 4;
+    if let Some(max) = b.max_tokens
+        && run.metrics.tokens() > max + in_flight
+    {
+        out.push(format!(
+            "{}: {} tokens, budget {max}",
+            run.id,
+            run.metrics.tokens()
+        ));
+    }
+}
+
+/// Every ended run has a report and one outcome in the inbox; "notified" means it is there.
+async fn outcome(store: &InMemoryRunStore, run: &Run, out: &mut Vec<String>) {
+    let inbox = store
+        .notifications(&run.user_id, 100_000)
+        .await
+        .unwrap_or_default();
+    let mine: Vec<_> = inbox.iter().filter(|n| n.run_id == run.id).collect();
+    if run.status.is_ended() && run.report.is_none() {
+        out.push(format!("{}: {} without a report", run.id, run.status));
+    }
+    let id = format!("{}#{}#{}", run.id, run.iteration, run.status);
+    let published = mine.iter().any(|n| n.id == id);
+    // Waiting on children and paused are not announced: the user did not need to act.
+    let announced = run.status.is_ended() || run.status == RunStatus::WaitingOnUser;
+    if run.notified && announced && !published {
+        let ids: Vec<&str> = mine.iter().map(|n| n.id.as_str()).collect();
+        out.push(format!(
+            "{}: marked notified, but the inbox has no {id} (it has {ids:?})",
+            run.id
+        ));
+    }
+}
+
+/// Children's budgets fit in what their parent had left.
+async fn children(store: &InMemoryRunStore, run: &Run, spent: &Spent, out: &mut Vec<String>) {
+    if let Some(max) = run.budgets.max_tokens {
+        let reserved: u64 = run
+            .children
+            .iter()
+            .filter_map(|c| c.budgets.max_tokens)
+            .sum();
+        if run.metrics.tokens() + reserved > max + spent.max_call * 4 && !run.children.is_empty() {
+            out.push(format!(
+                "{}: spent {} and gave children {reserved} of a {max}-token budget",
+                run.id,
+                run.metrics.tokens()
+            ));
+        }
+    }
+    for c in &run.children {
+        if store.get_run(&c.id).await.ok().flatten().is_none() {
+            out.push(format!("{}: child {} does not exist", run.id, c.id));
+        }
+    }
+}
+
+/// Each user's active-run counter is the runs actually holding a slot.
+async fn active_counts(
+    store: &InMemoryRunStore,
+    users: &[String],
+    runs: &[Run],
+    out: &mut Vec<String>,
+) {
+    for u in users {
+        let counted = store.active_runs(u).await.unwrap_or_default();
+        let holding = runs
+            .iter()
+            .filter(|r| &r.user_id == u && !r.status.is_ended())
+            .count() as u32;
+        if counted != holding {
+            out.push(format!(
+                "{u}: active counter {counted}, runs holding a slot {holding}"
+            ));
+        }
+    }
+}

@@ -1,0 +1,583 @@
+//! The simulated ports: the memory store and a FIFO queue with faults drawn from the schedule's
+//! seed, a notifier that fails sometimes, and a seeded model that answers well, badly, slowly or
+//! with each error kind — and that lets other actors in while a call is in flight.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use longrun_domain::run::{Run, RunStatus};
+use longrun_domain::{Doc, DocMeta, Event, IterationRecord, PadEntry, RunChange, Schedule};
+use longrun_engine::ports::{
+    ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, DocHit, Enqueued, FaultPoint, Faults, Notification,
+    Notifier, NotifyError, OutcomeMessage, QueueError, RunQuery, RunStore, StepMessage, StepQueue,
+    StoreError, UserTool, Webhook,
+};
+use longrun_engine::{
+    ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, LlmRole, Usage,
+};
+use longrun_local::{InMemoryRunStore, InboxNotifier};
+use serde_json::{Value, json};
+
+use crate::Sim;
+
+/// The memory store with faults before and after writes, and races: another actor's change
+/// lands just before a write.
+pub struct SimStore {
+    pub sim: Arc<Sim>,
+    pub inner: Arc<InMemoryRunStore>,
+}
+
+impl SimStore {
+    fn unavailable(&self, what: &str) -> StoreError {
+        self.sim.note(format!("store: {what} unavailable"));
+        StoreError::Unavailable(format!("simulated: {what}"))
+    }
+
+    /// A write that may fail before it lands, race another actor, or land and then fail.
+    async fn write<T>(
+        &self,
+        what: &str,
+        run_id: Option<&str>,
+        write: impl std::future::Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        if self.sim.roll(15) {
+            return Err(self.unavailable(what));
+        }
+        if let Some(id) = run_id
+            && self.sim.roll(25)
+        {
+            crate::world::race(&self.sim, id).await;
+        }
+        let out = match write.await {
+            // The store's last line of defence fired: the protocol tried a double commit.
+            Err(StoreError::Corrupt(e)) => {
+                let run = run_id.unwrap_or("-");
+                self.sim
+                    .violation(format!("{what} on {run} refused by the store: {e}"));
+                return Err(StoreError::Corrupt(e));
+            }
+            out => out?,
+        };
+        if self.sim.roll(8) {
+            return Err(self.unavailable(&format!("{what} (after it landed)")));
+        }
+        Ok(out)
+    }
+}
+
+#[async_trait]
+impl RunStore for SimStore {
+    async fn create_run(&self, change: RunChange) -> Result<Run, StoreError> {
+        self.write("create_run", None, self.inner.create_run(change))
+            .await
+    }
+    async fn get_run(&self, run_id: &str) -> Result<Option<Run>, StoreError> {
+        if self.sim.roll(5) {
+            return Err(self.unavailable("get_run"));
+        }
+        self.inner.get_run(run_id).await
+    }
+    async fn list_runs(&self, user_id: &str, query: &RunQuery) -> Result<Vec<Run>, StoreError> {
+        self.inner.list_runs(user_id, query).await
+    }
+    async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> Result<Run, StoreError> {
+        self.write(
+            "update_run",
+            Some(run_id),
+            self.inner.update_run(run_id, change),
+        )
+        .await
+    }
+    async fn update_run_deferred(
+        &self,
+        run_id: &str,
+        change: ChangeFn<'_>,
+    ) -> Result<Run, StoreError> {
+        self.write(
+            "update_run_deferred",
+            Some(run_id),
+            self.inner.update_run_deferred(run_id, change),
+        )
+        .await
+    }
+    async fn events(
+        &self,
+        run_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        self.inner.events(run_id, after, limit).await
+    }
+    async fn iterations(
+        &self,
+        run_id: &str,
+        after: u32,
+        limit: usize,
+    ) -> Result<Vec<IterationRecord>, StoreError> {
+        self.inner.iterations(run_id, after, limit).await
+    }
+    async fn docs(
+        &self,
+        run_id: &str,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<DocMeta>, StoreError> {
+        self.inner.docs(run_id, prefix, limit).await
+    }
+    async fn doc(&self, run_id: &str, path: &str) -> Result<Option<Doc>, StoreError> {
+        self.inner.doc(run_id, path).await
+    }
+    async fn search_docs(
+        &self,
+        run_id: &str,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<DocHit>, StoreError> {
+        self.inner.search_docs(run_id, query, limit).await
+    }
+    async fn scratchpad(&self, run_id: &str, last: usize) -> Result<Vec<PadEntry>, StoreError> {
+        self.inner.scratchpad(run_id, last).await
+    }
+    async fn active_runs(&self, user_id: &str) -> Result<u32, StoreError> {
+        self.inner.active_runs(user_id).await
+    }
+    async fn put_notification(&self, n: &Notification) -> Result<bool, StoreError> {
+        self.write("put_notification", None, self.inner.put_notification(n))
+            .await
+    }
+    async fn notifications(
+        &self,
+        user_id: &str,
+        limit: usize,
+    ) -> Result<Vec<Notification>, StoreError> {
+        self.inner.notifications(user_id, limit).await
+    }
+    async fn mark_notification_read(&self, n: &Notification) -> Result<(), StoreError> {
+        self.inner.mark_notification_read(n).await
+    }
+    async fn stale_runs(&self, updated_before: i64, limit: usize) -> Result<Vec<Run>, StoreError> {
+        self.inner.stale_runs(updated_before, limit).await
+    }
+    async fn put_webhooks(&self, user_id: &str, hooks: &[Webhook]) -> Result<(), StoreError> {
+        self.inner.put_webhooks(user_id, hooks).await
+    }
+    async fn webhooks(&self, user_id: &str) -> Result<Vec<Webhook>, StoreError> {
+        self.inner.webhooks(user_id).await
+    }
+    async fn put_schedule(&self, schedule: &Schedule) -> Result<(), StoreError> {
+        self.inner.put_schedule(schedule).await
+    }
+    async fn schedules(&self, user_id: &str) -> Result<Vec<Schedule>, StoreError> {
+        self.inner.schedules(user_id).await
+    }
+    async fn delete_schedule(&self, user_id: &str, id: &str) -> Result<bool, StoreError> {
+        self.inner.delete_schedule(user_id, id).await
+    }
+    async fn due_schedules(&self, now: i64, limit: usize) -> Result<Vec<Schedule>, StoreError> {
+        self.inner.due_schedules(now, limit).await
+    }
+    async fn advance_schedule(&self, next: &Schedule, from: i64) -> Result<bool, StoreError> {
+        self.inner.advance_schedule(next, from).await
+    }
+    async fn put_tool(&self, user_id: &str, tool: &UserTool) -> Result<(), StoreError> {
+        self.inner.put_tool(user_id, tool).await
+    }
+    async fn tools(&self, user_id: &str) -> Result<Vec<UserTool>, StoreError> {
+        self.inner.tools(user_id).await
+    }
+    async fn delete_tool(&self, user_id: &str, name: &str) -> Result<bool, StoreError> {
+        self.inner.delete_tool(user_id, name).await
+    }
+}
+
+struct Message {
+    seq: u64,
+    group: String,
+    body: String,
+    visible_at: i64,
+    receive_count: u32,
+    /// The receipt of the delivery in flight, if any.
+    receipt: Option<String>,
+}
+
+#[derive(Default)]
+struct QueueState {
+    messages: Vec<Message>,
+    dedup: HashMap<String, i64>,
+    next: u64,
+    /// Bodies moved to the dead-letter queue; the sweeper re-sends what their runs still owe.
+    dead: Vec<String>,
+}
+
+/// SQS FIFO as the worker sees it: per-group order with at most one message in flight, a
+/// 5-minute dedup window, visibility timeouts on the simulated clock and a dead-letter queue;
+/// under faults it duplicates sends, delays them, serves groups in any order, loses acks and
+/// fails calls.
+pub struct SimQueue {
+    pub sim: Arc<Sim>,
+    state: std::sync::Mutex<QueueState>,
+}
+
+/// Receives before a message is dead-lettered, as the stacks' redrive policy.
+const MAX_RECEIVES: u32 = 8;
+
+impl SimQueue {
+    pub fn new(sim: Arc<Sim>) -> Self {
+        SimQueue {
+            sim,
+            state: Default::default(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, QueueState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().messages.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn push(&self, body: &str, group: &str, visible_at: i64) {
+        let mut st = self.lock();
+        st.next += 1;
+        let seq = st.next;
+        st.messages.push(Message {
+            seq,
+            group: group.to_string(),
+            body: body.to_string(),
+            visible_at,
+            receive_count: 0,
+            receipt: None,
+        });
+    }
+}
+
+#[async_trait]
+impl StepQueue for SimQueue {
+    async fn enqueue(
+        &self,
+        msg: &StepMessage,
+        dedup_id: &str,
+        delay_ms: u64,
+    ) -> Result<Enqueued, QueueError> {
+        if self.sim.roll(10) {
+            self.sim.note(format!("queue: send {dedup_id} failed"));
+            return Err(QueueError::Unavailable("simulated send failure".into()));
+        }
+        let now = self.sim.clock.now_ms();
+        {
+            let mut st = self.lock();
+            if st
+                .dedup
+                .get(dedup_id)
+                .is_some_and(|at| now - at < DEDUP_WINDOW_MS)
+            {
+                return Ok(Enqueued::Duplicate);
+            }
+            st.dedup.insert(dedup_id.to_string(), now);
+        }
+        let body =
+            serde_json::to_string(msg).map_err(|e| QueueError::Unavailable(e.to_string()))?;
+        let delay = delay_ms as i64
+            + if self.sim.roll(50) {
+                self.sim.range(1, 20_000) as i64
+            } else {
+                0
+            };
+        self.push(&body, &msg.run_id, now + delay);
+        if self.sim.roll(15) {
+            self.sim.note(format!("queue: {dedup_id} sent twice"));
+            self.push(&body, &msg.run_id, now + delay);
+        }
+        Ok(Enqueued::Sent)
+    }
+
+    async fn receive(&self, max: usize, visibility_ms: u64) -> Result<Vec<Delivery>, QueueError> {
+        if self.sim.roll(5) {
+            return Err(QueueError::Unavailable("simulated receive failure".into()));
+        }
+        let now = self.sim.clock.now_ms();
+        let shuffle = self.sim.roll(300);
+        let salt = self.sim.range(0, u32::MAX as u64);
+        let mut st = self.lock();
+        // A delivery whose visibility ran out is visible again, under a new receipt.
+        for m in st.messages.iter_mut() {
+            if m.receipt.is_some() && m.visible_at <= now {
+                m.receipt = None;
+            }
+        }
+        let mut heads: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut busy: Vec<&str> = vec![];
+        for (i, m) in st.messages.iter().enumerate() {
+            if m.receipt.is_some() {
+                busy.push(&m.group);
+            }
+            heads.entry(&m.group).or_insert(i);
+        }
+        let mut ready: Vec<usize> = heads
+            .iter()
+            .filter(|(g, i)| !busy.contains(g) && st.messages[**i].visible_at <= now)
+            .map(|(_, i)| *i)
+            .collect();
+        if shuffle {
+            ready.sort_by_key(|i| (st.messages[*i].seq ^ salt).wrapping_mul(0x9E37_79B9));
+        } else {
+            ready.sort_by_key(|i| st.messages[*i].seq);
+        }
+        ready.truncate(max);
+        let mut out = vec![];
+        let mut dead = vec![];
+        for i in ready {
+            st.next += 1;
+            let receipt = format!("r{}", st.next);
+            let m = &mut st.messages[i];
+            m.receive_count += 1;
+            if m.receive_count > MAX_RECEIVES {
+                dead.push(m.seq);
+                continue;
+            }
+            m.receipt = Some(receipt.clone());
+            m.visible_at = now + visibility_ms as i64;
+            out.push(Delivery {
+                message_id: format!("m{}", m.seq),
+                receipt,
+                body: m.body.clone(),
+                receive_count: m.receive_count,
+            });
+        }
+        for seq in dead {
+            if let Some(pos) = st.messages.iter().position(|m| m.seq == seq) {
+                let m = st.messages.remove(pos);
+                st.dead.push(m.body);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn ack(&self, receipt: &str) -> Result<(), QueueError> {
+        if self.sim.roll(20) {
+            self.sim.note(format!("queue: ack {receipt} lost"));
+            return Ok(());
+        }
+        let mut st = self.lock();
+        match st
+            .messages
+            .iter()
+            .position(|m| m.receipt.as_deref() == Some(receipt))
+        {
+            Some(pos) => {
+                st.messages.remove(pos);
+                Ok(())
+            }
+            None => Err(QueueError::StaleReceipt),
+        }
+    }
+
+    async fn extend(&self, receipt: &str, visibility_ms: u64) -> Result<(), QueueError> {
+        let now = self.sim.clock.now_ms();
+        let mut st = self.lock();
+        match st
+            .messages
+            .iter_mut()
+            .find(|m| m.receipt.as_deref() == Some(receipt))
+        {
+            Some(m) => {
+                m.visible_at = now + visibility_ms as i64;
+                Ok(())
+            }
+            None => Err(QueueError::StaleReceipt),
+        }
+    }
+}
+
+/// The local notifier (the inbox written before the run is marked notified), failing
+/// sometimes before it writes.
+pub struct SimNotifier {
+    pub sim: Arc<Sim>,
+    pub inbox: InboxNotifier,
+}
+
+#[async_trait]
+impl Notifier for SimNotifier {
+    async fn publish(&self, msg: &OutcomeMessage) -> Result<(), NotifyError> {
+        if self.sim.roll(15) {
+            return Err(NotifyError("simulated: topic unavailable".into()));
+        }
+        self.inbox.publish(msg).await
+    }
+}
+
+pub struct SimFaults {
+    pub sim: Arc<Sim>,
+}
+
+impl Faults for SimFaults {
+    fn crash_at(&self, point: FaultPoint, run_id: &str, iteration: u32) -> bool {
+        let crash = self.sim.roll(12);
+        if crash {
+            self.sim
+                .note(format!("crash at {point:?} in {run_id}#{iteration}"));
+        }
+        crash
+    }
+}
+
+/// Whole-run spend as the model saw it: what the run's metrics must add up to.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Spent {
+    pub calls: u64,
+    pub tokens: u64,
+    pub cost_usd: f64,
+    /// The most tokens one call used: the overshoot a budget may see.
+    pub max_call: u64,
+}
+
+/// A seeded model. Planner answers: work (a doc, sometimes an executor task), complete with
+/// evidence, ask the user, spawn a child (and wait for it), malformed JSON, bad tool arguments,
+/// or an error of any kind. Calls take simulated time, sometimes past the lease.
+pub struct SimLlm {
+    pub sim: Arc<Sim>,
+}
+
+const ERRORS: [LlmErrorKind; 7] = [
+    LlmErrorKind::RateLimited,
+    LlmErrorKind::Server,
+    LlmErrorKind::Timeout,
+    LlmErrorKind::Auth,
+    LlmErrorKind::Quota,
+    LlmErrorKind::BadRequest,
+    LlmErrorKind::Malformed,
+];
+
+fn status(exit: bool, ask: bool, summary: &str, evidence: &[&str]) -> Value {
+    json!({
+        "exit_signal": exit,
+        "needs_user_input": ask,
+        "blocking_questions": if ask { vec!["which source should I trust?"] } else { vec![] },
+        "progress_summary": summary,
+        "remaining_work": if exit { vec![] } else { vec!["more"] },
+        "completion_evidence": evidence,
+    })
+}
+
+fn write(path: &str, content: &str) -> Value {
+    json!({"name": "doc_write", "args": {"path": path, "content": content}})
+}
+
+impl SimLlm {
+    fn planner(&self, n: u32) -> Result<String, LlmErrorKind> {
+        let roll = self.sim.range(0, 99);
+        let note = format!("notes/{n}.md");
+        let out = match roll {
+            0..=44 => {
+                let mut out = json!({"status": status(false, false, &format!("wrote {note}"), &[]),
+                    "tool_calls": [write(&note, &format!("note {n}"))]});
+                if self.sim.chance(300) {
+                    out["executor_tasks"] = json!([{"title": format!("expand {n}"),
+                        "instructions": format!("write exec/{n}.md"), "tools": ["doc_write"]}]);
+                }
+                out
+            }
+            45..=59 => json!({"status": status(true, false, "done", &["final.md"]),
+                "tool_calls": [write("final.md", "final")]}),
+            60..=64 => json!({"status": status(false, true, "need a choice", &[])}),
+            65..=70 => {
+                let mut calls = vec![json!({"name": "spawn_run", "args": {
+                    "objective": format!("part {n}"), "budgets": {"max_iterations": 3}}})];
+                if self.sim.chance(600) {
+                    calls.push(json!({"name": "wait_for_children", "args": {}}));
+                }
+                json!({"status": status(false, false, "spawned a part", &[]), "tool_calls": calls})
+            }
+            71..=75 => return Ok("{\"status\": {\"exit_signal\": tru".into()),
+            76..=80 => json!({"status": status(false, false, "bad args", &[]),
+                "tool_calls": [{"name": "doc_write", "args": {"path": 5}}]}),
+            81..=85 => json!({"status": status(false, false, "same as before", &[])}),
+            _ => {
+                let kind = ERRORS[self.sim.below(ERRORS.len() as u64) as usize];
+                return Err(kind);
+            }
+        };
+        Ok(out.to_string())
+    }
+
+    fn answer(&self, req: &ChatRequest) -> Result<String, LlmErrorKind> {
+        let n = req.iteration;
+        match req.role {
+            LlmRole::Planner => self.planner(n),
+            LlmRole::Executor if self.sim.chance(100) => Ok("not json".into()),
+            LlmRole::Executor => Ok(json!({"tool_calls": [write(&format!("exec/{n}.md"), "e")],
+                "summary": "ok"})
+            .to_string()),
+            LlmRole::Repair if self.sim.chance(200) => Err(LlmErrorKind::Server),
+            LlmRole::Repair => {
+                Ok(json!({"tool_calls": [write(&format!("fixed/{n}.md"), "f")]}).to_string())
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl LlmClient for SimLlm {
+    async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let sim = &self.sim;
+        if let Some(run) = sim.inner.get_run(&req.run_id).await.ok().flatten()
+            && run.status == RunStatus::Canceled
+        {
+            sim.violation(format!(
+                "a {} call started for {} after its cancel was committed",
+                req.role.as_str(),
+                req.run_id
+            ));
+        }
+        let slow = sim.roll(30);
+        let latency = if slow {
+            // Past the lease and the message's visibility: another worker may take it over.
+            sim.range(31_000, 45_000)
+        } else {
+            sim.range(0, 3_000)
+        };
+        sim.clock.advance(latency as i64);
+        // Others act while the call is in flight: the user, the sweeper, another worker.
+        if slow && sim.chance(500) {
+            crate::world::take_over(sim).await;
+        } else if sim.roll(60) {
+            crate::world::interleave(sim, &req.run_id).await;
+        }
+        let content = self.answer(req).map_err(|kind| {
+            sim.note(format!(
+                "model: {kind:?} for {}#{}",
+                req.run_id, req.iteration
+            ));
+            LlmError::new(kind, "simulated")
+        })?;
+        let usage = Usage {
+            input_tokens: sim.range(50, 600),
+            output_tokens: sim.range(5, 120),
+            ..Default::default()
+        };
+        let tokens = usage.input_tokens + usage.output_tokens;
+        let cost = tokens as f64 * 1e-6;
+        sim.spent(&req.run_id, tokens, cost);
+        sim.note(format!(
+            "model: {} {}#{} served {tokens} tokens",
+            req.role.as_str(),
+            req.run_id,
+            req.iteration
+        ));
+        Ok(ChatResponse {
+            content,
+            usage,
+            provider: "sim".into(),
+            model: req.model.clone(),
+            latency_ms: latency,
+            cost_usd: Some(cost),
+            queued_ms: 0,
+        })
+    }
+}

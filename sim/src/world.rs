@@ -1,0 +1,374 @@
+//! The actors of a schedule — users (create, cancel, pause, continue, respond, patch), workers,
+//! the sweeper, the scheduler and time — each step chosen by the seed; then faults stop and the
+//! liveness phase drives every run to an ended or waiting state.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use longrun_app::{AppConfig, Platform, Tokens};
+use longrun_domain::change::Approval;
+use longrun_domain::run::{BudgetsInput, PermissionMode, Run, RunPatch, RunStatus};
+use longrun_domain::{RunTemplate, Schedule};
+use longrun_engine::EngineConfig;
+use longrun_engine::ports::{Clock, RunStore};
+use longrun_local::{InboxNotifier, handle_delivery};
+
+use crate::ports::{SimFaults, SimLlm, SimNotifier, SimQueue, SimStore};
+use crate::{Failure, Options, Sim, Summary, check, lock};
+
+const MODEL: &str = "sim:model";
+const LEASE_MS: u64 = 30_000;
+const VISIBILITY_MS: u64 = 30_000;
+/// Runs a schedule creates at most (children and scheduled runs come on top).
+const MAX_RUNS: u32 = 6;
+
+pub(crate) fn users(n: u32) -> Vec<String> {
+    (0..n).map(|i| format!("user{i}")).collect()
+}
+
+fn assemble(sim: &Arc<Sim>, queue: Arc<SimQueue>) -> Option<Platform> {
+    let store: Arc<dyn RunStore> = Arc::new(SimStore {
+        sim: sim.clone(),
+        inner: sim.inner.clone(),
+    });
+    let notifier = Arc::new(SimNotifier {
+        sim: sim.clone(),
+        inbox: InboxNotifier::new(store.clone()),
+    });
+    let mut config = AppConfig::new(Tokens::default(), vec![MODEL.into()]).ok()?;
+    config.fetch.enabled = false;
+    config.active_limit = 3;
+    config.max_run_depth = 2;
+    let engine = EngineConfig {
+        lease_ms: LEASE_MS,
+        ..Default::default()
+    };
+    Some(Platform::assemble(
+        store,
+        queue,
+        notifier,
+        Arc::new(SimLlm { sim: sim.clone() }),
+        config,
+        sim.clock.clone(),
+        Arc::new(SimFaults { sim: sim.clone() }),
+        engine,
+    ))
+}
+
+struct World {
+    sim: Arc<Sim>,
+    p: Platform,
+    queue: Arc<SimQueue>,
+    users: Vec<String>,
+    created: u32,
+}
+
+pub(crate) async fn run(seed: u64, o: &Options) -> Result<Summary, Failure> {
+    let sim = Arc::new(Sim::new(seed));
+    let queue = Arc::new(SimQueue::new(sim.clone()));
+    let Some(p) = assemble(&sim, queue.clone()) else {
+        return Err(Failure {
+            seed,
+            violations: vec!["the simulated platform could not be assembled".into()],
+            trace: vec![],
+        });
+    };
+    *lock(&sim.platform) = Some(p.clone());
+    let mut world = World {
+        sim: sim.clone(),
+        p,
+        queue,
+        users: users(o.users),
+        created: 0,
+    };
+    world.schedule().await;
+    for _ in 0..o.fault_steps {
+        world.act().await;
+    }
+    sim.chaos.store(false, Ordering::SeqCst);
+    sim.note("faults stop".into());
+    let settled = world.settle(o.settle_steps).await;
+    let violations = check::all(&sim, &world.p, &world.users, settled).await;
+    lock(&sim.platform).take();
+    let trace = std::mem::take(&mut *lock(&sim.trace));
+    let runs = check::all_runs(&sim.inner, &world.users).await;
+    let ledger = lock(&sim.ledger);
+    let mut violations: Vec<String> = ledger
+        .violations
+        .iter()
+        .cloned()
+        .chain(violations)
+        .collect();
+    violations.dedup();
+    if !violations.is_empty() {
+        return Err(Failure {
+            seed,
+            violations,
+            trace,
+        });
+    }
+    Ok(Summary {
+        runs: runs.len(),
+        iterations: runs.iter().map(|r| r.iteration as u64).sum(),
+        model_calls: ledger.spent.values().map(|s| s.calls).sum(),
+        faults: ledger.faults,
+        fingerprint: fingerprint(&trace),
+        trace,
+    })
+}
+
+fn fingerprint(trace: &[String]) -> u64 {
+    // FNV-1a: stable across toolchains, unlike the std hasher.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for line in trace {
+        for b in line.bytes().chain(std::iter::once(b'\n')) {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+impl World {
+    /// A schedule every five minutes for the first user, so the scheduler has work.
+    async fn schedule(&self) {
+        let now = self.sim.clock.now_ms();
+        let schedule = Schedule {
+            id: "sch_sim".into(),
+            user_id: self.users[0].clone(),
+            cron: "*/5 * * * *".into(),
+            template: template("scheduled digest", BudgetsInput::default(), None),
+            next_at: now + 60_000,
+            created_at: now,
+            last_run_id: None,
+        };
+        if let Err(e) = self.p.store.put_schedule(&schedule).await {
+            self.sim.note(format!("schedule not stored: {e}"));
+        }
+    }
+
+    async fn act(&mut self) {
+        match self.sim.below(100) {
+            0..=39 => worker(&self.sim, &self.p).await,
+            40..=51 => self.create().await,
+            52..=71 => {
+                if let Some(id) = self.random_run().await {
+                    user_action(&self.sim, &self.p, &id).await;
+                }
+            }
+            72..=79 => sweep(&self.sim, &self.p).await,
+            80..=84 => match longrun_app::schedules::start_due(&self.p, 5).await {
+                Ok(ids) if !ids.is_empty() => self.sim.note(format!("scheduler started {ids:?}")),
+                Ok(_) => {}
+                Err(e) => self.sim.note(format!("scheduler: {e}")),
+            },
+            _ => {
+                let ms = if self.sim.chance(100) {
+                    self.sim.range(31_000, 120_000)
+                } else {
+                    self.sim.range(0, 5_000)
+                };
+                self.sim.clock.advance(ms as i64);
+            }
+        }
+    }
+
+    async fn create(&mut self) {
+        if self.created >= MAX_RUNS {
+            return;
+        }
+        self.created += 1;
+        let id = format!("run{}", self.created);
+        let user = self.users[self.sim.below(self.users.len() as u64) as usize].clone();
+        let budgets = BudgetsInput {
+            max_iterations: Some(self.sim.range(2, 12) as i64),
+            max_tokens: self
+                .sim
+                .chance(400)
+                .then(|| self.sim.range(1_500, 12_000) as i64),
+            ..Default::default()
+        };
+        let mode = match self.sim.below(4) {
+            0 => Some(PermissionMode::ApprovePlan),
+            1 => Some(PermissionMode::PerWrite),
+            _ => None,
+        };
+        let req = template("research the topic", budgets, mode);
+        match longrun_app::api::create_run_with_id(&self.p, &user, req, id.clone()).await {
+            Ok(_) => self.sim.note(format!("{user} created {id}")),
+            Err(e) => self.sim.note(format!("{user} could not create {id}: {e}")),
+        }
+    }
+
+    async fn random_run(&self) -> Option<String> {
+        let runs = check::all_runs(&self.sim.inner, &self.users).await;
+        let ids: Vec<String> = runs.into_iter().map(|r| r.id).collect();
+        lock(&self.sim.rng).pick(&ids).cloned()
+    }
+
+    /// Faults are off: workers drain the queue; when it is idle, time passes and the sweeper
+    /// nudges what is owed. True when every run ended or waits, with its outcome published.
+    async fn settle(&self, steps: u32) -> bool {
+        for _ in 0..steps {
+            let runs = check::all_runs(&self.sim.inner, &self.users).await;
+            if runs.iter().all(settled) {
+                return true;
+            }
+            if self.queue.is_empty() || self.sim.chance(200) {
+                self.sim.clock.advance(31_000);
+                sweep(&self.sim, &self.p).await;
+            }
+            worker(&self.sim, &self.p).await;
+        }
+        false
+    }
+}
+
+/// Ended or waiting (on the user, on live children, paused by the user), outcome published.
+pub(crate) fn settled(r: &Run) -> bool {
+    let at_rest = r.status.is_ended()
+        || r.status == RunStatus::WaitingOnUser
+        || r.status == RunStatus::Paused
+        || (r.status == RunStatus::WaitingOnChildren && r.active_children() > 0);
+    at_rest && r.notified
+}
+
+fn template(objective: &str, budgets: BudgetsInput, mode: Option<PermissionMode>) -> RunTemplate {
+    RunTemplate {
+        objective: objective.into(),
+        budgets,
+        thresholds: None,
+        model: None,
+        models: vec![],
+        permission_mode: mode,
+    }
+}
+
+/// One worker receive: every message taken is stepped; a crash makes the next worker a new
+/// process with a new identity.
+async fn worker(sim: &Sim, p: &Platform) {
+    let max = sim.range(1, 3) as usize;
+    let deliveries = match p.queue.receive(max, VISIBILITY_MS).await {
+        Ok(d) => d,
+        Err(e) => {
+            sim.note(format!("receive: {e}"));
+            return;
+        }
+    };
+    for d in deliveries {
+        let owner = format!("worker{}", sim.workers.fetch_add(1, Ordering::SeqCst));
+        sim.note(format!("{owner} got {} ({})", d.body, d.receive_count));
+        if handle_delivery(&p.engine, &*p.queue, &d, &owner, VISIBILITY_MS).await {
+            sim.note(format!("{owner} crashed"));
+        }
+    }
+}
+
+async fn sweep(sim: &Sim, p: &Platform) {
+    match p.dispatch.sweep(60_000, 20).await {
+        Ok(r) => sim.note(format!("sweep: {r:?}")),
+        Err(e) => sim.note(format!("sweep: {e}")),
+    }
+}
+
+/// What a user does to a run: cancel, pause, continue with more budget, respond, or edit.
+async fn user_action(sim: &Sim, p: &Platform, id: &str) {
+    let Some(run) = sim.inner.get_run(id).await.ok().flatten() else {
+        return;
+    };
+    let (what, result) = match sim.below(100) {
+        0..=14 => ("cancel", longrun_app::api::cancel_run(p, id).await),
+        15..=29 => ("pause", longrun_app::api::pause_run(p, id).await),
+        30..=49 => {
+            let b = &run.budgets;
+            let more = BudgetsInput {
+                max_iterations: Some(b.max_iterations as i64 + 3),
+                max_tokens: b.max_tokens.map(|t| t as i64 + 3_000),
+                ..Default::default()
+            };
+            (
+                "continue",
+                longrun_app::api::continue_run_with(p, id, &more).await,
+            )
+        }
+        50..=79 => {
+            let approval = Approval {
+                approve: sim.chance(800).then_some(sim.chance(800)),
+                decisions: vec![],
+            };
+            let answer = if sim.chance(500) {
+                "use the first source"
+            } else {
+                ""
+            };
+            (
+                "respond",
+                longrun_app::api::respond_run(p, id, answer, approval).await,
+            )
+        }
+        _ => {
+            let edit = RunPatch {
+                objective: Some(format!("research the topic (revision {})", sim.below(100))),
+                plan: vec![],
+            };
+            ("patch", longrun_app::api::patch_run_with(p, id, edit).await)
+        }
+    };
+    match result {
+        Ok(r) => sim.note(format!("user {what} {id}: now {}", r.status)),
+        Err(e) => sim.note(format!("user {what} {id}: {e}")),
+    }
+}
+
+/// Another actor's turn while a model call is in flight: a user on this run or another, the
+/// sweeper, or a second worker (whose step may nest one level).
+pub(crate) async fn interleave(sim: &Arc<Sim>, run_id: &str) {
+    let Some(p) = sim.platform() else { return };
+    if sim.depth.fetch_add(1, Ordering::SeqCst) >= 2 {
+        sim.depth.fetch_sub(1, Ordering::SeqCst);
+        return;
+    }
+    let roll = sim.below(100);
+    let fut: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> = match roll {
+        0..=39 => Box::pin(user_action(sim, &p, run_id)),
+        40..=59 => Box::pin(async {
+            let runs = check::all_runs(&sim.inner, &users(3)).await;
+            let ids: Vec<String> = runs.into_iter().map(|r| r.id).collect();
+            let other = lock(&sim.rng).pick(&ids).cloned();
+            if let Some(other) = other {
+                user_action(sim, &p, &other).await;
+            }
+        }),
+        60..=69 => Box::pin(sweep(sim, &p)),
+        _ => Box::pin(worker(sim, &p)),
+    };
+    fut.await;
+    sim.depth.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// A second worker receives while this one is stuck in a call past its lease: it may take the
+/// same iteration over.
+pub(crate) async fn take_over(sim: &Arc<Sim>) {
+    let Some(p) = sim.platform() else { return };
+    if sim.depth.fetch_add(1, Ordering::SeqCst) < 2 {
+        sim.note("another worker receives".into());
+        let fut: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> =
+            Box::pin(worker(sim, &p));
+        fut.await;
+    }
+    sim.depth.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// A change by another actor that lands just before this write: the store re-evaluates the
+/// write against it.
+pub(crate) async fn race(sim: &Arc<Sim>, run_id: &str) {
+    let Some(p) = sim.platform() else { return };
+    if sim.depth.fetch_add(1, Ordering::SeqCst) >= 2 {
+        sim.depth.fetch_sub(1, Ordering::SeqCst);
+        return;
+    }
+    let fut: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> =
+        Box::pin(user_action(sim, &p, run_id));
+    fut.await;
+    sim.depth.fetch_sub(1, Ordering::SeqCst);
+}
