@@ -1,7 +1,7 @@
 # The two commands a new user needs: `make demo` and `make test`.
 CARGO ?= cargo
 
-.PHONY: demo test lint web bench bench-aws bench-llm bench-lambda capacity serve build synth package sim sim-broken
+.PHONY: demo test test-dynamodb-local lint web bench bench-aws bench-llm bench-lambda capacity serve build synth package sim sim-broken
 
 ## A real multi-iteration run on the embedded platform: no cloud account, no API key.
 demo:
@@ -19,9 +19,16 @@ demo:
 test:
 	scripts/web build
 	scripts/with-llm scripts/with-moto $(CARGO) test --workspace --all-targets
+	$(MAKE) test-dynamodb-local
 	$(MAKE) sim-broken
 	scripts/web test
 	scripts/infra check
+
+## The DynamoDB conformance suite and the Lambda handlers again, with DynamoDB on AWS's own
+## emulator (DynamoDB Local, stricter than moto about transactions and item sizes) and
+## SQS/SNS still on moto.
+test-dynamodb-local:
+	scripts/with-moto scripts/with-dynamodb-local sh -c '$(CARGO) test -q -p longrun-tests --test store_conformance dynamodb && $(CARGO) test -q -p longrun-tests --test aws_lambda'
 
 ## The deterministic simulator (sim/): SEEDS seeded fault schedules from seed FROM, every
 ## invariant checked after each (`make sim SEEDS=100000` is a soak); `make sim SEED=n` replays

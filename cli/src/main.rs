@@ -1,6 +1,7 @@
 //! `longrun`: serve the embedded platform, start and follow runs.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod http;
 mod remote;
 
 mod console {
@@ -63,6 +64,9 @@ struct BudgetFlags {
     /// Cost budget in USD.
     #[arg(long, value_name = "USD", allow_negative_numbers = true)]
     max_cost: Option<f64>,
+    /// Tool calls over the whole run.
+    #[arg(long, allow_negative_numbers = true)]
+    max_tool_calls: Option<i64>,
 }
 
 impl BudgetFlags {
@@ -72,6 +76,7 @@ impl BudgetFlags {
             max_running_ms: self.max_running_time.map(|s| s.saturating_mul(1000)),
             max_tokens: self.max_tokens,
             max_cost_usd: self.max_cost,
+            max_tool_calls: self.max_tool_calls,
         }
     }
 }
@@ -104,6 +109,10 @@ struct ServeArgs {
     /// Base URL for deep links in notifications.
     #[arg(long, env = "APP_BASE_URL")]
     app_base_url: Option<String>,
+    /// Seconds a client may take to send a request's headers, or between pieces of its body;
+    /// also how long an idle keep-alive connection stays open.
+    #[arg(long, env = "LONGRUN_READ_TIMEOUT", default_value_t = 30)]
+    read_timeout: u64,
 }
 
 #[derive(Subcommand)]
@@ -131,6 +140,9 @@ enum Command {
         /// Keep the embedded run's data here instead of a temporary dir.
         #[arg(long)]
         data_dir: Option<PathBuf>,
+        /// Only this tool (built-in or registered); repeat for several. Default: every tool.
+        #[arg(long = "tool", value_name = "NAME")]
+        tools: Vec<String>,
     },
     /// A real multi-iteration embedded run with a built-in script; prints the report.
     Demo {
@@ -231,6 +243,7 @@ async fn dispatch(cli: Cli) -> Result<()> {
             models,
             embedded: true,
             data_dir,
+            tools,
             mode,
             ..
         } => {
@@ -248,8 +261,13 @@ async fn dispatch(cli: Cli) -> Result<()> {
                 models
             };
             let mode = mode.map(|m| parse_mode(&m)).transpose()?;
-            let report =
-                run_embedded(&data_dir, &objective, &budgets, &models, mode, quiet).await?;
+            let run = RunFlags {
+                budgets: &budgets,
+                models: &models,
+                mode,
+                tools: &tools,
+            };
+            let report = run_embedded(&data_dir, &objective, run, quiet).await?;
             print_report(&report, cli.json)
         }
         Command::Demo { data_dir } => {
@@ -257,15 +275,13 @@ async fn dispatch(cli: Cli) -> Result<()> {
             println!(
                 "longrun demo — a scripted agent writes a small tea guide, one bounded iteration at a time.\n"
             );
-            let report = run_embedded(
-                &data_dir,
-                DEMO_OBJECTIVE,
-                &BudgetFlags::default(),
-                std::slice::from_ref(&model),
-                None,
-                false,
-            )
-            .await?;
+            let run = RunFlags {
+                budgets: &BudgetFlags::default(),
+                models: std::slice::from_ref(&model),
+                mode: None,
+                tools: &[],
+            };
+            let report = run_embedded(&data_dir, DEMO_OBJECTIVE, run, false).await?;
             print_report(&report, false)?;
             println!("\nWhere to look:");
             println!(
@@ -303,11 +319,15 @@ async fn serve(args: ServeArgs) -> Result<()> {
         max_inflight,
         model_limits,
         app_base_url,
+        read_timeout,
     } = args;
     let data_dir = data_dir.as_path();
     let model_limits = ModelLimits::parse(model_limits.iter().map(String::as_str))?;
     if max_inflight == 0 {
         bail!("--max-inflight must be at least 1");
+    }
+    if read_timeout == 0 {
+        bail!("--read-timeout must be at least 1 second");
     }
     if models.is_empty() {
         models.push(write_demo_script(data_dir)?);
@@ -361,9 +381,12 @@ async fn serve(args: ServeArgs) -> Result<()> {
         data_dir.display()
     );
     let app = router_with_console(running.platform.clone(), Console::local(console::ASSETS));
-    axum::serve(listener, app)
-        .with_graceful_shutdown(stop_signal())
-        .await?;
+    let read_timeout = Duration::from_secs(read_timeout);
+    let timeouts = http::ReadTimeouts {
+        header: read_timeout,
+        body: read_timeout,
+    };
+    http::serve(listener, app, timeouts, stop_signal()).await;
     let _ = stop_tx.send(true);
     for h in handles {
         let _ = h.await;
@@ -400,16 +423,22 @@ async fn stop_signal() {
     }
 }
 
+/// What `run` asks of the run besides its objective: the same in both modes.
+struct RunFlags<'a> {
+    budgets: &'a BudgetFlags,
+    models: &'a [String],
+    mode: Option<PermissionMode>,
+    tools: &'a [String],
+}
+
 /// Runs the loop in-process until the run settles, printing progress unless `quiet`.
 async fn run_embedded(
     data_dir: &Path,
     objective: &str,
-    budgets: &BudgetFlags,
-    models: &[String],
-    mode: Option<PermissionMode>,
+    run: RunFlags<'_>,
     quiet: bool,
 ) -> Result<Report> {
-    let config = AppConfig::new(Tokens::default(), models.to_vec())?;
+    let config = AppConfig::new(Tokens::default(), run.models.to_vec())?;
     let opts = Embedded {
         worker: WorkerConfig {
             idle_sleep: Duration::from_millis(5),
@@ -423,17 +452,19 @@ async fn run_embedded(
     let p = running.platform.clone();
     let req = CreateRun {
         objective: objective.to_string(),
-        budgets: budgets.input(),
+        budgets: run.budgets.input(),
         thresholds: None,
         model: None,
-        models: models.to_vec(),
-        permission_mode: mode,
+        models: run.models.to_vec(),
+        permission_mode: run.mode,
+        allowed_tools: (!run.tools.is_empty()).then(|| run.tools.to_vec()),
     };
+    let models = run.models.join(", ");
     let run = create_run(&p, "local", req)
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     if !quiet {
-        println!("run {} started (model {})", run.id, models.join(", "));
+        println!("run {} started (model {models})", run.id);
     }
     let settled = wait_settled(&p, &run.id, quiet).await;
     let _ = stop_tx.send(true);

@@ -165,9 +165,13 @@ pub async fn run(
             models,
             follow: f,
             mode,
+            tools,
             ..
         } => {
             let mut body = json!({"objective": objective, "budgets": budgets.input()});
+            if !tools.is_empty() {
+                body["allowed_tools"] = json!(tools);
+            }
             if !models.is_empty() {
                 body["models"] = json!(models);
             }

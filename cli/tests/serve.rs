@@ -1,9 +1,95 @@
-//! `longrun serve` as a process: it stops cleanly on SIGTERM, as on SIGINT.
+//! `longrun serve` as a process: it stops cleanly on SIGTERM, as on SIGINT; it closes
+//! connections that stop sending; and `kill -9` under load, again and again, loses nothing.
 #![allow(clippy::unwrap_used)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const TOKEN: &str = "lr_serve_test_token";
+
+/// A `longrun serve` child process on a free loopback port.
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Server {
+    fn start(data_dir: &Path, extra: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_longrun"))
+            .args([
+                "serve",
+                "--port",
+                "0",
+                "--active-limit",
+                "1000",
+                "--data-dir",
+            ])
+            .arg(data_dir)
+            .args(extra)
+            .env("LONGRUN_TOKENS", format!("{TOKEN}:alice"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let addr = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .find_map(|l| {
+                l.split_once("listening on http://")
+                    .and_then(|(_, rest)| rest.split_whitespace().next().map(str::to_string))
+            })
+            .expect("the server never said it was listening");
+        // Keep draining stdout so the server never blocks on a full pipe.
+        std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
+        Server { child, addr }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    fn kill9(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends `request` and reads until the server closes the connection; `Some(bytes read)` if it
+/// did within `limit`, `None` if the connection was still open then.
+fn closed_within(addr: &str, request: &[u8], limit: Duration) -> Option<Vec<u8>> {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.write_all(request).unwrap();
+    stream.set_read_timeout(Some(limit)).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return Some(got),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut =>
+            {
+                return None;
+            }
+            Err(_) => return Some(got),
+        }
+    }
+}
 
 #[test]
 #[cfg(unix)]
@@ -44,4 +130,242 @@ fn serve_shuts_down_cleanly_on_sigterm() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(status.success(), "exit status {status:?}");
+}
+
+#[test]
+fn serve_closes_connections_that_stop_sending_headers_or_body() {
+    // Arrange: a server whose clients get 1 s to send each part of a request.
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--read-timeout", "1"]);
+    let addr = server.addr.clone();
+    let body_prefix = format!(
+        "POST /v1/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"objective\""
+    );
+    let limit = Duration::from_secs(15);
+
+    // Act: one client sends nothing, one half its headers, one half its body.
+    let silent = closed_within(&addr, b"", limit);
+    let half_headers = closed_within(&addr, b"GET /healthz HTTP/1.1\r\nHost: x\r\n", limit);
+    let half_body = closed_within(&addr, body_prefix.as_bytes(), limit);
+    // A complete request on a keep-alive connection is answered, then the idle connection closed.
+    let complete = closed_within(&addr, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", limit);
+
+    // Assert
+    assert!(
+        silent.is_some(),
+        "a connection that sent nothing stayed open"
+    );
+    assert!(
+        half_headers.is_some(),
+        "half-sent headers kept the connection open"
+    );
+    let half_body = half_body.expect("a half-sent body kept the connection open");
+    let answer = String::from_utf8_lossy(&half_body);
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 4"),
+        "a half-sent body is refused, not accepted: {answer}"
+    );
+    let complete = complete.expect("an idle keep-alive connection stayed open");
+    assert!(String::from_utf8_lossy(&complete).starts_with("HTTP/1.1 200"));
+    let created = reqwest_get_json(&server, "/v1/runs");
+    assert_eq!(
+        created["runs"],
+        json!([]),
+        "the half-sent run was not created"
+    );
+}
+
+fn reqwest_get_json(server: &Server, path: &str) -> Value {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        reqwest::Client::new()
+            .get(server.url(path))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    })
+}
+
+/// Creates up to 15 runs, one every 10 ms, until the server stops answering; the ids it
+/// accepted.
+async fn create_until_killed(client: reqwest::Client, url: String, round: usize) -> Vec<String> {
+    let mut ids = Vec::new();
+    for i in 0..15 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let res = client
+            .post(&url)
+            .bearer_auth(TOKEN)
+            .json(&json!({"objective": format!("kill test round {round} run {i}")}))
+            .send()
+            .await;
+        let Ok(res) = res else { break };
+        if res.status() != reqwest::StatusCode::CREATED {
+            break;
+        }
+        let Ok(run) = res.json::<Value>().await else {
+            break;
+        };
+        ids.push(run["id"].as_str().unwrap().to_string());
+    }
+    ids
+}
+
+async fn get(client: &reqwest::Client, server: &Server, path: &str) -> Value {
+    let res = client
+        .get(server.url(path))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_success(), "GET {path}: {}", res.status());
+    res.json().await.unwrap()
+}
+
+async fn all_runs(client: &reqwest::Client, server: &Server) -> Vec<Value> {
+    let mut runs = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let page = get(
+            client,
+            server,
+            &format!("/v1/runs?limit=200&cursor={cursor}"),
+        )
+        .await;
+        runs.extend(page["runs"].as_array().unwrap().iter().cloned());
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = c.to_string(),
+            None => return runs,
+        }
+    }
+}
+
+const ENDED: [&str; 4] = ["completed", "failed", "stopped", "canceled"];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_killed_with_sigkill_under_load_ten_times_loses_and_doubles_nothing() {
+    // Arrange: one data dir that outlives every process.
+    let dir = tempfile::tempdir().unwrap();
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let mut accepted = BTreeSet::new();
+
+    // Act: ten times, start the server on the same data, create runs as fast as it accepts
+    // them while earlier ones iterate, and kill -9 it at a different moment each round.
+    for round in 0..10 {
+        let server = Server::start(dir.path(), &[]);
+        let creating = tokio::spawn(create_until_killed(
+            client.clone(),
+            server.url("/v1/runs"),
+            round,
+        ));
+        tokio::time::sleep(Duration::from_millis(150 + 70 * round as u64)).await;
+        tokio::task::spawn_blocking(move || server.kill9())
+            .await
+            .unwrap();
+        accepted.extend(creating.await.unwrap());
+    }
+    let server = Server::start(dir.path(), &[]);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let runs = loop {
+        let runs = all_runs(&client, &server).await;
+        if runs
+            .iter()
+            .all(|r| ENDED.contains(&r["status"].as_str().unwrap()))
+        {
+            break runs;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "runs still not ended 120 s after the last restart"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+
+    // Assert: every accepted run is there and ended, with each iteration committed once,
+    // a gapless log, a report and exactly one outcome notification.
+    assert!(
+        accepted.len() >= 20,
+        "only {} runs were created",
+        accepted.len()
+    );
+    let listed: BTreeSet<String> = runs
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_string())
+        .collect();
+    assert!(accepted.is_subset(&listed), "an accepted run was lost");
+    let inbox = get(&client, &server, "/v1/notifications?limit=200").await;
+    let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
+    for n in inbox["notifications"].as_array().unwrap() {
+        *outcomes
+            .entry(n["run_id"].as_str().unwrap().to_string())
+            .or_default() += 1;
+    }
+    for summary in &runs {
+        let id = summary["id"].as_str().unwrap();
+        let run = get(&client, &server, &format!("/v1/runs/{id}")).await;
+        let its = get(
+            &client,
+            &server,
+            &format!("/v1/runs/{id}/iterations?limit=500"),
+        )
+        .await;
+        let ns: Vec<u64> = its["iterations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["n"].as_u64().unwrap())
+            .collect();
+        let iteration = run["iteration"].as_u64().unwrap();
+        assert_eq!(
+            ns,
+            (1..=iteration).collect::<Vec<_>>(),
+            "{id}: iterations once each"
+        );
+        let events = get(
+            &client,
+            &server,
+            &format!("/v1/runs/{id}/events?after=0&limit=1000"),
+        )
+        .await;
+        let events = events["events"].as_array().unwrap();
+        let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+        let event_seq = run["event_seq"].as_u64().unwrap();
+        assert_eq!(
+            seqs,
+            (1..=event_seq).collect::<Vec<_>>(),
+            "{id}: gapless log"
+        );
+        let committed: Vec<u64> = events
+            .iter()
+            .filter(|e| e["type"] == "iteration_committed")
+            .map(|e| e["payload"]["iteration"].as_u64().unwrap())
+            .collect();
+        assert_eq!(
+            committed,
+            (1..=iteration).collect::<Vec<_>>(),
+            "{id}: one commit each"
+        );
+        let report = client
+            .get(server.url(&format!("/v1/runs/{id}/report")))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            report.status(),
+            reqwest::StatusCode::OK,
+            "{id}: has a report"
+        );
+        assert_eq!(outcomes.get(id), Some(&1), "{id}: one outcome notification");
+    }
 }

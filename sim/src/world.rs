@@ -241,6 +241,7 @@ fn template(objective: &str, budgets: BudgetsInput, mode: Option<PermissionMode>
         model: None,
         models: vec![],
         permission_mode: mode,
+        allowed_tools: None,
     }
 }
 

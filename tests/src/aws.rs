@@ -13,6 +13,13 @@ pub fn require_emulator() -> String {
         url.starts_with("http://127.0.0.1:") || url.starts_with("http://localhost:"),
         "AWS_ENDPOINT_URL must be a loopback emulator, got {url}"
     );
+    // `scripts/with-dynamodb-local` sends DynamoDB alone to AWS's own emulator.
+    if let Ok(ddb) = std::env::var("AWS_ENDPOINT_URL_DYNAMODB") {
+        assert!(
+            ddb.starts_with("http://127.0.0.1:") || ddb.starts_with("http://localhost:"),
+            "AWS_ENDPOINT_URL_DYNAMODB must be a loopback emulator, got {ddb}"
+        );
+    }
     url
 }
 

@@ -74,6 +74,7 @@ pub fn run_request(
         model: None,
         models: vec![],
         permission_mode: None,
+        allowed_tools: None,
     }
 }
 

@@ -494,6 +494,39 @@ async fn cancel_stops_a_running_run_and_frees_its_slot() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_poll_on_an_ended_run_answers_at_once_instead_of_waiting() {
+    let app = spawn_app(LOOP, 3, true).await;
+    let (_, run) = app
+        .post("/v1/runs", ALICE, json!({"objective": "keep writing"}))
+        .await;
+    let id = run["id"].as_str().unwrap().to_string();
+    app.wait_iteration(&id, 1).await;
+    app.post(&format!("/v1/runs/{id}/cancel"), ALICE, json!({}))
+        .await;
+    let ended = app.wait_status(&id, &["canceled"]).await;
+    let last = ended["event_seq"].as_u64().unwrap();
+
+    // Asked to wait 30 s for events that can never come; a client giving up after 10 s
+    // would fail the request.
+    let resp = app
+        .http
+        .get(format!(
+            "{}/v1/runs/{id}/events?after={last}&wait=30",
+            app.base
+        ))
+        .bearer_auth(ALICE)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .unwrap();
+
+    assert_eq!(resp.status(), StatusCode::OK);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["events"], json!([]));
+    assert_eq!(body["next_after"], last);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_run_continues_only_with_a_raised_budget_and_keeps_its_spend() {
     let app = spawn_app(LOOP, 3, true).await;
     let (_, run) = app
@@ -849,6 +882,7 @@ async fn serve_posts_a_signed_webhook_for_each_outcome() {
         model: None,
         models: vec![],
         permission_mode: None,
+        allowed_tools: None,
     };
     let id = longrun_app::create_run(t.p(), "alice", req)
         .await

@@ -28,6 +28,7 @@ async fn start(t: &TestPlatform) -> String {
         permission_mode: None,
         models: vec![],
         model: None,
+        allowed_tools: None,
     };
     create_run(t.p(), "alice", req).await.unwrap().id
 }

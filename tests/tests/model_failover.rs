@@ -48,6 +48,7 @@ async fn start(t: &TestPlatform, models: &[&str]) -> String {
         model: None,
         models: models.iter().map(|m| m.to_string()).collect(),
         permission_mode: None,
+        allowed_tools: None,
     };
     create_run(t.p(), "alice", req).await.unwrap().id
 }
@@ -88,6 +89,7 @@ async fn models_outside_the_servers_list_are_refused_at_creation() {
         model: Some(MODEL.into()),
         models: vec!["openai:gpt-4.1".into()],
         permission_mode: None,
+        allowed_tools: None,
     };
     let err = create_run(t.p(), "alice", req).await.unwrap_err();
     assert!(err.to_string().contains("first of models"), "{err}");
@@ -99,6 +101,7 @@ async fn models_outside_the_servers_list_are_refused_at_creation() {
         model: None,
         models: vec![MODEL.into(), "openai:gpt-4.1".into()],
         permission_mode: None,
+        allowed_tools: None,
     };
     let err = create_run(t.p(), "alice", req).await.unwrap_err();
     assert!(

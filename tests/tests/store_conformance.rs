@@ -509,6 +509,7 @@ mod suite {
                 model: None,
                 permission_mode: None,
                 models: vec![],
+                allowed_tools: None,
             },
             next_at,
             created_at: 1,

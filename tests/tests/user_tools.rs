@@ -120,6 +120,7 @@ async fn start(t: &TestPlatform) -> String {
         model: None,
         permission_mode: None,
         models: vec![],
+        allowed_tools: None,
     };
     create_run(t.p(), "alice", req).await.unwrap().id
 }

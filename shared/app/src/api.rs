@@ -96,6 +96,9 @@ pub async fn create_run_with_id(
     id: String,
 ) -> Result<Run, ApiError> {
     let run = prepare_run(p, user, req, id)?;
+    if let Some(allowed) = &run.allowed_tools {
+        check_tools_exist(p, user, allowed).await?;
+    }
     let run = p
         .store
         .create_run(change::create(run, p.config.active_limit))
@@ -104,6 +107,25 @@ pub async fn create_run_with_id(
     p.dispatch.enqueue_next(&run, StepReason::Start).await?;
     Ok(run)
 }
+
+/// Every name in `allowed_tools` is a built-in or one of the user's registered tools.
+async fn check_tools_exist(p: &Platform, user: &str, allowed: &[String]) -> Result<(), ApiError> {
+    let registered = p.store.tools(user).await?;
+    let known =
+        |name: &str| p.engine.tools.contains(name) || registered.iter().any(|t| t.name == name);
+    if let Some(unknown) = allowed.iter().find(|n| !known(n)) {
+        let mut names: Vec<&str> = p.engine.tools.names();
+        names.extend(registered.iter().map(|t| t.name.as_str()));
+        return Err(ApiError::Unprocessable(format!(
+            "allowed_tools: there is no tool `{unknown}`; tools: {}",
+            names.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// At most this many names in `allowed_tools`.
+pub const MAX_ALLOWED_TOOLS: usize = 64;
 
 /// Validates a request into a new queued run; writes nothing.
 pub fn prepare_run(p: &Platform, user: &str, req: CreateRun, id: String) -> Result<Run, ApiError> {
@@ -156,6 +178,14 @@ pub fn prepare_run(p: &Platform, user: &str, req: CreateRun, id: String) -> Resu
     let now = p.clock.now_ms();
     let mut run = Run::new(&id, user, objective, &model, budgets, thresholds, now);
     run.permission_mode = req.permission_mode.unwrap_or_default();
+    if let Some(allowed) = req.allowed_tools {
+        if allowed.len() > MAX_ALLOWED_TOOLS || allowed.iter().any(|n| n.trim().is_empty()) {
+            return Err(ApiError::Unprocessable(format!(
+                "allowed_tools must list at most {MAX_ALLOWED_TOOLS} tool names, none empty"
+            )));
+        }
+        run.allowed_tools = Some(allowed);
+    }
     if models.len() > 1 {
         run.models = models;
     }
@@ -283,10 +313,16 @@ async fn events(
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<EventsQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    owned(&p, &user, &id).await?;
+    let run = owned(&p, &user, &id).await?;
     let after = q.after.unwrap_or(0);
     let limit = q.limit.unwrap_or(100).clamp(1, 1000);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(q.wait.unwrap_or(0).min(30));
+    // An ended run logs nothing more: there is nothing to wait for.
+    let wait = if run.status.is_ended() {
+        0
+    } else {
+        q.wait.unwrap_or(0).min(30)
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(wait);
     loop {
         let events = p.store.events(&id, after, limit).await?;
         if !events.is_empty() || tokio::time::Instant::now() >= deadline {

@@ -391,6 +391,7 @@ impl CommitPlan {
         }
         next.metrics.iterations += 1;
         next.metrics.running_ms += self.running_ms;
+        next.metrics.tool_calls += self.record.metrics.tool_calls;
         next.metrics.docs += self.record.created_docs.len() as u32;
         next.updated_at = self.now;
         if self.answers_consumed {

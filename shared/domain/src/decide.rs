@@ -38,6 +38,7 @@ pub enum BudgetKind {
     MaxRunningMs,
     MaxTokens,
     MaxCostUsd,
+    MaxToolCalls,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,6 +70,17 @@ pub fn check_budgets(
         return Some(BudgetExhausted {
             kind: BudgetKind::MaxTokens,
             detail: format!("max_tokens: used {} of {max} tokens", metrics.tokens()),
+        });
+    }
+    if let Some(max) = budgets.max_tool_calls
+        && metrics.tool_calls >= max
+    {
+        return Some(BudgetExhausted {
+            kind: BudgetKind::MaxToolCalls,
+            detail: format!(
+                "max_tool_calls: made {} of {max} tool calls",
+                metrics.tool_calls
+            ),
         });
     }
     if let Some(max) = budgets.max_cost_usd
@@ -736,6 +748,7 @@ mod tests {
             max_running_ms: 1000,
             max_tokens: Some(100),
             max_cost_usd: Some(0.5),
+            max_tool_calls: Some(3),
         };
         let mut m = Metrics::default();
         assert_eq!(check_budgets(&b, &m, 1, 0), None);
@@ -758,6 +771,11 @@ mod tests {
         let e = check_budgets(&b, &m, 1, 0).unwrap();
         assert_eq!(e.kind, BudgetKind::MaxCostUsd);
         assert!(e.detail.contains("max_cost_usd"));
+        m.cost_usd = 0.0;
+        m.tool_calls = 3;
+        let e = check_budgets(&b, &m, 1, 0).unwrap();
+        assert_eq!(e.kind, BudgetKind::MaxToolCalls);
+        assert!(e.detail.contains("made 3 of 3"), "{}", e.detail);
     }
 
     #[test]

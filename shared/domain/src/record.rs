@@ -148,6 +148,8 @@ pub struct IterationMetrics {
     pub output_tokens: u64,
     pub cost_usd: f64,
     pub running_ms: u64,
+    #[serde(default)]
+    pub tool_calls: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

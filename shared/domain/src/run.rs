@@ -133,6 +133,9 @@ pub struct Budgets {
     pub max_tokens: Option<u64>,
     #[serde(default)]
     pub max_cost_usd: Option<f64>,
+    /// Tool calls over the whole run (planner, repair and executor calls alike).
+    #[serde(default)]
+    pub max_tool_calls: Option<u64>,
 }
 
 fn default_max_iterations() -> u32 {
@@ -149,6 +152,7 @@ impl Default for Budgets {
             max_running_ms: DEFAULT_MAX_RUNNING_MS,
             max_tokens: None,
             max_cost_usd: None,
+            max_tool_calls: None,
         }
     }
 }
@@ -162,6 +166,7 @@ pub struct BudgetsInput {
     pub max_running_ms: Option<i64>,
     pub max_tokens: Option<i64>,
     pub max_cost_usd: Option<f64>,
+    pub max_tool_calls: Option<i64>,
 }
 
 pub const MAX_ITERATIONS_CEILING: i64 = 10_000;
@@ -197,6 +202,9 @@ impl BudgetsInput {
                 });
             }
             out.max_cost_usd = Some(v);
+        }
+        if let Some(v) = self.max_tool_calls {
+            out.max_tool_calls = Some(positive("budgets.max_tool_calls", v, 1_000_000)?);
         }
         Ok(out)
     }
@@ -288,6 +296,9 @@ pub struct Metrics {
     pub children_tokens: u64,
     #[serde(default)]
     pub children_cost_usd: f64,
+    /// Tool calls made (counted against `budgets.max_tool_calls`).
+    #[serde(default)]
+    pub tool_calls: u64,
 }
 
 impl Metrics {
@@ -447,6 +458,14 @@ pub fn carve_child_budgets(
     }
     b.max_running_ms = b.max_running_ms.min(running_left);
     b.max_iterations = b.max_iterations.min(parent.budgets.max_iterations);
+    if let Some(max) = parent.budgets.max_tool_calls {
+        // A child's calls come out of what the parent has left, as its tokens do.
+        let left = max.saturating_sub(parent.metrics.tool_calls);
+        if left == 0 {
+            return Err("no tool-call budget left for a child run".into());
+        }
+        b.max_tool_calls = Some(b.max_tool_calls.map_or(left.div_ceil(2), |t| t.min(left)));
+    }
     Ok(b)
 }
 
@@ -650,6 +669,10 @@ pub struct Run {
     /// Runs this run spawned, with the budgets carved out for them.
     #[serde(default)]
     pub children: Vec<ChildRun>,
+    /// The tools this run may use (built-in or registered); `None`: every tool. Children
+    /// inherit it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_tools: Option<Vec<String>>,
     /// Keys of the last model calls whose spend was recorded: a spend write retried after it
     /// landed counts once.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -707,6 +730,7 @@ impl Run {
             pending_calls: vec![],
             children: vec![],
             spend_keys: vec![],
+            allowed_tools: None,
             event_seq: 0,
             parent_run_id: None,
             depth: 0,

@@ -30,6 +30,9 @@ pub struct RunTemplate {
     /// `autopilot` (default), `approve_plan` or `per_write`.
     #[serde(default)]
     pub permission_mode: Option<PermissionMode>,
+    /// The tools the run may use, by name (built-in or registered); all when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_tools: Option<Vec<String>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -696,6 +696,19 @@ impl ToolRegistry {
         reg
     }
 
+    /// This registry narrowed to `names` (a run's `allowed_tools`): the planner is offered, and
+    /// may call, only these.
+    pub fn only(&self, names: &[String]) -> ToolRegistry {
+        let mut reg = self.clone();
+        reg.tools.retain(|name, _| names.contains(name));
+        reg.block = crate::prompt::tools_block(&reg.specs(None));
+        reg
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.tools.keys().map(String::as_str).collect()
+    }
+
     pub fn contains(&self, name: &str) -> bool {
         self.tools.contains_key(name)
     }

@@ -42,6 +42,7 @@ async fn main() {
         permission_mode: None,
         models: vec![],
         model: None,
+        allowed_tools: None,
     };
     let run = create_run(s.p(), "bench", req).await.unwrap();
     let run = s.drive(&run.id, 2_000).await;

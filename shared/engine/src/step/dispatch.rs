@@ -209,6 +209,7 @@ impl Dispatch {
         child.depth = parent.depth + 1;
         child.permission_mode = parent.permission_mode;
         child.models = parent.models.clone();
+        child.allowed_tools = parent.allowed_tools.clone();
         // Children are part of their parent's run, not new runs of the user's: no slot limit.
         let created = match self.store.create_run(change::create(child, u32::MAX)).await {
             Ok(run) => run,

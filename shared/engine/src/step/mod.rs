@@ -212,7 +212,7 @@ impl Engine {
             started_at,
         );
         staging.set_parent(run);
-        let tools = self.tools_for(&run.user_id).await?;
+        let tools = self.tools_for(run).await?;
         let mut draft = Draft {
             cancel: run.cancel_requested,
             ..Draft::default()

@@ -75,6 +75,22 @@ impl<'a> Iter<'a> {
         self.spent.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Counts one tool call against the run's `max_tool_calls`; the error is what the model
+    /// sees for a call the budget no longer allows.
+    pub fn take_tool_call(&self) -> Result<(), String> {
+        let mut s = self.spent();
+        if let Some(max) = self.run.budgets.max_tool_calls
+            && s.run.tool_calls >= max
+        {
+            return Err(format!(
+                "skipped: the run's tool-call budget is spent (max_tool_calls = {max})"
+            ));
+        }
+        s.run.tool_calls += 1;
+        s.iteration.tool_calls += 1;
+        Ok(())
+    }
+
     /// A budget used up by the spend and running time so far (`now` is when the iteration's
     /// work ended): a run whose budget is gone ends in this iteration's commit, not with an
     /// empty iteration after it.

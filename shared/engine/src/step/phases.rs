@@ -183,7 +183,7 @@ impl Engine {
         }
         let outcomes = self
             .run_tools(
-                &it.tools,
+                it,
                 staging,
                 &admitted.calls,
                 None,
@@ -228,7 +228,7 @@ impl Engine {
         };
         let calls: Vec<ToolCall> = repair.tool_calls.into_iter().take(max).collect();
         let calls = permissions::hold_writes(it.run, it.n, &it.tools, calls, draft);
-        let repaired = self.run_tools(&it.tools, staging, &calls, None, max).await;
+        let repaired = self.run_tools(it, staging, &calls, None, max).await;
         draft
             .tool_results
             .extend(repaired.iter().map(|o| brief_of(o, true)));
@@ -298,7 +298,7 @@ impl Engine {
             }
         };
         let results = self
-            .run_tools(&it.tools, staging, &out.tool_calls, Some(&allowed), max)
+            .run_tools(it, staging, &out.tool_calls, Some(&allowed), max)
             .await;
         Ok(brief(
             clip(&out.summary, 500),
@@ -308,7 +308,7 @@ impl Engine {
 
     async fn run_tools(
         &self,
-        tools: &ToolRegistry,
+        it: &Iter<'_>,
         staging: &Staging,
         calls: &[ToolCall],
         allowed: Option<&[&str]>,
@@ -324,7 +324,15 @@ impl Engine {
                 });
                 continue;
             }
-            out.push(tools.invoke(staging, call, allowed).await);
+            if let Err(e) = it.take_tool_call() {
+                out.push(ToolOutcome {
+                    name: call.name.clone(),
+                    args: call.args.clone(),
+                    result: Err(e),
+                });
+                continue;
+            }
+            out.push(it.tools.invoke(staging, call, allowed).await);
         }
         out
     }

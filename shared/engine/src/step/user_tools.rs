@@ -6,6 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use tracing::warn;
 
+use longrun_domain::run::Run;
+
 use super::{Engine, EngineError};
 use crate::ports::UserTool;
 use crate::tools::ToolRegistry;
@@ -37,8 +39,18 @@ impl UserToolCache {
 }
 
 impl Engine {
-    /// The built-ins, plus the tools the run's owner registered.
-    pub(super) async fn tools_for(&self, user_id: &str) -> Result<Arc<ToolRegistry>, EngineError> {
+    /// The tools the run may use: the built-ins plus its owner's registered tools, narrowed to
+    /// its `allowed_tools`.
+    pub(super) async fn tools_for(&self, run: &Run) -> Result<Arc<ToolRegistry>, EngineError> {
+        let tools = self.owner_tools(&run.user_id).await?;
+        Ok(match &run.allowed_tools {
+            Some(allowed) => Arc::new(tools.only(allowed)),
+            None => tools,
+        })
+    }
+
+    /// The built-ins, plus the tools the user registered.
+    async fn owner_tools(&self, user_id: &str) -> Result<Arc<ToolRegistry>, EngineError> {
         let Some(factory) = &self.user_tools else {
             return Ok(self.tools.clone());
         };
