@@ -9,7 +9,9 @@ demo:
 
 ## Every test: unit, port conformance suites (SQLite, memory, and DynamoDB/SQS/SNS on the moto
 ## emulator, which scripts/with-moto installs into .venv and runs on a free loopback port),
-## crash/redelivery, API, CLI, Lambda handlers, provider wire tests, and a run against a real
+## crash/redelivery, API, CLI (including `kill -9` of `longrun serve` under load), Lambda handlers
+## (again with DynamoDB on DynamoDB Local), the simulator, the MCP server under the official MCP
+## TypeScript SDK client, provider wire tests, and a run against a real
 ## model (SmolLM2-135M on llama.cpp's OpenAI-compatible server, which scripts/with-llm builds
 ## once into .venv-llm and serves on loopback); then the infrastructure,
 ## offline: CDK assertions and cdk-nag, cfn-lint and checkov on the synthesized template,
@@ -21,6 +23,7 @@ test:
 	scripts/with-llm scripts/with-moto $(CARGO) test --workspace --all-targets
 	$(MAKE) test-dynamodb-local
 	$(MAKE) sim-broken
+	scripts/mcp-test
 	scripts/web test
 	scripts/infra check
 

@@ -412,6 +412,21 @@ export class LongrunStack extends Stack {
       ],
     });
 
+    // Runs started by events: an app puts `longrun.StartRun` on the default bus (or an
+    // EventBridge Scheduler target sends one); the sweeper starts the run once per event id.
+    new events.Rule(this, 'StartRunEvents', {
+      ruleName: name('start-run'),
+      description: 'Starts a run for each longrun.StartRun event',
+      eventPattern: { detailType: ['longrun.StartRun'] },
+      targets: [
+        new targets.LambdaFunction(sweeper, {
+          deadLetterQueue: failed,
+          retryAttempts: 2,
+          maxEventAge: Duration.hours(1),
+        }),
+      ],
+    });
+
     // Identity: the caller's issuer, or a user pool made here.
     let jwt = props.jwt;
     if (!jwt) {
@@ -474,6 +489,8 @@ export class LongrunStack extends Stack {
     });
     const integration = new HttpLambdaIntegration('ApiIntegration', api);
     this.api.addRoutes({ path: '/v1/{proxy+}', methods: [apigw.HttpMethod.ANY], integration });
+    // The MCP server (JSON-RPC over POST), behind the same JWT authorizer as /v1.
+    this.api.addRoutes({ path: '/mcp', methods: [apigw.HttpMethod.POST], integration });
     const [health] = this.api.addRoutes({
       path: '/healthz',
       methods: [apigw.HttpMethod.GET],

@@ -444,6 +444,34 @@ resource "aws_lambda_permission" "sweeper_from_events" {
   source_arn    = aws_cloudwatch_event_rule.sweep.arn
 }
 
+# Runs started by events: an app puts `longrun.StartRun` on the default bus (or an EventBridge
+# Scheduler target sends one); the sweeper starts the run once per event id.
+resource "aws_cloudwatch_event_rule" "start_run" {
+  name          = "${local.name}-start-run"
+  description   = "Starts a run for each longrun.StartRun event"
+  event_pattern = jsonencode({ "detail-type" = ["longrun.StartRun"] })
+}
+
+resource "aws_cloudwatch_event_target" "start_run" {
+  rule = aws_cloudwatch_event_rule.start_run.name
+  arn  = aws_lambda_function.fn["sweeper"].arn
+  retry_policy {
+    maximum_retry_attempts       = 2
+    maximum_event_age_in_seconds = 3600
+  }
+  dead_letter_config {
+    arn = aws_sqs_queue.failed.arn
+  }
+}
+
+resource "aws_lambda_permission" "sweeper_from_start_run" {
+  statement_id  = "AllowStartRunEvents"
+  action        = "lambda:InvokeFunction"
+  function_name = aws_lambda_function.fn["sweeper"].function_name
+  principal     = "events.amazonaws.com"
+  source_arn    = aws_cloudwatch_event_rule.start_run.arn
+}
+
 # --- identity and API ------------------------------------------------------------------------
 
 resource "aws_cognito_user_pool" "users" {
@@ -518,6 +546,15 @@ resource "aws_apigatewayv2_integration" "api" {
 resource "aws_apigatewayv2_route" "v1" {
   api_id             = aws_apigatewayv2_api.api.id
   route_key          = "ANY /v1/{proxy+}"
+  target             = "integrations/${aws_apigatewayv2_integration.api.id}"
+  authorization_type = "JWT"
+  authorizer_id      = aws_apigatewayv2_authorizer.jwt.id
+}
+
+# The MCP server (JSON-RPC over POST), behind the same JWT authorizer as /v1.
+resource "aws_apigatewayv2_route" "mcp" {
+  api_id             = aws_apigatewayv2_api.api.id
+  route_key          = "POST /mcp"
   target             = "integrations/${aws_apigatewayv2_integration.api.id}"
   authorization_type = "JWT"
   authorizer_id      = aws_apigatewayv2_authorizer.jwt.id

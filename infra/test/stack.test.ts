@@ -180,6 +180,7 @@ describe('the longrun stack', () => {
       if (!open) assert.ok(r.Properties.AuthorizerId, `${r.Properties.RouteKey} names the authorizer`);
     }
     assert.ok(routes.some(([, r]) => r.Properties.RouteKey === 'ANY /v1/{proxy+}'));
+    assert.ok(routes.some(([, r]) => r.Properties.RouteKey === 'POST /mcp'));
     t.hasResourceProperties('AWS::ApiGatewayV2::Authorizer', {
       AuthorizerType: 'JWT',
       IdentitySource: ['$request.header.Authorization'],
@@ -310,6 +311,18 @@ describe('the longrun stack', () => {
           Arn: { 'Fn::GetAtt': [fnId(t, 'sweeper'), 'Arn'] },
           DeadLetterConfig: { Arn: Match.anyValue() },
           RetryPolicy: Match.objectLike({ MaximumRetryAttempts: 2 }),
+        }),
+      ],
+    });
+  });
+
+  it('starts a run for each longrun.StartRun event through the sweeper', () => {
+    t.hasResourceProperties('AWS::Events::Rule', {
+      EventPattern: { 'detail-type': ['longrun.StartRun'] },
+      Targets: [
+        Match.objectLike({
+          Arn: { 'Fn::GetAtt': [fnId(t, 'sweeper'), 'Arn'] },
+          DeadLetterConfig: { Arn: Match.anyValue() },
         }),
       ],
     });

@@ -1132,3 +1132,86 @@ async fn the_config_route_offers_the_models_default_budgets_and_limit_a_composer
         json!(["autopilot", "approve_plan", "per_write"])
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_answers_json_rpc_errors_by_code_and_notifications_with_202() {
+    // Arrange
+    let app = spawn_app(LOOP, 3, false).await;
+    let raw = |body: &'static str, origin: Option<&'static str>| {
+        let mut r = app
+            .http
+            .post(format!("{}/mcp", app.base))
+            .bearer_auth(ALICE)
+            .header("content-type", "application/json")
+            .body(body);
+        if let Some(o) = origin {
+            r = r.header("origin", o);
+        }
+        r.send()
+    };
+
+    // Act
+    let garbage: Value = raw("{not json", None).await.unwrap().json().await.unwrap();
+    let unknown = app
+        .post(
+            "/mcp",
+            ALICE,
+            json!({"jsonrpc": "2.0", "id": 7, "method": "runs/explode"}),
+        )
+        .await;
+    let no_tool = app
+        .post(
+            "/mcp",
+            ALICE,
+            json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "teleport"}}),
+        )
+        .await;
+    let notified = raw(
+        r#"{"jsonrpc": "2.0", "method": "notifications/initialized"}"#,
+        None,
+    )
+    .await
+    .unwrap()
+    .status();
+    let batch = app
+        .post(
+            "/mcp",
+            ALICE,
+            json!([{"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                   {"jsonrpc": "2.0", "method": "notifications/initialized"}]),
+        )
+        .await;
+    let old = app
+        .post(
+            "/mcp",
+            ALICE,
+            json!({"jsonrpc": "2.0", "id": 2, "method": "initialize",
+                   "params": {"protocolVersion": "2024-11-05", "capabilities": {},
+                              "clientInfo": {"name": "t", "version": "1"}}}),
+        )
+        .await;
+    let foreign = raw(
+        r#"{"jsonrpc": "2.0", "id": 3, "method": "ping"}"#,
+        Some("https://evil.example"),
+    )
+    .await
+    .unwrap()
+    .status();
+    let stream = app.get("/mcp", ALICE).await.0;
+
+    // Assert
+    assert_eq!(garbage["error"]["code"], -32700);
+    assert_eq!(unknown.1["error"]["code"], -32601);
+    assert_eq!(unknown.1["id"], 7);
+    assert_eq!(no_tool.1["error"]["code"], -32602);
+    assert_eq!(notified, StatusCode::ACCEPTED);
+    assert_eq!(batch.1, json!([{"jsonrpc": "2.0", "id": 1, "result": {}}]));
+    assert_eq!(old.1["result"]["protocolVersion"], "2024-11-05");
+    assert_eq!(old.1["result"]["serverInfo"]["name"], "longrun");
+    assert_eq!(
+        foreign,
+        StatusCode::FORBIDDEN,
+        "a page on another origin is refused"
+    );
+    assert_eq!(stream, StatusCode::METHOD_NOT_ALLOWED);
+}

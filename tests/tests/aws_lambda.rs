@@ -659,3 +659,52 @@ async fn a_model_retry_past_the_invocation_deadline_returns_the_step_after_the_r
     assert!(resp.batch_item_failures.is_empty());
     assert_eq!(s.run(&run_id).await.iteration, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_run_event_starts_its_run_once_however_often_it_is_delivered() {
+    // Arrange
+    let s = stack(NOTES_SCRIPT, Arc::new(NoFaults), 30_000).await;
+    let event = || serde_json::from_str(&fixture("eventbridge-start-run.json")).unwrap();
+
+    // Act: EventBridge delivers at least once; here twice.
+    let first = longrun_fn_sweeper::handle(s.p(), 60_000, event())
+        .await
+        .unwrap();
+    let second = longrun_fn_sweeper::handle(s.p(), 60_000, event())
+        .await
+        .unwrap();
+
+    // Assert
+    assert_eq!(first.started.len(), 1);
+    assert!(second.started.is_empty(), "the redelivery started nothing");
+    let run = s.run(&first.started[0]).await;
+    assert_eq!(run.user_id, "user-jwt-1");
+    assert_eq!(run.objective, "Write the weekly digest of the notes");
+    assert_eq!(run.budgets.max_iterations, 5);
+    let step = s.steps.receive(10, 30_000).await.unwrap();
+    assert_eq!(step.len(), 1, "its first step was sent once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_run_event_with_a_bad_template_fails_and_starts_nothing() {
+    // Arrange
+    let s = stack(NOTES_SCRIPT, Arc::new(NoFaults), 30_000).await;
+    let mut event: Value = serde_json::from_str(&fixture("eventbridge-start-run.json")).unwrap();
+    event["detail"]["template"]["objective"] = json!("");
+    let mut unknown = event.clone();
+    unknown["detail"]["template"] = json!({"objective": "x", "colour": "red"});
+
+    // Act
+    let empty =
+        longrun_fn_sweeper::handle(s.p(), 60_000, serde_json::from_value(event).unwrap()).await;
+    let unknown =
+        longrun_fn_sweeper::handle(s.p(), 60_000, serde_json::from_value(unknown).unwrap()).await;
+
+    // Assert
+    let empty = empty.unwrap_err().to_string();
+    assert!(empty.contains("objective"), "{empty}");
+    let unknown = unknown.unwrap_err().to_string();
+    assert!(unknown.contains("colour"), "{unknown}");
+    let runs = s.steps.receive(10, 30_000).await.unwrap();
+    assert!(runs.is_empty(), "no step was sent");
+}

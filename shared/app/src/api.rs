@@ -202,7 +202,7 @@ pub fn run_view(p: &Platform, run: &Run) -> Value {
     v
 }
 
-async fn owned(p: &Platform, user: &User, id: &str) -> Result<Run, ApiError> {
+pub(crate) async fn owned(p: &Platform, user: &User, id: &str) -> Result<Run, ApiError> {
     match p.store.get_run(id).await? {
         Some(run) if run.user_id == user.0 => Ok(run),
         _ => Err(ApiError::NotFound(format!("run {id}"))),
@@ -777,6 +777,12 @@ pub fn router(p: Platform) -> Router {
 pub fn routes(p: Platform) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
+        .route(
+            "/mcp",
+            post(crate::mcp::post_mcp)
+                .get(crate::mcp::no_stream)
+                .delete(crate::mcp::no_stream),
+        )
         .route("/v1/openapi.json", get(openapi))
         .route("/v1/runs", post(post_run).get(list_runs))
         .route("/v1/runs/{id}", get(get_run).patch(patch_run))

@@ -17,6 +17,8 @@ pub enum ApiError {
     BadRequest(String),
     #[error("missing or invalid bearer token")]
     Unauthorized,
+    #[error("{0}")]
+    Forbidden(String),
     #[error("{0} not found")]
     NotFound(String),
     #[error("{0}")]
@@ -38,10 +40,16 @@ impl ApiError {
         ApiError::Internal(Box::new(e))
     }
 
+    /// The problem's short title, as in its problem+json body.
+    pub fn title(&self) -> &'static str {
+        self.parts().2
+    }
+
     fn parts(&self) -> (StatusCode, &'static str, &'static str) {
         match self {
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad-request", "Bad request"),
             ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized", "Unauthorized"),
+            ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden", "Forbidden"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not-found", "Not found"),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict", "Conflict"),
             ApiError::Unprocessable(_) => (

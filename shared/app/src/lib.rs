@@ -8,6 +8,7 @@ pub mod console;
 #[cfg(feature = "embedded")]
 pub mod embedded;
 pub mod error;
+pub mod mcp;
 pub mod openapi;
 pub mod platform;
 pub mod schedules;
