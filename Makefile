@@ -23,7 +23,7 @@ test:
 	scripts/with-llm scripts/with-moto $(CARGO) test --workspace --all-targets
 	$(MAKE) test-dynamodb-local
 	$(MAKE) sim-broken
-	scripts/mcp-test
+	scripts/node-tests
 	scripts/web test
 	scripts/infra check
 

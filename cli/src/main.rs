@@ -144,6 +144,8 @@ enum Command {
         #[arg(long = "tool", value_name = "NAME")]
         tools: Vec<String>,
     },
+    /// Print the OpenAPI document the API serves at /v1/openapi.json.
+    Openapi,
     /// A real multi-iteration embedded run with a built-in script; prints the report.
     Demo {
         #[arg(long, default_value = ".longrun/demo")]
@@ -269,6 +271,11 @@ async fn dispatch(cli: Cli) -> Result<()> {
             };
             let report = run_embedded(&data_dir, &objective, run, quiet).await?;
             print_report(&report, cli.json)
+        }
+        Command::Openapi => {
+            let doc = serde_json::to_string_pretty(&longrun_app::openapi::document())?;
+            println!("{doc}");
+            Ok(())
         }
         Command::Demo { data_dir } => {
             let model = write_demo_script(&data_dir)?;

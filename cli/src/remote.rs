@@ -227,7 +227,9 @@ pub async fn run(
             Ok(())
         }
         Command::Workspace { run_id, path } => workspace(&c, &run_id, path, json).await,
-        Command::Serve { .. } | Command::Demo { .. } => unreachable!("handled in main"),
+        Command::Serve { .. } | Command::Demo { .. } | Command::Openapi => {
+            unreachable!("handled in main")
+        }
     }
 }
 

@@ -56,7 +56,7 @@ async function boot() {
     },
     clearError() { banner.hidden = true; replace(banner); },
     serverConfig() {
-      server ??= api.serverConfig().catch((e) => { server = null; throw e; });
+      server ??= api.config().catch((e) => { server = null; throw e; });
       return server;
     },
     refreshUnread() {

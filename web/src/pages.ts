@@ -27,7 +27,7 @@ export const signinPage: Page = (ctx, root) => {
     if (!token.value.trim()) { ctx.fail(new Error("Paste the token first.")); return; }
     saveLocalToken(token.value);
     try {
-      await ctx.api.runs("");
+      await ctx.api.listRunsPage();
       ctx.clearError();
       ctx.navigate(takeReturn());
     } catch (e) {

@@ -89,7 +89,7 @@ export const runPage: Page = (ctx, root, params) => {
   async function refresh() {
     try {
       const [run, its, ws, sp] = await Promise.all([
-        ctx.api.run(id),
+        ctx.api.getRun(id),
         ctx.api.iterations(id),
         ctx.api.workspace(id),
         ctx.api.scratchpad(id, s.allScratch ? 1000 : 3),
@@ -167,7 +167,7 @@ export const runPage: Page = (ctx, root, params) => {
 
   async function act(path: string, body: unknown = {}) {
     try {
-      s.run = await ctx.api.post<Run>(`/v1/runs/${encodeURIComponent(id)}/${path}`, body);
+      s.run = await ctx.api.request<Run>("POST", `/v1/runs/${encodeURIComponent(id)}/${path}`, body);
       ctx.clearError();
       render();
       follow();
@@ -429,7 +429,7 @@ export const runPage: Page = (ctx, root, params) => {
   }
 
   // The recent past of the log, so the live view is not empty on arrival.
-  ctx.api.run(id).then((run) => ctx.api.events(id, Math.max(0, run.event_seq - 30), 0)).then((page) => {
+  ctx.api.getRun(id).then((run) => ctx.api.eventsPage(id, { after: Math.max(0, run.event_seq - 30) })).then((page) => {
     if (closed) return;
     s.events = [...page.events, ...s.events.filter((e) => e.seq > page.next_after)];
     renderLive();

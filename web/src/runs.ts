@@ -28,7 +28,7 @@ export const runsPage: Page = (ctx, root) => {
 
   async function load() {
     try {
-      const page = await ctx.api.runs(filter);
+      const page = await ctx.api.listRunsPage({ status: (filter || undefined) as RunStatus | undefined });
       active.textContent = `${page.active} of ${page.active_limit} active runs`;
       if (!page.runs.length) {
         replace(list, h("p", { class: "muted" }, filter ? "No runs with this status." : "No runs yet: start one above."));
@@ -111,10 +111,10 @@ function composer(ctx: Ctx): HTMLElement {
     };
     submit.disabled = true;
     try {
-      const run = await ctx.api.post<{ id: string }>("/v1/runs", {
+      const run = await ctx.api.createRun({
         objective: objective.value.trim(),
-        model: model.value || undefined,
-        permission_mode: mode.value || undefined,
+        model: model.value || null,
+        permission_mode: (mode.value || null) as "autopilot" | "approve_plan" | "per_write" | null,
         budgets,
       });
       ctx.clearError();

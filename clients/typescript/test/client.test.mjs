@@ -1,0 +1,130 @@
+// The client against a real `longrun serve`.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { LongrunClient, LongrunError, ENDED } from '../dist/index.js';
+import { Server, ALICE, BOB } from './server.mjs';
+
+const server = new Server();
+let alice;
+
+before(async () => {
+  await server.start();
+  alice = new LongrunClient({ baseUrl: server.base, token: ALICE });
+});
+
+after(() => server.stop());
+
+async function collect(iterator) {
+  const out = [];
+  for await (const e of iterator) out.push(e);
+  return out;
+}
+
+test('events follow a run to its end and resume across a server restart with no gap or duplicate', async () => {
+  // Arrange
+  const run = await alice.createRun({ objective: 'notes', budgets: { max_iterations: 12 } });
+  const seen = [];
+
+  // Act: kill -9 the server after a few events, start it again on the same port and data.
+  for await (const e of alice.events(run.id, { retryMs: 100 })) {
+    seen.push(e);
+    if (seen.length === 5) {
+      await server.kill();
+      await server.start();
+    }
+  }
+  const done = await alice.getRun(run.id);
+
+  // Assert
+  assert.ok(ENDED.includes(done.status), done.status);
+  assert.equal(done.iteration, 12);
+  assert.deepEqual(seen.map((e) => e.seq), Array.from({ length: done.event_seq }, (_, i) => i + 1));
+  assert.equal(seen.at(-1).type, `run_${done.status}`, 'the last event is the run ending');
+});
+
+test('long-poll yields the same events as the stream', async () => {
+  // Arrange
+  const run = await alice.createRun({ objective: 'notes', budgets: { max_iterations: 3 } });
+
+  // Act
+  const polled = await collect(alice.events(run.id, { transport: 'poll' }));
+  const streamed = await collect(alice.events(run.id, { transport: 'sse' }));
+  const later = await collect(alice.events(run.id, { after: 4 }));
+
+  // Assert
+  assert.deepEqual(polled.map((e) => e.seq), streamed.map((e) => e.seq));
+  assert.deepEqual(polled, streamed);
+  assert.deepEqual(later.map((e) => e.seq), streamed.slice(4).map((e) => e.seq));
+});
+
+test('runs are listed page after page, newest first, and steered by pause, patch, continue and cancel', async () => {
+  // Arrange
+  const bob = new LongrunClient({ baseUrl: server.base, token: BOB });
+  const ids = [];
+  for (let i = 0; i < 5; i++) ids.push((await bob.createRun({ objective: `bob ${i}`, budgets: { max_iterations: 50 } })).id);
+
+  // Act
+  const listed = [];
+  for await (const r of bob.listRuns({ pageSize: 2 })) listed.push(r.id);
+  const paused = await bob.pause(ids[0]);
+  const patched = await bob.patch(ids[0], { objective: 'bob 0, edited' });
+  const resumed = await bob.continue(ids[0]);
+  const canceled = await Promise.all(ids.map((id) => bob.cancel(id)));
+
+  // Assert
+  assert.deepEqual(listed, [...ids].reverse());
+  assert.ok(['paused', 'running', 'queued'].includes(paused.status));
+  assert.equal(patched.id, ids[0]);
+  assert.notEqual(resumed.status, 'paused');
+  for (const r of canceled) assert.ok(r.status === 'canceled' || r.cancel_requested, r.status);
+});
+
+test('problems are typed errors, and a bad token calls onUnauthorized', async () => {
+  // Arrange
+  let signedOut = 0;
+  const stranger = new LongrunClient({ baseUrl: server.base, token: 'nope', onUnauthorized: () => signedOut++ });
+  const bob = new LongrunClient({ baseUrl: server.base, token: BOB });
+  const mine = await alice.createRun({ objective: 'private', budgets: { max_iterations: 1 } });
+
+  // Act
+  const invalid = await alice.createRun({ objective: '' }).catch((e) => e);
+  const unauthorized = await stranger.getRun(mine.id).catch((e) => e);
+  const hidden = await bob.getRun(mine.id).catch((e) => e);
+  const unreachable = await new LongrunClient({ baseUrl: 'http://127.0.0.1:9' }).config().catch((e) => e);
+
+  // Assert
+  assert.ok(invalid instanceof LongrunError);
+  assert.equal(invalid.status, 422);
+  assert.match(invalid.detail, /objective/);
+  assert.equal(unauthorized.status, 401);
+  assert.equal(signedOut, 1);
+  assert.equal(hidden.status, 404);
+  assert.equal(hidden.title, 'Not found');
+  assert.equal(unreachable.status, 0);
+});
+
+test('schedules, webhooks and tools round-trip, and secrets never come back', async () => {
+  // Act
+  const schedule = await alice.createSchedule({ cron: '0 9 * * 1-5', template: { objective: 'digest' } });
+  const schedules = await alice.listSchedules();
+  await alice.deleteSchedule(schedule.id);
+  const afterDelete = await alice.listSchedules();
+  await alice.putWebhooks([{ url: 'https://hooks.example.com/longrun', secret: '0123456789abcdef-client' }]);
+  const hooks = await alice.getWebhooks();
+  await alice.registerTool({
+    name: 'lookup', description: 'Looks a word up', url: 'https://tools.example.com/lookup',
+    secret: '0123456789abcdef-tool', write: false,
+    parameters: { type: 'object', properties: { word: { type: 'string' } }, required: ['word'] },
+  });
+  const tools = await alice.listTools();
+  await alice.deleteTool('lookup');
+  const config = await alice.config();
+
+  // Assert
+  assert.ok(schedules.schedules.some((s) => s.id === schedule.id));
+  assert.ok(!afterDelete.schedules.some((s) => s.id === schedule.id));
+  assert.deepEqual(hooks, { webhooks: [{ url: 'https://hooks.example.com/longrun' }] });
+  assert.ok(tools.tools.some((t) => t.name === 'lookup'));
+  assert.ok(!JSON.stringify(tools).includes('0123456789abcdef-tool'));
+  assert.ok(config.models.length > 0);
+});
