@@ -1215,3 +1215,39 @@ async fn mcp_answers_json_rpc_errors_by_code_and_notifications_with_202() {
     );
     assert_eq!(stream, StatusCode::METHOD_NOT_ALLOWED);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_integer_sent_as_a_whole_float_is_accepted_and_a_fraction_is_refused() {
+    // Arrange
+    let app = spawn_app(LOOP, 3, false).await;
+
+    // Act: JSON Schema counts 2.0 as an integer, so generated clients may send it.
+    let whole = app
+        .post(
+            "/v1/runs",
+            ALICE,
+            json!({"objective": "x", "budgets": {"max_iterations": 2.0, "max_tool_calls": 188426.0}}),
+        )
+        .await;
+    let fraction = app
+        .post(
+            "/v1/runs",
+            ALICE,
+            json!({"objective": "x", "budgets": {"max_iterations": 2.5}}),
+        )
+        .await;
+
+    // Assert
+    assert_eq!(whole.0, StatusCode::CREATED, "{}", whole.1);
+    assert_eq!(whole.1["budgets"]["max_iterations"], 2);
+    assert_eq!(whole.1["budgets"]["max_tool_calls"], 188426);
+    assert_eq!(fraction.0, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        fraction.1["detail"]
+            .as_str()
+            .unwrap()
+            .contains("budgets.max_iterations"),
+        "{}",
+        fraction.1
+    );
+}

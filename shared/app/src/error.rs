@@ -161,8 +161,17 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::Json::<T>::from_request(req, state).await {
-            Ok(axum::Json(v)) => Ok(ApiJson(v)),
+        match axum::Json::<serde_json::Value>::from_request(req, state).await {
+            Ok(axum::Json(mut v)) => {
+                integral_floats_to_ints(&mut v);
+                serde_path_to_error::deserialize(v)
+                    .map(ApiJson)
+                    .map_err(|e| {
+                        ApiError::Unprocessable(format!(
+                            "Failed to deserialize the JSON body into the target type: {e}"
+                        ))
+                    })
+            }
             Err(JsonRejection::JsonDataError(e)) => Err(ApiError::Unprocessable(e.body_text())),
             Err(JsonRejection::JsonSyntaxError(e)) => Err(ApiError::BadRequest(e.body_text())),
             Err(JsonRejection::MissingJsonContentType(_)) => Err(ApiError::BadRequest(
@@ -176,6 +185,27 @@ where
             }
             Err(e) => Err(ApiError::BadRequest(e.body_text())),
         }
+    }
+}
+
+/// JSON Schema counts `3.0` as an integer, so clients and generators may send one where the
+/// API takes an integer; serde would refuse it.
+fn integral_floats_to_ints(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Number(n) if n.is_f64() => {
+            if let Some(f) = n.as_f64()
+                && f.fract() == 0.0
+                && f.abs() < 9_007_199_254_740_992.0
+            {
+                // Exact: |f| < 2^53.
+                #[allow(clippy::cast_possible_truncation)]
+                let i = f as i64;
+                *v = serde_json::Value::from(i);
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(integral_floats_to_ints),
+        serde_json::Value::Object(map) => map.values_mut().for_each(integral_floats_to_ints),
+        _ => {}
     }
 }
 
