@@ -33,18 +33,26 @@ fn request(budgets: BudgetsInput, allowed_tools: Option<Vec<String>>) -> CreateR
     }
 }
 
+/// A run of BUSY allowed only `doc_write`.
+async fn start_writer(t: &longrun_tests::TestPlatform, budgets: BudgetsInput) -> String {
+    let allowed = Some(vec!["doc_write".to_string()]);
+    create_run(t.p(), "alice", request(budgets, allowed))
+        .await
+        .unwrap()
+        .id
+}
+
 #[tokio::test]
 async fn a_run_stops_when_its_tool_call_budget_is_spent_and_never_makes_more() {
     let t = platform(BUSY, Arc::new(NoFaults), &[], 5);
-    let budgets = BudgetsInput {
-        max_tool_calls: Some(5),
-        ..Default::default()
-    };
-    let allowed = Some(vec!["doc_write".to_string()]);
-    let id = create_run(t.p(), "alice", request(budgets, allowed))
-        .await
-        .unwrap()
-        .id;
+    let id = start_writer(
+        &t,
+        BudgetsInput {
+            max_tool_calls: Some(5),
+            ..Default::default()
+        },
+    )
+    .await;
 
     let run = t.drive(&id, 200).await;
 
@@ -71,15 +79,14 @@ async fn a_run_stops_when_its_tool_call_budget_is_spent_and_never_makes_more() {
 #[tokio::test]
 async fn allowed_tools_narrow_what_the_planner_is_offered_and_may_call() {
     let t = platform(BUSY, Arc::new(NoFaults), &[], 5);
-    let budgets = BudgetsInput {
-        max_iterations: Some(1),
-        ..Default::default()
-    };
-    let allowed = Some(vec!["doc_write".to_string()]);
-    let id = create_run(t.p(), "alice", request(budgets, allowed))
-        .await
-        .unwrap()
-        .id;
+    let id = start_writer(
+        &t,
+        BudgetsInput {
+            max_iterations: Some(1),
+            ..Default::default()
+        },
+    )
+    .await;
 
     let run = t.drive(&id, 200).await;
 

@@ -1006,10 +1006,8 @@ mod tests {
         assert_eq!(change.active, ActiveDelta::Acquire { limit: 3 });
     }
 
-    #[test]
-    fn spend_is_recorded_even_without_the_lease() {
-        let run = sample_run();
-        let spend = Spend {
+    fn planner_spend() -> Spend {
+        Spend {
             model: "m".into(),
             role: "planner".into(),
             input_tokens: 10,
@@ -1018,7 +1016,13 @@ mod tests {
             cost_usd: Some(0.01),
             latency_ms: 1,
             queued_ms: 0,
-        };
+        }
+    }
+
+    #[test]
+    fn spend_is_recorded_even_without_the_lease() {
+        let run = sample_run();
+        let spend = planner_spend();
         let change = record_spend(&run, 1, &spend, 0);
         assert_eq!(change.run.metrics.tokens(), 15);
         assert_eq!(change.events[0].kind, EventKind::IterationCostUpdate);
@@ -1027,16 +1031,7 @@ mod tests {
     #[test]
     fn a_spend_write_retried_after_it_landed_counts_once() {
         let run = sample_run();
-        let spend = Spend {
-            model: "m".into(),
-            role: "planner".into(),
-            input_tokens: 10,
-            output_tokens: 5,
-            cached_tokens: 0,
-            cost_usd: Some(0.01),
-            latency_ms: 1,
-            queued_ms: 0,
-        };
+        let spend = planner_spend();
 
         let landed = record_spend_once(&run, 1, &spend, "w1#run-1#1#1", 0).run;
         let retried = record_spend_once(&landed, 1, &spend, "w1#run-1#1#1", 0);
