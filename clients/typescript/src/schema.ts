@@ -2663,6 +2663,18 @@ export interface components {
             snippet: string;
             title: string;
         };
+        DocMeta: {
+            /** Format: uint */
+            bytes: number;
+            /** Format: uint32 */
+            created_iteration: number;
+            path: string;
+            title: string;
+            /** Format: uint32 */
+            updated_iteration: number;
+            /** Format: uint32 */
+            version: number;
+        };
         /** @description One entry of a run's gapless event log: seqs are 1, 2, 3, … with no holes. */
         Event: {
             /** Format: int64 */
@@ -3027,6 +3039,11 @@ export interface components {
             plan_approved?: boolean;
             /** @description Open questions while `waiting_on_user`. */
             questions: string[];
+            /**
+             * @description The docs written most recently, newest first (at most `RECENT_DOCS`): the planner's
+             *     index of the workspace, kept on the run so it costs no read per iteration.
+             */
+            recent_docs?: components["schemas"]["DocMeta"][];
             remaining_work: string[];
             report?: components["schemas"]["Report"] | null;
             /**

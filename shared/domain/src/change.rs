@@ -393,6 +393,7 @@ impl CommitPlan {
         next.metrics.running_ms += self.running_ms;
         next.metrics.tool_calls += self.record.metrics.tool_calls;
         next.metrics.docs += self.record.created_docs.len() as u32;
+        next.note_docs(self.docs.iter().map(Doc::meta));
         next.updated_at = self.now;
         if self.answers_consumed {
             next.pending_answers.clear();

@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::DomainError;
+use crate::record::DocMeta;
 use crate::report::Report;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -677,6 +678,10 @@ pub struct Run {
     /// landed counts once.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub spend_keys: Vec<String>,
+    /// The docs written most recently, newest first (at most `RECENT_DOCS`): the planner's
+    /// index of the workspace, kept on the run so it costs no read per iteration.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recent_docs: Vec<DocMeta>,
     /// Number of events appended so far; the next event gets `event_seq + 1`.
     pub event_seq: u64,
     pub parent_run_id: Option<String>,
@@ -696,6 +701,9 @@ pub struct Run {
     pub updated_at: i64,
     pub ended_at: Option<i64>,
 }
+
+/// How many recently written docs a run keeps for the planner's workspace index.
+pub const RECENT_DOCS: usize = 40;
 
 impl Run {
     /// A new run, queued, with nothing spent.
@@ -730,6 +738,7 @@ impl Run {
             pending_calls: vec![],
             children: vec![],
             spend_keys: vec![],
+            recent_docs: vec![],
             allowed_tools: None,
             event_seq: 0,
             parent_run_id: None,
@@ -746,6 +755,15 @@ impl Run {
             updated_at: now,
             ended_at: None,
         }
+    }
+
+    /// Moves the docs just written to the front of `recent_docs`, keeping it bounded.
+    pub fn note_docs(&mut self, written: impl IntoIterator<Item = DocMeta>) {
+        for meta in written {
+            self.recent_docs.retain(|d| d.path != meta.path);
+            self.recent_docs.insert(0, meta);
+        }
+        self.recent_docs.truncate(RECENT_DOCS);
     }
 
     /// Children not yet ended.

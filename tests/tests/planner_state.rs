@@ -1,0 +1,53 @@
+//! What the planner is shown of the run: the workspace index comes from the run itself, so
+//! the planner sees what earlier iterations wrote without spending a call on `doc_list`.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+
+use longrun_app::{CreateRun, create_run};
+use longrun_domain::run::BudgetsInput;
+use longrun_engine::ports::NoFaults;
+use longrun_tests::platform;
+
+/// Writes `notes/{n}.md` every iteration and never claims to be done.
+const NOTES: &str = r#"{"planner": [{"content": {"status": {"exit_signal": false, "needs_user_input": false,
+    "progress_summary": "note {{iteration}}", "remaining_work": ["more"]},
+    "tool_calls": [{"name": "doc_write", "args": {"path": "notes/{{iteration}}.md", "content": "n{{iteration}}", "title": "Note {{iteration}}"}}]}}]}"#;
+
+#[tokio::test]
+async fn the_planner_sees_the_docs_earlier_iterations_wrote_newest_first() {
+    // Arrange
+    let t = platform(NOTES, Arc::new(NoFaults), &[], 5);
+    let req = CreateRun {
+        objective: "keep notes".into(),
+        budgets: BudgetsInput {
+            max_iterations: Some(3),
+            ..Default::default()
+        },
+        thresholds: None,
+        model: None,
+        models: vec![],
+        permission_mode: None,
+        allowed_tools: None,
+    };
+    let id = create_run(t.p(), "alice", req).await.unwrap().id;
+
+    // Act
+    t.drive(&id, 200).await;
+
+    // Assert
+    let first = t.llm.planner_prompt(&id, 1).unwrap();
+    let third = t.llm.planner_prompt(&id, 3).unwrap();
+    assert!(
+        !first.contains("notes/1.md"),
+        "nothing is written before iteration 1"
+    );
+    let newest = third
+        .find("notes/2.md")
+        .expect("iteration 2's doc is listed");
+    let older = third
+        .find("notes/1.md")
+        .expect("iteration 1's doc is listed");
+    assert!(newest < older, "newest first");
+    assert!(third.contains("Note 2"));
+}
