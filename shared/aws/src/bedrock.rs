@@ -13,14 +13,14 @@ use aws_sdk_bedrockruntime::Client;
 use aws_sdk_bedrockruntime::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_bedrockruntime::operation::converse::{ConverseError, ConverseOutput};
 use aws_sdk_bedrockruntime::types::{
-    ContentBlock, ConversationRole, ConverseOutput as Output, InferenceConfiguration, Message,
-    SpecificToolChoice, SystemContentBlock, TokenUsage, Tool, ToolChoice, ToolConfiguration,
-    ToolInputSchema, ToolSpecification,
+    CachePointBlock, CachePointType, ContentBlock, ConversationRole, ConverseOutput as Output,
+    InferenceConfiguration, Message, SpecificToolChoice, SystemContentBlock, TokenUsage, Tool,
+    ToolChoice, ToolConfiguration, ToolInputSchema, ToolSpecification,
 };
 use aws_smithy_types::{Document, Number};
 use longrun_engine::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, Usage};
 use longrun_llm::ProviderFactory;
-use longrun_llm::anthropic::{ANSWER_TOOL, turns};
+use longrun_llm::anthropic::{ANSWER_TOOL, joined, segments, turns};
 use longrun_llm::openai::parse_retry_after;
 use serde_json::Value;
 
@@ -218,21 +218,45 @@ pub fn error_from(e: &SdkError<ConverseError>) -> LlmError {
     err
 }
 
+/// Models whose Converse API takes cache points (others refuse them).
+fn caches_prompts(model: &str) -> bool {
+    model.contains("anthropic.claude") || model.contains("amazon.nova")
+}
+
+fn cache_point() -> Result<CachePointBlock, LlmError> {
+    CachePointBlock::builder()
+        .r#type(CachePointType::Default)
+        .build()
+        .map_err(bad_request)
+}
+
 #[async_trait]
 impl LlmClient for BedrockClient {
     async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let (system, turns) = turns(&req.messages);
+        let caching = caches_prompts(&self.model);
         let mut messages = Vec::with_capacity(turns.len());
-        for (role, text) in turns {
+        for (role, pieces) in turns {
             let role = if role == "assistant" {
                 ConversationRole::Assistant
             } else {
                 ConversationRole::User
             };
+            let mut content = vec![];
+            if caching {
+                for p in segments(&pieces) {
+                    content.push(ContentBlock::Text(p.text));
+                    if p.cache {
+                        content.push(ContentBlock::CachePoint(cache_point()?));
+                    }
+                }
+            } else {
+                content.push(ContentBlock::Text(joined(&pieces)));
+            }
             messages.push(
                 Message::builder()
                     .role(role)
-                    .content(ContentBlock::Text(text))
+                    .set_content(Some(content))
                     .build()
                     .map_err(bad_request)?,
             );
@@ -252,7 +276,11 @@ impl LlmClient for BedrockClient {
                     .build(),
             );
         if let Some(system) = system {
-            call = call.system(SystemContentBlock::Text(system));
+            let cache = caching && system.cache;
+            call = call.system(SystemContentBlock::Text(system.text));
+            if cache {
+                call = call.system(SystemContentBlock::CachePoint(cache_point()?));
+            }
         }
         if let Some(schema) = req.json_schema.as_deref() {
             let spec = ToolSpecification::builder()

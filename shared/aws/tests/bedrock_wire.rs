@@ -322,3 +322,28 @@ async fn the_router_retries_throttling_honouring_retry_after_but_never_access_de
     );
     assert_eq!(server.hits.load(Ordering::SeqCst), 1);
 }
+
+#[tokio::test]
+async fn claude_on_bedrock_gets_cache_points_after_the_system_prompt_and_the_objective() {
+    // Arrange
+    let (base, server) = serve_converse(vec![(200, vec![], TOOL_ANSWER.into(), 0)]).await;
+    let mut request = req(Some(json!({"type": "object"})));
+    request.messages = vec![
+        longrun_engine::llm::ChatMessage::system("You plan.").cached(),
+        longrun_engine::llm::ChatMessage::user("objective: tea").cached(),
+        longrun_engine::llm::ChatMessage::user("iteration 2"),
+    ];
+
+    // Act
+    client(&base, 5_000).await.chat(&request).await.unwrap();
+
+    // Assert
+    let seen = server.seen.lock().unwrap();
+    let body = &seen[0].1;
+    let point = json!({"cachePoint": {"type": "default"}});
+    assert_eq!(body["system"], json!([{"text": "You plan."}, point]));
+    assert_eq!(
+        body["messages"],
+        json!([{"role": "user", "content": [{"text": "objective: tea"}, point, {"text": "iteration 2"}]}])
+    );
+}

@@ -25,26 +25,34 @@ impl LlmRole {
 pub struct ChatMessage {
     pub role: String,
     pub content: String,
+    /// This message ends a prefix that repeats byte for byte from call to call (system prompt,
+    /// tools, objective): providers that cache on request (Anthropic, Bedrock) are asked to
+    /// cache everything up to here.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cache: bool,
 }
 
 impl ChatMessage {
-    pub fn system(content: impl Into<String>) -> Self {
+    fn new(role: &str, content: String) -> Self {
         ChatMessage {
-            role: "system".into(),
-            content: content.into(),
+            role: role.into(),
+            content,
+            cache: false,
         }
+    }
+    pub fn system(content: impl Into<String>) -> Self {
+        ChatMessage::new("system", content.into())
     }
     pub fn user(content: impl Into<String>) -> Self {
-        ChatMessage {
-            role: "user".into(),
-            content: content.into(),
-        }
+        ChatMessage::new("user", content.into())
     }
     pub fn assistant(content: impl Into<String>) -> Self {
-        ChatMessage {
-            role: "assistant".into(),
-            content: content.into(),
-        }
+        ChatMessage::new("assistant", content.into())
+    }
+    /// Marks the end of a stable prefix.
+    pub fn cached(mut self) -> Self {
+        self.cache = true;
+        self
     }
 }
 

@@ -39,16 +39,17 @@ impl AnthropicClient {
         }
     }
 
-    /// The wire body: system prompts lifted out, turns alternating from `user`.
+    /// The wire body: system prompts lifted out, turns alternating from `user`, the stable
+    /// prefix marked for caching (tools and system, then the objective).
     pub fn body(&self, req: &ChatRequest) -> Value {
         let (system, turns) = turns(&req.messages);
         let mut body = json!({
             "model": self.model,
             "max_tokens": req.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-            "messages": turns.iter().map(|(r, c)| json!({"role": r, "content": c})).collect::<Vec<_>>(),
+            "messages": turns.iter().map(|(r, c)| json!({"role": r, "content": content(c)})).collect::<Vec<_>>(),
         });
         if let Some(system) = system {
-            body["system"] = json!(system);
+            body["system"] = content(std::slice::from_ref(&system));
         }
         if let Some(schema) = req.json_schema.as_deref() {
             body["tools"] = json!([{
@@ -62,33 +63,100 @@ impl AnthropicClient {
     }
 }
 
+/// A piece of a turn's text; `cache` marks the end of a prefix the provider may cache.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Piece {
+    pub text: String,
+    pub cache: bool,
+}
+
+/// A turn: its role and its pieces, one per message merged into it.
+pub type Turn = (&'static str, Vec<Piece>);
+
 /// The conversation as providers with a separate system prompt want it (Anthropic, Bedrock
-/// Converse): system messages joined, the rest merged into turns alternating from `user`.
-pub fn turns(messages: &[ChatMessage]) -> (Option<String>, Vec<(&'static str, String)>) {
-    let system: Vec<&str> = messages
-        .iter()
-        .filter(|m| m.role == "system")
-        .map(|m| m.content.as_str())
-        .collect();
-    let mut turns: Vec<(&'static str, String)> = vec![];
+/// Converse): system messages joined (cached if any of them asks to be), the rest merged into
+/// turns alternating from `user`.
+pub fn turns(messages: &[ChatMessage]) -> (Option<Piece>, Vec<Turn>) {
+    let system: Vec<&ChatMessage> = messages.iter().filter(|m| m.role == "system").collect();
+    let mut turns: Vec<Turn> = vec![];
     for m in messages.iter().filter(|m| m.role != "system") {
         let role = if m.role == "assistant" {
             "assistant"
         } else {
             "user"
         };
+        let piece = Piece {
+            text: m.content.clone(),
+            cache: m.cache,
+        };
         match turns.last_mut() {
-            Some((r, text)) if *r == role => {
-                text.push_str("\n\n");
-                text.push_str(&m.content);
-            }
-            _ => turns.push((role, m.content.clone())),
+            Some((r, pieces)) if *r == role => pieces.push(piece),
+            _ => turns.push((role, vec![piece])),
         }
     }
     if turns.first().is_none_or(|(r, _)| *r != "user") {
-        turns.insert(0, ("user", "Begin.".into()));
+        let begin = Piece {
+            text: "Begin.".into(),
+            cache: false,
+        };
+        turns.insert(0, ("user", vec![begin]));
     }
-    ((!system.is_empty()).then(|| system.join("\n\n")), turns)
+    let system = (!system.is_empty()).then(|| Piece {
+        text: system
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        cache: system.iter().any(|m| m.cache),
+    });
+    (system, turns)
+}
+
+/// A turn's pieces as one text, for providers that cache nothing.
+pub fn joined(pieces: &[Piece]) -> String {
+    pieces
+        .iter()
+        .map(|p| p.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+/// A turn's pieces joined up to each cache mark: one text per cacheable prefix, and the rest.
+pub fn segments(pieces: &[Piece]) -> Vec<Piece> {
+    let mut out: Vec<Piece> = vec![];
+    for p in pieces {
+        match out.last_mut() {
+            Some(last) if !last.cache => {
+                last.text.push_str("\n\n");
+                last.text.push_str(&p.text);
+                last.cache = p.cache;
+            }
+            _ => out.push(p.clone()),
+        }
+    }
+    out
+}
+
+const EPHEMERAL: &str = "ephemeral";
+
+/// Anthropic content: a plain string, or text blocks with `cache_control` where marked.
+fn content(pieces: &[Piece]) -> Value {
+    let segments = segments(pieces);
+    if let [only] = segments.as_slice()
+        && !only.cache
+    {
+        return json!(only.text);
+    }
+    segments
+        .iter()
+        .map(|p| {
+            let mut block = json!({"type": "text", "text": p.text});
+            if p.cache {
+                block["cache_control"] = json!({"type": EPHEMERAL});
+            }
+            block
+        })
+        .collect()
 }
 
 /// Maps the wire usage: `input_tokens` already excludes cache reads and writes.

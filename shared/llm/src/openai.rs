@@ -52,10 +52,17 @@ impl OpenAiClient {
     }
 
     pub fn body(&self, req: &ChatRequest) -> Value {
-        let mut body = json!({
-            "model": self.model,
-            "messages": req.messages,
-        });
+        let messages: Vec<Value> = req
+            .messages
+            .iter()
+            .map(|m| json!({"role": m.role, "content": m.content}))
+            .collect();
+        let mut body = json!({"model": self.model, "messages": messages});
+        // OpenAI caches prompt prefixes by itself; a key per run keeps one run's calls on the
+        // same cache. Other OpenAI-compatible servers may refuse unknown fields.
+        if self.base_url.starts_with("https://api.openai.com") {
+            body["prompt_cache_key"] = json!(req.run_id);
+        }
         if let Some(max) = req.max_output_tokens {
             body["max_tokens"] = json!(max);
         }

@@ -226,3 +226,35 @@ async fn the_router_retries_overload_honouring_retry_after_but_never_auth() {
     );
     assert_eq!(server.hits.load(Ordering::SeqCst), 1);
 }
+
+#[tokio::test]
+async fn the_stable_prefix_is_marked_for_caching_and_the_state_is_not() {
+    // Arrange: system and objective marked stable, the iteration's state after them.
+    let (base, server) = serve_messages(vec![(200, vec![], TOOL_ANSWER.into(), 0)]).await;
+    let mut request = req(Some(json!({"type": "object"})));
+    request.messages = vec![
+        longrun_engine::llm::ChatMessage::system("You plan.").cached(),
+        longrun_engine::llm::ChatMessage::user("objective: tea").cached(),
+        longrun_engine::llm::ChatMessage::user("iteration 2"),
+    ];
+
+    // Act
+    client(&base, 5_000).chat(&request).await.unwrap();
+
+    // Assert
+    let seen = server.seen.lock().unwrap();
+    let body = &seen[0].1;
+    let ephemeral = json!({"type": "ephemeral"});
+    assert_eq!(
+        body["system"],
+        json!([{"type": "text", "text": "You plan.", "cache_control": ephemeral}]),
+        "tools and system are one cached prefix"
+    );
+    assert_eq!(
+        body["messages"],
+        json!([{"role": "user", "content": [
+            {"type": "text", "text": "objective: tea", "cache_control": ephemeral},
+            {"type": "text", "text": "iteration 2"}]}]),
+        "the objective extends the prefix; the state is not cached"
+    );
+}

@@ -253,3 +253,32 @@ async fn an_unconfigured_model_is_refused() {
         LlmErrorKind::BadRequest
     );
 }
+
+#[test]
+fn openai_gets_a_cache_key_per_run_and_no_server_gets_the_cache_marks() {
+    // Arrange: a request whose stable prefix is marked, as the planner's is.
+    let mut request = req("openai:gpt-4.1");
+    request.messages = vec![
+        ChatMessage::system("answer in JSON").cached(),
+        ChatMessage::user("objective: tea").cached(),
+        ChatMessage::user("iteration 3"),
+    ];
+
+    // Act
+    let openai = client("https://api.openai.com/v1", 1_000).body(&request);
+    let compatible = client("http://127.0.0.1:9/v1", 1_000).body(&request);
+
+    // Assert
+    assert_eq!(openai["prompt_cache_key"], "run_1");
+    assert!(
+        compatible.get("prompt_cache_key").is_none(),
+        "other servers may refuse unknown fields"
+    );
+    assert_eq!(
+        compatible["messages"],
+        json!([{"role": "system", "content": "answer in JSON"},
+               {"role": "user", "content": "objective: tea"},
+               {"role": "user", "content": "iteration 3"}]),
+        "OpenAI caches prefixes by itself: the marks stay ours"
+    );
+}
