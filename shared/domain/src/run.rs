@@ -702,8 +702,11 @@ pub struct Run {
     pub ended_at: Option<i64>,
 }
 
-/// How many recently written docs a run keeps for the planner's workspace index.
-pub const RECENT_DOCS: usize = 40;
+/// How many recently written docs a run keeps for the planner's workspace index: enough to
+/// orient the planner, few enough that the run row (rewritten on every write) stays small.
+pub const RECENT_DOCS: usize = 25;
+/// Titles in the index are clipped to this many characters.
+const RECENT_TITLE_CHARS: usize = 80;
 
 impl Run {
     /// A new run, queued, with nothing spent.
@@ -759,7 +762,10 @@ impl Run {
 
     /// Moves the docs just written to the front of `recent_docs`, keeping it bounded.
     pub fn note_docs(&mut self, written: impl IntoIterator<Item = DocMeta>) {
-        for meta in written {
+        for mut meta in written {
+            if meta.title.chars().count() > RECENT_TITLE_CHARS {
+                meta.title = meta.title.chars().take(RECENT_TITLE_CHARS).collect();
+            }
             self.recent_docs.retain(|d| d.path != meta.path);
             self.recent_docs.insert(0, meta);
         }

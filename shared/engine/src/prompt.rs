@@ -239,7 +239,7 @@ mod tests {
         assert_eq!(index["docs_total"], 1_000);
         assert_eq!(recent[0]["path"], "notes/500-1.md", "newest first");
         assert_eq!(recent[1]["path"], "notes/500-0.md");
-        assert!(recent.len() >= 20 && recent.len() <= longrun_domain::run::RECENT_DOCS);
+        assert!(recent.len() >= 15 && recent.len() <= longrun_domain::run::RECENT_DOCS);
         assert!(index.to_string().len() <= WORKSPACE_INDEX_CHARS + 64);
         assert_eq!(run.recent_docs.len(), longrun_domain::run::RECENT_DOCS);
     }
