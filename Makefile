@@ -72,9 +72,11 @@ bench-aws:
 capacity:
 	$(CARGO) run -p longrun-tests --bin capacity -- BENCHMARKS.md
 
-## The model client's own overhead against a real model server's latency; updates BENCHMARKS.md.
+## The model client's own overhead against a real model server's latency, then what prompt caching
+## saves over a 30-iteration run (canned Anthropic- and OpenAI-shaped servers); updates BENCHMARKS.md.
 bench-llm:
 	scripts/with-llm $(CARGO) run --release -p longrun-tests --bin bench_llm -- BENCHMARKS.md
+	$(CARGO) run -p longrun-tests --bin bench_cache -- BENCHMARKS.md
 
 ## The Lambda binaries: zipped sizes and the worker's peak RSS for one iteration (release build).
 bench-lambda:
