@@ -365,7 +365,7 @@ async fn serve(args: ServeArgs) -> Result<()> {
         .await
         .with_context(|| format!("binding {host}:{port}"))?;
     let addr = listener.local_addr()?;
-    let mut config = AppConfig::new(tokens, models)?;
+    let mut config = AppConfig::new(tokens, models)?.with_search_from_env()?;
     config.active_limit = active_limit;
     config.model_limits = model_limits;
     config.app_base_url = app_base_url.unwrap_or_else(|| format!("http://{addr}"));
@@ -445,7 +445,7 @@ async fn run_embedded(
     run: RunFlags<'_>,
     quiet: bool,
 ) -> Result<Report> {
-    let config = AppConfig::new(Tokens::default(), run.models.to_vec())?;
+    let config = AppConfig::new(Tokens::default(), run.models.to_vec())?.with_search_from_env()?;
     let opts = Embedded {
         worker: WorkerConfig {
             idle_sleep: Duration::from_millis(5),

@@ -39,6 +39,9 @@ const props: LongrunStackProps = {
     openaiBaseUrl: ctx('openaiBaseUrl'),
     apiKeySecretName: ctx('llmKeySecret'),
   },
+  search: ctx('search') && ctx('searchKeySecret')
+    ? { provider: ctx('search') as 'tavily' | 'brave' | 'exa', keySecretName: ctx('searchKeySecret') as string }
+    : undefined,
   assetsDir,
   alarmEmail: ctx('alarmEmail'),
   workerMaxConcurrency: ctx('workerMaxConcurrency') ? Number(ctx('workerMaxConcurrency')) : undefined,

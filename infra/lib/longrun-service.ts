@@ -56,6 +56,13 @@ export interface LlmSettings {
   readonly apiKeySecretName?: string;
 }
 
+export interface SearchSettings {
+  /** `LONGRUN_SEARCH`: the `web_search` tool's provider. */
+  readonly provider: 'tavily' | 'brave' | 'exa';
+  /** Name of a Secrets Manager secret whose string is the provider's key; only the worker reads it. */
+  readonly keySecretName: string;
+}
+
 export interface LongrunServiceProps {
   /** `dev`, `prod`, …: part of every resource name, and `prod` keeps data on delete. */
   readonly stage: string;
@@ -67,6 +74,8 @@ export interface LongrunServiceProps {
   /** An existing identity provider; without one the stack creates a Cognito user pool. */
   readonly jwt?: JwtSettings;
   readonly llm: LlmSettings;
+  /** The agent's `web_search` tool; without it runs have no web search. */
+  readonly search?: SearchSettings;
   /** Folder holding `{api,worker,notifier,sweeper}/bootstrap` (cargo lambda build output). */
   readonly assetsDir: string;
   /** Email address for alarm notifications; no alarm topic without it. */
@@ -239,6 +248,10 @@ export class LongrunService extends Construct {
     const workerEnv: Record<string, string> = {};
     if (props.llm.apiKeySecretName) workerEnv.LONGRUN_LLM_KEY_SECRET = props.llm.apiKeySecretName;
     if (props.modelLimits) workerEnv.LONGRUN_MODEL_LIMITS = props.modelLimits;
+    if (props.search) {
+      workerEnv.LONGRUN_SEARCH = props.search.provider;
+      workerEnv.LONGRUN_SEARCH_KEY_SECRET = props.search.keySecretName;
+    }
     const common: Record<string, string> = {
       ...llmEnv,
       LONGRUN_TABLE: this.table.tableName,
@@ -371,6 +384,10 @@ export class LongrunService extends Construct {
     }
     if (props.llm.apiKeySecretName) {
       secretsmanager.Secret.fromSecretNameV2(this, 'LlmKey', props.llm.apiKeySecretName)
+        .grantRead(worker);
+    }
+    if (props.search) {
+      secretsmanager.Secret.fromSecretNameV2(this, 'SearchKey', props.search.keySecretName)
         .grantRead(worker);
     }
     // Bedrock models are called with the worker's own role: InvokeModel on exactly the

@@ -40,6 +40,7 @@ locals {
   worker_environment = merge(
     var.llm_key_secret_name == "" ? {} : { LONGRUN_LLM_KEY_SECRET = var.llm_key_secret_name },
     var.model_limits == "" ? {} : { LONGRUN_MODEL_LIMITS = var.model_limits },
+    var.search_provider == "" ? {} : { LONGRUN_SEARCH = var.search_provider, LONGRUN_SEARCH_KEY_SECRET = var.search_key_secret_name },
   )
   origin   = regex("^(https?://[^/]+)", local.app_base_url)[0]
   issuer   = local.create_pool ? "https://cognito-idp.${local.region}.amazonaws.com/${aws_cognito_user_pool.users[0].id}" : var.jwt_issuer
@@ -336,6 +337,14 @@ data "aws_iam_policy_document" "fn" {
       sid       = "LlmKey"
       actions   = ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"]
       resources = ["arn:${data.aws_partition.current.partition}:secretsmanager:${local.region}:${local.account}:secret:${var.llm_key_secret_name}-??????"]
+    }
+  }
+  dynamic "statement" {
+    for_each = each.key == "worker" && var.search_key_secret_name != "" ? [1] : []
+    content {
+      sid       = "SearchKey"
+      actions   = ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"]
+      resources = ["arn:${data.aws_partition.current.partition}:secretsmanager:${local.region}:${local.account}:secret:${var.search_key_secret_name}-??????"]
     }
   }
   dynamic "statement" {

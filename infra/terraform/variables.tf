@@ -79,3 +79,19 @@ variable "model_limits" {
   type        = string
   default     = ""
 }
+
+variable "search_provider" {
+  description = "The web_search tool's provider (tavily, brave or exa); empty: no web search."
+  type        = string
+  default     = ""
+  validation {
+    condition     = contains(["", "tavily", "brave", "exa"], var.search_provider)
+    error_message = "search_provider must be tavily, brave, exa or empty."
+  }
+}
+
+variable "search_key_secret_name" {
+  description = "Secrets Manager secret whose string is the search provider's key; only the worker reads it."
+  type        = string
+  default     = ""
+}

@@ -316,6 +316,20 @@ describe('the longrun stack', () => {
     });
   });
 
+  it('gives web_search to the worker alone: provider, key secret and read access to it', () => {
+    const { t } = synth({ search: { provider: 'brave', keySecretName: 'longrun/brave' } });
+    t.hasResourceProperties('AWS::Lambda::Function', {
+      FunctionName: 'longrun-test-worker',
+      Environment: { Variables: Match.objectLike({ LONGRUN_SEARCH: 'brave', LONGRUN_SEARCH_KEY_SECRET: 'longrun/brave' }) },
+    });
+    t.hasResourceProperties('AWS::Lambda::Function', {
+      FunctionName: 'longrun-test-api',
+      Environment: { Variables: Match.not(Match.objectLike({ LONGRUN_SEARCH: Match.anyValue() })) },
+    });
+    const grants = JSON.stringify(t.findResources('AWS::IAM::Policy'));
+    assert.match(grants, /secret:longrun\/brave-\?\?\?\?\?\?/);
+  });
+
   it('starts a run for each longrun.StartRun event through the sweeper', () => {
     t.hasResourceProperties('AWS::Events::Rule', {
       EventPattern: { 'detail-type': ['longrun.StartRun'] },

@@ -14,14 +14,11 @@ const NOTES: &str = r#"{"planner": [{"content": {"status": {"exit_signal": false
     "progress_summary": "note {{iteration}}", "remaining_work": ["more"]},
     "tool_calls": [{"name": "doc_write", "args": {"path": "notes/{{iteration}}.md", "content": "n{{iteration}}", "title": "Note {{iteration}}"}}]}}]}"#;
 
-#[tokio::test]
-async fn the_planner_sees_the_docs_earlier_iterations_wrote_newest_first() {
-    // Arrange
-    let t = platform(NOTES, Arc::new(NoFaults), &[], 5);
-    let req = CreateRun {
+fn notes_run(iterations: i64) -> CreateRun {
+    CreateRun {
         objective: "keep notes".into(),
         budgets: BudgetsInput {
-            max_iterations: Some(3),
+            max_iterations: Some(iterations),
             ..Default::default()
         },
         thresholds: None,
@@ -29,8 +26,14 @@ async fn the_planner_sees_the_docs_earlier_iterations_wrote_newest_first() {
         models: vec![],
         permission_mode: None,
         allowed_tools: None,
-    };
-    let id = create_run(t.p(), "alice", req).await.unwrap().id;
+    }
+}
+
+#[tokio::test]
+async fn the_planner_sees_the_docs_earlier_iterations_wrote_newest_first() {
+    // Arrange
+    let t = platform(NOTES, Arc::new(NoFaults), &[], 5);
+    let id = create_run(t.p(), "alice", notes_run(3)).await.unwrap().id;
 
     // Act
     t.drive(&id, 200).await;
@@ -50,4 +53,31 @@ async fn the_planner_sees_the_docs_earlier_iterations_wrote_newest_first() {
         .expect("iteration 1's doc is listed");
     assert!(newest < older, "newest first");
     assert!(third.contains("Note 2"));
+}
+
+#[tokio::test]
+async fn web_search_is_offered_to_the_planner_only_where_the_deployment_configures_it() {
+    // Arrange
+    let with = longrun_tests::platform_with(NOTES, Arc::new(NoFaults), &[], 5, |c| {
+        c.search = Some(longrun_fetch::SearchSettings::new(
+            longrun_fetch::SearchProvider::Brave,
+            "key".into(),
+        ));
+    });
+    let without = platform(NOTES, Arc::new(NoFaults), &[], 5);
+
+    // Act
+    let mut prompts = vec![];
+    for t in [&with, &without] {
+        let id = create_run(t.p(), "alice", notes_run(1)).await.unwrap().id;
+        t.drive(&id, 200).await;
+        prompts.push(t.llm.planner_prompt(&id, 1).unwrap());
+    }
+
+    // Assert
+    assert!(prompts[0].contains("web_search"), "offered when configured");
+    assert!(
+        !prompts[1].contains("web_search"),
+        "absent when search is off"
+    );
 }

@@ -100,6 +100,28 @@ pub async fn with_key_secret(
     Ok(settings)
 }
 
+/// `LONGRUN_SEARCH_KEY_SECRET`: the Secrets Manager secret holding the search provider's key.
+pub const SEARCH_KEY_SECRET: &str = "LONGRUN_SEARCH_KEY_SECRET";
+
+/// `web_search` on AWS: `LONGRUN_SEARCH` names the provider, its key is read from the secret
+/// `LONGRUN_SEARCH_KEY_SECRET` (or, without one, the provider's key variable).
+pub async fn search_from_env(
+    clients: &AwsClients,
+) -> Result<Option<longrun_fetch::SearchSettings>, PlatformError> {
+    let provider = longrun_fetch::SearchProvider::parse(&var("LONGRUN_SEARCH").unwrap_or_default())
+        .map_err(PlatformError::Setting)?;
+    let (Some(provider), Ok(name)) = (provider, var(SEARCH_KEY_SECRET)) else {
+        return longrun_fetch::SearchSettings::from_env().map_err(PlatformError::Setting);
+    };
+    let key = longrun_aws::secrets::secret_string(&clients.secrets, &name)
+        .await
+        .map_err(|e| PlatformError::Setting(e.to_string()))?;
+    Ok(Some(longrun_fetch::SearchSettings::new(
+        provider,
+        key.trim().to_string(),
+    )))
+}
+
 /// `settings` with the `bedrock` provider: Converse through the function's IAM role, with the
 /// model timeout of `settings`.
 pub fn with_bedrock(mut settings: LlmSettings, clients: &AwsClients) -> LlmSettings {
@@ -153,7 +175,8 @@ impl Platform {
     /// Everything from the environment, as each Lambda function starts.
     pub async fn aws_from_env() -> Result<Platform, PlatformError> {
         let clients = AwsClients::new(&longrun_aws::load_config().await);
-        let config = config_from_env()?;
+        let mut config = config_from_env()?;
+        config.search = search_from_env(&clients).await?;
         let secret = var(LLM_KEY_SECRET).ok();
         let llm = with_key_secret(
             with_bedrock(config.llm_settings(), &clients),

@@ -22,6 +22,8 @@ pub enum ConfigError {
     BadToken(String),
     #[error("no model configured; pass --model provider:model")]
     NoModel,
+    #[error("{0}")]
+    Search(String),
 }
 
 impl Tokens {
@@ -66,6 +68,8 @@ pub struct AppConfig {
     pub app_base_url: String,
     pub max_objective_bytes: usize,
     pub fetch: FetchConfig,
+    /// The `web_search` tool's provider and key; `None`: no web search.
+    pub search: Option<longrun_fetch::SearchSettings>,
     /// How deep runs may nest through `spawn_run` (`LONGRUN_MAX_RUN_DEPTH`, default 16).
     pub max_run_depth: u32,
     /// Per-model capacity shared by every run (`--model-limit`, `LONGRUN_MODEL_LIMITS`).
@@ -145,6 +149,13 @@ fn priced(models: &[String]) -> Vec<String> {
 }
 
 impl AppConfig {
+    /// `web_search` from `LONGRUN_SEARCH` and the provider's key variable (`serve`, embedded
+    /// runs); on AWS the key comes from a secret instead.
+    pub fn with_search_from_env(mut self) -> Result<AppConfig, ConfigError> {
+        self.search = longrun_fetch::SearchSettings::from_env().map_err(ConfigError::Search)?;
+        Ok(self)
+    }
+
     /// The model clients' settings: the providers' environment, this deployment's limits.
     pub fn llm_settings(&self) -> longrun_llm::LlmSettings {
         let mut settings = longrun_llm::LlmSettings::from_env();
@@ -165,6 +176,7 @@ impl AppConfig {
             app_base_url: "http://127.0.0.1:8080".into(),
             max_objective_bytes: 16 * 1024,
             fetch: FetchConfig::from_env(),
+            search: None,
             model_limits: Default::default(),
             max_run_depth: std::env::var("LONGRUN_MAX_RUN_DEPTH")
                 .ok()

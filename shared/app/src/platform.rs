@@ -5,7 +5,7 @@ use std::sync::Arc;
 use longrun_engine::ports::{Clock, Faults, Notifier, RunStore, StepQueue};
 use longrun_engine::tools::{SpawnRun, ToolFactory};
 use longrun_engine::{Dispatch, Engine, EngineConfig, LlmClient, ToolRegistry};
-use longrun_fetch::{HttpFetch, HttpToolFactory, UserToolSettings};
+use longrun_fetch::{HttpFetch, HttpToolFactory, UserToolSettings, WebSearch};
 
 use crate::config::AppConfig;
 
@@ -61,6 +61,12 @@ impl Platform {
             match HttpFetch::new(f.policy.clone(), f.lookup.clone(), f.settings.clone()) {
                 Ok(fetch) => tools.register(Arc::new(fetch)),
                 Err(e) => tracing::error!(error = %e, "http_fetch is unavailable"),
+            }
+        }
+        if let Some(search) = &config.search {
+            match WebSearch::new(search.clone()) {
+                Ok(search) => tools.register(Arc::new(search)),
+                Err(e) => tracing::error!(error = %e, "web_search is unavailable"),
             }
         }
         let f = &config.fetch;

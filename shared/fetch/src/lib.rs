@@ -9,6 +9,7 @@
 
 pub mod guard;
 pub mod html;
+pub mod search;
 pub mod user_tool;
 
 use std::collections::HashMap;
@@ -26,6 +27,7 @@ use serde_json::{Value, json};
 use url::Url;
 
 pub use guard::{FetchPolicy, Refusal};
+pub use search::{SearchProvider, SearchSettings, WebSearch};
 pub use user_tool::{HttpTool, HttpToolFactory, UserToolSettings};
 
 /// Where host names are looked up. Production uses the system resolver; tests (and
