@@ -50,10 +50,7 @@ async fn answer(
     res
 }
 
-async fn serve(
-    provider: SearchProvider,
-    answers: Vec<Answer>,
-) -> (WebSearch, Canned) {
+async fn serve(provider: SearchProvider, answers: Vec<Answer>) -> (WebSearch, Canned) {
     let canned = Canned {
         answers: Arc::new(Mutex::new(answers)),
         seen: Arc::default(),
