@@ -7,7 +7,7 @@ use std::sync::Arc;
 use longrun_app::{CreateRun, create_run};
 use longrun_domain::run::BudgetsInput;
 use longrun_engine::ports::NoFaults;
-use longrun_tests::platform;
+use longrun_tests::{platform, run_request};
 
 /// Writes `notes/{n}.md` every iteration and never claims to be done.
 const NOTES: &str = r#"{"planner": [{"content": {"status": {"exit_signal": false, "needs_user_input": false,
@@ -15,18 +15,13 @@ const NOTES: &str = r#"{"planner": [{"content": {"status": {"exit_signal": false
     "tool_calls": [{"name": "doc_write", "args": {"path": "notes/{{iteration}}.md", "content": "n{{iteration}}", "title": "Note {{iteration}}"}}]}}]}"#;
 
 fn notes_run(iterations: i64) -> CreateRun {
-    CreateRun {
-        objective: "keep notes".into(),
-        budgets: BudgetsInput {
+    run_request(
+        "keep notes",
+        BudgetsInput {
             max_iterations: Some(iterations),
             ..Default::default()
         },
-        thresholds: None,
-        model: None,
-        models: vec![],
-        permission_mode: None,
-        allowed_tools: None,
-    }
+    )
 }
 
 #[tokio::test]

@@ -23,13 +23,8 @@ const BUSY: &str = r#"{
 
 fn request(budgets: BudgetsInput, allowed_tools: Option<Vec<String>>) -> CreateRun {
     CreateRun {
-        objective: "write many notes".into(),
-        budgets,
-        thresholds: None,
-        permission_mode: None,
-        models: vec![],
-        model: None,
         allowed_tools,
+        ..longrun_tests::run_request("write many notes", budgets)
     }
 }
 

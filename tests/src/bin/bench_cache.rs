@@ -15,13 +15,13 @@ use async_trait::async_trait;
 use axum::Json;
 use axum::extract::State;
 use axum::routing::post;
-use longrun_app::{CreateRun, create_run};
+use longrun_app::create_run;
 use longrun_domain::run::BudgetsInput;
 use longrun_engine::llm::ChatMessage;
 use longrun_engine::ports::NoFaults;
 use longrun_engine::{ChatRequest, ChatResponse, LlmClient, LlmError};
 use longrun_llm::{AnthropicClient, OpenAiClient, Secret};
-use longrun_tests::{platform_with_llm, replace_section};
+use longrun_tests::{platform_with_llm, replace_section, run_request};
 use serde_json::{Value, json};
 
 const SECTION: &str = "## Prompt caching";
@@ -214,18 +214,13 @@ async fn measure(
 ) -> Row {
     ledger.lock().unwrap().calls.clear();
     let t = platform_with_llm(client, Arc::new(NoFaults), &[], 5, |_| {});
-    let req = CreateRun {
-        objective: "Keep a set of notes on green tea: varieties, brewing, history. ".repeat(4),
-        budgets: BudgetsInput {
+    let req = run_request(
+        &"Keep a set of notes on green tea: varieties, brewing, history. ".repeat(4),
+        BudgetsInput {
             max_iterations: Some(i64::from(ITERATIONS)),
             ..Default::default()
         },
-        thresholds: None,
-        model: None,
-        models: vec![],
-        permission_mode: None,
-        allowed_tools: None,
-    };
+    );
     let id = create_run(t.p(), "alice", req).await.unwrap().id;
     let run = t.drive(&id, 2_000).await;
     assert_eq!(run.iteration, ITERATIONS, "{:?}", run.stopping_reason);
