@@ -273,9 +273,13 @@ async fn dispatch(cli: Cli) -> Result<()> {
             print_report(&report, cli.json)
         }
         Command::Openapi => {
+            use std::io::Write;
             let doc = serde_json::to_string_pretty(&longrun_app::openapi::document())?;
-            println!("{doc}");
-            Ok(())
+            // A reader that stops early (`| head`) is not an error.
+            match writeln!(std::io::stdout(), "{doc}") {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+                _ => Ok(()),
+            }
         }
         Command::Demo { data_dir } => {
             let model = write_demo_script(&data_dir)?;
