@@ -2573,11 +2573,17 @@ export interface components {
          *     (not by the type) so the error can name the field and the value.
          */
         BudgetsInput: {
-            /** Format: double */
+            /**
+             * Format: double
+             * @description Only with priced models.
+             */
             max_cost_usd?: number | null;
             /** Format: int64 */
             max_iterations?: number | null;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @description Running time in ms (at most 30 days); waiting burns none.
+             */
             max_running_ms?: number | null;
             /** Format: int64 */
             max_tokens?: number | null;
@@ -2895,7 +2901,7 @@ export interface components {
             type: string;
         };
         RegisterTool: {
-            /** @description What the tool does, for the planner. */
+            /** @description What the tool does, for the planner (not blank). */
             description: string;
             /** @description `[a-z][a-z0-9_]*`, at most 48 characters, not a built-in tool's name. */
             name: string;
@@ -3092,7 +3098,7 @@ export interface components {
              *     ones; the first is the run's model. Instead of `model`, or starting with it.
              */
             models?: string[];
-            /** @description What the run must achieve. */
+            /** @description What the run must achieve (not blank). */
             objective: string;
             /**
              * @description `autopilot` (default), `approve_plan` or `per_write`.
@@ -3187,6 +3193,7 @@ export interface components {
         };
         /** @description Where a user's run outcomes are POSTed, signed with the secret (HMAC-SHA256). */
         Webhook: {
+            /** @description At least 16 characters. */
             secret: string;
             url: string;
         };

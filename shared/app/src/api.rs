@@ -656,6 +656,7 @@ pub async fn patch_run_with(p: &Platform, id: &str, edit: RunPatch) -> Result<Ru
 #[serde(deny_unknown_fields)]
 pub struct MarkReadBody {
     /// Ids of your notifications to mark read (at most 200); unknown ids are ignored.
+    #[schemars(length(max = 200))]
     pub ids: Vec<String>,
 }
 
@@ -713,6 +714,7 @@ async fn notifications(
 pub struct WebhooksBody {
     /// Replaces all of your webhooks. Each outcome is POSTed to every URL with an
     /// `X-Longrun-Signature: sha256=<hex HMAC-SHA256 of the body>` header.
+    #[schemars(length(max = 5))]
     pub webhooks: Vec<Webhook>,
 }
 

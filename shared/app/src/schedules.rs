@@ -22,6 +22,7 @@ pub const MAX_SCHEDULES: usize = 20;
 #[serde(deny_unknown_fields)]
 pub struct CreateSchedule {
     /// Five-field cron expression, evaluated in UTC, e.g. `0 9 * * 1-5`.
+    #[schemars(regex(pattern = r"^\s*\S+(\s+\S+){4}\s*$"))]
     pub cron: String,
     /// The run each occurrence starts (the body of `POST /v1/runs`).
     pub template: RunTemplate,

@@ -21,14 +21,17 @@ const MAX_DESCRIPTION: usize = 1_000;
 #[serde(deny_unknown_fields)]
 pub struct RegisterTool {
     /// `[a-z][a-z0-9_]*`, at most 48 characters, not a built-in tool's name.
+    #[schemars(regex(pattern = r"^[a-z][a-z0-9_]{0,47}$"))]
     pub name: String,
-    /// What the tool does, for the planner.
+    /// What the tool does, for the planner (not blank).
+    #[schemars(length(min = 1, max = 1_000), regex(pattern = r"\S"))]
     pub description: String,
     /// JSON Schema (type object) of the arguments, enforced before every call.
     pub parameters: Value,
     /// Where calls are POSTed: https (plain http only to hosts the deployment trusts).
     pub url: String,
     /// HMAC-SHA256 key for the `x-longrun-signature` header; at least 16 characters.
+    #[schemars(length(min = 16))]
     pub secret: String,
     /// Whether the tool changes something (held for approval under `per_write`). Default true.
     #[serde(default = "default_write")]

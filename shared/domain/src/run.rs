@@ -163,10 +163,17 @@ impl Default for Budgets {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BudgetsInput {
+    #[schemars(range(min = 1, max = 10_000))]
     pub max_iterations: Option<i64>,
+    /// Running time in ms (at most 30 days); waiting burns none.
+    #[schemars(range(min = 1, max = 2_592_000_000_i64))]
     pub max_running_ms: Option<i64>,
+    #[schemars(range(min = 1))]
     pub max_tokens: Option<i64>,
+    /// Only with priced models.
+    #[schemars(range(max = 1_000_000.0), extend("exclusiveMinimum" = 0))]
     pub max_cost_usd: Option<f64>,
+    #[schemars(range(min = 1, max = 1_000_000))]
     pub max_tool_calls: Option<i64>,
 }
 
@@ -217,13 +224,16 @@ impl BudgetsInput {
 pub struct Thresholds {
     /// Consecutive iterations without progress before `no_progress`.
     #[serde(default = "default_no_progress")]
+    #[schemars(range(min = 1, max = 1000))]
     pub no_progress_limit: u32,
     /// Consecutive iterations failing with the same error fingerprint before `repeated_error`.
     #[serde(default = "default_repeated_error")]
+    #[schemars(range(min = 1, max = 1000))]
     pub repeated_error_limit: u32,
     /// Consecutive repeats of the same action set without progress before `no_progress`
     /// (the first repeat only earns an anti-repetition hint).
     #[serde(default = "default_repeat")]
+    #[schemars(range(min = 1, max = 1000))]
     pub repeated_action_limit: u32,
 }
 

@@ -14,7 +14,8 @@ use crate::run::{BudgetsInput, PermissionMode, Thresholds};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunTemplate {
-    /// What the run must achieve.
+    /// What the run must achieve (not blank).
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     pub objective: String,
     #[serde(default)]
     pub budgets: BudgetsInput,
@@ -32,6 +33,7 @@ pub struct RunTemplate {
     pub permission_mode: Option<PermissionMode>,
     /// The tools the run may use, by name (built-in or registered); all when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64), inner(length(min = 1), regex(pattern = r"\S")))]
     pub allowed_tools: Option<Vec<String>>,
 }
 

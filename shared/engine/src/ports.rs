@@ -244,6 +244,8 @@ impl std::fmt::Debug for UserTool {
 #[derive(Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Webhook {
     pub url: String,
+    /// At least 16 characters.
+    #[schemars(length(min = 16))]
     pub secret: String,
 }
 
