@@ -25,6 +25,7 @@ const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
 const METHOD_NOT_FOUND: i64 = -32601;
 const INVALID_PARAMS: i64 = -32602;
+const INTERNAL_ERROR: i64 = -32603;
 
 /// Reports and docs are served as resources under this scheme.
 const SCHEME: &str = "longrun://runs/";
@@ -360,7 +361,7 @@ async fn list_resources(p: &Platform, user: &User) -> RpcResult {
         .store
         .list_runs(&user.0, &query)
         .await
-        .map_err(|e| (INVALID_REQUEST, e.to_string()))?;
+        .map_err(|e| (INTERNAL_ERROR, e.to_string()))?;
     let resources: Vec<Value> = runs
         .iter()
         .filter(|r| r.report.is_some())
