@@ -65,6 +65,10 @@ fn doc(path: &str, content: &str, version: u32) -> Doc {
         updated_iteration: version,
         version,
         updated_at: 0,
+        sources: vec![
+            format!("https://example.org/{path}"),
+            "tool:price_lookup".into(),
+        ],
     }
 }
 
@@ -78,6 +82,7 @@ fn pad(n: u32) -> PadEntry {
         artifacts: vec![],
         plan_changes: vec![],
         remaining_work: vec![],
+        sources: vec![format!("https://example.org/{n}")],
     }
 }
 
@@ -375,16 +380,17 @@ mod suite {
             StoreError::Rejected(Rejection::AlreadyCommitted { .. })
         ));
         assert_eq!(s.iterations("r1", 0, 10).await.unwrap().len(), 1);
-        assert_eq!(
-            s.doc("r1", "notes/a.md").await.unwrap().unwrap().content,
-            "Alpha beta"
-        );
-        assert_eq!(s.docs("r1", "notes/", 10).await.unwrap().len(), 1);
+        let a = s.doc("r1", "notes/a.md").await.unwrap().unwrap();
+        assert_eq!(a.content, "Alpha beta");
+        assert_eq!(a.sources, doc("notes/a.md", "", 1).sources);
+        let listed = s.docs("r1", "notes/", 10).await.unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].sources, a.sources);
         assert_eq!(s.docs("r1", "", 10).await.unwrap().len(), 2);
         let hits = s.search_docs("r1", "BETA", 10).await.unwrap();
         assert_eq!(hits.len(), 1);
         assert!(hits[0].snippet.contains("beta"));
-        assert_eq!(s.scratchpad("r1", 3).await.unwrap()[0].n, 1);
+        assert_eq!(s.scratchpad("r1", 3).await.unwrap()[0], pad(1));
     }
 
     pub async fn the_scratchpad_returns_the_last_entries_oldest_first(s: &dyn RunStore) {

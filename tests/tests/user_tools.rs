@@ -164,6 +164,12 @@ async fn a_registered_tool_is_called_signed_and_a_redelivery_repeats_its_idempot
     );
     assert_eq!(calls[0].body["args"], json!({"item": "sencha"}));
     assert_eq!(calls[0].body["run_id"], json!(id));
+    let price = t.p().store.doc(&id, "price.md").await.unwrap().unwrap();
+    assert_eq!(
+        price.sources,
+        vec!["tool:price_lookup"],
+        "the doc cites the tool result in the planner's view"
+    );
     let it1 = t.p().store.iterations(&id, 0, 1).await.unwrap().remove(0);
     let results: Vec<(bool, &str)> = it1
         .tool_results

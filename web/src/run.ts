@@ -24,6 +24,16 @@ interface State {
 const section = (id: string, title: string, ...body: (Node | null)[]) =>
   h("section", { class: "card", id, "aria-labelledby": `${id}-h` }, h("h2", { id: `${id}-h` }, title), ...body);
 
+/** A source as a link when it is a web page; tool results (`tool:NAME`) and anything else stay text. */
+function sourceLink(src: string): HTMLElement {
+  let url: URL | null = null;
+  try { url = new URL(src); } catch { /* not a URL */ }
+  if (url && (url.protocol === "https:" || url.protocol === "http:")) {
+    return h("a", { href: url.href, target: "_blank", rel: "noopener noreferrer nofollow" }, src);
+  }
+  return h("span", {}, src);
+}
+
 export const runPage: Page = (ctx, root, params) => {
   const id = params.id;
   const s: State = { run: null, iterations: [], docs: [], tree: null, scratch: [], allScratch: false, events: [] };
@@ -327,7 +337,10 @@ export const runPage: Page = (ctx, root, params) => {
       h("p", { "data-testid": "report-summary" }, r.summary),
       h("p", {}, h("strong", {}, "Stopping reason: "), `${r.stopping_reason.type} — ${r.stopping_reason.detail}`),
       r.what_changed.created.length ? [h("h3", {}, "Created"), h("ul", {}, r.what_changed.created.map(docLink))] : null,
-      r.what_changed.updated.length ? [h("h3", {}, "Updated"), h("ul", {}, r.what_changed.updated.map(docLink))] : null);
+      r.what_changed.updated.length ? [h("h3", {}, "Updated"), h("ul", {}, r.what_changed.updated.map(docLink))] : null,
+      r.sources?.length ? [h("h3", {}, "Sources"), h("ul", { "data-testid": "report-sources" }, r.sources.map((src) =>
+        h("li", {}, sourceLink(src.source), h("span", { class: "muted" }, " cited by "),
+          src.docs.map((p, i) => [i ? ", " : "", h("button", { type: "button", class: "link", onclick: () => openDoc(p) }, p)]))))] : null);
   }
 
   function why(it: Iteration): string {
@@ -399,7 +412,8 @@ export const runPage: Page = (ctx, root, params) => {
       replace(docView,
         h("h3", {}, d.title || d.path),
         h("p", { class: "muted" }, `${d.path} · version ${d.version} · created in #${d.created_iteration}, updated in #${d.updated_iteration}`),
-        h("pre", { class: "doc-content" }, d.content));
+        h("pre", { class: "doc-content" }, d.content),
+        d.sources?.length ? [h("h4", {}, "Sources"), h("ul", { "data-testid": "doc-sources" }, d.sources.map((src) => h("li", {}, sourceLink(src))))] : null);
       docView.focus();
     } catch (e) {
       ctx.fail(e);

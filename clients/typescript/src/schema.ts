@@ -2654,6 +2654,11 @@ export interface components {
             /** Format: uint32 */
             created_iteration: number;
             path: string;
+            /**
+             * @description Where what it says came from: the URLs fetched or found by search and the tools
+             *     (`tool:NAME`) whose results the writing iteration had in view, most recent first.
+             */
+            sources?: string[];
             /** @default [] */
             tags?: string[];
             title: string;
@@ -2675,6 +2680,7 @@ export interface components {
             /** Format: uint32 */
             created_iteration: number;
             path: string;
+            sources?: string[];
             title: string;
             /** Format: uint32 */
             updated_iteration: number;
@@ -2869,6 +2875,11 @@ export interface components {
             plan_changes: string[];
             remaining_work: string[];
             results: string[];
+            /**
+             * @description The sources this iteration's tools read; docs written while this entry is in the
+             *     planner's view cite them.
+             */
+            sources?: string[];
             summary: string;
         };
         /** @description A write the planner proposed under `per_write`, held until the user decides. */
@@ -2927,6 +2938,11 @@ export interface components {
             objective: string;
             questions?: string[];
             run_id: string;
+            /**
+             * @description Every source the workspace cites, in the order first cited (by doc path).
+             * @default []
+             */
+            sources?: components["schemas"]["SourceRef"][];
             status: components["schemas"]["RunStatus"];
             stopping_reason: components["schemas"]["StoppingReason"];
             summary: string;
@@ -3124,6 +3140,11 @@ export interface components {
             template: components["schemas"]["RunTemplate"];
             user_id: string;
         };
+        /** @description A source the run's docs cite (a URL, or `tool:NAME`), and the docs that cite it. */
+        SourceRef: {
+            docs: string[];
+            source: string;
+        };
         StatusBlock: {
             /** @default [] */
             blocking_questions?: string[];
@@ -3208,6 +3229,10 @@ export interface components {
             created: string[];
             /** @description Docs the run cited as completion evidence. */
             linked: string[];
+            /** @description The sources of each created or updated doc that has any, by path. */
+            sources?: {
+                [key: string]: string[];
+            };
             updated: string[];
         };
     };

@@ -1155,6 +1155,7 @@ mod tests {
                 artifacts: vec![],
                 plan_changes: vec![],
                 remaining_work: vec![],
+                sources: vec![],
             },
             summary: String::new(),
             workspace: vec![],

@@ -77,6 +77,26 @@ pub struct Event {
 
 pub const MAX_DOC_BYTES: usize = 64 * 1024;
 pub const MAX_DOC_PATH: usize = 256;
+/// Sources kept per doc (and per scratchpad entry): the most recent win.
+pub const MAX_DOC_SOURCES: usize = 16;
+/// A longer source (a URL) is cut to this many characters.
+pub const MAX_SOURCE_CHARS: usize = 512;
+
+/// Adds `new` in front of `old`, without repeats, keeping at most [`MAX_DOC_SOURCES`].
+pub fn merge_sources<'a, 'b>(
+    new: impl IntoIterator<Item = &'a String>,
+    old: impl IntoIterator<Item = &'b String>,
+) -> Vec<String> {
+    let mut out: Vec<String> = vec![];
+    let mut add = |s: &String| {
+        if out.len() < MAX_DOC_SOURCES && !out.contains(s) {
+            out.push(s.clone());
+        }
+    };
+    new.into_iter().for_each(&mut add);
+    old.into_iter().for_each(&mut add);
+    out
+}
 
 /// A workspace document. Paths are `/`-separated; the parent is the path's directory.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -90,6 +110,10 @@ pub struct Doc {
     pub updated_iteration: u32,
     pub version: u32,
     pub updated_at: i64,
+    /// Where what it says came from: the URLs fetched or found by search and the tools
+    /// (`tool:NAME`) whose results the writing iteration had in view, most recent first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
 }
 
 impl Doc {
@@ -101,6 +125,7 @@ impl Doc {
             created_iteration: self.created_iteration,
             updated_iteration: self.updated_iteration,
             version: self.version,
+            sources: self.sources.clone(),
         }
     }
 }
@@ -113,6 +138,8 @@ pub struct DocMeta {
     pub created_iteration: u32,
     pub updated_iteration: u32,
     pub version: u32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
 }
 
 /// Normalizes a workspace path or says why it is not acceptable.
@@ -185,6 +212,10 @@ pub struct PadEntry {
     pub artifacts: Vec<String>,
     pub plan_changes: Vec<String>,
     pub remaining_work: Vec<String>,
+    /// The sources this iteration's tools read; docs written while this entry is in the
+    /// planner's view cite them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
 }
 
 #[cfg(test)]
@@ -200,5 +231,17 @@ mod tests {
         assert!(normalize_doc_path("../etc/passwd").is_err());
         assert!(normalize_doc_path("  ").is_err());
         assert!(normalize_doc_path(&"a".repeat(300)).is_err());
+    }
+
+    #[test]
+    fn merged_sources_put_the_new_first_without_repeats_and_are_bounded() {
+        let new: Vec<String> = vec!["b".into(), "c".into()];
+        let old: Vec<String> = (0..20)
+            .map(|i| format!("s{i}"))
+            .chain(["b".into()])
+            .collect();
+        let merged = merge_sources(&new, &old);
+        assert_eq!(&merged[..3], ["b", "c", "s0"]);
+        assert_eq!(merged.len(), MAX_DOC_SOURCES);
     }
 }

@@ -15,6 +15,16 @@ pub struct WhatChanged {
     pub updated: Vec<String>,
     /// Docs the run cited as completion evidence.
     pub linked: Vec<String>,
+    /// The sources of each created or updated doc that has any, by path.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sources: BTreeMap<String, Vec<String>>,
+}
+
+/// A source the run's docs cite (a URL, or `tool:NAME`), and the docs that cite it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SourceRef {
+    pub source: String,
+    pub docs: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -47,6 +57,9 @@ pub struct Report {
     pub status: RunStatus,
     pub summary: String,
     pub what_changed: WhatChanged,
+    /// Every source the workspace cites, in the order first cited (by doc path).
+    #[serde(default)]
+    pub sources: Vec<SourceRef>,
     pub artifacts: Vec<ArtifactRef>,
     pub metrics: ReportMetrics,
     pub stopping_reason: StoppingReason,
@@ -84,6 +97,25 @@ pub fn build_report(
         .map(|d| d.path.clone())
         .take(MAX_LISTED)
         .collect();
+    let mut sources: Vec<SourceRef> = vec![];
+    for d in docs.iter().take(MAX_LISTED) {
+        for src in &d.sources {
+            match sources.iter().position(|s| &s.source == src) {
+                Some(i) => sources[i].docs.push(d.path.clone()),
+                None if sources.len() < MAX_LISTED => sources.push(SourceRef {
+                    source: src.clone(),
+                    docs: vec![d.path.clone()],
+                }),
+                None => {}
+            }
+        }
+    }
+    let by_doc = docs
+        .iter()
+        .take(MAX_LISTED)
+        .filter(|d| !d.sources.is_empty())
+        .map(|d| (d.path.clone(), d.sources.clone()))
+        .collect();
     let title: String = run.objective.chars().take(80).collect();
     let m = &run.metrics;
     Report {
@@ -96,7 +128,9 @@ pub fn build_report(
             created,
             updated,
             linked,
+            sources: by_doc,
         },
+        sources,
         artifacts: docs
             .iter()
             .take(MAX_LISTED)
@@ -142,6 +176,7 @@ mod tests {
             created_iteration: 1,
             updated_iteration: version,
             version,
+            sources: vec![],
         }
     }
 
@@ -157,5 +192,33 @@ mod tests {
         assert_eq!(r.what_changed.updated, vec!["b.md"]);
         assert_eq!(r.what_changed.linked, vec!["b.md"]);
         assert_eq!(r.stopping_reason.kind, StopType::Completed);
+    }
+
+    #[test]
+    fn the_report_lists_each_source_once_with_the_docs_that_cite_it() {
+        let mut run = sample_run();
+        run.status = RunStatus::Completed;
+        let url = "https://example.org/tea".to_string();
+        let mut a = meta("a.md", 1);
+        a.sources = vec![url.clone(), "tool:price_lookup".into()];
+        let mut b = meta("b.md", 2);
+        b.sources = vec![url.clone()];
+        let c = meta("c.md", 1);
+        let r = build_report(&run, &[a, b, c], "ok", &[], 10);
+        assert_eq!(
+            r.sources,
+            vec![
+                SourceRef {
+                    source: url.clone(),
+                    docs: vec!["a.md".into(), "b.md".into()]
+                },
+                SourceRef {
+                    source: "tool:price_lookup".into(),
+                    docs: vec!["a.md".into()]
+                },
+            ]
+        );
+        assert_eq!(r.what_changed.sources["b.md"], vec![url]);
+        assert!(!r.what_changed.sources.contains_key("c.md"));
     }
 }

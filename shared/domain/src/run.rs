@@ -776,6 +776,8 @@ impl Run {
             if meta.title.chars().count() > RECENT_TITLE_CHARS {
                 meta.title = meta.title.chars().take(RECENT_TITLE_CHARS).collect();
             }
+            // The index is the planner's map of paths; sources stay with the doc.
+            meta.sources.clear();
             self.recent_docs.retain(|d| d.path != meta.path);
             self.recent_docs.insert(0, meta);
         }

@@ -211,6 +211,7 @@ mod tests {
             artifacts: vec![],
             plan_changes: vec![],
             remaining_work: vec![],
+            sources: vec![],
         }
     }
 
@@ -226,6 +227,7 @@ mod tests {
                 created_iteration: n,
                 updated_iteration: n,
                 version: 1,
+                sources: vec![],
             }));
         }
         run.metrics.docs = 1_000;
@@ -254,6 +256,7 @@ mod tests {
             created_iteration: 1,
             updated_iteration: n,
             version: n,
+            sources: vec![],
         };
         run.note_docs([meta("a.md", 1), meta("b.md", 1)]);
         run.note_docs([meta("a.md", 2)]);
@@ -276,6 +279,7 @@ mod tests {
             created_iteration: 2,
             updated_iteration: 2,
             version: 1,
+            sources: vec![],
         }]);
         let second = planner_messages(&run, 3, &[pad(1), pad(2)], "- doc_write: …", None);
 

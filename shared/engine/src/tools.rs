@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use longrun_domain::planner::ToolCall;
-use longrun_domain::record::{MAX_DOC_BYTES, normalize_doc_path};
+use longrun_domain::record::{MAX_DOC_BYTES, MAX_SOURCE_CHARS, merge_sources, normalize_doc_path};
 use longrun_domain::run::{
     Budgets, BudgetsInput, PlanStep, Run, StepStatus, apply_plan_updates, carve_child_budgets,
 };
@@ -43,6 +43,10 @@ struct StagingInner {
     parent: Option<Run>,
     spawned: Vec<ChildRequest>,
     wait_for_children: bool,
+    /// What this iteration's tools read (URLs, `tool:NAME`), most recent first.
+    sources: Vec<String>,
+    /// What the scratchpad entries in the planner's view read.
+    carried: Vec<String>,
 }
 
 /// A child run `spawn_run` asked for; the engine creates it before the commit.
@@ -64,6 +68,8 @@ pub struct Staged {
     pub questions: Vec<String>,
     pub spawned: Vec<ChildRequest>,
     pub wait_for_children: bool,
+    /// What this iteration's tools read, for its scratchpad entry.
+    pub sources: Vec<String>,
 }
 
 impl Staging {
@@ -131,6 +137,11 @@ impl Staging {
             self.lock().docs.remove(path);
             return Ok(json!({"path": path, "changed": false, "version": b.version}));
         }
+        let sources = {
+            let inner = self.lock();
+            let cited = merge_sources(&inner.sources, &inner.carried);
+            merge_sources(&cited, base.iter().flat_map(|b| &b.sources))
+        };
         let doc = Doc {
             path: path.to_string(),
             title,
@@ -142,6 +153,7 @@ impl Staging {
             updated_iteration: self.iteration,
             version: base.as_ref().map_or(1, |b| b.version + 1),
             updated_at: self.now,
+            sources,
         };
         let created = base.is_none();
         let version = doc.version;
@@ -198,6 +210,24 @@ impl Staging {
         inner.plan_changes.extend(changes);
     }
 
+    /// Sources a tool just read: docs written from here on cite them.
+    pub fn note_sources(&self, read: Vec<String>) {
+        let read: Vec<String> = read
+            .into_iter()
+            .map(|s| s.chars().take(MAX_SOURCE_CHARS).collect())
+            .collect();
+        let mut inner = self.lock();
+        let merged = merge_sources(&read, &inner.sources);
+        inner.sources = merged;
+    }
+
+    /// Sources read by the iterations whose results the planner sees.
+    pub fn carry_sources<'a>(&self, read: impl IntoIterator<Item = &'a String>) {
+        let mut inner = self.lock();
+        let merged = merge_sources(read, &inner.carried);
+        inner.carried = merged;
+    }
+
     fn ask(&self, questions: &[String]) {
         self.lock().questions.extend(questions.iter().cloned());
     }
@@ -225,6 +255,7 @@ impl Staging {
             questions: inner.questions,
             spawned: inner.spawned,
             wait_for_children: inner.wait_for_children,
+            sources: inner.sources,
         }
     }
 
@@ -280,6 +311,11 @@ pub trait Tool: Send + Sync {
     }
     /// Called only with arguments that passed the schema.
     async fn call(&self, staging: &Staging, args: Value) -> Result<Value, String>;
+    /// What a successful call read from outside (URLs, `tool:NAME`): the docs written after
+    /// it cite these. The workspace tools read nothing from outside.
+    fn sources(&self, _args: &Value, _result: &Value) -> Vec<String> {
+        vec![]
+    }
 }
 
 fn schema_of<T: JsonSchema>() -> Value {
@@ -791,7 +827,13 @@ impl ToolRegistry {
         let result = match self.validate(call, allowed) {
             Err(e) => Err(e),
             Ok(()) => match self.tools.get(call.name.as_str()) {
-                Some(entry) => entry.tool.call(staging, call.args.clone()).await,
+                Some(entry) => {
+                    let result = entry.tool.call(staging, call.args.clone()).await;
+                    if let Ok(out) = &result {
+                        staging.note_sources(entry.tool.sources(&call.args, out));
+                    }
+                    result
+                }
                 None => Err(format!("unknown tool `{}`", call.name)),
             },
         };

@@ -401,4 +401,13 @@ impl Tool for HttpFetch {
             "content": untrusted(&page.final_url, &page.text),
         }))
     }
+
+    /// The page where the fetch ended, after redirects; a HEAD read no content.
+    fn sources(&self, args: &Value, result: &Value) -> Vec<String> {
+        let head = args.get("method").and_then(Value::as_str) == Some("HEAD");
+        match result.get("final_url").and_then(Value::as_str) {
+            Some(url) if !head => vec![url.to_string()],
+            _ => vec![],
+        }
+    }
 }

@@ -429,6 +429,18 @@ impl Tool for WebSearch {
             "results": untrusted(&format!("web search for \"{}\"", clip(&args.query, 100)), &listing),
         }))
     }
+
+    /// The results' URLs, in rank order: their snippets are what the planner read.
+    fn sources(&self, _args: &Value, result: &Value) -> Vec<String> {
+        result
+            .get("urls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect()
+    }
 }
 
 #[cfg(test)]

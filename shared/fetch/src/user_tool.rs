@@ -195,4 +195,8 @@ impl Tool for HttpTool {
         };
         Ok(json!({"status": status.as_u16(), "result": result, "truncated": truncated}))
     }
+
+    fn sources(&self, _args: &Value, _result: &Value) -> Vec<String> {
+        vec![format!("tool:{}", self.spec.name)]
+    }
 }

@@ -816,6 +816,7 @@ impl RunStore for SqliteRunStore {
             updated_iteration: meta.updated_iteration,
             version: meta.version,
             updated_at: 0,
+            sources: meta.sources,
         }))
     }
 

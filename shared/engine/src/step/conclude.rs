@@ -300,6 +300,7 @@ fn scratchpad_entry(
         artifacts,
         plan_changes: staged.plan_changes.clone(),
         remaining_work: remaining_work.to_vec(),
+        sources: staged.sources.clone(),
     }
 }
 

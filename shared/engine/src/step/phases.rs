@@ -101,6 +101,7 @@ impl Engine {
             return Ok(());
         }
         let pad = self.store().scratchpad(&it.run.id, SCRATCHPAD_TAIL).await?;
+        staging.carry_sources(pad.iter().rev().flat_map(|e| &e.sources));
         match self.ask_planner(it, &pad).await? {
             Ok(out) => draft.planner = out,
             Err(e) => draft.error = Some(e),
