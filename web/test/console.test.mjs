@@ -1,11 +1,12 @@
 // Drives the console in headless Chromium against a real `longrun serve` with scripted models:
 // start a run from the composer, watch it advance live, answer its question, see it complete,
-// read a workspace doc and the report; open a deep link cold; cancel a second run mid-way;
+// read a workspace doc with its sources and the report; open a deep link cold; cancel a second run mid-way;
 // see the API's failures as readable messages. Screenshots land in web/test-results/.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { createServer } from "node:http";
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
@@ -26,13 +27,18 @@ const status = (extra) => ({
   remaining_work: [], completion_evidence: [], next_action_hint: "execute", confidence: "medium", ...extra,
 });
 
-// Three iterations: plan and take notes; ask which tea to start with; write the guide and finish.
+// A "public" page the run reads (loopback, trusted by the server's fetch policy).
+const SITE = "SITE_URL/teas";
+
+// Three iterations: read a page, plan and take notes; ask which tea to start with; write the
+// guide (citing the page, still in the planner's view) and finish.
 const guided = {
   planner: [
     { latency_ms: 2000, usage: { input_tokens: 1500, output_tokens: 300 }, content: {
       status: status({ progress_summary: "Planned the guide and took notes.", remaining_work: ["ask the reader", "write the guide"] }),
       plan_updates: [{ id: "s1", title: "Take notes", status: "done" }, { id: "s2", title: "Write guide.md", status: "pending" }],
-      tool_calls: [{ name: "doc_write", args: { path: "notes/tea.md", title: "Tea notes", content: "Green: 75 °C. Black: 95 °C." } }] } },
+      tool_calls: [{ name: "http_fetch", args: { url: SITE } },
+        { name: "doc_write", args: { path: "notes/tea.md", title: "Tea notes", content: "Green: 75 °C. Black: 95 °C." } }] } },
     { latency_ms: 2000, usage: { input_tokens: 1700, output_tokens: 200 }, content: {
       status: status({ needs_user_input: true, blocking_questions: ["Which tea should the guide start with?"],
         progress_summary: "Need the reader's preference.", remaining_work: ["write the guide"], next_action_hint: "ask_user" }) } },
@@ -54,18 +60,18 @@ const endless = {
   executor: [], repair: [],
 };
 
-let server, base, dir, browser;
+let server, base, dir, browser, site, siteUrl;
 
 /** Starts `longrun serve` on `port` (0: any free one) over the test's data dir. */
 async function startServer(port = 0) {
   if (!dir) {
     dir = mkdtempSync(join(tmpdir(), "longrun-web-"));
-    writeFileSync(join(dir, "guided.json"), JSON.stringify(guided));
+    writeFileSync(join(dir, "guided.json"), JSON.stringify(guided).replaceAll("SITE_URL", siteUrl));
     writeFileSync(join(dir, "endless.json"), JSON.stringify(endless));
   }
   server = spawn(BIN, ["serve", "--data-dir", join(dir, "data"), "--port", String(port),
     "--model", `script:${join(dir, "guided.json")}`, "--model", `script:${join(dir, "endless.json")}`], {
-    env: { ...process.env, LONGRUN_TOKENS: `${TOKEN}:alice`, RUST_LOG: "warn" },
+    env: { ...process.env, LONGRUN_TOKENS: `${TOKEN}:alice`, LONGRUN_FETCH_TRUSTED_PRIVATE: "localhost", RUST_LOG: "warn" },
     stdio: ["ignore", "pipe", "inherit"],
   });
   base = await new Promise((resolve, reject) => {
@@ -85,6 +91,12 @@ before(async () => {
   assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: scripts/web installs Debian's chromium`);
   rmSync(SHOTS, { recursive: true, force: true });
   mkdirSync(SHOTS, { recursive: true });
+  site = createServer((_req, res) => {
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+    res.end("<html><head><title>Teas</title></head><body><p>Green tea: 75 °C.</p></body></html>");
+  });
+  await new Promise((resolve) => site.listen(0, "127.0.0.1", resolve));
+  siteUrl = `http://localhost:${site.address().port}`;
   await startServer();
   browser = await launchBrowser();
 });
@@ -117,6 +129,7 @@ async function launchBrowser(attempts = 3) {
 after(async () => {
   await browser?.close();
   server?.kill("SIGINT");
+  site?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -174,6 +187,8 @@ test("a run started from the composer advances live, waits on the user, complete
 
   await page.locator('.tree button[data-path="guide.md"]').click();
   await page.locator(".doc-content").getByText("Start with green tea: 75 °C for 2 minutes.").waitFor();
+  assert.equal(await page.getByTestId("doc-sources").textContent(), `${siteUrl}/teas`, "the doc cites the page read");
+  assert.match(await page.getByTestId("report-sources").textContent(), /\/teas cited by guide\.md, notes\/tea\.md$/);
   assert.equal(await page.getByTestId("report-summary").textContent(), "Wrote guide.md starting with green tea, as asked.");
   await page.getByText("Stopping reason: completed").waitFor();
   await shot(page, "4-report-and-doc");

@@ -120,7 +120,8 @@ fn host_list(v: Option<String>) -> Vec<String> {
 impl FetchConfig {
     /// `LONGRUN_FETCH=off` turns the tool off; `LONGRUN_FETCH_ALLOW` (only these hosts and
     /// their subdomains), `LONGRUN_FETCH_DENY` and `LONGRUN_FETCH_TRUSTED_PRIVATE` (names that
-    /// may resolve to private addresses, e.g. an intranet wiki) are comma-separated hosts.
+    /// may resolve to private addresses, e.g. an intranet wiki, or `localhost` named outright)
+    /// are comma-separated hosts.
     pub fn from_env() -> FetchConfig {
         let var = |k: &str| std::env::var(k).ok();
         FetchConfig {

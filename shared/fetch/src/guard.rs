@@ -67,7 +67,9 @@ impl FetchPolicy {
                 .and(check_ip(IpAddr::V6(ip))),
             Some(Host::Domain(name)) => {
                 let name = name.trim_end_matches('.').to_ascii_lowercase();
-                if name == "localhost" || name.ends_with(".localhost") || name.is_empty() {
+                let local = name == "localhost" || name.ends_with(".localhost");
+                // Only a deployment that names it in `trusted_private` reaches its own machine.
+                if name.is_empty() || (local && !self.is_trusted_private(&name)) {
                     return Err(Refusal::LocalName(name));
                 }
                 self.check_name(&name)
@@ -290,6 +292,24 @@ mod tests {
         assert_eq!(
             refused("http://x.localhost/"),
             Refusal::LocalName("x.localhost".into())
+        );
+    }
+
+    #[test]
+    fn localhost_is_reached_only_when_the_deployment_trusts_it_by_name() {
+        let url = Url::parse("http://localhost:8080/wiki").unwrap();
+        let trusting = FetchPolicy {
+            trusted_private: vec!["localhost".into()],
+            ..FetchPolicy::default()
+        };
+        let other = FetchPolicy {
+            trusted_private: vec!["wiki.corp".into()],
+            ..FetchPolicy::default()
+        };
+        assert_eq!(trusting.check_url(&url), Ok(()));
+        assert_eq!(
+            other.check_url(&url),
+            Err(Refusal::LocalName("localhost".into()))
         );
     }
 
