@@ -1,8 +1,9 @@
 //! `make bench-llm` (second part): what prompt caching saves over a 30-iteration run. The
-//! real engine runs against canned Anthropic- and OpenAI-shaped servers that bill the way the
-//! providers document it: Anthropic reads from cache a prefix ending at a `cache_control`
-//! mark that was seen before (writes it the first time); OpenAI reads the longest prefix it
-//! has seen before, in 128-token steps; both only from 1,024 tokens on. Each provider runs
+//! real engine runs against canned Anthropic-, Bedrock- and OpenAI-shaped servers that bill the
+//! way the providers document it: Anthropic (and Bedrock Converse) reads from cache a prefix
+//! ending at a `cache_control` mark (a `cachePoint` block) that was seen before (writes it the
+//! first time); OpenAI reads the longest prefix it has seen before, in 128-token steps; all
+//! only from 1,024 tokens on. Each provider runs
 //! twice: the prompt as it is sent today, and as it was before (one state message holding the
 //! objective, no marks). Tokens are estimated at 4 characters each. Updates BENCHMARKS.md.
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
@@ -12,10 +13,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use aws_config::{BehaviorVersion, Region};
+use aws_sdk_bedrockruntime::config::{Credentials, SharedCredentialsProvider};
 use axum::Json;
 use axum::extract::State;
 use axum::routing::post;
 use longrun_app::create_run;
+use longrun_aws::bedrock::{self, BedrockClient};
 use longrun_domain::run::BudgetsInput;
 use longrun_engine::llm::ChatMessage;
 use longrun_engine::ports::NoFaults;
@@ -79,11 +83,54 @@ async fn anthropic(State(ledger): State<Shared>, Json(body): Json<Value>) -> Jso
     for m in body["messages"].as_array().unwrap() {
         push(&m["content"]);
     }
+    let (n, out, b) = bill_marked(&ledger, &blocks);
+    Json(json!({
+        "id": format!("msg_{n}"), "type": "message", "role": "assistant", "stop_reason": "tool_use",
+        "content": [{"type": "tool_use", "id": format!("toolu_{n}"), "name": "answer", "input": out}],
+        "usage": {"input_tokens": b.input, "output_tokens": b.output,
+                  "cache_read_input_tokens": b.cache_read, "cache_creation_input_tokens": b.cache_write},
+    }))
+}
+
+/// Bedrock Converse: the same billing as Anthropic, a `cachePoint` block marking the end of
+/// the block before it (tools, then system, then the messages' content).
+async fn converse(State(ledger): State<Shared>, Json(body): Json<Value>) -> Json<Value> {
+    let mut blocks: Vec<(String, bool)> = vec![(body["toolConfig"].to_string(), false)];
+    let mut push = |content: &Value| {
+        for b in content.as_array().into_iter().flatten() {
+            if b.get("cachePoint").is_some() {
+                if let Some(last) = blocks.last_mut() {
+                    last.1 = true;
+                }
+            } else {
+                blocks.push((b["text"].as_str().unwrap_or_default().to_string(), false));
+            }
+        }
+    };
+    push(&body["system"]);
+    for m in body["messages"].as_array().unwrap() {
+        push(&m["content"]);
+    }
+    let (n, out, b) = bill_marked(&ledger, &blocks);
+    Json(json!({
+        "output": {"message": {"role": "assistant", "content": [
+            {"toolUse": {"toolUseId": format!("tooluse_{n}"), "name": "answer", "input": out}}]}},
+        "stopReason": "tool_use",
+        "usage": {"inputTokens": b.input, "outputTokens": b.output,
+                  "totalTokens": b.input + b.cache_read + b.cache_write + b.output,
+                  "cacheReadInputTokens": b.cache_read, "cacheWriteInputTokens": b.cache_write},
+        "metrics": {"latencyMs": 1},
+    }))
+}
+
+/// Bills a prompt of blocks in cache order, some marked as ends of cacheable prefixes: the
+/// longest marked prefix seen before is read, what follows up to the last mark is written.
+fn bill_marked(ledger: &Shared, blocks: &[(String, bool)]) -> (usize, Value, Billed) {
     let total: u64 = blocks.iter().map(|(t, _)| tokens(t.len())).sum();
     let mut l = ledger.lock().unwrap();
     let mut prefix = String::new();
     let (mut read, mut write) = (0, 0);
-    for (text, marked) in &blocks {
+    for (text, marked) in blocks {
         prefix.push_str(text);
         let size = tokens(prefix.len());
         if !*marked || size < MIN_CACHED {
@@ -99,19 +146,14 @@ async fn anthropic(State(ledger): State<Shared>, Json(body): Json<Value>) -> Jso
     }
     let n = l.calls.len() + 1;
     let out = answer(n);
-    let output = tokens(out.to_string().len());
-    l.calls.push(Billed {
+    let billed = Billed {
         input: total - read - write,
         cache_read: read,
         cache_write: write,
-        output,
-    });
-    Json(json!({
-        "id": format!("msg_{n}"), "type": "message", "role": "assistant", "stop_reason": "tool_use",
-        "content": [{"type": "tool_use", "id": format!("toolu_{n}"), "name": "answer", "input": out}],
-        "usage": {"input_tokens": total - read - write, "output_tokens": output,
-                  "cache_read_input_tokens": read, "cache_creation_input_tokens": write},
-    }))
+        output: tokens(out.to_string().len()),
+    };
+    l.calls.push(billed);
+    (n, out, billed)
 }
 
 /// OpenAI: the longest prefix of this prompt seen in an earlier one, in 128-token steps.
@@ -259,6 +301,7 @@ async fn main() {
     let app = axum::Router::new()
         .route("/v1/messages", post(anthropic))
         .route("/v1/chat/completions", post(openai))
+        .route("/model/{model}/converse", post(converse))
         .with_state(ledger.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -272,6 +315,23 @@ async fn main() {
         &base,
         Some(Secret::new("sk-ant-bench")),
         "claude-sonnet-4-5",
+    ));
+    let aws = aws_config::defaults(BehaviorVersion::latest())
+        .http_client(longrun_aws::https_client())
+        .region(Region::new("us-east-1"))
+        .endpoint_url(&base)
+        .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
+            "AKIDBENCH",
+            "bench-secret",
+            None,
+            None,
+            "bench",
+        )))
+        .load()
+        .await;
+    let converse: Arc<dyn LlmClient> = Arc::new(BedrockClient::new(
+        bedrock::runtime_client(&aws, Duration::from_secs(30)),
+        "anthropic.claude-sonnet-4-5-20250929-v1:0",
     ));
     let gpt: Arc<dyn LlmClient> = Arc::new(OpenAiClient::new(
         http,
@@ -290,6 +350,22 @@ async fn main() {
         .await,
         measure("Anthropic", "stable first, marked", claude, &ledger, SONNET).await,
         measure(
+            "Bedrock (Claude)",
+            "before",
+            Arc::new(AsBefore(converse.clone())),
+            &ledger,
+            SONNET,
+        )
+        .await,
+        measure(
+            "Bedrock (Claude)",
+            "stable first, cachePoint",
+            converse,
+            &ledger,
+            SONNET,
+        )
+        .await,
+        measure(
             "OpenAI",
             "before",
             Arc::new(AsBefore(gpt.clone())),
@@ -302,13 +378,13 @@ async fn main() {
     let mut section = format!(
         "{SECTION}\n\nReproduce with `make bench-llm` (its second part: `cargo run -p longrun-tests --bin bench_cache -- BENCHMARKS.md`).\n\
          A {ITERATIONS}-iteration run of the real engine (planner only, one doc written an iteration) against canned\n\
-         Anthropic- and OpenAI-shaped servers that bill as the providers document: Anthropic reads a prefix\n\
-         ending at a `cache_control` mark from cache when it saw it before (and writes it the first time),\n\
-         OpenAI the longest prefix it saw before in 128-token steps; both from 1,024 tokens on. Tokens are\n\
+         Anthropic-, Bedrock Converse- and OpenAI-shaped servers that bill as the providers document: Anthropic\n\
+         (Bedrock) reads a prefix ending at a `cache_control` mark (`cachePoint` block) from cache when it saw it\n\
+         before (and writes it the first time), OpenAI the longest prefix it saw before in 128-token steps; all\n\
+         from 1,024 tokens on. The Bedrock client is the real one (AWS SDK, SigV4) through an endpoint override. Tokens are\n\
          estimated at 4 characters. \"before\" sends the prompt as it was: the objective inside the one state\n\
-         message, nothing marked. Costs at list prices: Claude Sonnet 4.5 ($3 in, $0.30 cache read, $3.75\n\
-         cache write, $15 out per 1M), GPT-4.1 ($2 in, $0.50 cached, $8 out). Bedrock Converse gets the\n\
-         same marks as Anthropic (`cachePoint`) and bills the same way for Claude.\n\n\
+         message, nothing marked. Costs at list prices: Claude Sonnet 4.5 on Anthropic and on Bedrock ($3 in,\n\
+         $0.30 cache read, $3.75 cache write, $15 out per 1M), GPT-4.1 ($2 in, $0.50 cached, $8 out).\n\n\
          | provider | prompt | calls | prompt tokens / iteration | billed as cache reads (iteration 2 on) | model cost of the run |\n\
          |---|---|---|---|---|---|\n"
     );
