@@ -11,7 +11,8 @@ demo:
 ## emulator, which scripts/with-moto installs into .venv and runs on a free loopback port),
 ## crash/redelivery, API, CLI (including `kill -9` of `longrun serve` under load), Lambda handlers
 ## (again with DynamoDB on DynamoDB Local), the simulator, the MCP server under the official MCP
-## TypeScript SDK client, provider wire tests, and a run against a real
+## TypeScript SDK client, the API fuzzed from its own OpenAPI document (schemathesis, every
+## check, 0 failures allowed), provider wire tests, and a run against a real
 ## model (SmolLM2-135M on llama.cpp's OpenAI-compatible server, which scripts/with-llm builds
 ## once into .venv-llm and serves on loopback); then the infrastructure,
 ## offline: CDK assertions and cdk-nag, cfn-lint and checkov on the synthesized template,
@@ -24,6 +25,7 @@ test:
 	$(MAKE) test-dynamodb-local
 	$(MAKE) sim-broken
 	scripts/node-tests
+	scripts/schemathesis
 	scripts/web test
 	scripts/infra check
 

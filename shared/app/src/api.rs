@@ -13,9 +13,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use futures_util::Stream;
-use longrun_domain::DocMeta;
 use longrun_domain::change;
 use longrun_domain::run::{Budgets, BudgetsInput, PermissionMode, Run, RunPatch, RunStatus};
+use longrun_domain::{DocMeta, is_blank};
 use longrun_engine::StepReason;
 use longrun_engine::ports::{RunQuery, Webhook};
 use schemars::JsonSchema;
@@ -59,11 +59,18 @@ impl FromRequestParts<Platform> for User {
 /// The body of `POST /v1/runs`; a schedule's template has the same shape.
 pub type CreateRun = longrun_domain::RunTemplate;
 
+/// An answer, an approval, or decisions: at least one.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend("anyOf" = [
+    {"required": ["answer"], "properties": {"answer": {"pattern": "\\S"}}},
+    {"required": ["approve"], "properties": {"approve": {"type": "boolean"}}},
+    {"required": ["decisions"], "properties": {"decisions": {"minItems": 1}}},
+]))]
 pub struct RespondBody {
-    /// The answer to the run's questions (may be empty when only approving).
+    /// The answer to the run's questions (may be blank when approving or deciding).
     #[serde(default)]
+    #[schemars(length(max = 4096))]
     pub answer: String,
     /// Approve (true) or reject (false) what waits: the plan under `approve_plan`, every
     /// held write under `per_write` not decided in `decisions`.
@@ -108,7 +115,9 @@ pub async fn create_run_with_id(
     Ok(run)
 }
 
-/// Every name in `allowed_tools` is a built-in or one of the user's registered tools.
+/// Every name in `allowed_tools` is a built-in or one of the user's registered tools. An
+/// unknown name conflicts with the user's tools as they stand (register it, then resend),
+/// so it is a 409: the request itself is well formed.
 async fn check_tools_exist(p: &Platform, user: &str, allowed: &[String]) -> Result<(), ApiError> {
     let registered = p.store.tools(user).await?;
     let known =
@@ -116,7 +125,7 @@ async fn check_tools_exist(p: &Platform, user: &str, allowed: &[String]) -> Resu
     if let Some(unknown) = allowed.iter().find(|n| !known(n)) {
         let mut names: Vec<&str> = p.engine.tools.names();
         names.extend(registered.iter().map(|t| t.name.as_str()));
-        return Err(ApiError::Unprocessable(format!(
+        return Err(ApiError::Conflict(format!(
             "allowed_tools: there is no tool `{unknown}`; tools: {}",
             names.join(", ")
         )));
@@ -224,6 +233,9 @@ async fn post_run(
         .into_response())
 }
 
+/// `next_cursor`: the last run's creation time and id.
+pub const CURSOR_PATTERN: &str = r"^(-?[0-9]{1,18}_[\s\S]*)?$";
+
 #[derive(Debug, Deserialize)]
 struct ListQuery {
     status: Option<String>,
@@ -248,6 +260,7 @@ async fn list_runs(
         Some(c) => {
             let (at, id) = c
                 .split_once('_')
+                .filter(|(at, _)| !at.starts_with('+'))
                 .and_then(|(at, id)| Some((at.parse::<i64>().ok()?, id.to_string())))
                 .ok_or_else(|| {
                     ApiError::BadRequest(
@@ -465,7 +478,9 @@ async fn doc(
     Path((id, path)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     owned(&p, &user, &id).await?;
-    let path = longrun_domain::record::normalize_doc_path(&path).map_err(ApiError::BadRequest)?;
+    // A path no document could be written at names no document.
+    let path = longrun_domain::record::normalize_doc_path(&path)
+        .map_err(|e| ApiError::NotFound(format!("document: {e}")))?;
     match p.store.doc(&id, &path).await? {
         Some(d) => Ok(Json(serde_json::to_value(d).unwrap_or_default())),
         None => Err(ApiError::NotFound(format!("document {path}"))),
@@ -480,7 +495,7 @@ async fn search(
 ) -> Result<Json<Value>, ApiError> {
     owned(&p, &user, &id).await?;
     let query = q.q.unwrap_or_default();
-    if query.trim().is_empty() {
+    if is_blank(&query) {
         return Err(ApiError::BadRequest("q must not be empty".into()));
     }
     let hits = p
@@ -512,8 +527,9 @@ async fn report(
     let run = owned(&p, &user, &id).await?;
     match run.report {
         Some(r) => Ok(Json(serde_json::to_value(r).unwrap_or_default())),
-        None => Err(ApiError::NotFound(format!(
-            "report for run {id} (the run is {}; reports exist once it ends or waits)",
+        // The run exists; its report does not yet: a state to wait out, not a missing resource.
+        None => Err(ApiError::Conflict(format!(
+            "run {id} has no report yet: it is {}; a report is written when it ends or waits",
             run.status
         ))),
     }
@@ -599,13 +615,15 @@ pub async fn respond_run(
     answer: &str,
     approval: change::Approval,
 ) -> Result<Run, ApiError> {
-    let answer = answer.trim();
-    if (answer.is_empty() && approval.is_empty()) || answer.len() > change::MAX_ANSWER_BYTES {
+    if (is_blank(answer) && approval.is_empty())
+        || answer.chars().count() > change::MAX_ANSWER_CHARS
+    {
         return Err(ApiError::Unprocessable(format!(
-            "answer must be between 1 and {} bytes, or approve / decisions must be given",
-            change::MAX_ANSWER_BYTES
+            "answer must be 1 to {} characters, or approve / decisions must be given",
+            change::MAX_ANSWER_CHARS
         )));
     }
+    let answer = answer.trim();
     let docs = p.store.docs(id, "", 10_000).await?;
     let now = p.clock.now_ms();
     let run = p
@@ -759,8 +777,8 @@ async fn healthz() -> Json<Value> {
     Json(json!({"status": "ok"}))
 }
 
-async fn openapi() -> Json<Value> {
-    Json(crate::openapi::document())
+async fn openapi(State(p): State<Platform>) -> Json<Value> {
+    Json(crate::openapi::for_deployment(&p.config))
 }
 
 async fn fallback() -> ApiError {

@@ -9,7 +9,12 @@ use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Value, json};
 
+use longrun_domain::RunStatus;
+use longrun_fetch::FetchPolicy;
+
+use crate::api::CURSOR_PATTERN;
 use crate::api::{ContinueBody, CreateRun, MarkReadBody, RespondBody, WebhooksBody};
+use crate::config::AppConfig;
 use crate::schedules::CreateSchedule;
 use crate::tools::RegisterTool;
 use longrun_domain::Schedule;
@@ -297,14 +302,139 @@ const OPS: &[Op] = &[
     },
 ];
 
+fn int(min: u64, max: u64, description: &str) -> Value {
+    json!({"type": "integer", "minimum": min, "maximum": max, "description": description})
+}
+
+/// The query parameters an operation reads, with the bounds the server enforces (values past
+/// a clamp are accepted and clamped; values the type cannot hold are refused).
+fn query(method: &str, path: &str) -> Vec<(&'static str, bool, Value)> {
+    let limit = |d: &str| ("limit", false, int(0, u64::MAX, d));
+    match (method, path) {
+        ("get", "/v1/runs") => vec![
+            (
+                "status",
+                false,
+                json!({"type": "string", "enum": std::iter::once("").chain(RunStatus::ALL.iter().map(|s| s.as_str())).collect::<Vec<_>>(), "description": "Only runs in this status"}),
+            ),
+            limit("Page size, 1 to 200 (default 50)"),
+            (
+                "cursor",
+                false,
+                json!({"type": "string", "pattern": CURSOR_PATTERN, "description": "`next_cursor` of the previous page, unchanged"}),
+            ),
+        ],
+        ("get", "/v1/runs/{id}/events" | "/v1/runs/{id}/stream") => vec![
+            (
+                "after",
+                false,
+                int(0, u64::MAX, "Only events after this seq"),
+            ),
+            (
+                "wait",
+                false,
+                int(
+                    0,
+                    u64::MAX,
+                    "Long-poll up to this many seconds for an event; more than 30 waits 30",
+                ),
+            ),
+            limit("At most this many events, 1 to 1000 (default 100)"),
+        ],
+        ("get", "/v1/runs/{id}/iterations") => vec![
+            (
+                "after",
+                false,
+                int(0, u32::MAX.into(), "Only iterations after this one"),
+            ),
+            limit("Page size, 1 to 500 (default 100)"),
+        ],
+        ("get", "/v1/runs/{id}/workspace/search") => vec![
+            (
+                "q",
+                true,
+                json!({"type": "string", "pattern": "\\S", "description": "Words to find (not blank)"}),
+            ),
+            limit("At most this many hits, 1 to 100 (default 20)"),
+        ],
+        ("get", "/v1/runs/{id}/scratchpad") => vec![(
+            "last",
+            false,
+            int(0, u64::MAX, "The last N entries, 1 to 1000 (default 3)"),
+        )],
+        ("get", "/v1/notifications") => vec![limit("At most this many, 1 to 200 (default 50)")],
+        _ => vec![],
+    }
+}
+
+/// What a created resource's id leads to (OpenAPI links), so a client or a fuzzer can follow
+/// a create with the operations that use it.
+fn links(method: &str, path: &str) -> Option<Value> {
+    let id = json!({"id": "$response.body#/id"});
+    let to = |op: &str, params: &Value| json!({"operationId": op, "parameters": params});
+    match (method, path) {
+        ("post", "/v1/runs") => Some(json!({
+            "GetRun": to("get_runs_id", &id),
+            "GetEvents": to("get_runs_id_events", &id),
+            "GetIterations": to("get_runs_id_iterations", &id),
+            "GetWorkspace": to("get_runs_id_workspace", &id),
+            "GetScratchpad": to("get_runs_id_scratchpad", &id),
+            "GetReport": to("get_runs_id_report", &id),
+            "CancelRun": to("post_runs_id_cancel", &id),
+            "PauseRun": to("post_runs_id_pause", &id),
+            "PatchRun": to("patch_runs_id", &id),
+        })),
+        ("post", "/v1/schedules") => {
+            Some(json!({"DeleteSchedule": to("delete_schedules_id", &id)}))
+        }
+        ("post", "/v1/tools") => Some(json!({
+            "DeleteTool": to("delete_tools_name", &json!({"name": "$response.body#/name"})),
+        })),
+        _ => None,
+    }
+}
+
+/// `get /v1/runs/{id}` → `get_runs_id`.
+fn operation_id(method: &str, path: &str) -> String {
+    let rest = path.trim_start_matches("/v1").replace(['{', '}'], "");
+    let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
+    format!("{method}_{}", parts.join("_"))
+}
+
+/// The document with what only this deployment knows: its models, and the hosts it trusts
+/// for tool and webhook URLs.
+pub fn for_deployment(config: &AppConfig) -> Value {
+    let mut doc = build(&config.fetch.policy);
+    let schemas = &mut doc["components"]["schemas"];
+    let models = &config.models;
+    let mut with_null: Vec<Value> = models.iter().map(|m| json!(m)).collect();
+    with_null.push(Value::Null);
+    let template = &mut schemas["RunTemplate"];
+    template["properties"]["model"] =
+        json!({"enum": with_null, "description": "`provider:model`; one of this server's models"});
+    template["properties"]["models"]["items"] = json!({"enum": models});
+    // `model` must also be the first of `models` when both are given.
+    let mut same: Vec<Value> = vec![json!({"properties": {"model": {"type": "null"}}})];
+    same.extend(models.iter().map(
+        |m| json!({"properties": {"model": {"const": m}, "models": {"prefixItems": [{"const": m}]}}}),
+    ));
+    template["anyOf"] = Value::Array(same);
+    doc
+}
+
+/// The document any deployment serves, less its models and trusted hosts.
 pub fn document() -> Value {
+    build(&FetchPolicy::default())
+}
+
+fn build(policy: &FetchPolicy) -> Value {
     let mut g = SchemaSettings::draft2020_12()
         .with(|s| s.definitions_path = "/components/schemas".into())
         .into_generator();
     let problem = json!({"description": "Problem details (RFC 7807)", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}});
     let mut paths = serde_json::Map::new();
     for op in OPS {
-        let mut o = json!({"summary": op.summary, "responses": {}});
+        let mut o = json!({"summary": op.summary, "operationId": operation_id(op.method, op.path), "responses": {}});
         let ok = match op.response {
             Some(f) => {
                 json!({"description": "OK", "content": {"application/json": {"schema": f(&mut g)}}})
@@ -312,6 +442,12 @@ pub fn document() -> Value {
             None => json!({"description": "OK"}),
         };
         o["responses"][op.ok.to_string()] = ok;
+        if (op.method, op.path) == ("post", "/v1/tools") {
+            o["responses"]["200"] = json!({"description": "Replaced a tool of the same name"});
+        }
+        if let Some(links) = links(op.method, op.path) {
+            o["responses"][op.ok.to_string()]["links"] = links;
+        }
         for code in ["400", "401", "404", "409", "422", "429"] {
             o["responses"][code] = problem.clone();
         }
@@ -322,12 +458,17 @@ pub fn document() -> Value {
         if op.path == "/healthz" {
             o["security"] = json!([]);
         }
-        let params: Vec<Value> = op
+        let mut params: Vec<Value> = op
             .path
             .split('/')
             .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
             .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
             .collect();
+        params.extend(
+            query(op.method, op.path)
+                .into_iter()
+                .map(|(name, required, schema)| json!({"name": name, "in": "query", "required": required, "schema": schema})),
+        );
         if !params.is_empty() {
             o["parameters"] = Value::Array(params);
         }
@@ -335,6 +476,19 @@ pub fn document() -> Value {
         entry[op.method] = o;
     }
     let mut schemas = g.take_definitions(true);
+    let url = json!({"type": "string", "pattern": policy.registrable_url_pattern()});
+    if let Some(props) = schemas
+        .get_mut("RegisterTool")
+        .and_then(|t| t.get_mut("properties"))
+    {
+        props["url"] = url.clone();
+    }
+    if let Some(props) = schemas
+        .get_mut("Webhook")
+        .and_then(|t| t.get_mut("properties"))
+    {
+        props["url"] = url;
+    }
     schemas.insert(
         "Problem".into(),
         json!({"type": "object", "required": ["type", "title", "status", "detail"], "properties": {

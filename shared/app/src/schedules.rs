@@ -22,7 +22,7 @@ pub const MAX_SCHEDULES: usize = 20;
 #[serde(deny_unknown_fields)]
 pub struct CreateSchedule {
     /// Five-field cron expression, evaluated in UTC, e.g. `0 9 * * 1-5`.
-    #[schemars(regex(pattern = r"^\s*\S+(\s+\S+){4}\s*$"))]
+    #[schemars(regex(pattern = longrun_domain::schedule::CRON_PATTERN))]
     pub cron: String,
     /// The run each occurrence starts (the body of `POST /v1/runs`).
     pub template: RunTemplate,
@@ -34,7 +34,8 @@ pub async fn post_schedule(
     ApiJson(body): ApiJson<CreateSchedule>,
 ) -> Result<Response, ApiError> {
     let now = p.clock.now_ms();
-    let next_at = next_occurrence(body.cron.trim(), now)?;
+    // Checked as sent (the document's pattern allows spaces around it), stored trimmed.
+    let next_at = next_occurrence(&body.cron, now)?;
     // The template must be a run this server would accept, so it fails now, not at 3 a.m.
     prepare_run(&p, &user.0, body.template.clone(), "validation".into())?;
     if p.store.schedules(&user.0).await?.len() >= MAX_SCHEDULES {

@@ -27,8 +27,10 @@ pub struct RegisterTool {
     #[schemars(length(min = 1, max = 1_000), regex(pattern = r"\S"))]
     pub description: String,
     /// JSON Schema (type object) of the arguments, enforced before every call.
+    #[schemars(schema_with = "object_schema")]
     pub parameters: Value,
-    /// Where calls are POSTed: https (plain http only to hosts the deployment trusts).
+    /// Where calls are POSTed: https to a host name (plain http only to hosts the deployment
+    /// trusts); the document states the exact pattern.
     pub url: String,
     /// HMAC-SHA256 key for the `x-longrun-signature` header; at least 16 characters.
     #[schemars(length(min = 16))]
@@ -36,6 +38,14 @@ pub struct RegisterTool {
     /// Whether the tool changes something (held for approval under `per_write`). Default true.
     #[serde(default = "default_write")]
     pub write: bool,
+}
+
+fn object_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "required": ["type"],
+        "properties": {"type": {"const": "object"}},
+    })
 }
 
 fn default_write() -> bool {
@@ -85,14 +95,12 @@ fn check(p: &Platform, body: &RegisterTool) -> Result<(), ApiError> {
     if body.secret.chars().count() < 16 {
         return bad("secret must be at least 16 characters".into());
     }
-    let url = url::Url::parse(body.url.trim())
-        .map_err(|e| ApiError::Unprocessable(format!("url is not valid: {e}")))?;
-    let trusted = url
-        .host_str()
-        .is_some_and(|h| p.config.fetch.policy.is_trusted_private(h));
-    if url.scheme() != "https" && !trusted {
-        return bad("url must be https".into());
-    }
+    let url = p
+        .config
+        .fetch
+        .policy
+        .check_registrable(&body.url)
+        .map_err(|m| ApiError::Unprocessable(format!("url {m}")))?;
     match &p.user_tools {
         Some(f) => f.check_url(url.as_str()).map_err(ApiError::Unprocessable),
         None => Err(ApiError::Unavailable(

@@ -43,18 +43,11 @@ impl WebhookError {
 /// deployment trusts as private, e.g. a local receiver), and nothing the SSRF guard refuses —
 /// private, loopback, link-local and metadata addresses in any spelling, credentials in the URL.
 pub fn check_url(raw: &str, fetch: &FetchConfig) -> Result<(), ApiError> {
-    let bad = |m: String| ApiError::Unprocessable(format!("webhooks[].url {m}"));
-    let url = url::Url::parse(raw.trim()).map_err(|e| bad(format!("is not valid: {e}")))?;
-    let trusted = url
-        .host_str()
-        .is_some_and(|h| fetch.policy.is_trusted_private(h));
-    if url.scheme() != "https" && !(url.scheme() == "http" && trusted) {
-        return Err(bad("must be https".into()));
-    }
     fetch
         .policy
-        .check_url(&url)
-        .map_err(|r| bad(format!("is refused: {r}")))
+        .check_registrable(raw)
+        .map(|_| ())
+        .map_err(|m| ApiError::Unprocessable(format!("webhooks[].url {m}")))
 }
 
 /// The webhook body: the outcome, its metrics, the deep link, and a Slack-compatible `text`.

@@ -652,7 +652,8 @@ pub fn resume(run: &Run, budgets: &BudgetsInput, now: i64) -> Result<RunChange, 
     ))
 }
 
-pub const MAX_ANSWER_BYTES: usize = 16 * 1024;
+/// Characters, so at most 16 KiB of UTF-8.
+pub const MAX_ANSWER_CHARS: usize = 4 * 1024;
 
 /// The user's decisions on what waits for approval: the plan (`approve_plan`) and held
 /// writes (`per_write`). `approve` applies to everything not decided one by one.

@@ -19,6 +19,13 @@ pub use report::Report;
 pub use run::{Budgets, BudgetsInput, Run, RunStatus, StopType, StoppingReason, Thresholds};
 pub use schedule::{RunTemplate, Schedule};
 
+/// Nothing but whitespace, as JSON Schema patterns see it (`\S` in the API document): Unicode
+/// white space plus the ASCII separators U+001C to U+001F, which regex engines count too.
+pub fn is_blank(s: &str) -> bool {
+    s.chars()
+        .all(|c| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
+}
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum DomainError {
     #[error("illegal status transition {from} -> {to}")]

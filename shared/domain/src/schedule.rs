@@ -1,6 +1,7 @@
 //! Scheduled runs: a cron expression (UTC) and the run to start at each occurrence.
 
 use std::str::FromStr;
+use std::sync::LazyLock;
 
 use chrono::{DateTime, Utc};
 use croner::Cron;
@@ -51,18 +52,71 @@ pub struct Schedule {
     pub last_run_id: Option<String>,
 }
 
+/// The cron grammar the API accepts, exactly: five fields, each `*` or `*/n`, or a list of
+/// numbers in range and ranges `a-b` or `a-b/n` (wrapping past the field's end when `a > b`);
+/// steps are 1 to 99.
+/// The OpenAPI document states this same pattern, so a client can check before it sends.
+pub const CRON_PATTERN: &str = concat!(
+    r"^ *",
+    r"(\*(/[1-9][0-9]?)?|[1-5]?[0-9](-[1-5]?[0-9](/[1-9][0-9]?)?)?(,[1-5]?[0-9](-[1-5]?[0-9](/[1-9][0-9]?)?)?)*) +",
+    r"(\*(/[1-9][0-9]?)?|(2[0-3]|1?[0-9])(-(2[0-3]|1?[0-9])(/[1-9][0-9]?)?)?(,(2[0-3]|1?[0-9])(-(2[0-3]|1?[0-9])(/[1-9][0-9]?)?)?)*) +",
+    r"(\*(/[1-9][0-9]?)?|(3[01]|[12][0-9]|[1-9])(-(3[01]|[12][0-9]|[1-9])(/[1-9][0-9]?)?)?(,(3[01]|[12][0-9]|[1-9])(-(3[01]|[12][0-9]|[1-9])(/[1-9][0-9]?)?)?)*) +",
+    r"(\*(/[1-9][0-9]?)?|(1[0-2]|[1-9])(-(1[0-2]|[1-9])(/[1-9][0-9]?)?)?(,(1[0-2]|[1-9])(-(1[0-2]|[1-9])(/[1-9][0-9]?)?)?)*) +",
+    r"(\*(/[1-9][0-9]?)?|[0-7](-[0-7](/[1-9][0-9]?)?)?(,[0-7](-[0-7](/[1-9][0-9]?)?)?)*)",
+    r" *$",
+);
+
+static CRON: LazyLock<regex::Regex> =
+    LazyLock::new(|| regex::Regex::new(CRON_PATTERN).unwrap_or_else(|e| panic!("{e}")));
+
+/// Per field: its lowest and highest value.
+const FIELDS: [(u32, u32); 5] = [(0, 59), (0, 23), (1, 31), (1, 12), (0, 6)];
+
 fn parse(cron: &str) -> Result<Cron, DomainError> {
-    let fields = cron.split_whitespace().count();
-    if fields != 5 {
+    // A pattern's `$` also matches before one final newline in most regex dialects.
+    let cron = cron.strip_suffix('\n').unwrap_or(cron);
+    if !CRON.is_match(cron) {
         return Err(DomainError::InvalidField {
             field: "cron",
-            message: format!("must have 5 fields (minute hour day month weekday), got {fields}"),
+            message: format!(
+                "`{cron}` is not a cron expression: five fields (minute 0-59, hour 0-23, day 1-31, \
+                 month 1-12, weekday 0-7) of `*`, numbers, ranges `a-b`, steps `/n` and lists"
+            ),
         });
     }
-    Cron::from_str(cron).map_err(|e| DomainError::InvalidField {
+    let canonical: Vec<String> = cron
+        .split_whitespace()
+        .zip(FIELDS)
+        .map(|(field, bounds)| unwrap_ranges(field, bounds))
+        .collect();
+    Cron::from_str(&canonical.join(" ")).map_err(|e| DomainError::InvalidField {
         field: "cron",
         message: format!("`{cron}` is not a cron expression: {e}"),
     })
+}
+
+/// Rewrites a wrapping range (`22-2`, `5-1`) as the two ranges it covers, which croner
+/// refuses as written; a weekday 7 is Sunday, 0.
+fn unwrap_ranges(field: &str, (lo, hi): (u32, u32)) -> String {
+    let items: Vec<String> = field
+        .split(',')
+        .map(|item| {
+            let (range, step) = match item.split_once('/') {
+                Some((r, s)) => (r, format!("/{s}")),
+                None => (item, String::new()),
+            };
+            let Some((a, b)) = range.split_once('-') else {
+                return item.to_string();
+            };
+            let num = |v: &str| v.parse::<u32>().map(|n| if n > hi { lo } else { n });
+            match (num(a), num(b)) {
+                (Ok(a), Ok(b)) if a > b => format!("{a}-{hi}{step},{lo}-{b}{step}"),
+                (Ok(a), Ok(b)) => format!("{a}-{b}{step}"),
+                _ => item.to_string(),
+            }
+        })
+        .collect();
+    items.join(",")
 }
 
 /// The first occurrence strictly after `after_ms`, in ms since the epoch.
@@ -103,9 +157,51 @@ mod tests {
 
     #[test]
     fn bad_expressions_name_the_field() {
-        for bad in ["* * * *", "61 * * * *", "not cron at all x", "0 0 31 2 *"] {
+        for bad in [
+            "* * * *",
+            "61 * * * *",
+            "not cron at all x",
+            "0 0 31 2 *",
+            "0 0 0 0 0",
+            "*/0 * * * *",
+            "5/15 * * * *",
+            "0 9 * * MON",
+            "0 9 * * * *",
+            "* * * * *,*",
+            "5/15 * * * *",
+        ] {
             let err = next_occurrence(bad, NOV_22_2026_0400).unwrap_err();
             assert!(err.to_string().starts_with("cron "), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_range_that_wraps_past_the_end_of_its_field_covers_both_ends() {
+        // 22-2 is 22:00, 23:00, 00:00, 01:00, 02:00.
+        let first = next_occurrence("0 22-2 * * *", NOV_22_2026_0400).unwrap();
+        assert_eq!(first - NOV_22_2026_0400, 18 * 3_600_000);
+        let mut at = first;
+        for _ in 0..4 {
+            let next = next_occurrence("0 22-2 * * *", at).unwrap();
+            assert_eq!(next - at, 3_600_000);
+            at = next;
+        }
+        assert_eq!(
+            next_occurrence("0 22-2 * * *", at).unwrap() - at,
+            20 * 3_600_000
+        );
+    }
+
+    #[test]
+    fn everyday_expressions_are_accepted() {
+        for good in [
+            "0 9 * * 1-5",
+            "*/15 * * * *",
+            "0 0 1,15 * *",
+            "30 6 * 1-12/3 7",
+            " 0 0 * * 5-1 ",
+        ] {
+            assert!(next_occurrence(good, NOV_22_2026_0400).is_ok(), "{good}");
         }
     }
 }

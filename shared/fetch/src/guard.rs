@@ -46,7 +46,58 @@ fn matches(host: &str, pattern: &str) -> bool {
     !pattern.is_empty() && (host == pattern || host.ends_with(&format!(".{pattern}")))
 }
 
+/// One DNS label, as the `url` crate accepts it.
+const LABEL: &str = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+const PORT: &str =
+    "(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?";
+
 impl FetchPolicy {
+    /// The URLs a user may register for the platform to call (tools, webhooks, MCP servers),
+    /// as the pattern the API document states: https to a DNS name with an alphabetic top
+    /// level (never an IP literal), or http too for a host the deployment trusts as private;
+    /// an optional port and path; no credentials.
+    pub fn registrable_url_pattern(&self) -> String {
+        let public = format!("({LABEL}\\.)+[A-Za-z]{{2,63}}");
+        let trusted: Vec<String> = self
+            .trusted_private
+            .iter()
+            .map(|t| t.trim().trim_end_matches('.'))
+            .filter(|t| !t.is_empty())
+            .map(|t| format!("({LABEL}\\.)*{}", regex::escape(t)))
+            .collect();
+        let hosts = match trusted.is_empty() {
+            true => format!("https://{public}"),
+            false => {
+                let t = trusted.join("|");
+                format!("(https://({public}|{t})|http://({t}))")
+            }
+        };
+        format!("^{hosts}{PORT}(/[!-~]*)?$")
+    }
+
+    /// A URL a user registers: it must match [`Self::registrable_url_pattern`] as sent, and
+    /// pass [`Self::check_url`] (DNS is checked again at every call).
+    pub fn check_registrable(&self, raw: &str) -> Result<Url, String> {
+        // A pattern's `$` also matches before one final newline in most regex dialects.
+        let raw = raw.strip_suffix('\n').unwrap_or(raw);
+        let pattern = regex::Regex::new(&self.registrable_url_pattern())
+            .map_err(|e| format!("the deployment's trusted hosts make no pattern: {e}"))?;
+        if !pattern.is_match(raw) {
+            let http = match self.trusted_private.is_empty() {
+                true => "",
+                false => " (http for a host this deployment trusts)",
+            };
+            return Err(format!(
+                "`{raw}` must be an https URL{http} of a host name, not an IP address, \
+                 with no credentials or spaces"
+            ));
+        }
+        let url = Url::parse(raw).map_err(|e| format!("`{raw}` is not valid: {e}"))?;
+        self.check_url(&url)
+            .map_err(|r| format!("`{raw}` is refused: {r}"))?;
+        Ok(url)
+    }
+
     /// Checks everything that can be known before DNS: scheme, credentials, host name rules
     /// and IP literals (which the `url` crate has already normalised from decimal, octal, hex
     /// and shortened spellings).
@@ -214,6 +265,38 @@ fn classify_v6(ip: Ipv6Addr) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_registered_url_is_an_https_host_name_or_a_trusted_host() {
+        let policy = FetchPolicy {
+            trusted_private: vec!["hooks.test".into()],
+            ..FetchPolicy::default()
+        };
+        for good in [
+            "https://example.com/hook",
+            "https://api.example.co.uk:8443/v1?x=1",
+            "http://hooks.test:9000/in",
+            "https://a.hooks.test",
+        ] {
+            assert!(policy.check_registrable(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "https://10.0.0.1/",
+            "https://169.254.169.254/latest",
+            "https://[::ffff:169.254.169.254]/",
+            "https://0x7f.1/",
+            "https://user:pw@example.com/",
+            "http://example.com/",
+            "https://example.com:99999/",
+            " https://example.com/",
+            "https://localhost/",
+        ] {
+            assert!(policy.check_registrable(bad).is_err(), "{bad:?}");
+        }
+        let strict = FetchPolicy::default();
+        assert!(strict.check_registrable("http://hooks.test/").is_err());
+    }
 
     fn refused(url: &str) -> Refusal {
         let url = Url::parse(url).unwrap_or_else(|e| panic!("{url}: {e}"));
