@@ -11,7 +11,7 @@ use longrun_domain::{Doc, DocMeta, Event, IterationRecord, PadEntry, RunChange, 
 use longrun_engine::ports::{
     ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, DocHit, Enqueued, FaultPoint, Faults, Notification,
     Notifier, NotifyError, OutcomeMessage, QueueError, RunQuery, RunStore, StepMessage, StepQueue,
-    StoreError, UserTool, Webhook,
+    StoreError, UserTool, McpServer, Webhook,
 };
 use longrun_engine::{
     ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, LlmRole, Usage,
@@ -188,6 +188,15 @@ impl RunStore for SimStore {
     }
     async fn delete_tool(&self, user_id: &str, name: &str) -> Result<bool, StoreError> {
         self.inner.delete_tool(user_id, name).await
+    }
+    async fn put_mcp_server(&self, user_id: &str, server: &McpServer) -> Result<(), StoreError> {
+        self.inner.put_mcp_server(user_id, server).await
+    }
+    async fn mcp_servers(&self, user_id: &str) -> Result<Vec<McpServer>, StoreError> {
+        self.inner.mcp_servers(user_id).await
+    }
+    async fn delete_mcp_server(&self, user_id: &str, name: &str) -> Result<bool, StoreError> {
+        self.inner.delete_mcp_server(user_id, name).await
     }
 }
 
