@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::api::{ContinueBody, CreateRun, MarkReadBody, RespondBody, WebhooksBody};
 use crate::schedules::CreateSchedule;
+use crate::mcp_servers::{McpServerList, McpServerView, RegisterMcpServer};
 use crate::tools::RegisterTool;
 use longrun_domain::Schedule;
 
@@ -259,6 +260,30 @@ const OPS: &[Op] = &[
         method: "delete",
         path: "/v1/tools/{name}",
         summary: "Delete a registered tool",
+        body: None,
+        ok: 204,
+        response: None,
+    },
+    Op {
+        method: "post",
+        path: "/v1/mcp-servers",
+        summary: "Register (or replace) an MCP server whose tools your runs may call",
+        body: Some(schema::<RegisterMcpServer>),
+        ok: 201,
+        response: Some(schema::<McpServerView>),
+    },
+    Op {
+        method: "get",
+        path: "/v1/mcp-servers",
+        summary: "Your MCP servers (secrets are never returned)",
+        body: None,
+        ok: 200,
+        response: Some(schema::<McpServerList>),
+    },
+    Op {
+        method: "delete",
+        path: "/v1/mcp-servers/{name}",
+        summary: "Delete an MCP server",
         body: None,
         ok: 204,
         response: None,
