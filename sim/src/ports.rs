@@ -9,9 +9,9 @@ use async_trait::async_trait;
 use longrun_domain::run::{Run, RunStatus};
 use longrun_domain::{Doc, DocMeta, Event, IterationRecord, PadEntry, RunChange, Schedule};
 use longrun_engine::ports::{
-    ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, DocHit, Enqueued, FaultPoint, Faults, Notification,
-    Notifier, NotifyError, OutcomeMessage, QueueError, RunQuery, RunStore, StepMessage, StepQueue,
-    StoreError, UserTool, McpServer, Webhook,
+    ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, DocHit, Enqueued, FaultPoint, Faults, McpServer,
+    Notification, Notifier, NotifyError, OutcomeMessage, QueueError, RunQuery, RunStore,
+    StepMessage, StepQueue, StoreError, UserTool, Webhook,
 };
 use longrun_engine::{
     ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, LlmRole, Usage,

@@ -8,7 +8,9 @@ use longrun_domain::run::{RunStatus, Spend};
 use longrun_domain::{
     Doc, EventDraft, EventKind, PadEntry, Rejection, RunChange, RunTemplate, Schedule,
 };
-use longrun_engine::ports::{McpServer, Notification, RunQuery, RunStore, StoreError, UserTool, Webhook};
+use longrun_engine::ports::{
+    McpServer, Notification, RunQuery, RunStore, StoreError, UserTool, Webhook,
+};
 use longrun_local::{InMemoryRunStore, SqliteDb, SqliteRunStore};
 use longrun_tests::new_run;
 use serde_json::json;
@@ -472,18 +474,24 @@ mod suite {
             secret: secret.map(str::to_string),
             created_at: 9,
         };
-        s.put_mcp_server("alice", &server("tea", "https://a/mcp", Some("bearer-0123456789")))
-            .await
-            .unwrap();
+        s.put_mcp_server(
+            "alice",
+            &server("tea", "https://a/mcp", Some("bearer-0123456789")),
+        )
+        .await
+        .unwrap();
         s.put_mcp_server("alice", &server("crm", "https://a/crm", None))
             .await
             .unwrap();
         s.put_mcp_server("alice", &server("tea", "https://a/mcp2", None))
             .await
             .unwrap();
-        s.put_mcp_server("bob", &server("tea", "https://b/mcp", Some("bob-secret-012345")))
-            .await
-            .unwrap();
+        s.put_mcp_server(
+            "bob",
+            &server("tea", "https://b/mcp", Some("bob-secret-012345")),
+        )
+        .await
+        .unwrap();
 
         assert_eq!(
             s.mcp_servers("alice").await.unwrap(),

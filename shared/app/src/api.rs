@@ -119,7 +119,13 @@ async fn check_tools_exist(p: &Platform, user: &str, allowed: &[String]) -> Resu
             || crate::mcp_servers::names_a_server_tool(&servers, name)
     };
     if let Some(unknown) = allowed.iter().find(|n| !known(n)) {
-        let mut names: Vec<String> = p.engine.tools.names().into_iter().map(String::from).collect();
+        let mut names: Vec<String> = p
+            .engine
+            .tools
+            .names()
+            .into_iter()
+            .map(String::from)
+            .collect();
         names.extend(registered.iter().map(|t| t.name.clone()));
         names.extend(servers.iter().map(|s| format!("{}.*", s.name)));
         return Err(ApiError::Unprocessable(format!(
@@ -828,8 +834,7 @@ pub fn routes(p: Platform) -> Router {
         )
         .route(
             "/v1/mcp-servers",
-            post(crate::mcp_servers::register_mcp_server)
-                .get(crate::mcp_servers::list_mcp_servers),
+            post(crate::mcp_servers::register_mcp_server).get(crate::mcp_servers::list_mcp_servers),
         )
         .route(
             "/v1/mcp-servers/{name}",

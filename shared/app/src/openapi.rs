@@ -10,8 +10,8 @@ use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Value, json};
 
 use crate::api::{ContinueBody, CreateRun, MarkReadBody, RespondBody, WebhooksBody};
-use crate::schedules::CreateSchedule;
 use crate::mcp_servers::{McpServerList, McpServerView, RegisterMcpServer};
+use crate::schedules::CreateSchedule;
 use crate::tools::RegisterTool;
 use longrun_domain::Schedule;
 

@@ -83,8 +83,7 @@ impl Platform {
                 None
             }
         };
-        let mcp = match HttpMcpClient::new(f.policy.clone(), f.lookup.clone(), config.mcp.clone())
-        {
+        let mcp = match HttpMcpClient::new(f.policy.clone(), f.lookup.clone(), config.mcp.clone()) {
             Ok(client) => Some(Arc::new(client)),
             Err(e) => {
                 tracing::error!(error = %e, "MCP tools are unavailable");

@@ -41,7 +41,7 @@ use longrun_domain::{
     Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange, Schedule,
 };
 use longrun_engine::ports::{
-    ChangeFn, DocHit, Notification, RunQuery, RunStore, StoreError, UserTool, McpServer, Webhook,
+    ChangeFn, DocHit, McpServer, Notification, RunQuery, RunStore, StoreError, UserTool, Webhook,
     sequence_events,
 };
 use longrun_engine::tools::doc_hit;

@@ -236,7 +236,11 @@ pub struct McpServer {
 
 impl std::fmt::Debug for McpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "McpServer({} → {}, secret redacted)", self.name, self.url)
+        write!(
+            f,
+            "McpServer({} → {}, secret redacted)",
+            self.name, self.url
+        )
     }
 }
 

@@ -180,8 +180,8 @@ impl HttpMcpClient {
 
     /// `initialize`, then `notifications/initialized`: the handshake every exchange starts with.
     async fn open<'a>(&'a self, server: &'a McpServer) -> Result<Session<'a>, McpError> {
-        let url = Url::parse(server.url.trim())
-            .map_err(|e| McpError::BadUrl(server.url.clone(), e))?;
+        let url =
+            Url::parse(server.url.trim()).map_err(|e| McpError::BadUrl(server.url.clone(), e))?;
         self.policy
             .check_url(&url)
             .map_err(|refusal| McpError::Refused {
@@ -356,7 +356,9 @@ fn rpc_result(message: Value) -> Result<Value, McpError> {
     }
     match message.get("result") {
         Some(r) if r.is_object() => Ok(r.clone()),
-        _ => Err(McpError::Garbage("a JSON-RPC answer without a result".into())),
+        _ => Err(McpError::Garbage(
+            "a JSON-RPC answer without a result".into(),
+        )),
     }
 }
 
@@ -430,7 +432,10 @@ impl McpConnector for HttpMcpClient {
 
     fn build(&self, server: &McpServer, spec: &McpToolSpec) -> Result<Arc<dyn Tool>, String> {
         if !valid_tool_name(&spec.name) {
-            return Err(format!("tool name `{}` is not [A-Za-z0-9_-]{{1,64}}", spec.name));
+            return Err(format!(
+                "tool name `{}` is not [A-Za-z0-9_-]{{1,64}}",
+                spec.name
+            ));
         }
         if spec.input_schema.get("type").and_then(Value::as_str) != Some("object") {
             return Err(format!("tool `{}` has no object inputSchema", spec.name));
@@ -508,7 +513,13 @@ mod tests {
         let text = "event: message\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\n\
                     data: \"result\":{}}\n\n: keep-alive\n\ndata: not json\n\ndata: {\"id\":2}";
         let msgs = sse_messages(text);
-        assert_eq!(msgs, vec![json!({"jsonrpc": "2.0", "id": 1, "result": {}}), json!({"id": 2})]);
+        assert_eq!(
+            msgs,
+            vec![
+                json!({"jsonrpc": "2.0", "id": 1, "result": {}}),
+                json!({"id": 2})
+            ]
+        );
     }
 
     #[test]
@@ -527,7 +538,10 @@ mod tests {
     fn a_json_rpc_error_or_a_missing_result_is_an_error() {
         let e = rpc_result(json!({"id": 1, "error": {"code": -32602, "message": "bad"}}));
         assert!(matches!(e, Err(McpError::Rpc { code: -32602, .. })));
-        assert!(matches!(rpc_result(json!({"id": 1})), Err(McpError::Garbage(_))));
+        assert!(matches!(
+            rpc_result(json!({"id": 1})),
+            Err(McpError::Garbage(_))
+        ));
     }
 
     #[test]

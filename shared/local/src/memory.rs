@@ -10,9 +10,9 @@ use longrun_domain::{
     Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange, Schedule,
 };
 use longrun_engine::ports::{
-    ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, DocHit, Enqueued, McpServer, Notification, QueueError,
-    RunQuery, RunStore, StepMessage, StepQueue, StoreError, UserTool, Webhook, owes_follow_up,
-    sequence_events,
+    ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, DocHit, Enqueued, McpServer, Notification,
+    QueueError, RunQuery, RunStore, StepMessage, StepQueue, StoreError, UserTool, Webhook,
+    owes_follow_up, sequence_events,
 };
 use longrun_engine::tools::doc_hit;
 

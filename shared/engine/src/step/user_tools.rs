@@ -144,7 +144,9 @@ impl Engine {
             None => {
                 let servers = self.store().mcp_servers(user_id).await?;
                 let expires = now + McpCache::SERVERS_TTL_MS;
-                self.mcp_cache.servers.put(key, expires, servers.clone(), now);
+                self.mcp_cache
+                    .servers
+                    .put(key, expires, servers.clone(), now);
                 servers
             }
         };
