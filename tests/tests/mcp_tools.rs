@@ -448,3 +448,54 @@ async fn a_server_answering_garbage_or_timing_out_is_a_tool_error_the_planner_se
         "the planner sees both errors"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_executor_may_call_an_mcp_tool_only_when_its_task_names_it() {
+    // Arrange: two tasks whose executors both call tea.lookup; only the first names it.
+    let tools = ToolServer::start();
+    let task = |title: &str, named: Value| json!({"title": title, "instructions": "look up assam", "tools": named});
+    let mut first = planner_step(json!([]), false);
+    first["content"]["executor_tasks"] = json!([
+        task("with the tool", json!(["tea.lookup", "doc_write"])),
+        task("without it", json!([])),
+    ]);
+    let script = json!({
+        "planner": [first, planner_step(json!([{"name": "doc_write",
+            "args": {"path": "sencha.md", "content": "Assam: 4 minutes."}}]), true)],
+        "executor": [{"content": {"tool_calls": [{"name": "tea.lookup", "args": {"term": "assam"}}],
+                                  "summary": "looked assam up"}}],
+        "repair": [{"content": {"tool_calls": []}}],
+    });
+    let t = platform(&script.to_string());
+    t.p()
+        .store
+        .put_mcp_server("alice", &server("tea", &tools.url()))
+        .await
+        .unwrap();
+    let id = start(&t, "autopilot").await;
+
+    // Act
+    let run = t.drive(&id, 200).await;
+
+    // Assert
+    assert_eq!(
+        run.status,
+        RunStatus::Completed,
+        "{:?}",
+        run.stopping_reason
+    );
+    let it1 = t.p().store.iterations(&id, 0, 1).await.unwrap().remove(0);
+    let by_title = |title: &str| {
+        let e = it1
+            .executor_results
+            .iter()
+            .find(|e| e.title == title)
+            .unwrap();
+        (e.tool_results[0].ok, e.tool_results[0].result.clone())
+    };
+    let (ok, result) = by_title("with the tool");
+    assert!(ok && result.contains("Indian black tea"), "{result}");
+    let (ok, refused) = by_title("without it");
+    assert!(!ok && refused.contains("not allowed"), "{refused}");
+    assert_eq!(tools.calls().await["lookup"], json!(1));
+}

@@ -692,6 +692,12 @@ pub struct ToolRegistry {
 /// Tools an executor may use: reads and writes of the workspace, never questions or the plan.
 pub const EXECUTOR_TOOLS: [&str; 4] = ["doc_write", "doc_read", "doc_list", "doc_search"];
 
+/// Whether `name` is an MCP tool's (`server.tool`): no other tool name has a dot (built-ins and
+/// registered tools are `[a-z][a-z0-9_]*`).
+pub fn is_mcp_tool(name: &str) -> bool {
+    name.contains('.')
+}
+
 impl ToolRegistry {
     pub fn builtin() -> Self {
         let mut reg = ToolRegistry {
