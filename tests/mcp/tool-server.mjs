@@ -1,7 +1,8 @@
 // A user's MCP server for tests/tests/mcp_tools.rs, built with the official MCP TypeScript SDK
 // (McpServer + StreamableHTTPServerTransport, stateful sessions, answers as event streams).
 // Tools: `lookup` (read-only, {term}) and `save` (a write, {name, note}). GET /calls counts the
-// tools/call requests each tool received, so a test can prove a call never reached the server.
+// tools/call requests each tool received, so a test can prove a call never reached the server,
+// and the sessions still open.
 // Prints `listening on http://127.0.0.1:PORT` once ready; PORT=0 (default) picks a free port.
 import { createServer } from 'node:http';
 import { randomUUID } from 'node:crypto';
@@ -59,7 +60,7 @@ const http = createServer(async (req, res) => {
   try {
     if (req.method === 'GET' && req.url === '/calls') {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ lookup: calls.lookup.length, save: calls.save.length, calls }));
+      res.end(JSON.stringify({ lookup: calls.lookup.length, save: calls.save.length, calls, sessions: sessions.size }));
       return;
     }
     if (TOKEN && req.headers.authorization !== `Bearer ${TOKEN}`) {

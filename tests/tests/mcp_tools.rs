@@ -191,11 +191,13 @@ async fn an_mcp_tool_is_offered_to_the_planner_called_and_its_fenced_result_cite
         !ok && refused.contains("do not match its schema"),
         "{refused}"
     );
+    let calls = tools.calls().await;
     assert_eq!(
-        tools.calls().await["lookup"],
+        calls["lookup"],
         json!(1),
         "only the valid call reached the server"
     );
+    assert_eq!(calls["sessions"], json!(0), "every session was ended");
     let prompt2 = t.llm.planner_prompt(&id, 2).unwrap();
     assert!(
         prompt2.contains("Japanese steamed green tea"),

@@ -147,6 +147,7 @@ impl HttpMcpClient {
                 }
             }
             tools.truncate(self.settings.max_tools);
+            session.close().await;
             Ok(tools)
         })
         .await
@@ -164,6 +165,7 @@ impl HttpMcpClient {
             let result = session
                 .request("tools/call", json!({"name": tool, "arguments": args}))
                 .await?;
+            session.close().await;
             call_result(&result)
         })
         .await
@@ -257,6 +259,24 @@ impl Session<'_> {
             None if e.is_timeout() => McpError::Timeout(self.mcp.settings.timeout),
             None => McpError::Http(e.to_string()),
         })
+    }
+
+    /// Ends a server-kept session (DELETE with its id) so servers do not pile up sessions we
+    /// never reuse; a server that refuses is left to expire it.
+    async fn close(&self) {
+        let Some(id) = &self.id else { return };
+        let mut req = self
+            .mcp
+            .client
+            .delete(self.url.clone())
+            .header(SESSION_HEADER, id);
+        if let Some(secret) = self.secret {
+            req = req.bearer_auth(secret);
+        }
+        if let Some(v) = &self.version {
+            req = req.header(VERSION_HEADER, v);
+        }
+        let _ = req.send().await;
     }
 
     async fn notify(&self, method: &str) -> Result<(), McpError> {
@@ -542,6 +562,34 @@ mod tests {
             rpc_result(json!({"id": 1})),
             Err(McpError::Garbage(_))
         ));
+    }
+
+    #[tokio::test]
+    async fn a_server_at_the_metadata_address_is_refused_before_any_request() {
+        let mcp = HttpMcpClient::new(
+            FetchPolicy::default(),
+            Arc::new(crate::SystemLookup),
+            McpSettings::default(),
+        )
+        .unwrap();
+        let server = McpServer {
+            name: "meta".into(),
+            url: "http://169.254.169.254/mcp".into(),
+            secret: None,
+            created_at: 0,
+        };
+
+        let listed = mcp.list_tools(&server).await;
+        let called = mcp.call_tool(&server, "x", &json!({})).await;
+
+        assert!(
+            matches!(listed, Err(McpError::Refused { .. })),
+            "{listed:?}"
+        );
+        assert!(
+            matches!(called, Err(McpError::Refused { .. })),
+            "{called:?}"
+        );
     }
 
     #[test]
