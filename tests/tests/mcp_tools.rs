@@ -501,3 +501,42 @@ async fn an_executor_may_call_an_mcp_tool_only_when_its_task_names_it() {
     assert!(!ok && refused.contains("not allowed"), "{refused}");
     assert_eq!(tools.calls().await["lookup"], json!(1));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allowed_tools_may_name_a_registered_servers_tool_and_narrow_the_planner_to_it() {
+    // Arrange
+    let tools = ToolServer::start();
+    let t = platform(&script(json!([])));
+    t.p()
+        .store
+        .put_mcp_server("alice", &server("tea", &tools.url()))
+        .await
+        .unwrap();
+    let request = |allowed: Value| -> CreateRun {
+        serde_json::from_value(json!({"objective": "steep", "allowed_tools": allowed})).unwrap()
+    };
+
+    // Act
+    let unknown = create_run(t.p(), "alice", request(json!(["coffee.brew"]))).await;
+    let id = create_run(t.p(), "alice", request(json!(["tea.lookup", "doc_write"])))
+        .await
+        .unwrap()
+        .id;
+    let run = t.drive(&id, 200).await;
+
+    // Assert
+    let err = unknown.unwrap_err().to_string();
+    assert!(
+        err.contains("coffee.brew") && err.contains("tea.*"),
+        "{err}"
+    );
+    assert_eq!(
+        run.status,
+        RunStatus::Completed,
+        "{:?}",
+        run.stopping_reason
+    );
+    let prompt = t.llm.planner_prompt(&id, 1).unwrap();
+    assert!(prompt.contains("- tea.lookup:"), "{prompt}");
+    assert!(!prompt.contains("- tea.save:"), "{prompt}");
+}

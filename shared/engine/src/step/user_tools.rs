@@ -12,7 +12,7 @@ use longrun_domain::run::Run;
 
 use super::{Engine, EngineError};
 use crate::ports::{McpServer, UserTool};
-use crate::tools::{McpConnector, McpToolSpec, Tool, ToolRegistry};
+use crate::tools::{McpConnector, McpToolSpec, Tool, ToolRegistry, is_mcp_tool};
 
 /// Users' registered tool specs, re-read at most every [`UserToolCache::TTL_MS`]: one store
 /// read per user per half minute instead of one per iteration. The tools themselves are
@@ -89,7 +89,12 @@ impl Engine {
     /// The tools the run may use: the built-ins plus its owner's registered tools and MCP
     /// tools, narrowed to its `allowed_tools`.
     pub(super) async fn tools_for(&self, run: &Run) -> Result<Arc<ToolRegistry>, EngineError> {
-        let tools = self.owner_tools(&run.user_id).await?;
+        // A run narrowed to no MCP tool costs its servers no listing.
+        let wants_mcp = run
+            .allowed_tools
+            .as_ref()
+            .is_none_or(|allowed| allowed.iter().any(|n| is_mcp_tool(n)));
+        let tools = self.owner_tools(&run.user_id, wants_mcp).await?;
         Ok(match &run.allowed_tools {
             Some(allowed) => Arc::new(tools.only(allowed)),
             None => tools,
@@ -97,9 +102,15 @@ impl Engine {
     }
 
     /// The built-ins, plus the tools the user registered and those of the user's MCP servers.
-    async fn owner_tools(&self, user_id: &str) -> Result<Arc<ToolRegistry>, EngineError> {
+    async fn owner_tools(
+        &self,
+        user_id: &str,
+        wants_mcp: bool,
+    ) -> Result<Arc<ToolRegistry>, EngineError> {
         let mut extra = self.registered_tools(user_id).await?;
-        extra.extend(self.mcp_tools(user_id).await?);
+        if wants_mcp {
+            extra.extend(self.mcp_tools(user_id).await?);
+        }
         if extra.is_empty() {
             return Ok(self.tools.clone());
         }
