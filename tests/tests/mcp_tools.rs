@@ -37,12 +37,24 @@ impl Drop for ToolServer {
     }
 }
 
+/// Whether `npm ci` ran since the lock file last changed (the test as `scripts/node-tests`).
+fn installed(dir: &std::path::Path) -> bool {
+    let modified = |p: PathBuf| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    match (
+        modified(dir.join("node_modules/.package-lock.json")),
+        modified(dir.join("package-lock.json")),
+    ) {
+        (Some(installed), Some(locked)) => installed >= locked,
+        _ => false,
+    }
+}
+
 impl ToolServer {
     /// Installs the SDK on first use (as `scripts/node-tests` does), then starts the server on
     /// a free loopback port.
     fn start() -> ToolServer {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mcp");
-        if !dir.join("node_modules/@modelcontextprotocol/sdk").exists() {
+        if !installed(&dir) {
             let status = Command::new("npm")
                 .args(["ci", "--no-audit", "--no-fund"])
                 .current_dir(&dir)
