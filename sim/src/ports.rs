@@ -9,9 +9,9 @@ use async_trait::async_trait;
 use longrun_domain::run::{Run, RunStatus};
 use longrun_domain::{Doc, DocMeta, Event, IterationRecord, PadEntry, RunChange, Schedule};
 use longrun_engine::ports::{
-    ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, DocHit, Enqueued, FaultPoint, Faults, Notification,
-    Notifier, NotifyError, OutcomeMessage, QueueError, RunQuery, RunStore, StepMessage, StepQueue,
-    StoreError, UserTool, Webhook,
+    ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, DocHit, Enqueued, FaultPoint, Faults, McpServer,
+    Notification, Notifier, NotifyError, OutcomeMessage, QueueError, RunQuery, RunStore,
+    StepMessage, StepQueue, StoreError, UserTool, Webhook,
 };
 use longrun_engine::{
     ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, LlmRole, Usage,
@@ -188,6 +188,15 @@ impl RunStore for SimStore {
     }
     async fn delete_tool(&self, user_id: &str, name: &str) -> Result<bool, StoreError> {
         self.inner.delete_tool(user_id, name).await
+    }
+    async fn put_mcp_server(&self, user_id: &str, server: &McpServer) -> Result<(), StoreError> {
+        self.inner.put_mcp_server(user_id, server).await
+    }
+    async fn mcp_servers(&self, user_id: &str) -> Result<Vec<McpServer>, StoreError> {
+        self.inner.mcp_servers(user_id).await
+    }
+    async fn delete_mcp_server(&self, user_id: &str, name: &str) -> Result<bool, StoreError> {
+        self.inner.delete_mcp_server(user_id, name).await
     }
 }
 

@@ -662,6 +662,8 @@ async fn the_openapi_document_is_3_1_and_covers_the_routes() {
         "/v1/schedules",
         "/v1/schedules/{id}",
         "/v1/webhooks",
+        "/v1/mcp-servers",
+        "/v1/mcp-servers/{name}",
     ] {
         assert!(doc["paths"].get(path).is_some(), "{path}");
     }

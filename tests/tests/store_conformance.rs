@@ -8,7 +8,9 @@ use longrun_domain::run::{RunStatus, Spend};
 use longrun_domain::{
     Doc, EventDraft, EventKind, PadEntry, Rejection, RunChange, RunTemplate, Schedule,
 };
-use longrun_engine::ports::{Notification, RunQuery, RunStore, StoreError, UserTool, Webhook};
+use longrun_engine::ports::{
+    McpServer, Notification, RunQuery, RunStore, StoreError, UserTool, Webhook,
+};
 use longrun_local::{InMemoryRunStore, SqliteDb, SqliteRunStore};
 use longrun_tests::new_run;
 use serde_json::json;
@@ -463,6 +465,59 @@ mod suite {
         assert!(s.webhooks("bob").await.unwrap().is_empty());
     }
 
+    pub async fn mcp_servers_are_kept_per_user_by_name_apart_from_tools_and_deleted_only_by_their_owner(
+        s: &dyn RunStore,
+    ) {
+        let server = |name: &str, url: &str, secret: Option<&str>| McpServer {
+            name: name.into(),
+            url: url.into(),
+            secret: secret.map(str::to_string),
+            created_at: 9,
+        };
+        s.put_mcp_server(
+            "alice",
+            &server("tea", "https://a/mcp", Some("bearer-0123456789")),
+        )
+        .await
+        .unwrap();
+        s.put_mcp_server("alice", &server("crm", "https://a/crm", None))
+            .await
+            .unwrap();
+        s.put_mcp_server("alice", &server("tea", "https://a/mcp2", None))
+            .await
+            .unwrap();
+        s.put_mcp_server(
+            "bob",
+            &server("tea", "https://b/mcp", Some("bob-secret-012345")),
+        )
+        .await
+        .unwrap();
+
+        assert_eq!(
+            s.mcp_servers("alice").await.unwrap(),
+            vec![
+                server("crm", "https://a/crm", None),
+                server("tea", "https://a/mcp2", None)
+            ]
+        );
+        assert!(
+            s.tools("alice").await.unwrap().is_empty(),
+            "servers are not registered tools"
+        );
+        assert!(!s.delete_mcp_server("bob", "crm").await.unwrap());
+        assert!(s.delete_mcp_server("alice", "crm").await.unwrap());
+        assert!(!s.delete_mcp_server("alice", "crm").await.unwrap());
+        assert_eq!(
+            s.mcp_servers("alice").await.unwrap(),
+            vec![server("tea", "https://a/mcp2", None)]
+        );
+        assert_eq!(
+            s.mcp_servers("bob").await.unwrap(),
+            vec![server("tea", "https://b/mcp", Some("bob-secret-012345"))],
+            "the secret is kept for the worker"
+        );
+    }
+
     pub async fn tools_are_kept_per_user_by_name_and_deleted_only_by_their_owner(s: &dyn RunStore) {
         let tool = |name: &str, url: &str| UserTool {
             name: name.into(),
@@ -758,6 +813,7 @@ macro_rules! all_adapters {
                 stale_runs_are_the_claimable_and_the_unnotified_oldest_first,
                 webhooks_are_replaced_whole_and_scoped_to_their_user,
                 tools_are_kept_per_user_by_name_and_deleted_only_by_their_owner,
+                mcp_servers_are_kept_per_user_by_name_apart_from_tools_and_deleted_only_by_their_owner,
                 due_schedules_advance_once_and_are_deleted_only_by_their_owner,
                 notifications_are_idempotent_and_scoped_to_their_user,
                 marking_a_notification_read_is_idempotent_and_touches_only_its_owner;

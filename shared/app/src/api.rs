@@ -115,16 +115,28 @@ pub async fn create_run_with_id(
     Ok(run)
 }
 
-/// Every name in `allowed_tools` is a built-in or one of the user's registered tools. An
-/// unknown name conflicts with the user's tools as they stand (register it, then resend),
+/// Every name in `allowed_tools` is a built-in, one of the user's registered tools or
+/// `{server}.{tool}` for one of the user's MCP servers (its listing is not asked for here).
+/// An unknown name conflicts with the user's tools as they stand (register it, then resend),
 /// so it is a 409: the request itself is well formed.
 async fn check_tools_exist(p: &Platform, user: &str, allowed: &[String]) -> Result<(), ApiError> {
     let registered = p.store.tools(user).await?;
-    let known =
-        |name: &str| p.engine.tools.contains(name) || registered.iter().any(|t| t.name == name);
+    let servers = p.store.mcp_servers(user).await?;
+    let known = |name: &str| {
+        p.engine.tools.contains(name)
+            || registered.iter().any(|t| t.name == name)
+            || crate::mcp_servers::names_a_server_tool(&servers, name)
+    };
     if let Some(unknown) = allowed.iter().find(|n| !known(n)) {
-        let mut names: Vec<&str> = p.engine.tools.names();
-        names.extend(registered.iter().map(|t| t.name.as_str()));
+        let mut names: Vec<String> = p
+            .engine
+            .tools
+            .names()
+            .into_iter()
+            .map(String::from)
+            .collect();
+        names.extend(registered.iter().map(|t| t.name.clone()));
+        names.extend(servers.iter().map(|s| format!("{}.*", s.name)));
         return Err(ApiError::Conflict(format!(
             "allowed_tools: there is no tool `{unknown}`; tools: {}",
             names.join(", ")
@@ -837,6 +849,14 @@ pub fn routes(p: Platform) -> Router {
         .route(
             "/v1/tools/{name}",
             axum::routing::delete(crate::tools::delete_tool),
+        )
+        .route(
+            "/v1/mcp-servers",
+            post(crate::mcp_servers::register_mcp_server).get(crate::mcp_servers::list_mcp_servers),
+        )
+        .route(
+            "/v1/mcp-servers/{name}",
+            axum::routing::delete(crate::mcp_servers::delete_mcp_server),
         )
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::map_response(

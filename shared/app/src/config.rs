@@ -70,6 +70,8 @@ pub struct AppConfig {
     pub fetch: FetchConfig,
     /// The `web_search` tool's provider and key; `None`: no web search.
     pub search: Option<longrun_fetch::SearchSettings>,
+    /// Bounds on calls to users' MCP servers (time, size, tools per server).
+    pub mcp: longrun_fetch::McpSettings,
     /// How deep runs may nest through `spawn_run` (`LONGRUN_MAX_RUN_DEPTH`, default 16).
     pub max_run_depth: u32,
     /// Per-model capacity shared by every run (`--model-limit`, `LONGRUN_MODEL_LIMITS`).
@@ -178,6 +180,7 @@ impl AppConfig {
             max_objective_bytes: 16 * 1024,
             fetch: FetchConfig::from_env(),
             search: None,
+            mcp: Default::default(),
             model_limits: Default::default(),
             max_run_depth: std::env::var("LONGRUN_MAX_RUN_DEPTH")
                 .ok()

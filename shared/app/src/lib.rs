@@ -9,6 +9,7 @@ pub mod console;
 pub mod embedded;
 pub mod error;
 pub mod mcp;
+pub mod mcp_servers;
 pub mod openapi;
 pub mod platform;
 pub mod schedules;

@@ -15,6 +15,7 @@ use longrun_fetch::FetchPolicy;
 use crate::api::CURSOR_PATTERN;
 use crate::api::{ContinueBody, CreateRun, MarkReadBody, RespondBody, WebhooksBody};
 use crate::config::AppConfig;
+use crate::mcp_servers::{McpServerList, McpServerView, RegisterMcpServer};
 use crate::schedules::CreateSchedule;
 use crate::tools::RegisterTool;
 use longrun_domain::Schedule;
@@ -270,6 +271,30 @@ const OPS: &[Op] = &[
     },
     Op {
         method: "post",
+        path: "/v1/mcp-servers",
+        summary: "Register (or replace) an MCP server whose tools your runs may call",
+        body: Some(schema::<RegisterMcpServer>),
+        ok: 201,
+        response: Some(schema::<McpServerView>),
+    },
+    Op {
+        method: "get",
+        path: "/v1/mcp-servers",
+        summary: "Your MCP servers (secrets are never returned)",
+        body: None,
+        ok: 200,
+        response: Some(schema::<McpServerList>),
+    },
+    Op {
+        method: "delete",
+        path: "/v1/mcp-servers/{name}",
+        summary: "Delete an MCP server",
+        body: None,
+        ok: 204,
+        response: None,
+    },
+    Op {
+        method: "post",
         path: "/v1/schedules",
         summary: "Start a run on a cron schedule (UTC)",
         body: Some(schema::<CreateSchedule>),
@@ -390,6 +415,9 @@ fn links(method: &str, path: &str) -> Option<Value> {
         ("post", "/v1/tools") => Some(json!({
             "DeleteTool": to("delete_tools_name", &json!({"name": "$response.body#/name"})),
         })),
+        ("post", "/v1/mcp-servers") => Some(json!({
+            "DeleteMcpServer": to("delete_mcp-servers_name", &json!({"name": "$response.body#/name"})),
+        })),
         _ => None,
     }
 }
@@ -442,8 +470,8 @@ fn build(policy: &FetchPolicy) -> Value {
             None => json!({"description": "OK"}),
         };
         o["responses"][op.ok.to_string()] = ok;
-        if (op.method, op.path) == ("post", "/v1/tools") {
-            o["responses"]["200"] = json!({"description": "Replaced a tool of the same name"});
+        if op.method == "post" && matches!(op.path, "/v1/tools" | "/v1/mcp-servers") {
+            o["responses"]["200"] = json!({"description": "Replaced the one of the same name"});
         }
         if let Some(links) = links(op.method, op.path) {
             o["responses"][op.ok.to_string()]["links"] = links;
@@ -477,17 +505,10 @@ fn build(policy: &FetchPolicy) -> Value {
     }
     let mut schemas = g.take_definitions(true);
     let url = json!({"type": "string", "pattern": policy.registrable_url_pattern()});
-    if let Some(props) = schemas
-        .get_mut("RegisterTool")
-        .and_then(|t| t.get_mut("properties"))
-    {
-        props["url"] = url.clone();
-    }
-    if let Some(props) = schemas
-        .get_mut("Webhook")
-        .and_then(|t| t.get_mut("properties"))
-    {
-        props["url"] = url;
+    for name in ["RegisterTool", "Webhook", "RegisterMcpServer"] {
+        if let Some(props) = schemas.get_mut(name).and_then(|t| t.get_mut("properties")) {
+            props["url"] = url.clone();
+        }
     }
     schemas.insert(
         "Problem".into(),

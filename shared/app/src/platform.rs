@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use longrun_engine::ports::{Clock, Faults, Notifier, RunStore, StepQueue};
-use longrun_engine::tools::{SpawnRun, ToolFactory};
+use longrun_engine::tools::{McpConnector, SpawnRun, ToolFactory};
 use longrun_engine::{Dispatch, Engine, EngineConfig, LlmClient, ToolRegistry};
-use longrun_fetch::{HttpFetch, HttpToolFactory, UserToolSettings, WebSearch};
+use longrun_fetch::{HttpFetch, HttpMcpClient, HttpToolFactory, UserToolSettings, WebSearch};
 
 use crate::config::AppConfig;
 
@@ -30,6 +30,8 @@ pub struct Platform {
     pub config: Arc<AppConfig>,
     /// Calls users' registered tools; `None` only if its HTTP client could not be built.
     pub user_tools: Option<Arc<HttpToolFactory>>,
+    /// Lists and calls users' MCP servers; `None` only if its HTTP client could not be built.
+    pub mcp: Option<Arc<HttpMcpClient>>,
 }
 
 impl Platform {
@@ -81,12 +83,21 @@ impl Platform {
                 None
             }
         };
+        let mcp = match HttpMcpClient::new(f.policy.clone(), f.lookup.clone(), config.mcp.clone()) {
+            Ok(client) => Some(Arc::new(client)),
+            Err(e) => {
+                tracing::error!(error = %e, "MCP tools are unavailable");
+                None
+            }
+        };
         let engine = Arc::new(Engine {
             dispatch: dispatch.clone(),
             llm,
             tools: Arc::new(tools),
             user_tools: user_tools.clone().map(|f| f as Arc<dyn ToolFactory>),
             user_tool_specs: Default::default(),
+            mcp: mcp.clone().map(|c| c as Arc<dyn McpConnector>),
+            mcp_cache: Default::default(),
             faults,
             config: engine,
         });
@@ -98,6 +109,7 @@ impl Platform {
             clock,
             config: Arc::new(config),
             user_tools,
+            mcp,
         }
     }
 }

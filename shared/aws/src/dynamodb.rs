@@ -41,7 +41,7 @@ use longrun_domain::{
     Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange, Schedule,
 };
 use longrun_engine::ports::{
-    ChangeFn, DocHit, Notification, RunQuery, RunStore, StoreError, UserTool, Webhook,
+    ChangeFn, DocHit, McpServer, Notification, RunQuery, RunStore, StoreError, UserTool, Webhook,
     sequence_events,
 };
 use longrun_engine::tools::doc_hit;
@@ -1199,6 +1199,40 @@ impl RunStore for DynamoDbRunStore {
             .table_name(&self.table)
             .key("PK", s(user_pk(user_id)))
             .key("SK", s(format!("TOOL#{name}")))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(|e| unavailable(describe(&e)))?;
+        Ok(out.attributes.is_some_and(|a| !a.is_empty()))
+    }
+
+    async fn put_mcp_server(&self, user_id: &str, server: &McpServer) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item("PK", s(user_pk(user_id)))
+            .item("SK", s(format!("MCP#{}", server.name)))
+            .item("body", s(to_json(server)?))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| unavailable(describe(&e)))
+    }
+
+    async fn mcp_servers(&self, user_id: &str) -> Result<Vec<McpServer>, StoreError> {
+        let items = self
+            .with_prefix(user_pk(user_id), "MCP#".into(), "body", usize::MAX, false)
+            .await?;
+        items.iter().map(|i| from_attr(i, "body")).collect()
+    }
+
+    async fn delete_mcp_server(&self, user_id: &str, name: &str) -> Result<bool, StoreError> {
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key("PK", s(user_pk(user_id)))
+            .key("SK", s(format!("MCP#{name}")))
             .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
             .send()
             .await

@@ -212,6 +212,36 @@ pub trait RunStore: Send + Sync {
     async fn tools(&self, user_id: &str) -> Result<Vec<UserTool>, StoreError>;
     /// False when the user has no such tool.
     async fn delete_tool(&self, user_id: &str, name: &str) -> Result<bool, StoreError>;
+    /// Creates or replaces the user's MCP server of that name.
+    async fn put_mcp_server(&self, user_id: &str, server: &McpServer) -> Result<(), StoreError>;
+    /// The user's MCP servers, by name.
+    async fn mcp_servers(&self, user_id: &str) -> Result<Vec<McpServer>, StoreError>;
+    /// False when the user has no such server.
+    async fn delete_mcp_server(&self, user_id: &str, name: &str) -> Result<bool, StoreError>;
+}
+
+/// An MCP server a user registered (`POST /v1/mcp-servers`): runs of that user may call the
+/// tools it lists, each named `{name}.{tool}`.
+#[derive(Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct McpServer {
+    /// The namespace of its tools: `[a-z][a-z0-9_]*`, at most 32 characters.
+    pub name: String,
+    /// Its streamable HTTP endpoint.
+    pub url: String,
+    /// Sent as `Authorization: Bearer {secret}`; never returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+    pub created_at: i64,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "McpServer({} → {}, secret redacted)",
+            self.name, self.url
+        )
+    }
 }
 
 /// A tool a user registered (`POST /v1/tools`): runs of that user may call it; each call is

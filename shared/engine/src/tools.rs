@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::ports::{DocHit, RunStore, UserTool};
+use crate::ports::{DocHit, McpServer, RunStore, UserTool};
 
 const LIST_LIMIT: usize = 100;
 
@@ -660,6 +660,27 @@ pub trait ToolFactory: Send + Sync {
     fn build(&self, spec: &UserTool) -> Result<Arc<dyn Tool>, String>;
 }
 
+/// One tool an MCP server lists (`tools/list`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct McpToolSpec {
+    /// The server's name for it; the run sees `{server}.{name}`.
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments (`inputSchema`), enforced before every call.
+    pub input_schema: Value,
+    /// `annotations.readOnlyHint`: a tool not marked read-only is a write under `per_write`.
+    pub read_only: bool,
+}
+
+/// Lists the tools of users' MCP servers and builds callable tools from the listings. The
+/// engine caches listings; each list is a round trip to the server.
+#[async_trait]
+pub trait McpConnector: Send + Sync {
+    async fn list(&self, server: &McpServer) -> Result<Vec<McpToolSpec>, String>;
+    /// The tool named `{server.name}.{spec.name}`, calling the server.
+    fn build(&self, server: &McpServer, spec: &McpToolSpec) -> Result<Arc<dyn Tool>, String>;
+}
+
 /// Cheap to clone: a run's iteration adds its owner's tools to a copy of the built-ins.
 #[derive(Clone)]
 pub struct ToolRegistry {
@@ -670,6 +691,12 @@ pub struct ToolRegistry {
 
 /// Tools an executor may use: reads and writes of the workspace, never questions or the plan.
 pub const EXECUTOR_TOOLS: [&str; 4] = ["doc_write", "doc_read", "doc_list", "doc_search"];
+
+/// Whether `name` is an MCP tool's (`server.tool`): no other tool name has a dot (built-ins and
+/// registered tools are `[a-z][a-z0-9_]*`).
+pub fn is_mcp_tool(name: &str) -> bool {
+    name.contains('.')
+}
 
 impl ToolRegistry {
     pub fn builtin() -> Self {

@@ -10,9 +10,9 @@ use longrun_domain::{
     Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange, Schedule,
 };
 use longrun_engine::ports::{
-    ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, DocHit, Enqueued, Notification, QueueError,
-    RunQuery, RunStore, StepMessage, StepQueue, StoreError, UserTool, Webhook, owes_follow_up,
-    sequence_events,
+    ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, DocHit, Enqueued, McpServer, Notification,
+    QueueError, RunQuery, RunStore, StepMessage, StepQueue, StoreError, UserTool, Webhook,
+    owes_follow_up, sequence_events,
 };
 use longrun_engine::tools::doc_hit;
 
@@ -27,6 +27,7 @@ struct State {
     notifications: HashMap<String, Notification>,
     webhooks: HashMap<String, Vec<Webhook>>,
     tools: BTreeMap<(String, String), UserTool>,
+    mcp_servers: BTreeMap<(String, String), McpServer>,
     schedules: HashMap<String, Schedule>,
 }
 
@@ -307,6 +308,31 @@ impl RunStore for InMemoryRunStore {
         Ok(self
             .lock()
             .tools
+            .remove(&(user_id.to_string(), name.to_string()))
+            .is_some())
+    }
+
+    async fn put_mcp_server(&self, user_id: &str, server: &McpServer) -> Result<(), StoreError> {
+        self.lock()
+            .mcp_servers
+            .insert((user_id.to_string(), server.name.clone()), server.clone());
+        Ok(())
+    }
+
+    async fn mcp_servers(&self, user_id: &str) -> Result<Vec<McpServer>, StoreError> {
+        Ok(self
+            .lock()
+            .mcp_servers
+            .iter()
+            .filter(|((u, _), _)| u == user_id)
+            .map(|(_, s)| s.clone())
+            .collect())
+    }
+
+    async fn delete_mcp_server(&self, user_id: &str, name: &str) -> Result<bool, StoreError> {
+        Ok(self
+            .lock()
+            .mcp_servers
             .remove(&(user_id.to_string(), name.to_string()))
             .is_some())
     }

@@ -15,8 +15,9 @@ use longrun_domain::{
     Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange, Schedule,
 };
 use longrun_engine::ports::{
-    ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, DocHit, Enqueued, Notification, QueueError,
-    RunQuery, RunStore, StepMessage, StepQueue, StoreError, UserTool, Webhook, sequence_events,
+    ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, DocHit, Enqueued, McpServer, Notification,
+    QueueError, RunQuery, RunStore, StepMessage, StepQueue, StoreError, UserTool, Webhook,
+    sequence_events,
 };
 use longrun_engine::tools::doc_hit;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -68,6 +69,8 @@ CREATE TABLE IF NOT EXISTS pads (
 CREATE TABLE IF NOT EXISTS active (user_id TEXT PRIMARY KEY, count INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS webhooks (user_id TEXT PRIMARY KEY, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS user_tools (
+  user_id TEXT NOT NULL, name TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (user_id, name));
+CREATE TABLE IF NOT EXISTS mcp_servers (
   user_id TEXT NOT NULL, name TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (user_id, name));
 CREATE TABLE IF NOT EXISTS schedules (
     id TEXT PRIMARY KEY, user_id TEXT NOT NULL, next_at INTEGER NOT NULL, body TEXT NOT NULL);
@@ -969,6 +972,47 @@ impl RunStore for SqliteRunStore {
             .write(move |c| {
                 c.execute(
                     "DELETE FROM user_tools WHERE user_id = ?1 AND name = ?2",
+                    params![user, name],
+                )
+                .map(|n| n > 0)
+                .map_err(unavailable)
+            })
+            .await
+    }
+
+    async fn put_mcp_server(&self, user_id: &str, server: &McpServer) -> Result<(), StoreError> {
+        let body = to_json(server)?;
+        let (user, name) = (user_id.to_string(), server.name.clone());
+        self.db
+            .write(move |c| {
+                c.execute(
+                    "INSERT OR REPLACE INTO mcp_servers (user_id, name, body) VALUES (?1, ?2, ?3)",
+                    params![user, name, body],
+                )
+                .map(|_| ())
+                .map_err(unavailable)
+            })
+            .await
+    }
+
+    async fn mcp_servers(&self, user_id: &str) -> Result<Vec<McpServer>, StoreError> {
+        self.db
+            .read(|c| {
+                query_json(
+                    c,
+                    "SELECT body FROM mcp_servers WHERE user_id = ?1 ORDER BY name",
+                    &[&user_id],
+                )
+            })
+            .await
+    }
+
+    async fn delete_mcp_server(&self, user_id: &str, name: &str) -> Result<bool, StoreError> {
+        let (user, name) = (user_id.to_string(), name.to_string());
+        self.db
+            .write(move |c| {
+                c.execute(
+                    "DELETE FROM mcp_servers WHERE user_id = ?1 AND name = ?2",
                     params![user, name],
                 )
                 .map(|n| n > 0)

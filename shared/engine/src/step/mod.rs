@@ -29,10 +29,10 @@ use crate::llm::LlmClient;
 use crate::ports::{
     FaultPoint, Faults, NotifyError, QueueError, RunStore, StepMessage, StoreError,
 };
-use crate::tools::{Staging, ToolFactory, ToolRegistry};
+use crate::tools::{McpConnector, Staging, ToolFactory, ToolRegistry};
 
 pub use self::dispatch::{Dispatch, SweepReport};
-pub use self::user_tools::UserToolCache;
+pub use self::user_tools::{McpCache, UserToolCache};
 
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -114,6 +114,9 @@ pub struct Engine {
     /// Builds the tools users registered; without it runs use the built-ins only.
     pub user_tools: Option<Arc<dyn ToolFactory>>,
     pub user_tool_specs: UserToolCache,
+    /// Lists and calls users' MCP servers; without it runs have no MCP tools.
+    pub mcp: Option<Arc<dyn McpConnector>>,
+    pub mcp_cache: McpCache,
     pub faults: Arc<dyn Faults>,
     pub config: EngineConfig,
 }

@@ -7,7 +7,7 @@ use longrun_domain::run::{PendingCall, PermissionMode, PlanStep, Run};
 
 use super::phases::Draft;
 use crate::prompt::clip;
-use crate::tools::{EXECUTOR_TOOLS, Staging, ToolRegistry};
+use crate::tools::{EXECUTOR_TOOLS, Staging, ToolRegistry, is_mcp_tool};
 
 /// The part of the planner's answer this iteration may carry out.
 pub(super) struct Admitted {
@@ -74,17 +74,27 @@ pub(super) fn hold_writes(
     reads
 }
 
-/// The tools an executor task may use. Under per_write executors only read: every write goes
-/// through the planner, where each one can be approved.
-pub(super) fn executor_tools(
+/// The tools an executor task may use: the workspace tools, and the MCP tools the task names
+/// (an executor is offered only what its task asks for, to keep its prompt short). Under
+/// per_write executors only read: every write goes through the planner, where each one can be
+/// approved.
+pub(super) fn executor_tools<'a>(
     run: &Run,
-    tools: &ToolRegistry,
+    tools: &'a ToolRegistry,
     task: &ExecutorTask,
-) -> Vec<&'static str> {
+) -> Vec<&'a str> {
     let read_only = run.permission_mode == PermissionMode::PerWrite;
-    EXECUTOR_TOOLS
+    let named = |t: &str| task.tools.iter().any(|x| x == t);
+    tools
+        .names()
         .into_iter()
-        .filter(|t| task.tools.is_empty() || task.tools.iter().any(|x| x == t))
+        .filter(|t| {
+            if EXECUTOR_TOOLS.contains(t) {
+                task.tools.is_empty() || named(t)
+            } else {
+                is_mcp_tool(t) && named(t)
+            }
+        })
         .filter(|t| !read_only || !tools.writes(t))
         .collect()
 }
