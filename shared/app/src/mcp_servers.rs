@@ -56,17 +56,7 @@ fn view(s: &McpServer) -> McpServerView {
 
 fn check(p: &Platform, body: &RegisterMcpServer) -> Result<(), ApiError> {
     let bad = |m: String| Err(ApiError::Unprocessable(m));
-    let name = body.name.as_str();
-    let well_formed = name.len() <= 32
-        && name.starts_with(|c: char| c.is_ascii_lowercase())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if !well_formed {
-        return bad(format!(
-            "name `{name}` must be [a-z][a-z0-9_]* and at most 32 characters"
-        ));
-    }
+    crate::tools::check_name(&body.name, 32)?;
     if let Some(secret) = &body.secret {
         // It goes into a header: no spaces, controls or line breaks.
         let printable = secret.chars().all(|c| c.is_ascii_graphic());

@@ -63,19 +63,25 @@ fn view(t: &UserTool) -> Value {
     })
 }
 
-fn check(p: &Platform, body: &RegisterTool) -> Result<(), ApiError> {
-    let bad = |m: String| Err(ApiError::Unprocessable(m));
-    let name = body.name.as_str();
-    let well_formed = name.len() <= 48
+/// A registered tool's or MCP server's name: `[a-z][a-z0-9_]*`, at most `max` characters.
+pub(crate) fn check_name(name: &str, max: usize) -> Result<(), ApiError> {
+    let well_formed = name.len() <= max
         && name.starts_with(|c: char| c.is_ascii_lowercase())
         && name
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if !well_formed {
-        return bad(format!(
-            "name `{name}` must be [a-z][a-z0-9_]* and at most 48 characters"
-        ));
+    match well_formed {
+        true => Ok(()),
+        false => Err(ApiError::Unprocessable(format!(
+            "name `{name}` must be [a-z][a-z0-9_]* and at most {max} characters"
+        ))),
     }
+}
+
+fn check(p: &Platform, body: &RegisterTool) -> Result<(), ApiError> {
+    let bad = |m: String| Err(ApiError::Unprocessable(m));
+    let name = body.name.as_str();
+    check_name(name, 48)?;
     if p.engine.tools.contains(name) {
         return Err(ApiError::Conflict(format!(
             "`{name}` is a built-in tool; choose another name"
