@@ -687,6 +687,106 @@ async fn the_openapi_document_is_3_1_and_covers_the_routes() {
 }
 
 #[tokio::test]
+async fn what_a_client_can_act_on_is_a_conflict_and_a_path_naming_no_document_is_a_404() {
+    // Arrange: no worker, so the run stays queued.
+    let app = spawn_app(LOOP, 3, false).await;
+    let (_, run) = app
+        .post("/v1/runs", ALICE, json!({"objective": "tea"}))
+        .await;
+    let id = run["id"].as_str().unwrap();
+
+    // Act
+    let (report, problem) = app.get(&format!("/v1/runs/{id}/report"), ALICE).await;
+    let (unknown_tool, tool_problem) = app
+        .post(
+            "/v1/runs",
+            ALICE,
+            json!({"objective": "tea", "allowed_tools": ["no_such_tool"]}),
+        )
+        .await;
+    let (escape, _) = app
+        .get(&format!("/v1/runs/{id}/docs/a%2F..%2F..%2Fetc"), ALICE)
+        .await;
+    let (blank, _) = app
+        .post(
+            &format!("/v1/runs/{id}/respond"),
+            ALICE,
+            json!({"answer": " \u{1c} "}),
+        )
+        .await;
+    let (wrapping, schedule) = app
+        .post(
+            "/v1/schedules",
+            ALICE,
+            json!({"cron": "0 22-2 * * 5-1", "template": {"objective": "night"}}),
+        )
+        .await;
+
+    // Assert
+    assert_eq!(report, StatusCode::CONFLICT, "{problem}");
+    assert!(problem["detail"].as_str().unwrap().contains("queued"));
+    assert_eq!(unknown_tool, StatusCode::CONFLICT, "{tool_problem}");
+    assert_eq!(escape, StatusCode::NOT_FOUND);
+    assert_eq!(blank, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(wrapping, StatusCode::CREATED, "{schedule}");
+    assert_eq!(schedule["cron"], "0 22-2 * * 5-1");
+}
+
+#[tokio::test]
+async fn the_served_document_offers_this_deployments_models_and_links_each_create_to_its_uses() {
+    // Arrange
+    let app = spawn_app(LOOP, 3, false).await;
+
+    // Act
+    let (_, doc, _) = app
+        .req(reqwest::Method::GET, "/v1/openapi.json", None, None)
+        .await;
+    let (_, config) = app.get("/v1/config", ALICE).await;
+
+    // Assert: the model is an enum of exactly the models this server runs (or null).
+    let template = &doc["components"]["schemas"]["RunTemplate"];
+    let mut offered: Vec<Value> = config["models"].as_array().unwrap().clone();
+    offered.push(Value::Null);
+    assert_eq!(
+        template["properties"]["model"]["enum"],
+        Value::Array(offered)
+    );
+    // The cron and URL patterns are the ones the server checks with.
+    let cron = &doc["components"]["schemas"]["CreateSchedule"]["properties"]["cron"]["pattern"];
+    assert_eq!(cron, longrun_domain::schedule::CRON_PATTERN);
+    let url = doc["components"]["schemas"]["Webhook"]["properties"]["url"]["pattern"]
+        .as_str()
+        .unwrap();
+    let url = regex::Regex::new(url).unwrap();
+    assert!(url.is_match("https://hooks.example.com:8443/in"));
+    assert!(!url.is_match("https://169.254.169.254/latest"));
+    // Every link from a create names an operation the document has.
+    let mut ids = vec![];
+    for item in doc["paths"].as_object().unwrap().values() {
+        for op in item.as_object().unwrap().values() {
+            ids.push(op["operationId"].as_str().unwrap().to_string());
+        }
+    }
+    let links = &doc["paths"]["/v1/runs"]["post"]["responses"]["201"]["links"];
+    assert_eq!(links["GetReport"]["parameters"]["id"], "$response.body#/id");
+    let mut linked = 0;
+    for (path, method) in [
+        ("/v1/runs", "post"),
+        ("/v1/schedules", "post"),
+        ("/v1/tools", "post"),
+        ("/v1/mcp-servers", "post"),
+    ] {
+        let created = &doc["paths"][path][method]["responses"]["201"];
+        for link in created["links"].as_object().unwrap().values() {
+            let target = link["operationId"].as_str().unwrap();
+            assert!(ids.iter().any(|id| id == target), "{path}: {target}");
+            linked += 1;
+        }
+    }
+    assert!(linked >= 12, "{linked} links");
+}
+
+#[tokio::test]
 async fn a_schedule_starts_one_run_per_occurrence_and_only_its_owner_can_delete_it() {
     // Arrange
     let app = spawn_app(LOOP, 3, false).await;
