@@ -114,6 +114,7 @@ fn platform(script: &str) -> TestPlatform {
                 vec![ip],
             )])));
             c.mcp.timeout = Duration::from_secs(2);
+            c.mcp.list_timeout = Duration::from_secs(2);
         },
     )
 }

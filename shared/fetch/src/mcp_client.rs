@@ -24,8 +24,11 @@ const MAX_PAGES: usize = 10;
 
 #[derive(Clone, Debug)]
 pub struct McpSettings {
-    /// One whole list or call, handshake included.
+    /// One whole call, handshake included.
     pub timeout: Duration,
+    /// One whole listing, handshake included: shorter, since a stalled server's listing holds
+    /// up every iteration that finds its cached listing expired.
+    pub list_timeout: Duration,
     pub max_response_bytes: usize,
     /// Result text handed to the planner.
     pub max_chars: usize,
@@ -37,6 +40,7 @@ impl Default for McpSettings {
     fn default() -> Self {
         McpSettings {
             timeout: Duration::from_secs(20),
+            list_timeout: Duration::from_secs(5),
             max_response_bytes: 1024 * 1024,
             max_chars: 8_000,
             max_tools: 64,
@@ -121,7 +125,7 @@ impl HttpMcpClient {
 
     /// The server's tools (`tools/list`, following `nextCursor`), at most `max_tools`.
     pub async fn list_tools(&self, server: &McpServer) -> Result<Vec<McpToolSpec>, McpError> {
-        self.bounded(async {
+        self.bounded(self.settings.list_timeout, async {
             let mut session = self.open(server).await?;
             let mut tools = vec![];
             let mut cursor: Option<String> = None;
@@ -160,7 +164,7 @@ impl HttpMcpClient {
         tool: &str,
         args: &Value,
     ) -> Result<McpCallResult, McpError> {
-        self.bounded(async {
+        self.bounded(self.settings.timeout, async {
             let mut session = self.open(server).await?;
             let result = session
                 .request("tools/call", json!({"name": tool, "arguments": args}))
@@ -173,11 +177,12 @@ impl HttpMcpClient {
 
     async fn bounded<T>(
         &self,
+        limit: Duration,
         work: impl Future<Output = Result<T, McpError>>,
     ) -> Result<T, McpError> {
-        tokio::time::timeout(self.settings.timeout, work)
+        tokio::time::timeout(limit, work)
             .await
-            .unwrap_or(Err(McpError::Timeout(self.settings.timeout)))
+            .unwrap_or(Err(McpError::Timeout(limit)))
     }
 
     /// `initialize`, then `notifications/initialized`: the handshake every exchange starts with.
