@@ -54,13 +54,18 @@ impl ToolServer {
     /// a free loopback port.
     fn start() -> ToolServer {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mcp");
-        if !installed(&dir) {
-            let status = Command::new("npm")
-                .args(["ci", "--no-audit", "--no-fund"])
-                .current_dir(&dir)
-                .status()
-                .expect("npm is installed (Node 20+)");
-            assert!(status.success(), "npm ci in tests/mcp failed");
+        // The tests run in parallel; two `npm ci` at once in one folder break each other.
+        static INSTALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        {
+            let _one_at_a_time = INSTALL.lock().unwrap_or_else(|e| e.into_inner());
+            if !installed(&dir) {
+                let status = Command::new("npm")
+                    .args(["ci", "--no-audit", "--no-fund"])
+                    .current_dir(&dir)
+                    .status()
+                    .expect("npm is installed (Node 20+)");
+                assert!(status.success(), "npm ci in tests/mcp failed");
+            }
         }
         let mut child = Command::new("node")
             .arg("tool-server.mjs")
