@@ -151,7 +151,7 @@ pub const MAX_ALLOWED_TOOLS: usize = 64;
 /// Validates a request into a new queued run; writes nothing.
 pub fn prepare_run(p: &Platform, user: &str, req: CreateRun, id: String) -> Result<Run, ApiError> {
     let objective = req.objective.trim();
-    if objective.is_empty() {
+    if is_blank(objective) {
         return Err(ApiError::Unprocessable(
             "objective must not be empty".into(),
         ));
@@ -200,7 +200,7 @@ pub fn prepare_run(p: &Platform, user: &str, req: CreateRun, id: String) -> Resu
     let mut run = Run::new(&id, user, objective, &model, budgets, thresholds, now);
     run.permission_mode = req.permission_mode.unwrap_or_default();
     if let Some(allowed) = req.allowed_tools {
-        if allowed.len() > MAX_ALLOWED_TOOLS || allowed.iter().any(|n| n.trim().is_empty()) {
+        if allowed.len() > MAX_ALLOWED_TOOLS || allowed.iter().any(|n| is_blank(n)) {
             return Err(ApiError::Unprocessable(format!(
                 "allowed_tools must list at most {MAX_ALLOWED_TOOLS} tool names, none empty"
             )));

@@ -66,14 +66,9 @@ fn check(p: &Platform, body: &RegisterMcpServer) -> Result<(), ApiError> {
             ));
         }
     }
-    let url = p
-        .config
-        .fetch
-        .policy
-        .check_registrable(&body.url)
-        .map_err(|m| ApiError::Unprocessable(format!("url {m}")))?;
-    match &p.mcp {
-        Some(c) => c.check_url(url.as_str()).map_err(ApiError::Unprocessable),
+    crate::tools::check_url(p, &body.url)?;
+    match p.mcp {
+        Some(_) => Ok(()),
         None => Err(ApiError::Unavailable(
             "MCP servers are unavailable on this server".into(),
         )),

@@ -87,7 +87,9 @@ fn check(p: &Platform, body: &RegisterTool) -> Result<(), ApiError> {
             "`{name}` is a built-in tool; choose another name"
         )));
     }
-    if body.description.trim().is_empty() || body.description.chars().count() > MAX_DESCRIPTION {
+    if longrun_domain::is_blank(&body.description)
+        || body.description.chars().count() > MAX_DESCRIPTION
+    {
         return bad(format!(
             "description must be 1 to {MAX_DESCRIPTION} characters"
         ));
@@ -101,18 +103,24 @@ fn check(p: &Platform, body: &RegisterTool) -> Result<(), ApiError> {
     if body.secret.chars().count() < 16 {
         return bad("secret must be at least 16 characters".into());
     }
-    let url = p
-        .config
-        .fetch
-        .policy
-        .check_registrable(&body.url)
-        .map_err(|m| ApiError::Unprocessable(format!("url {m}")))?;
-    match &p.user_tools {
-        Some(f) => f.check_url(url.as_str()).map_err(ApiError::Unprocessable),
+    check_url(p, &body.url)?;
+    match p.user_tools {
+        Some(_) => Ok(()),
         None => Err(ApiError::Unavailable(
             "registered tools are unavailable on this server".into(),
         )),
     }
+}
+
+/// A registered tool's or MCP server's URL: the document's pattern, then the SSRF guard (the
+/// same policy the calls go through; DNS is checked again at every call).
+pub(crate) fn check_url(p: &Platform, url: &str) -> Result<(), ApiError> {
+    p.config
+        .fetch
+        .policy
+        .check_registrable(url)
+        .map(|_| ())
+        .map_err(|m| ApiError::Unprocessable(format!("url {m}")))
 }
 
 pub async fn register_tool(

@@ -115,14 +115,6 @@ impl HttpMcpClient {
         })
     }
 
-    /// Checks a registration's URL against the guard (DNS is checked again at every call).
-    pub fn check_url(&self, url: &str) -> Result<(), String> {
-        let parsed = Url::parse(url).map_err(|e| format!("url `{url}` is not valid: {e}"))?;
-        self.policy
-            .check_url(&parsed)
-            .map_err(|r| format!("url `{url}` is refused: {r}"))
-    }
-
     /// The server's tools (`tools/list`, following `nextCursor`), at most `max_tools`.
     pub async fn list_tools(&self, server: &McpServer) -> Result<Vec<McpToolSpec>, McpError> {
         self.bounded(self.settings.list_timeout, async {
