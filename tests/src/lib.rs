@@ -195,6 +195,43 @@ impl TestPlatform {
         &self.running.platform
     }
 
+    /// One request through the API router as the holder of `token`: status, content type and
+    /// the JSON body (null when there is none).
+    pub async fn api(
+        &self,
+        token: &str,
+        method: &str,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> (axum::http::StatusCode, String, serde_json::Value) {
+        use http_body_util::BodyExt;
+        use tower::ServiceExt;
+        let mut req = axum::http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("authorization", format!("Bearer {token}"));
+        let body = match body {
+            Some(b) => {
+                req = req.header("content-type", "application/json");
+                axum::body::Body::from(b.to_string())
+            }
+            None => axum::body::Body::empty(),
+        };
+        let resp = longrun_app::router(self.p().clone())
+            .oneshot(req.body(body).unwrap())
+            .await
+            .unwrap();
+        let status = resp.status();
+        let content_type = resp
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default();
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        let json = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+        (status, content_type, json)
+    }
+
     /// Drives the worker until the run settles; when nothing is visible the manual clock jumps
     /// past the lease and visibility timeouts, as time would pass after a crash.
     pub async fn drive(&self, run_id: &str, max_polls: usize) -> Run {

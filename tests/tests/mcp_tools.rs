@@ -12,17 +12,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::{Body, Bytes};
-use axum::http::{Request, StatusCode};
+use axum::body::Bytes;
+use axum::http::StatusCode;
 use axum::routing::post;
-use http_body_util::BodyExt;
 use longrun_app::{CreateRun, create_run};
 use longrun_domain::run::RunStatus;
 use longrun_engine::ports::{McpServer, NoFaults};
 use longrun_fetch::StaticLookup;
 use longrun_tests::{TestPlatform, platform_with};
 use serde_json::{Value, json};
-use tower::ServiceExt;
 
 /// The SDK tool server, killed when dropped.
 struct ToolServer {
@@ -252,41 +250,6 @@ async fn per_write_holds_a_call_of_a_tool_the_server_does_not_mark_read_only() {
     assert_eq!(calls["lookup"], json!(1), "the read-only tool runs");
 }
 
-async fn api(
-    t: &TestPlatform,
-    method: &str,
-    path: &str,
-    body: Option<Value>,
-) -> (StatusCode, String, Value) {
-    let mut req = Request::builder()
-        .method(method)
-        .uri(path)
-        .header("authorization", "Bearer tok-alice");
-    let body = match body {
-        Some(b) => {
-            req = req.header("content-type", "application/json");
-            Body::from(b.to_string())
-        }
-        None => Body::empty(),
-    };
-    let resp = longrun_app::router(t.p().clone())
-        .oneshot(req.body(body).unwrap())
-        .await
-        .unwrap();
-    let status = resp.status();
-    let content_type = resp
-        .headers()
-        .get("content-type")
-        .map(|v| v.to_str().unwrap().to_string())
-        .unwrap_or_default();
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    (
-        status,
-        content_type,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
-}
-
 #[tokio::test]
 async fn registering_an_mcp_server_refuses_private_and_metadata_urls_and_never_returns_the_secret()
 {
@@ -301,9 +264,13 @@ async fn registering_an_mcp_server_refuses_private_and_metadata_urls_and_never_r
     };
 
     // Act
-    let (created, _, view) = api(&t, "POST", "/v1/mcp-servers", Some(good.clone())).await;
-    let (replaced, _, _) = api(&t, "POST", "/v1/mcp-servers", Some(good.clone())).await;
-    let (_, _, list) = api(&t, "GET", "/v1/mcp-servers", None).await;
+    let (created, _, view) = t
+        .api("tok-alice", "POST", "/v1/mcp-servers", Some(good.clone()))
+        .await;
+    let (replaced, _, _) = t
+        .api("tok-alice", "POST", "/v1/mcp-servers", Some(good.clone()))
+        .await;
+    let (_, _, list) = t.api("tok-alice", "GET", "/v1/mcp-servers", None).await;
     let refusals = [
         (
             "metadata",
@@ -323,7 +290,9 @@ async fn registering_an_mcp_server_refuses_private_and_metadata_urls_and_never_r
     ];
     let mut answers = vec![];
     for (what, body) in refusals {
-        let (s, ct, problem) = api(&t, "POST", "/v1/mcp-servers", Some(body)).await;
+        let (s, ct, problem) = t
+            .api("tok-alice", "POST", "/v1/mcp-servers", Some(body))
+            .await;
         answers.push((
             what,
             s,
@@ -331,8 +300,12 @@ async fn registering_an_mcp_server_refuses_private_and_metadata_urls_and_never_r
             problem["detail"].as_str().unwrap_or("").to_string(),
         ));
     }
-    let (deleted, _, _) = api(&t, "DELETE", "/v1/mcp-servers/tea", None).await;
-    let (again, _, _) = api(&t, "DELETE", "/v1/mcp-servers/tea", None).await;
+    let (deleted, _, _) = t
+        .api("tok-alice", "DELETE", "/v1/mcp-servers/tea", None)
+        .await;
+    let (again, _, _) = t
+        .api("tok-alice", "DELETE", "/v1/mcp-servers/tea", None)
+        .await;
 
     // Assert
     assert_eq!(created, StatusCode::CREATED);

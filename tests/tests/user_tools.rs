@@ -7,11 +7,10 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, Request, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
-use http_body_util::BodyExt;
 use longrun_app::{CreateRun, create_run};
 use longrun_domain::run::RunStatus;
 use longrun_engine::ports::{FaultPoint, NoFaults, UserTool};
@@ -19,7 +18,6 @@ use longrun_fetch::StaticLookup;
 use longrun_fetch::user_tool::{IDEMPOTENCY_HEADER, SIGNATURE_HEADER, signature};
 use longrun_tests::{CrashOnce, TestPlatform, platform_with};
 use serde_json::{Value, json};
-use tower::ServiceExt;
 
 const SECRET: &str = "tool-secret-0123456789";
 
@@ -202,35 +200,6 @@ async fn another_users_runs_cannot_see_the_tool() {
     assert!(run.status.is_ended());
 }
 
-async fn api(
-    t: &TestPlatform,
-    method: &str,
-    path: &str,
-    body: Option<Value>,
-) -> (StatusCode, Value) {
-    let mut req = Request::builder()
-        .method(method)
-        .uri(path)
-        .header("authorization", "Bearer tok-alice");
-    let body = match body {
-        Some(b) => {
-            req = req.header("content-type", "application/json");
-            Body::from(b.to_string())
-        }
-        None => Body::empty(),
-    };
-    let resp = longrun_app::router(t.p().clone())
-        .oneshot(req.body(body).unwrap())
-        .await
-        .unwrap();
-    let status = resp.status();
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
-}
-
 #[tokio::test]
 async fn registration_checks_name_schema_url_and_secret_and_never_returns_the_secret() {
     // Arrange
@@ -245,9 +214,13 @@ async fn registration_checks_name_schema_url_and_secret_and_never_returns_the_se
     };
 
     // Act
-    let (created, _) = api(&t, "POST", "/v1/tools", Some(good.clone())).await;
-    let (replaced, _) = api(&t, "POST", "/v1/tools", Some(good.clone())).await;
-    let (_, list) = api(&t, "GET", "/v1/tools", None).await;
+    let (created, _, _) = t
+        .api("tok-alice", "POST", "/v1/tools", Some(good.clone()))
+        .await;
+    let (replaced, _, _) = t
+        .api("tok-alice", "POST", "/v1/tools", Some(good.clone()))
+        .await;
+    let (_, _, list) = t.api("tok-alice", "GET", "/v1/tools", None).await;
     let refusals = [
         ("builtin", with("name", json!("doc_write"))),
         ("bad name", with("name", json!("Bad Name"))),
@@ -265,15 +238,19 @@ async fn registration_checks_name_schema_url_and_secret_and_never_returns_the_se
     ];
     let mut statuses = vec![];
     for (what, body) in refusals {
-        let (s, problem) = api(&t, "POST", "/v1/tools", Some(body)).await;
+        let (s, _, problem) = t.api("tok-alice", "POST", "/v1/tools", Some(body)).await;
         statuses.push((
             what,
             s,
             problem["detail"].as_str().unwrap_or("").to_string(),
         ));
     }
-    let (deleted, _) = api(&t, "DELETE", "/v1/tools/price_lookup", None).await;
-    let (again, _) = api(&t, "DELETE", "/v1/tools/price_lookup", None).await;
+    let (deleted, _, _) = t
+        .api("tok-alice", "DELETE", "/v1/tools/price_lookup", None)
+        .await;
+    let (again, _, _) = t
+        .api("tok-alice", "DELETE", "/v1/tools/price_lookup", None)
+        .await;
 
     // Assert
     assert_eq!(created, StatusCode::CREATED);
