@@ -21,7 +21,7 @@ use longrun_app::{
 use longrun_domain::report::Report;
 use longrun_domain::run::{BudgetsInput, PermissionMode, Run, RunStatus};
 use longrun_llm::ModelLimits;
-use longrun_local::WorkerConfig;
+use longrun_service::WorkerConfig;
 use tokio::sync::watch;
 
 const DEMO_SCRIPT: &str = include_str!("../../examples/demo.json");
@@ -96,7 +96,7 @@ struct ServeArgs {
     #[arg(long, env = "LONGRUN_ACTIVE_LIMIT", default_value_t = longrun_app::config::DEFAULT_ACTIVE_LIMIT)]
     active_limit: u32,
     /// Iterations worked on at once; each mostly waits on a model, so thousands are cheap.
-    #[arg(long, env = "LONGRUN_MAX_INFLIGHT", default_value_t = longrun_local::DEFAULT_MAX_INFLIGHT)]
+    #[arg(long, env = "LONGRUN_MAX_INFLIGHT", default_value_t = longrun_service::DEFAULT_MAX_INFLIGHT)]
     max_inflight: usize,
     /// MODEL=concurrency:N,rpm:N,tpm:N — a model's capacity, shared by every run; repeatable
     /// (`;`-separated in the environment).

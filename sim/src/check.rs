@@ -1,12 +1,13 @@
 //! The invariants every schedule must hold when it ends, read from the store without faults.
 
+use longrun_ports::prelude::*;
 use std::collections::BTreeMap;
 
 use longrun_app::Platform;
 use longrun_domain::EventKind;
 use longrun_domain::run::{Run, RunStatus};
-use longrun_engine::ports::{RunQuery, RunStore};
 use longrun_local::InMemoryRunStore;
+use longrun_ports::RunQuery;
 
 use crate::{Sim, Spent, lock, world};
 

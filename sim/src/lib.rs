@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use longrun_app::Platform;
-use longrun_engine::ports::ManualClock;
 use longrun_local::InMemoryRunStore;
+use longrun_ports::ManualClock;
 
 pub use self::ports::Spent;
 use self::rng::Rng;
@@ -126,7 +126,7 @@ impl Sim {
     }
 
     fn clock_s(&self) -> String {
-        use longrun_engine::ports::Clock;
+        use longrun_ports::Clock;
         format!(
             "t+{:.1}s",
             (self.clock.now_ms() - 1_700_000_000_000) as f64 / 1000.0

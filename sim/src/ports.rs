@@ -8,15 +8,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use longrun_domain::run::{Run, RunStatus};
 use longrun_domain::{Doc, DocMeta, Event, IterationRecord, PadEntry, RunChange, Schedule};
-use longrun_engine::ports::{
-    ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, DocHit, Enqueued, FaultPoint, Faults, McpServer,
-    Notification, Notifier, NotifyError, OutcomeMessage, QueueError, RunQuery, RunStore,
-    StepMessage, StepQueue, StoreError, UserTool, Webhook,
-};
-use longrun_engine::{
-    ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, LlmRole, Usage,
-};
+use longrun_domain::{DocHit, Notification, OutcomeMessage};
 use longrun_local::{InMemoryRunStore, InboxNotifier};
+use longrun_ports::{
+    CatalogKind, ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, Enqueued, FaultPoint, Faults, Inbox,
+    Notifier, NotifyError, QueueError, RunLog, RunQuery, ScheduleStore, StepMessage, StepQueue,
+    StoreError, UserCatalog, Workspace,
+};
+use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, LlmRole, Usage};
 use serde_json::{Value, json};
 
 use crate::Sim;
@@ -67,20 +66,23 @@ impl SimStore {
 }
 
 #[async_trait]
-impl RunStore for SimStore {
+impl RunLog for SimStore {
     async fn create_run(&self, change: RunChange) -> Result<Run, StoreError> {
         self.write("create_run", None, self.inner.create_run(change))
             .await
     }
+
     async fn get_run(&self, run_id: &str) -> Result<Option<Run>, StoreError> {
         if self.sim.roll(5) {
             return Err(self.unavailable("get_run"));
         }
         self.inner.get_run(run_id).await
     }
+
     async fn list_runs(&self, user_id: &str, query: &RunQuery) -> Result<Vec<Run>, StoreError> {
         self.inner.list_runs(user_id, query).await
     }
+
     async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> Result<Run, StoreError> {
         self.write(
             "update_run",
@@ -89,6 +91,7 @@ impl RunStore for SimStore {
         )
         .await
     }
+
     async fn update_run_deferred(
         &self,
         run_id: &str,
@@ -101,6 +104,7 @@ impl RunStore for SimStore {
         )
         .await
     }
+
     async fn events(
         &self,
         run_id: &str,
@@ -109,6 +113,7 @@ impl RunStore for SimStore {
     ) -> Result<Vec<Event>, StoreError> {
         self.inner.events(run_id, after, limit).await
     }
+
     async fn iterations(
         &self,
         run_id: &str,
@@ -117,6 +122,18 @@ impl RunStore for SimStore {
     ) -> Result<Vec<IterationRecord>, StoreError> {
         self.inner.iterations(run_id, after, limit).await
     }
+
+    async fn active_runs(&self, user_id: &str) -> Result<u32, StoreError> {
+        self.inner.active_runs(user_id).await
+    }
+
+    async fn stale_runs(&self, updated_before: i64, limit: usize) -> Result<Vec<Run>, StoreError> {
+        self.inner.stale_runs(updated_before, limit).await
+    }
+}
+
+#[async_trait]
+impl Workspace for SimStore {
     async fn docs(
         &self,
         run_id: &str,
@@ -125,9 +142,11 @@ impl RunStore for SimStore {
     ) -> Result<Vec<DocMeta>, StoreError> {
         self.inner.docs(run_id, prefix, limit).await
     }
+
     async fn doc(&self, run_id: &str, path: &str) -> Result<Option<Doc>, StoreError> {
         self.inner.doc(run_id, path).await
     }
+
     async fn search_docs(
         &self,
         run_id: &str,
@@ -136,16 +155,19 @@ impl RunStore for SimStore {
     ) -> Result<Vec<DocHit>, StoreError> {
         self.inner.search_docs(run_id, query, limit).await
     }
+
     async fn scratchpad(&self, run_id: &str, last: usize) -> Result<Vec<PadEntry>, StoreError> {
         self.inner.scratchpad(run_id, last).await
     }
-    async fn active_runs(&self, user_id: &str) -> Result<u32, StoreError> {
-        self.inner.active_runs(user_id).await
-    }
+}
+
+#[async_trait]
+impl Inbox for SimStore {
     async fn put_notification(&self, n: &Notification) -> Result<bool, StoreError> {
         self.write("put_notification", None, self.inner.put_notification(n))
             .await
     }
+
     async fn notifications(
         &self,
         user_id: &str,
@@ -153,50 +175,68 @@ impl RunStore for SimStore {
     ) -> Result<Vec<Notification>, StoreError> {
         self.inner.notifications(user_id, limit).await
     }
+
     async fn mark_notification_read(&self, n: &Notification) -> Result<(), StoreError> {
         self.inner.mark_notification_read(n).await
     }
-    async fn stale_runs(&self, updated_before: i64, limit: usize) -> Result<Vec<Run>, StoreError> {
-        self.inner.stale_runs(updated_before, limit).await
-    }
-    async fn put_webhooks(&self, user_id: &str, hooks: &[Webhook]) -> Result<(), StoreError> {
-        self.inner.put_webhooks(user_id, hooks).await
-    }
-    async fn webhooks(&self, user_id: &str) -> Result<Vec<Webhook>, StoreError> {
-        self.inner.webhooks(user_id).await
-    }
+}
+
+#[async_trait]
+impl ScheduleStore for SimStore {
     async fn put_schedule(&self, schedule: &Schedule) -> Result<(), StoreError> {
         self.inner.put_schedule(schedule).await
     }
+
     async fn schedules(&self, user_id: &str) -> Result<Vec<Schedule>, StoreError> {
         self.inner.schedules(user_id).await
     }
+
     async fn delete_schedule(&self, user_id: &str, id: &str) -> Result<bool, StoreError> {
         self.inner.delete_schedule(user_id, id).await
     }
+
     async fn due_schedules(&self, now: i64, limit: usize) -> Result<Vec<Schedule>, StoreError> {
         self.inner.due_schedules(now, limit).await
     }
+
     async fn advance_schedule(&self, next: &Schedule, from: i64) -> Result<bool, StoreError> {
         self.inner.advance_schedule(next, from).await
     }
-    async fn put_tool(&self, user_id: &str, tool: &UserTool) -> Result<(), StoreError> {
-        self.inner.put_tool(user_id, tool).await
+}
+
+#[async_trait]
+impl UserCatalog for SimStore {
+    async fn put_entry(
+        &self,
+        user_id: &str,
+        kind: CatalogKind,
+        key: &str,
+        value: &Value,
+    ) -> Result<(), StoreError> {
+        self.inner.put_entry(user_id, kind, key, value).await
     }
-    async fn tools(&self, user_id: &str) -> Result<Vec<UserTool>, StoreError> {
-        self.inner.tools(user_id).await
+    async fn entries(
+        &self,
+        user_id: &str,
+        kind: CatalogKind,
+    ) -> Result<Vec<(String, Value)>, StoreError> {
+        self.inner.entries(user_id, kind).await
     }
-    async fn delete_tool(&self, user_id: &str, name: &str) -> Result<bool, StoreError> {
-        self.inner.delete_tool(user_id, name).await
+    async fn delete_entry(
+        &self,
+        user_id: &str,
+        kind: CatalogKind,
+        key: &str,
+    ) -> Result<bool, StoreError> {
+        self.inner.delete_entry(user_id, kind, key).await
     }
-    async fn put_mcp_server(&self, user_id: &str, server: &McpServer) -> Result<(), StoreError> {
-        self.inner.put_mcp_server(user_id, server).await
-    }
-    async fn mcp_servers(&self, user_id: &str) -> Result<Vec<McpServer>, StoreError> {
-        self.inner.mcp_servers(user_id).await
-    }
-    async fn delete_mcp_server(&self, user_id: &str, name: &str) -> Result<bool, StoreError> {
-        self.inner.delete_mcp_server(user_id, name).await
+    async fn replace_entries(
+        &self,
+        user_id: &str,
+        kind: CatalogKind,
+        entries: &[(String, Value)],
+    ) -> Result<(), StoreError> {
+        self.inner.replace_entries(user_id, kind, entries).await
     }
 }
 

@@ -2,6 +2,7 @@
 //! the sweeper, the scheduler and time — each step chosen by the seed; then faults stop and the
 //! liveness phase drives every run to an ended or waiting state.
 
+use longrun_ports::prelude::*;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -10,8 +11,9 @@ use longrun_domain::change::Approval;
 use longrun_domain::run::{BudgetsInput, PermissionMode, Run, RunPatch, RunStatus};
 use longrun_domain::{RunTemplate, Schedule};
 use longrun_engine::EngineConfig;
-use longrun_engine::ports::{Clock, RunStore};
-use longrun_local::{InboxNotifier, handle_delivery};
+use longrun_local::InboxNotifier;
+use longrun_ports::{Clock, Store};
+use longrun_service::handle_delivery;
 
 use crate::ports::{SimFaults, SimLlm, SimNotifier, SimQueue, SimStore};
 use crate::{Failure, Options, Sim, Summary, check, lock};
@@ -27,7 +29,7 @@ pub(crate) fn users(n: u32) -> Vec<String> {
 }
 
 fn assemble(sim: &Arc<Sim>, queue: Arc<SimQueue>) -> Option<Platform> {
-    let store: Arc<dyn RunStore> = Arc::new(SimStore {
+    let store: Arc<dyn Store> = Arc::new(SimStore {
         sim: sim.clone(),
         inner: sim.inner.clone(),
     });
@@ -259,7 +261,7 @@ async fn worker(sim: &Sim, p: &Platform) {
     for d in deliveries {
         let owner = format!("worker{}", sim.workers.fetch_add(1, Ordering::SeqCst));
         sim.note(format!("{owner} got {} ({})", d.body, d.receive_count));
-        if handle_delivery(&p.engine, &*p.queue, &d, &owner, VISIBILITY_MS).await {
+        if handle_delivery(&p.engine, &*p.queue, &d, &owner).await {
             sim.note(format!("{owner} crashed"));
         }
     }

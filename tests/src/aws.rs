@@ -62,7 +62,7 @@ use longrun_app::{AppConfig, Platform, Tokens};
 use longrun_aws::{CallCounter, ThrottleInjector};
 use longrun_domain::run::Run;
 use longrun_engine::EngineConfig;
-use longrun_engine::ports::{Delivery, Faults, StepMessage, StepQueue};
+use longrun_ports::{Delivery, Faults, StepMessage, StepQueue};
 use serde_json::{Value, json};
 
 use crate::{CountingLlm, MODEL, scripted};
@@ -203,7 +203,7 @@ impl Stack {
     }
 
     pub async fn run(&self, id: &str) -> Run {
-        use longrun_engine::RunStore;
+        use longrun_ports::RunLog;
         self.observer.get_run(id).await.unwrap().unwrap()
     }
 

@@ -12,10 +12,11 @@ use async_trait::async_trait;
 use longrun_app::{AppConfig, Embedded, Platform, Running, Tokens};
 use longrun_domain::run::Run;
 use longrun_domain::{Budgets, Thresholds};
-use longrun_engine::ports::{Clock, FaultPoint, Faults, ManualClock, RunStore};
-use longrun_engine::{ChatRequest, ChatResponse, EngineConfig, LlmClient, LlmError};
+use longrun_engine::EngineConfig;
 use longrun_llm::{ModelRouter, RetryPolicy, Script, ScriptedLlm};
-use longrun_local::WorkerConfig;
+use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError};
+use longrun_ports::{Clock, FaultPoint, Faults, ManualClock, Store};
+use longrun_service::WorkerConfig;
 
 pub const MODEL: &str = "script:test.json";
 
@@ -124,7 +125,7 @@ impl CountingLlm {
 #[async_trait]
 impl LlmClient for CountingLlm {
     async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        if req.role == longrun_engine::LlmRole::Planner {
+        if req.role == longrun_ports::LlmRole::Planner {
             let text: Vec<&str> = req.messages.iter().map(|m| m.content.as_str()).collect();
             self.planner_prompts.lock().unwrap().push((
                 req.run_id.clone(),
@@ -334,7 +335,7 @@ pub fn platform_with_engine(
 }
 
 /// Asserts the run's event log is exactly seqs 1..=event_seq.
-pub async fn assert_gapless(store: &dyn RunStore, run: &Run) {
+pub async fn assert_gapless(store: &dyn Store, run: &Run) {
     let events = store.events(&run.id, 0, 100_000).await.unwrap();
     let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
     let expected: Vec<u64> = (1..=run.event_seq).collect();
@@ -342,7 +343,7 @@ pub async fn assert_gapless(store: &dyn RunStore, run: &Run) {
 }
 
 /// Asserts iterations 1..=run.iteration are each committed exactly once.
-pub async fn assert_iterations_once(store: &dyn RunStore, run: &Run) {
+pub async fn assert_iterations_once(store: &dyn Store, run: &Run) {
     let its = store.iterations(&run.id, 0, 100_000).await.unwrap();
     let ns: Vec<u32> = its.iter().map(|i| i.n).collect();
     assert_eq!(

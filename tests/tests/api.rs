@@ -1,10 +1,11 @@
 //! The HTTP API over a real socket, with the embedded worker behind it.
 #![allow(clippy::unwrap_used)]
 
+use longrun_ports::CatalogExt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use longrun_engine::ports::{Clock, NoFaults};
+use longrun_ports::{Clock, NoFaults};
 use longrun_tests::{NOTES_SCRIPT, TestPlatform, platform};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -970,7 +971,7 @@ async fn serve_posts_a_signed_webhook_for_each_outcome() {
         .store
         .put_webhooks(
             "alice",
-            &[longrun_engine::ports::Webhook {
+            &[longrun_domain::Webhook {
                 url: format!("http://{}:{port}/hook", longrun_tests::HOOKS_HOST),
                 secret: secret.into(),
             }],

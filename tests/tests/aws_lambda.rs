@@ -3,18 +3,18 @@
 //! lease expiry, throttling and lost messages.
 #![allow(clippy::unwrap_used)]
 
+use longrun_ports::CatalogExt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode};
 use http_body_util::BodyExt;
+use longrun_domain::Webhook;
 use longrun_domain::change;
 use longrun_domain::run::RunStatus;
-use longrun_engine::ports::{
-    Clock, FaultPoint, NoFaults, StepMessage, StepQueue, StepReason, Webhook,
-};
 use longrun_fn_notifier::{DELIVERY_HEADER, NotifierHandler, SIGNATURE_HEADER, signature};
+use longrun_ports::{Clock, FaultPoint, NoFaults, StepMessage, StepQueue, StepReason};
 use longrun_tests::aws::{APP_BASE_URL, Stack, sqs_event, stack};
 use longrun_tests::{CrashOnce, NOTES_SCRIPT, assert_gapless, assert_iterations_once, new_run};
 use serde_json::{Value, json};
@@ -414,7 +414,7 @@ async fn a_record_that_must_wait_fails_with_the_later_records_of_its_run() {
                 r,
                 1,
                 "elsewhere",
-                longrun_engine::SystemClock.now_ms(),
+                longrun_ports::SystemClock.now_ms(),
                 60_000,
             )
         })
@@ -509,7 +509,7 @@ async fn the_sweeper_starts_a_due_schedule_once() {
     .await;
     assert_eq!(status, StatusCode::CREATED, "{sched}");
     let mut due: longrun_domain::Schedule = serde_json::from_value(sched).unwrap();
-    due.next_at = longrun_engine::SystemClock.now_ms() - 1_000;
+    due.next_at = longrun_ports::SystemClock.now_ms() - 1_000;
     s.p().store.put_schedule(&due).await.unwrap();
     let scheduled = || serde_json::from_str(&fixture("eventbridge-scheduled.json")).unwrap();
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use longrun_app::create_run;
 use longrun_domain::{BudgetsInput, EventKind, RunStatus};
-use longrun_engine::ports::{ManualClock, NoFaults};
-use longrun_engine::{ChatRequest, ChatResponse, LlmClient, LlmError};
+use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError};
+use longrun_ports::{ManualClock, NoFaults};
 use longrun_tests::{NOTES_SCRIPT, platform_with_llm, run_request, scripted};
 
 /// A model behind a saturated limit: every call first waits `wait_ms` of (manual) time.

@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use longrun_app::{CreateRun, create_run};
 use longrun_domain::change;
 use longrun_domain::run::{BudgetsInput, RunStatus};
-use longrun_engine::ports::{Clock, NoFaults};
-use longrun_engine::{ChatRequest, ChatResponse, LlmClient, LlmError};
+use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError};
+use longrun_ports::{Clock, NoFaults};
 use longrun_tests::{TestPlatform, platform_with_llm, scripted};
 
 /// Parents and children follow different scripts: a child's id is `{parent}-c{n}-{k}`.

@@ -10,11 +10,12 @@ use longrun_app::{AppConfig, Platform, Tokens, create_run};
 use longrun_domain::StopType;
 use longrun_domain::run::RunStatus;
 use longrun_engine::EngineConfig;
-use longrun_engine::ports::{
+use longrun_local::{RecordingNotifier, SqliteDb, SqliteRunStore, SqliteStepQueue};
+use longrun_ports::{
     Clock, Delivery, Enqueued, FaultPoint, ManualClock, NoFaults, QueueError, StepMessage,
     StepQueue,
 };
-use longrun_local::{RecordingNotifier, SqliteDb, SqliteRunStore, SqliteStepQueue, WorkerConfig};
+use longrun_service::WorkerConfig;
 use longrun_tests::{
     CountingLlm, CrashOnce, MODEL, NOTES_SCRIPT, TestPlatform, assert_gapless,
     assert_iterations_once, platform, scripted,
@@ -253,8 +254,8 @@ async fn a_restart_resumes_an_iteration_the_gone_process_had_in_flight_at_once()
     assert_eq!(run.iteration, 1);
 }
 
-fn unavailable(e: impl std::fmt::Display) -> longrun_engine::StoreError {
-    longrun_engine::StoreError::Unavailable(e.to_string())
+fn unavailable(e: impl std::fmt::Display) -> longrun_ports::StoreError {
+    longrun_ports::StoreError::Unavailable(e.to_string())
 }
 
 #[tokio::test]
@@ -279,7 +280,7 @@ async fn a_step_lost_with_a_rolled_back_group_is_sent_again_without_a_restart() 
                 [],
             )
             .map_err(unavailable)?;
-            Err::<(), _>(longrun_engine::StoreError::Unavailable("disk full".into()))
+            Err::<(), _>(longrun_ports::StoreError::Unavailable("disk full".into()))
         })
         .await;
     assert!(failed.is_err());

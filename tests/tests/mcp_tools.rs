@@ -3,6 +3,7 @@
 //! started here), and against a hand-made server that answers garbage or stalls.
 #![allow(clippy::unwrap_used)]
 
+use longrun_ports::CatalogExt;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::net::IpAddr;
@@ -16,9 +17,10 @@ use axum::body::Bytes;
 use axum::http::StatusCode;
 use axum::routing::post;
 use longrun_app::{CreateRun, create_run};
+use longrun_domain::McpServer;
 use longrun_domain::run::RunStatus;
-use longrun_engine::ports::{McpServer, NoFaults};
 use longrun_fetch::StaticLookup;
+use longrun_ports::NoFaults;
 use longrun_tests::{TestPlatform, platform_with};
 use serde_json::{Value, json};
 

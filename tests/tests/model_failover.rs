@@ -9,9 +9,10 @@ use std::sync::atomic::Ordering;
 use longrun_app::{CreateRun, create_run};
 use longrun_domain::record::EventKind;
 use longrun_domain::run::RunStatus;
-use longrun_engine::ports::{NoFaults, StepMessage, StepReason};
-use longrun_engine::{LlmClient, StepOutcome};
+use longrun_engine::StepOutcome;
 use longrun_llm::{ModelRouter, RetryPolicy, Script, ScriptedLlm};
+use longrun_ports::LlmClient;
+use longrun_ports::{NoFaults, StepMessage, StepReason};
 use longrun_tests::{MODEL, NOTES_SCRIPT, TestPlatform, platform_with_llm};
 
 const DOWN: &str = "script:down.json";

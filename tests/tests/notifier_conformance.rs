@@ -4,9 +4,10 @@
 
 use std::time::Duration;
 
+use longrun_domain::OutcomeMessage;
 use longrun_domain::run::{RunStatus, StopType, StoppingReason};
-use longrun_engine::ports::{Notifier, OutcomeMessage};
 use longrun_local::ChannelNotifier;
+use longrun_ports::Notifier;
 use serde_json::Value;
 
 /// What a subscriber received: the outcome and the attributes it could filter on.
@@ -53,7 +54,7 @@ impl Inbox {
                     (m, Some(attrs))
                 }),
             Inbox::Sns(queue) => {
-                use longrun_engine::ports::StepQueue;
+                use longrun_ports::StepQueue;
                 for _ in 0..10 {
                     if let Some(d) = queue.receive(1, 30_000).await.unwrap().pop() {
                         queue.ack(&d.receipt).await.unwrap();
@@ -147,9 +148,9 @@ conformance!(channel, sns);
 /// outcome, by the time `publish` returns (so "notified" is never ahead of the inbox).
 #[tokio::test]
 async fn the_inbox_notifier_has_recorded_the_outcome_when_publish_returns() {
-    use longrun_engine::ports::RunStore;
+    use longrun_ports::Store;
     // Arrange
-    let store: std::sync::Arc<dyn RunStore> =
+    let store: std::sync::Arc<dyn Store> =
         std::sync::Arc::new(longrun_local::InMemoryRunStore::new());
     let notifier = longrun_local::InboxNotifier::new(store.clone());
     let done = outcome("r1", RunStatus::Completed);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use longrun_app::{CreateRun, create_run};
 use longrun_domain::run::BudgetsInput;
-use longrun_engine::ports::NoFaults;
+use longrun_ports::NoFaults;
 use longrun_tests::{platform, run_request};
 
 /// Writes `notes/{n}.md` every iteration and never claims to be done.

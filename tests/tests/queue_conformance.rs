@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use longrun_engine::ports::{
+use longrun_local::{InMemoryStepQueue, MAX_RECEIVES, SqliteDb, SqliteStepQueue};
+use longrun_ports::{
     DEDUP_WINDOW_MS, Enqueued, ManualClock, QueueError, StepMessage, StepQueue, StepReason,
 };
-use longrun_local::{InMemoryStepQueue, MAX_RECEIVES, SqliteDb, SqliteStepQueue};
 
 struct Fixture {
     queue: Arc<dyn StepQueue>,
@@ -27,7 +27,7 @@ impl Fixture {
     /// The messages a receive finds once one is due. On a manual clock that is the next
     /// receive; on real time (SQS) a message whose timeout just ran out may take a moment to
     /// show under load, so this polls for up to 20 s instead of trusting one sleep.
-    async fn receive_due(&self) -> Vec<longrun_engine::ports::Delivery> {
+    async fn receive_due(&self) -> Vec<longrun_ports::Delivery> {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         loop {
             let got = self.queue.receive(10, 1000).await.unwrap();

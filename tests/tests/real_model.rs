@@ -16,8 +16,8 @@ use longrun_app::{CreateRun, create_run};
 use longrun_domain::StopType;
 use longrun_domain::run::{BudgetsInput, RunStatus};
 use longrun_engine::EngineConfig;
-use longrun_engine::ports::NoFaults;
 use longrun_llm::{LlmSettings, ModelRouter};
+use longrun_ports::NoFaults;
 use longrun_tests::platform_with_engine;
 
 /// What the server itself reported, read from the raw bodies on their way to the client.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use longrun_app::{CreateRun, create_run};
 use longrun_domain::StopType;
 use longrun_domain::run::{BudgetsInput, RunStatus};
-use longrun_engine::ports::NoFaults;
+use longrun_ports::NoFaults;
 use longrun_tests::platform;
 
 /// Every iteration writes two docs and lists the workspace; it never claims to be done.

@@ -11,8 +11,8 @@ use axum::http::header;
 use axum::routing::get;
 use longrun_app::create_run;
 use longrun_domain::run::RunStatus;
-use longrun_engine::ports::NoFaults;
 use longrun_fetch::StaticLookup;
+use longrun_ports::NoFaults;
 use longrun_tests::{platform_with, run_request};
 
 /// The "public" site, resolved to loopback by a static table the deployment trusts.

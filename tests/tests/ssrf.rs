@@ -12,8 +12,9 @@ use axum::extract::Path;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use longrun_engine::tools::{Staging, Tool};
+use longrun_engine::tools::Staging;
 use longrun_fetch::{FetchPolicy, FetchSettings, HttpFetch, StaticLookup};
+use longrun_ports::Tool;
 use serde_json::json;
 
 fn redirect(to: String) -> Response {

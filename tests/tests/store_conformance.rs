@@ -1,6 +1,7 @@
 //! The `RunStore` contract, run against every adapter.
 #![allow(clippy::unwrap_used)]
 
+use longrun_ports::CatalogExt;
 use std::sync::Arc;
 
 use longrun_domain::change::{self, ActiveDelta};
@@ -8,14 +9,13 @@ use longrun_domain::run::{RunStatus, Spend};
 use longrun_domain::{
     Doc, EventDraft, EventKind, PadEntry, Rejection, RunChange, RunTemplate, Schedule,
 };
-use longrun_engine::ports::{
-    McpServer, Notification, RunQuery, RunStore, StoreError, UserTool, Webhook,
-};
+use longrun_domain::{McpServer, Notification, UserTool, Webhook};
 use longrun_local::{InMemoryRunStore, SqliteDb, SqliteRunStore};
+use longrun_ports::{RunQuery, Store, StoreError};
 use longrun_tests::new_run;
 use serde_json::json;
 
-type Fixture = (Arc<dyn RunStore>, Option<tempfile::TempDir>);
+type Fixture = (Arc<dyn Store>, Option<tempfile::TempDir>);
 
 /// DynamoDB on the emulator: a fresh table per test.
 async fn dynamodb() -> Fixture {
@@ -34,7 +34,7 @@ async fn sqlite() -> Fixture {
 }
 
 /// Records `times` one-token model calls of `iteration` on run r1, one write each.
-async fn spends(s: &dyn RunStore, iteration: u32, times: u32) {
+async fn spends(s: &dyn Store, iteration: u32, times: u32) {
     for _ in 0..times {
         s.update_run("r1", &|r| {
             Ok(change::record_spend(r, iteration, &spend(1), 11))
@@ -92,7 +92,7 @@ mod suite {
     use super::*;
 
     /// The iteration numbers of run r1's last `last` scratchpad entries, oldest first.
-    async fn pad_numbers(s: &dyn RunStore, last: usize) -> Vec<u32> {
+    async fn pad_numbers(s: &dyn Store, last: usize) -> Vec<u32> {
         s.scratchpad("r1", last)
             .await
             .unwrap()
@@ -101,7 +101,7 @@ mod suite {
             .collect()
     }
 
-    pub async fn creating_a_run_stores_it_with_its_first_event(s: &dyn RunStore) {
+    pub async fn creating_a_run_stores_it_with_its_first_event(s: &dyn Store) {
         let run = s
             .create_run(change::create(new_run("r1", "alice", 10), 5))
             .await
@@ -114,7 +114,7 @@ mod suite {
         assert_eq!(s.active_runs("alice").await.unwrap(), 1);
     }
 
-    pub async fn creating_the_same_run_twice_is_a_conflict_and_writes_nothing(s: &dyn RunStore) {
+    pub async fn creating_the_same_run_twice_is_a_conflict_and_writes_nothing(s: &dyn Store) {
         s.create_run(change::create(new_run("r1", "alice", 10), 5))
             .await
             .unwrap();
@@ -130,7 +130,7 @@ mod suite {
         assert_eq!(s.events("r1", 0, 10).await.unwrap().len(), 1);
     }
 
-    pub async fn the_active_limit_refuses_a_slot_and_release_frees_it(s: &dyn RunStore) {
+    pub async fn the_active_limit_refuses_a_slot_and_release_frees_it(s: &dyn Store) {
         for i in 0..2 {
             s.create_run(change::create(new_run(&format!("r{i}"), "alice", i), 2))
                 .await
@@ -171,7 +171,7 @@ mod suite {
             .unwrap();
     }
 
-    pub async fn updates_append_gapless_events_and_a_rejection_writes_nothing(s: &dyn RunStore) {
+    pub async fn updates_append_gapless_events_and_a_rejection_writes_nothing(s: &dyn Store) {
         s.create_run(change::create(new_run("r1", "alice", 10), 5))
             .await
             .unwrap();
@@ -205,7 +205,7 @@ mod suite {
         assert_eq!(run.event_seq, 4);
     }
 
-    pub async fn events_page_by_after_and_limit(s: &dyn RunStore) {
+    pub async fn events_page_by_after_and_limit(s: &dyn Store) {
         s.create_run(change::create(new_run("r1", "alice", 10), 5))
             .await
             .unwrap();
@@ -219,9 +219,7 @@ mod suite {
         assert!(s.events("other", 0, 4).await.unwrap().is_empty());
     }
 
-    pub async fn paging_the_log_from_every_position_sees_each_event_once_in_order(
-        s: &dyn RunStore,
-    ) {
+    pub async fn paging_the_log_from_every_position_sees_each_event_once_in_order(s: &dyn Store) {
         // Arrange: commits with their scratchpad entries between runs of spends, so the log
         // mixes iterations, batches and events not yet moved out of the run.
         s.create_run(change::create(new_run("r1", "alice", 10), 5))
@@ -283,9 +281,7 @@ mod suite {
         assert_eq!(iterations, vec![2, 3]);
     }
 
-    pub async fn fifty_parallel_creates_get_exactly_the_default_limit_of_three(
-        s: Arc<dyn RunStore>,
-    ) {
+    pub async fn fifty_parallel_creates_get_exactly_the_default_limit_of_three(s: Arc<dyn Store>) {
         // Arrange: one user creates 50 runs at once under the product's limit of 3.
         let limit = longrun_app::config::DEFAULT_ACTIVE_LIMIT;
         assert_eq!(limit, 3);
@@ -314,7 +310,7 @@ mod suite {
         assert_eq!(s.active_runs("alice").await.unwrap(), 3);
     }
 
-    pub async fn concurrent_writers_never_lose_an_update_or_a_seq(s: Arc<dyn RunStore>) {
+    pub async fn concurrent_writers_never_lose_an_update_or_a_seq(s: Arc<dyn Store>) {
         s.create_run(change::create(new_run("r1", "alice", 10), 5))
             .await
             .unwrap();
@@ -344,7 +340,7 @@ mod suite {
         assert_eq!(seqs, (1..=41).collect::<Vec<_>>());
     }
 
-    pub async fn a_commit_writes_iteration_docs_and_pad_together_and_only_once(s: &dyn RunStore) {
+    pub async fn a_commit_writes_iteration_docs_and_pad_together_and_only_once(s: &dyn Store) {
         s.create_run(change::create(new_run("r1", "alice", 10), 5))
             .await
             .unwrap();
@@ -395,7 +391,7 @@ mod suite {
         assert_eq!(s.scratchpad("r1", 3).await.unwrap()[0], pad(1));
     }
 
-    pub async fn the_scratchpad_returns_the_last_entries_oldest_first(s: &dyn RunStore) {
+    pub async fn the_scratchpad_returns_the_last_entries_oldest_first(s: &dyn Store) {
         s.create_run(change::create(new_run("r1", "alice", 10), 5))
             .await
             .unwrap();
@@ -412,7 +408,7 @@ mod suite {
         assert_eq!(pad_numbers(s, 3).await, vec![3, 4, 5]);
     }
 
-    pub async fn stale_runs_are_the_claimable_and_the_unnotified_oldest_first(s: &dyn RunStore) {
+    pub async fn stale_runs_are_the_claimable_and_the_unnotified_oldest_first(s: &dyn Store) {
         for (id, at) in [("q1", 100), ("done", 200), ("stopped", 300)] {
             s.create_run(change::create(new_run(id, "alice", at), 50))
                 .await
@@ -446,7 +442,7 @@ mod suite {
         assert!(s.stale_runs(100, 10).await.unwrap().is_empty());
     }
 
-    pub async fn webhooks_are_replaced_whole_and_scoped_to_their_user(s: &dyn RunStore) {
+    pub async fn webhooks_are_replaced_whole_and_scoped_to_their_user(s: &dyn Store) {
         let hook = |url: &str| Webhook {
             url: url.into(),
             secret: "0123456789abcdef".into(),
@@ -466,7 +462,7 @@ mod suite {
     }
 
     pub async fn mcp_servers_are_kept_per_user_by_name_apart_from_tools_and_deleted_only_by_their_owner(
-        s: &dyn RunStore,
+        s: &dyn Store,
     ) {
         let server = |name: &str, url: &str, secret: Option<&str>| McpServer {
             name: name.into(),
@@ -518,7 +514,7 @@ mod suite {
         );
     }
 
-    pub async fn tools_are_kept_per_user_by_name_and_deleted_only_by_their_owner(s: &dyn RunStore) {
+    pub async fn tools_are_kept_per_user_by_name_and_deleted_only_by_their_owner(s: &dyn Store) {
         let tool = |name: &str, url: &str| UserTool {
             name: name.into(),
             description: "looks things up".into(),
@@ -558,7 +554,7 @@ mod suite {
         );
     }
 
-    pub async fn due_schedules_advance_once_and_are_deleted_only_by_their_owner(s: &dyn RunStore) {
+    pub async fn due_schedules_advance_once_and_are_deleted_only_by_their_owner(s: &dyn Store) {
         let sched = |id: &str, user: &str, next_at: i64| Schedule {
             id: id.into(),
             user_id: user.into(),
@@ -610,7 +606,7 @@ mod suite {
         assert_eq!(ids(s.schedules("alice").await.unwrap()), vec!["s2"]);
     }
 
-    pub async fn runs_are_listed_per_user_newest_first_with_filters_and_cursor(s: &dyn RunStore) {
+    pub async fn runs_are_listed_per_user_newest_first_with_filters_and_cursor(s: &dyn Store) {
         for i in 0..5 {
             s.create_run(change::create(
                 new_run(&format!("a{i}"), "alice", 100 + i),
@@ -668,7 +664,7 @@ mod suite {
         );
     }
 
-    pub async fn notifications_are_idempotent_and_scoped_to_their_user(s: &dyn RunStore) {
+    pub async fn notifications_are_idempotent_and_scoped_to_their_user(s: &dyn Store) {
         let n = |id: &str, user: &str, at| Notification {
             id: id.into(),
             user_id: user.into(),
@@ -710,7 +706,7 @@ mod suite {
     }
 
     pub async fn marking_a_notification_read_is_idempotent_and_touches_only_its_owner(
-        s: &dyn RunStore,
+        s: &dyn Store,
     ) {
         let n = |id: &str, user: &str, at| Notification {
             id: id.into(),

@@ -2,6 +2,7 @@
 //! the signature, and a redelivered iteration repeats the call with the same idempotency key.
 #![allow(clippy::unwrap_used)]
 
+use longrun_ports::CatalogExt;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
@@ -12,10 +13,11 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use longrun_app::{CreateRun, create_run};
+use longrun_domain::UserTool;
 use longrun_domain::run::RunStatus;
-use longrun_engine::ports::{FaultPoint, NoFaults, UserTool};
 use longrun_fetch::StaticLookup;
 use longrun_fetch::user_tool::{IDEMPOTENCY_HEADER, SIGNATURE_HEADER, signature};
+use longrun_ports::{FaultPoint, NoFaults};
 use longrun_tests::{CrashOnce, TestPlatform, platform_with};
 use serde_json::{Value, json};
 
@@ -99,7 +101,7 @@ fn tool(port: u16) -> UserTool {
     }
 }
 
-fn with_tools_host(script: &str, faults: Arc<dyn longrun_engine::ports::Faults>) -> TestPlatform {
+fn with_tools_host(script: &str, faults: Arc<dyn longrun_ports::Faults>) -> TestPlatform {
     platform_with(script, faults, &[("tok-alice", "alice")], 5, |c| {
         let ip: IpAddr = "127.0.0.1".parse().unwrap();
         c.fetch.policy.trusted_private = vec!["tools.test".into()];

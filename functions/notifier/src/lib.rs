@@ -7,8 +7,8 @@ use std::time::Duration;
 use aws_lambda_events::event::sns::SnsEvent;
 use longrun_app::config::FetchConfig;
 use longrun_app::webhooks::{WebhookError, WebhookSender};
-use longrun_engine::RunStore;
-use longrun_engine::ports::{OutcomeMessage, notification_for};
+use longrun_domain::{OutcomeMessage, notification_for};
+use longrun_ports::Store;
 use tracing::{info, warn};
 
 pub use longrun_app::webhooks::{DELIVERY_HEADER, SIGNATURE_HEADER, payload, signature};
@@ -16,14 +16,14 @@ pub use longrun_app::webhooks::{DELIVERY_HEADER, SIGNATURE_HEADER, payload, sign
 pub type NotifierError = WebhookError;
 
 pub struct NotifierHandler {
-    store: Arc<dyn RunStore>,
+    store: Arc<dyn Store>,
     webhooks: WebhookSender,
 }
 
 impl NotifierHandler {
     /// `backoff`: the waits between webhook attempts (its length + 1 attempts in all).
     pub fn new(
-        store: Arc<dyn RunStore>,
+        store: Arc<dyn Store>,
         fetch: &FetchConfig,
         backoff: Vec<Duration>,
     ) -> Result<Self, reqwest::Error> {

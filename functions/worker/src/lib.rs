@@ -4,8 +4,9 @@
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use futures_util::future::join_all;
-use longrun_engine::{Engine, EngineError, StepMessage, StepOutcome};
-use tracing::{Instrument, error, info_span, warn};
+use longrun_engine::Engine;
+use longrun_service::{Settle, step_body};
+use tracing::warn;
 
 /// A CloudWatch metric in Embedded Metric Format: one JSON line on stdout.
 #[allow(clippy::print_stdout)]
@@ -67,7 +68,8 @@ pub async fn handle(
     response
 }
 
-/// True when the record is finished with and may be deleted.
+/// True when the record is finished with and may be deleted; the fate comes from the trigger
+/// policy `serve` uses too.
 async fn handle_record(
     engine: &Engine,
     owner: &str,
@@ -75,39 +77,24 @@ async fn handle_record(
     deadline_ms: Option<i64>,
 ) -> bool {
     let message_id = r.message_id.as_deref().unwrap_or("?");
-    let msg = match StepMessage::parse(r.body.as_deref().unwrap_or_default()) {
-        Ok(m) => m,
-        Err(e) => {
-            // It would never succeed; retrying would only block its run's group.
-            warn!(message_id, error = %e, "acknowledging an unparseable step message");
-            emit_metric("UnparseableStepMessage", 1);
-            return true;
+    let body = r.body.as_deref().unwrap_or_default();
+    let handled = step_body(engine, body, message_id, owner, deadline_ms).await;
+    match handled.settle {
+        Settle::Ack => {
+            if handled.msg.is_none() {
+                emit_metric("UnparseableStepMessage", 1);
+            }
+            true
         }
-    };
-    let span = info_span!("step", run_id = %msg.run_id, iteration = msg.iteration, message_id);
-    match engine
-        .step_until(&msg, owner, deadline_ms)
-        .instrument(span)
-        .await
-    {
-        Ok(StepOutcome::Done) | Ok(StepOutcome::Dropped(_)) => true,
-        Ok(StepOutcome::Retry { delay_ms }) => {
+        Settle::RetryAfter(delay_ms) => {
             // Back in the queue after the delay rather than after the whole visibility timeout.
             if let Some(receipt) = r.receipt_handle.as_deref()
                 && let Err(e) = engine.dispatch.queue.extend(receipt, delay_ms).await
             {
-                warn!(run_id = %msg.run_id, error = %e, "could not shorten the message's visibility");
+                warn!(message_id, error = %e, "could not shorten the message's visibility");
             }
-            warn!(run_id = %msg.run_id, delay_ms, "step returned to the queue; retrying later");
             false
         }
-        Err(EngineError::Crashed(point)) => {
-            warn!(run_id = %msg.run_id, ?point, "step crashed (fault injection)");
-            false
-        }
-        Err(e) => {
-            error!(run_id = %msg.run_id, iteration = msg.iteration, error = %e, retryable = e.is_retryable(), "step failed");
-            false
-        }
+        Settle::Leave => false,
     }
 }

@@ -1,6 +1,7 @@
 //! The HTTP API under `/v1`. Every route but `/healthz` and `/v1/openapi.json` needs a bearer
 //! token; another user's run is indistinguishable from a missing one (404).
 
+use longrun_ports::CatalogExt;
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::time::Duration;
@@ -13,11 +14,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use futures_util::Stream;
+use longrun_domain::Webhook;
 use longrun_domain::change;
 use longrun_domain::run::{Budgets, BudgetsInput, PermissionMode, Run, RunPatch, RunStatus};
 use longrun_domain::{DocMeta, is_blank};
-use longrun_engine::StepReason;
-use longrun_engine::ports::{RunQuery, Webhook};
+use longrun_ports::RunQuery;
+use longrun_ports::StepReason;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};

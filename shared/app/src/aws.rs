@@ -4,9 +4,10 @@
 use std::sync::Arc;
 
 use longrun_aws::{AwsClients, DynamoDbRunStore, SnsNotifier, SqsStepQueue};
-use longrun_engine::ports::{Faults, NoFaults, SystemClock};
-use longrun_engine::{EngineConfig, LlmClient};
+use longrun_engine::EngineConfig;
 use longrun_llm::{LlmSettings, ModelRouter, Secret};
+use longrun_ports::LlmClient;
+use longrun_ports::{Faults, NoFaults, SystemClock};
 
 use crate::config::{AppConfig, Tokens};
 use crate::platform::{Platform, PlatformError};

@@ -4,15 +4,14 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use longrun_engine::ports::{
-    Clock, Faults, Notifier, NotifyError, OutcomeMessage, RunStore, StepQueue, notification_for,
-};
-use longrun_engine::ports::{NoFaults, SystemClock};
-use longrun_engine::{EngineConfig, LlmClient};
+use longrun_domain::{OutcomeMessage, notification_for};
+use longrun_engine::EngineConfig;
 use longrun_llm::ModelRouter;
-use longrun_local::{
-    InboxNotifier, SqliteDb, SqliteRunStore, SqliteStepQueue, WorkerConfig, WorkerLoop,
-};
+use longrun_local::{InboxNotifier, SqliteDb, SqliteRunStore, SqliteStepQueue};
+use longrun_ports::LlmClient;
+use longrun_ports::{Clock, Faults, Notifier, NotifyError, StepQueue, Store};
+use longrun_ports::{NoFaults, SystemClock};
+use longrun_service::{WorkerConfig, WorkerLoop};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -86,7 +85,7 @@ impl Running {
                 .update_run(&run.id, &|r| longrun_domain::change::expire_lease(r, now))
                 .await
             {
-                Ok(_) | Err(longrun_engine::StoreError::Rejected(_)) => {}
+                Ok(_) | Err(longrun_ports::StoreError::Rejected(_)) => {}
                 Err(e) => return Err(e.into()),
             }
         }
@@ -181,7 +180,7 @@ impl Platform {
                 .unwrap_or_else(|| ":memory:".into()),
             message: e.to_string(),
         })?;
-        let store: Arc<dyn RunStore> = Arc::new(SqliteRunStore::new(db.clone()));
+        let store: Arc<dyn Store> = Arc::new(SqliteRunStore::new(db.clone()));
         let sqlite_queue = Arc::new(SqliteStepQueue::new(db.clone(), opts.clock.clone()));
         let queue: Arc<dyn StepQueue> = sqlite_queue.clone();
         let notifier = LocalNotifier {
@@ -225,7 +224,7 @@ impl Platform {
 /// retried the same way the notifier Lambda does.
 struct LocalNotifier {
     inbox: InboxNotifier,
-    store: Arc<dyn RunStore>,
+    store: Arc<dyn Store>,
     webhooks: Arc<WebhookSender>,
 }
 
@@ -252,10 +251,10 @@ async fn heal(
     let now = platform.clock.now_ms();
     for run in &stranded {
         if run.status.is_claimable() {
-            let msg = longrun_engine::StepMessage::new(
+            let msg = longrun_ports::StepMessage::new(
                 &run.id,
                 run.iteration + 1,
-                longrun_engine::StepReason::Sweep,
+                longrun_ports::StepReason::Sweep,
             );
             let dedup = format!("{}#recover-{now}", msg.dedup_id());
             platform.queue.enqueue(&msg, &dedup, 0).await?;

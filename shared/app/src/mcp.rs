@@ -303,7 +303,7 @@ async fn list_runs(p: &Platform, user: &User, a: ListArgs) -> Result<Value, ApiE
             RunStatus::parse(s).ok_or_else(|| ApiError::BadRequest(format!("no status `{s}`")))?,
         ),
     };
-    let query = longrun_engine::ports::RunQuery {
+    let query = longrun_ports::RunQuery {
         status,
         before: None,
         limit: a.limit.unwrap_or(20).clamp(1, 200),
@@ -352,7 +352,7 @@ async fn respond(p: &Platform, user: &User, a: RespondArgs) -> Result<Value, Api
 
 /// Your most recent runs' reports; docs are read by URI (templates).
 async fn list_resources(p: &Platform, user: &User) -> RpcResult {
-    let query = longrun_engine::ports::RunQuery {
+    let query = longrun_ports::RunQuery {
         status: None,
         before: None,
         limit: 50,

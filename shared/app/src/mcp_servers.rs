@@ -5,7 +5,8 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use longrun_engine::ports::McpServer;
+use longrun_domain::McpServer;
+use longrun_ports::CatalogExt;
 use schemars::JsonSchema;
 use serde::Deserialize;
 

@@ -4,7 +4,7 @@
 use longrun_domain::report::Report;
 use longrun_domain::run::RunPatch;
 use longrun_domain::{Doc, Event, IterationRecord, PadEntry, Run};
-use longrun_engine::ports::{DocHit, Notification};
+use longrun_domain::{DocHit, Notification};
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Value, json};

@@ -2,10 +2,12 @@
 
 use std::sync::Arc;
 
-use longrun_engine::ports::{Clock, Faults, Notifier, RunStore, StepQueue};
-use longrun_engine::tools::{McpConnector, SpawnRun, ToolFactory};
-use longrun_engine::{Dispatch, Engine, EngineConfig, LlmClient, ToolRegistry};
+use longrun_engine::tools::SpawnRun;
+use longrun_engine::{Dispatch, Engine, EngineConfig, ToolRegistry};
 use longrun_fetch::{HttpFetch, HttpMcpClient, HttpToolFactory, UserToolSettings, WebSearch};
+use longrun_ports::LlmClient;
+use longrun_ports::{Clock, Faults, Notifier, StepQueue, Store};
+use longrun_ports::{McpConnector, ToolFactory};
 
 use crate::config::AppConfig;
 
@@ -22,7 +24,7 @@ pub enum PlatformError {
 /// Everything the API and the worker need, shared by reference.
 #[derive(Clone)]
 pub struct Platform {
-    pub store: Arc<dyn RunStore>,
+    pub store: Arc<dyn Store>,
     pub queue: Arc<dyn StepQueue>,
     pub dispatch: Dispatch,
     pub engine: Arc<Engine>,
@@ -37,7 +39,7 @@ pub struct Platform {
 impl Platform {
     #[allow(clippy::too_many_arguments)]
     pub fn assemble(
-        store: Arc<dyn RunStore>,
+        store: Arc<dyn Store>,
         queue: Arc<dyn StepQueue>,
         notifier: Arc<dyn Notifier>,
         llm: Arc<dyn LlmClient>,

@@ -2,11 +2,13 @@
 //! SSRF guard when registered, each outcome POSTed signed through the guarded client (names
 //! resolved once and pinned, no redirects), retried with backoff.
 
+use longrun_ports::CatalogExt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use longrun_engine::RunStore;
-use longrun_engine::ports::{OutcomeMessage, StoreError, Webhook};
+use longrun_domain::{OutcomeMessage, Webhook};
+use longrun_ports::Store;
+use longrun_ports::StoreError;
 use serde_json::{Value, json};
 use tracing::warn;
 
@@ -99,7 +101,7 @@ impl WebhookSender {
     /// on every retry of one outcome.
     pub async fn post_all(
         &self,
-        store: &dyn RunStore,
+        store: &dyn Store,
         msg: &OutcomeMessage,
         delivery: &str,
     ) -> Result<(), WebhookError> {

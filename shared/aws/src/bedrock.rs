@@ -18,10 +18,10 @@ use aws_sdk_bedrockruntime::types::{
     ToolChoice, ToolConfiguration, ToolInputSchema, ToolSpecification,
 };
 use aws_smithy_types::{Document, Number};
-use longrun_engine::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, Usage};
 use longrun_llm::ProviderFactory;
 use longrun_llm::anthropic::{ANSWER_TOOL, joined, segments, turns};
 use longrun_llm::openai::parse_retry_after;
+use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, Usage};
 use serde_json::Value;
 
 pub const PROVIDER: &str = "bedrock";

@@ -4,7 +4,8 @@
 use async_trait::async_trait;
 use aws_sdk_sns::Client;
 use aws_sdk_sns::types::MessageAttributeValue;
-use longrun_engine::ports::{Notifier, NotifyError, OutcomeMessage};
+use longrun_domain::OutcomeMessage;
+use longrun_ports::{Notifier, NotifyError};
 
 use crate::describe;
 

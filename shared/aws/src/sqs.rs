@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::MessageSystemAttributeName;
-use longrun_engine::ports::{Delivery, Enqueued, QueueError, StepMessage, StepQueue};
+use longrun_ports::{Delivery, Enqueued, QueueError, StepMessage, StepQueue};
 
 use crate::{describe, error_code};
 

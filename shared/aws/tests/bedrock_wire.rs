@@ -13,9 +13,9 @@ use aws_config::{BehaviorVersion, Region, SdkConfig};
 
 use aws_sdk_bedrockruntime::config::{Credentials, SharedCredentialsProvider};
 use longrun_aws::bedrock::{self, BedrockClient};
-use longrun_engine::{ChatRequest, LlmClient, LlmErrorKind};
 use longrun_llm::anthropic::ANSWER_TOOL;
 use longrun_llm::{LlmSettings, ModelRouter, RetryPolicy};
+use longrun_ports::{ChatRequest, LlmClient, LlmErrorKind};
 use serde_json::{Value, json};
 use support::{Canned, Server, merged_turns_request, serve};
 
@@ -329,9 +329,9 @@ async fn claude_on_bedrock_gets_cache_points_after_the_system_prompt_and_the_obj
     let (base, server) = serve_converse(vec![(200, vec![], TOOL_ANSWER.into(), 0)]).await;
     let mut request = req(Some(json!({"type": "object"})));
     request.messages = vec![
-        longrun_engine::llm::ChatMessage::system("You plan.").cached(),
-        longrun_engine::llm::ChatMessage::user("objective: tea").cached(),
-        longrun_engine::llm::ChatMessage::user("iteration 2"),
+        longrun_ports::ChatMessage::system("You plan.").cached(),
+        longrun_ports::ChatMessage::user("objective: tea").cached(),
+        longrun_ports::ChatMessage::user("iteration 2"),
     ];
 
     // Act

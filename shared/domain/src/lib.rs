@@ -1,8 +1,10 @@
 //! longrun's pure domain: it decides, it never does IO.
 
+pub mod catalog;
 pub mod change;
 pub mod decide;
 pub mod fingerprint;
+pub mod outcome;
 pub mod planner;
 pub mod record;
 pub mod report;
@@ -12,9 +14,14 @@ pub mod schedule;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
+pub use catalog::{McpServer, UserTool, Webhook};
 pub use change::{CommitPlan, Rejection, RunChange};
 pub use decide::{IterationFacts, Outcome, Verdict, decide};
-pub use record::{Doc, DocMeta, Event, EventDraft, EventKind, IterationRecord, PadEntry};
+pub use outcome::{Notification, NotificationMetrics, OutcomeMessage, notification_for};
+pub use record::{
+    Doc, DocHit, DocMeta, Event, EventDraft, EventKind, IterationRecord, PadEntry, doc_hit,
+    sequence_events,
+};
 pub use report::Report;
 pub use run::{Budgets, BudgetsInput, Run, RunStatus, StopType, StoppingReason, Thresholds};
 pub use schedule::{RunTemplate, Schedule};
@@ -24,6 +31,16 @@ pub use schedule::{RunTemplate, Schedule};
 pub fn is_blank(s: &str) -> bool {
     s.chars()
         .all(|c| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
+}
+
+/// At most `max_chars` characters of `s`, with an ellipsis when cut.
+pub fn clip(s: &str, max_chars: usize) -> String {
+    if s.chars().count() <= max_chars {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max_chars).collect();
+    out.push('…');
+    out
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -245,3 +245,55 @@ mod tests {
         assert_eq!(merged.len(), MAX_DOC_SOURCES);
     }
 }
+
+/// One workspace search hit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DocHit {
+    pub path: String,
+    pub title: String,
+    pub snippet: String,
+}
+
+/// The search semantics every store shares: a case-insensitive substring of the content or the
+/// title; the snippet starts a little before the first content match.
+pub fn doc_hit(path: &str, title: &str, content: &str, query: &str) -> Option<DocHit> {
+    let needle = query.to_lowercase();
+    let pos = content.to_lowercase().find(&needle);
+    if pos.is_none() && !title.to_lowercase().contains(&needle) {
+        return None;
+    }
+    Some(DocHit {
+        path: path.to_string(),
+        title: title.to_string(),
+        snippet: snippet(content, pos.unwrap_or(0)),
+    })
+}
+
+pub fn snippet(content: &str, byte_pos: usize) -> String {
+    // Start up to 60 bytes before the match, on a char boundary.
+    let start = content
+        .char_indices()
+        .rev()
+        .find(|(i, _)| *i + 60 <= byte_pos)
+        .map_or(0, |(i, _)| i);
+    content[start..].chars().take(160).collect()
+}
+
+/// Assigns seqs `base_seq+1..` to the change's events and advances the run's `event_seq` to
+/// match. Every adapter writes exactly these events, so the log stays gapless.
+pub fn sequence_events(change: &mut crate::RunChange, base_seq: u64, at: i64) -> Vec<Event> {
+    let events: Vec<Event> = change
+        .events
+        .iter()
+        .enumerate()
+        .map(|(i, d)| Event {
+            run_id: change.run.id.clone(),
+            seq: base_seq + 1 + i as u64,
+            kind: d.kind,
+            payload: d.payload.clone(),
+            at,
+        })
+        .collect();
+    change.run.event_seq = base_seq + events.len() as u64;
+    events
+}

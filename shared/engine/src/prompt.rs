@@ -4,8 +4,8 @@ use longrun_domain::PadEntry;
 use longrun_domain::run::Run;
 use serde_json::{Value, json};
 
-use crate::llm::ChatMessage;
 use crate::tools::ToolSpec;
+use longrun_ports::ChatMessage;
 
 const MAX_ANSWERS: usize = 5;
 const MAX_FIELD: usize = 2_000;
@@ -13,14 +13,7 @@ const MAX_OBJECTIVE: usize = 16_000;
 pub const SCRATCHPAD_TAIL: usize = 3;
 const WORKSPACE_INDEX_CHARS: usize = 4_000;
 
-pub fn clip(s: &str, max_chars: usize) -> String {
-    if s.chars().count() <= max_chars {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(max_chars).collect();
-    out.push('…');
-    out
-}
+pub use longrun_domain::clip;
 
 pub fn tools_block(tools: &[ToolSpec]) -> String {
     tools

@@ -18,7 +18,8 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::ports::{DocHit, McpServer, RunStore, UserTool};
+use longrun_domain::DocHit;
+use longrun_ports::{Store, Tool, ToolContext};
 
 const LIST_LIMIT: usize = 100;
 
@@ -27,7 +28,7 @@ pub struct Staging {
     pub run_id: String,
     pub iteration: u32,
     pub now: i64,
-    store: Arc<dyn RunStore>,
+    store: Arc<dyn Store>,
     inner: Mutex<StagingInner>,
 }
 
@@ -74,7 +75,7 @@ pub struct Staged {
 
 impl Staging {
     pub fn new(
-        store: Arc<dyn RunStore>,
+        store: Arc<dyn Store>,
         run_id: &str,
         iteration: u32,
         plan: Vec<PlanStep>,
@@ -185,7 +186,12 @@ impl Staging {
             .map_err(|e| e.to_string())?;
         for (path, (doc, _)) in self.lock().docs.iter() {
             hits.retain(|h| &h.path != path);
-            hits.extend(doc_hit(path, &doc.title, &doc.content, query));
+            hits.extend(longrun_domain::doc_hit(
+                path,
+                &doc.title,
+                &doc.content,
+                query,
+            ));
         }
         Ok(hits)
     }
@@ -274,48 +280,23 @@ impl Staging {
     }
 }
 
-/// The search semantics every store shares: a case-insensitive substring of the content or the
-/// title; the snippet starts a little before the first content match.
-pub fn doc_hit(path: &str, title: &str, content: &str, query: &str) -> Option<DocHit> {
-    let needle = query.to_lowercase();
-    let pos = content.to_lowercase().find(&needle);
-    if pos.is_none() && !title.to_lowercase().contains(&needle) {
-        return None;
+impl ToolContext for Staging {
+    fn run_id(&self) -> &str {
+        &self.run_id
     }
-    Some(DocHit {
-        path: path.to_string(),
-        title: title.to_string(),
-        snippet: snippet(content, pos.unwrap_or(0)),
-    })
+    fn iteration(&self) -> u32 {
+        self.iteration
+    }
+    fn staging(&self) -> &dyn std::any::Any {
+        self
+    }
 }
 
-pub fn snippet(content: &str, byte_pos: usize) -> String {
-    // Start up to 60 bytes before the match, on a char boundary.
-    let start = content
-        .char_indices()
-        .rev()
-        .find(|(i, _)| *i + 60 <= byte_pos)
-        .map_or(0, |(i, _)| i);
-    content[start..].chars().take(160).collect()
-}
-
-#[async_trait]
-pub trait Tool: Send + Sync {
-    fn name(&self) -> &str;
-    fn description(&self) -> &str;
-    fn schema(&self) -> Value;
-    /// Changes something (the workspace, an outside system): held for approval under
-    /// `per_write`.
-    fn writes(&self) -> bool {
-        false
-    }
-    /// Called only with arguments that passed the schema.
-    async fn call(&self, staging: &Staging, args: Value) -> Result<Value, String>;
-    /// What a successful call read from outside (URLs, `tool:NAME`): the docs written after
-    /// it cite these. The workspace tools read nothing from outside.
-    fn sources(&self, _args: &Value, _result: &Value) -> Vec<String> {
-        vec![]
-    }
+/// The staging behind a built-in tool's call; the engine always passes its own.
+fn staging_of(ctx: &dyn ToolContext) -> Result<&Staging, String> {
+    ctx.staging()
+        .downcast_ref::<Staging>()
+        .ok_or_else(|| "built-in tools run only inside the engine".to_string())
 }
 
 fn schema_of<T: JsonSchema>() -> Value {
@@ -351,7 +332,8 @@ impl Tool for DocWrite {
     fn schema(&self) -> Value {
         schema_of::<DocWriteArgs>()
     }
-    async fn call(&self, st: &Staging, v: Value) -> Result<Value, String> {
+    async fn call(&self, ctx: &dyn ToolContext, v: Value) -> Result<Value, String> {
+        let st = staging_of(ctx)?;
         let a: DocWriteArgs = args(v)?;
         let path = normalize_doc_path(&a.path)?;
         if a.content.len() > MAX_DOC_BYTES {
@@ -383,7 +365,8 @@ impl Tool for DocRead {
     fn schema(&self) -> Value {
         schema_of::<DocReadArgs>()
     }
-    async fn call(&self, st: &Staging, v: Value) -> Result<Value, String> {
+    async fn call(&self, ctx: &dyn ToolContext, v: Value) -> Result<Value, String> {
+        let st = staging_of(ctx)?;
         let a: DocReadArgs = args(v)?;
         let path = normalize_doc_path(&a.path)?;
         match st.read_doc(&path).await? {
@@ -416,7 +399,8 @@ impl Tool for DocList {
     fn schema(&self) -> Value {
         schema_of::<DocListArgs>()
     }
-    async fn call(&self, st: &Staging, v: Value) -> Result<Value, String> {
+    async fn call(&self, ctx: &dyn ToolContext, v: Value) -> Result<Value, String> {
+        let st = staging_of(ctx)?;
         let a: DocListArgs = args(v)?;
         let prefix = a.prefix.unwrap_or_default();
         let prefix = prefix.trim_start_matches('/');
@@ -446,7 +430,8 @@ impl Tool for DocSearch {
     fn schema(&self) -> Value {
         schema_of::<DocSearchArgs>()
     }
-    async fn call(&self, st: &Staging, v: Value) -> Result<Value, String> {
+    async fn call(&self, ctx: &dyn ToolContext, v: Value) -> Result<Value, String> {
+        let st = staging_of(ctx)?;
         let a: DocSearchArgs = args(v)?;
         if a.query.trim().is_empty() {
             return Err("query must not be empty".into());
@@ -482,7 +467,8 @@ impl Tool for PlanUpdateTool {
     fn schema(&self) -> Value {
         schema_of::<PlanUpdateArgs>()
     }
-    async fn call(&self, st: &Staging, v: Value) -> Result<Value, String> {
+    async fn call(&self, ctx: &dyn ToolContext, v: Value) -> Result<Value, String> {
+        let st = staging_of(ctx)?;
         let a: PlanUpdateArgs = args(v)?;
         if a.steps.iter().any(|s| s.id.trim().is_empty()) {
             return Err("every step needs a non-empty id".into());
@@ -516,7 +502,8 @@ impl Tool for AskUser {
     fn schema(&self) -> Value {
         schema_of::<AskUserArgs>()
     }
-    async fn call(&self, st: &Staging, v: Value) -> Result<Value, String> {
+    async fn call(&self, ctx: &dyn ToolContext, v: Value) -> Result<Value, String> {
+        let st = staging_of(ctx)?;
         let a: AskUserArgs = args(v)?;
         let questions: Vec<String> = a
             .questions
@@ -568,7 +555,8 @@ impl Tool for SpawnRun {
     fn writes(&self) -> bool {
         true
     }
-    async fn call(&self, st: &Staging, v: Value) -> Result<Value, String> {
+    async fn call(&self, ctx: &dyn ToolContext, v: Value) -> Result<Value, String> {
+        let st = staging_of(ctx)?;
         let a: SpawnRunArgs = args(v)?;
         let objective = a.objective.trim().to_string();
         if objective.is_empty() || objective.len() > 16 * 1024 {
@@ -618,7 +606,8 @@ impl Tool for WaitForChildren {
     fn schema(&self) -> Value {
         json!({"type": "object", "properties": {}, "additionalProperties": false})
     }
-    async fn call(&self, st: &Staging, _v: Value) -> Result<Value, String> {
+    async fn call(&self, ctx: &dyn ToolContext, _v: Value) -> Result<Value, String> {
+        let st = staging_of(ctx)?;
         let mut inner = st.lock();
         let active = inner
             .parent
@@ -653,32 +642,6 @@ pub struct ToolOutcome {
     pub name: String,
     pub args: Value,
     pub result: Result<Value, String>,
-}
-
-/// Builds the tools a user registered, for one iteration of one of their runs.
-pub trait ToolFactory: Send + Sync {
-    fn build(&self, spec: &UserTool) -> Result<Arc<dyn Tool>, String>;
-}
-
-/// One tool an MCP server lists (`tools/list`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct McpToolSpec {
-    /// The server's name for it; the run sees `{server}.{name}`.
-    pub name: String,
-    pub description: String,
-    /// JSON Schema of the arguments (`inputSchema`), enforced before every call.
-    pub input_schema: Value,
-    /// `annotations.readOnlyHint`: a tool not marked read-only is a write under `per_write`.
-    pub read_only: bool,
-}
-
-/// Lists the tools of users' MCP servers and builds callable tools from the listings. The
-/// engine caches listings; each list is a round trip to the server.
-#[async_trait]
-pub trait McpConnector: Send + Sync {
-    async fn list(&self, server: &McpServer) -> Result<Vec<McpToolSpec>, String>;
-    /// The tool named `{server.name}.{spec.name}`, calling the server.
-    fn build(&self, server: &McpServer, spec: &McpToolSpec) -> Result<Arc<dyn Tool>, String>;
 }
 
 /// Cheap to clone: a run's iteration adds its owner's tools to a copy of the built-ins.

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use longrun_engine::tools::{Staging, Tool};
+use longrun_ports::{Tool, ToolContext};
 use reqwest::Method;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use schemars::JsonSchema;
@@ -343,7 +343,7 @@ impl HttpFetch {
                 format!("({content_type} content, {} bytes, not shown)", body.len()),
             )
         };
-        let text = longrun_engine::prompt::clip(&text, self.settings.max_chars);
+        let text = longrun_domain::clip(&text, self.settings.max_chars);
         Ok(Fetched {
             final_url: url.to_string(),
             status,
@@ -388,7 +388,7 @@ impl Tool for HttpFetch {
         serde_json::to_value(schemars::schema_for!(FetchArgs)).unwrap_or_default()
     }
 
-    async fn call(&self, _staging: &Staging, args: Value) -> Result<Value, String> {
+    async fn call(&self, _ctx: &dyn ToolContext, args: Value) -> Result<Value, String> {
         let args: FetchArgs = serde_json::from_value(args).map_err(|e| e.to_string())?;
         let head = matches!(args.method, Some(FetchMethod::Head));
         let max = args

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use longrun_engine::ports::McpServer;
-use longrun_engine::tools::{McpConnector, McpToolSpec, Staging, Tool};
+use longrun_domain::McpServer;
+use longrun_ports::{McpConnector, McpToolSpec, Tool, ToolContext};
 use serde_json::{Value, json};
 use url::Url;
 
@@ -318,7 +318,7 @@ impl Session<'_> {
         if !status.is_success() {
             return Err(McpError::Status {
                 status: status.as_u16(),
-                body: longrun_engine::prompt::clip(&text, 300),
+                body: longrun_domain::clip(&text, 300),
             });
         }
         if truncated {
@@ -334,7 +334,7 @@ impl Session<'_> {
         .ok_or_else(|| {
             McpError::Garbage(format!(
                 "no JSON-RPC answer to {method}: {}",
-                longrun_engine::prompt::clip(&text, 200)
+                longrun_domain::clip(&text, 200)
             ))
         })?;
         rpc_result(message)
@@ -365,7 +365,7 @@ fn rpc_result(message: Value) -> Result<Value, McpError> {
     if let Some(err) = message.get("error") {
         return Err(McpError::Rpc {
             code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
-            message: longrun_engine::prompt::clip(
+            message: longrun_domain::clip(
                 err.get("message").and_then(Value::as_str).unwrap_or(""),
                 300,
             ),
@@ -461,7 +461,7 @@ impl McpConnector for HttpMcpClient {
             name: format!("{}.{}", server.name, spec.name),
             description: format!(
                 "{} (MCP server `{}`{})",
-                longrun_engine::prompt::clip(spec.description.trim(), 1_000),
+                longrun_domain::clip(spec.description.trim(), 1_000),
                 server.name,
                 if spec.read_only { ", read-only" } else { "" }
             ),
@@ -499,7 +499,7 @@ impl Tool for McpTool {
         !self.spec.read_only
     }
 
-    async fn call(&self, _staging: &Staging, args: Value) -> Result<Value, String> {
+    async fn call(&self, _ctx: &dyn ToolContext, args: Value) -> Result<Value, String> {
         let name = &self.name;
         let out = self
             .mcp
@@ -508,7 +508,7 @@ impl Tool for McpTool {
             .map_err(|e| format!("{name}: {e}"))?;
         let max = self.mcp.settings.max_chars;
         let truncated = out.text.chars().count() > max;
-        let text = longrun_engine::prompt::clip(&out.text, max);
+        let text = longrun_domain::clip(&out.text, max);
         let fenced = fence(&format!("result of MCP tool {name}"), &text);
         if out.is_error {
             return Err(format!("{name} reported an error: {fenced}"));

@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use longrun_engine::prompt::clip;
-use longrun_engine::tools::{Staging, Tool};
+use longrun_domain::clip;
+use longrun_ports::{Tool, ToolContext};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -395,7 +395,7 @@ impl Tool for WebSearch {
         serde_json::to_value(schemars::schema_for!(SearchArgs)).unwrap_or_default()
     }
 
-    async fn call(&self, _staging: &Staging, args: Value) -> Result<Value, String> {
+    async fn call(&self, _ctx: &dyn ToolContext, args: Value) -> Result<Value, String> {
         let args: SearchArgs = serde_json::from_value(args).map_err(|e| e.to_string())?;
         if args.query.trim().is_empty() {
             return Err("web_search: query must not be empty".into());

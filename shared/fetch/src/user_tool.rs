@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use hmac::{Hmac, Mac};
+use longrun_domain::UserTool;
 use longrun_domain::fingerprint;
-use longrun_engine::ports::UserTool;
-use longrun_engine::tools::{Staging, Tool, ToolFactory};
+use longrun_ports::{Tool, ToolContext, ToolFactory};
 use serde_json::{Value, json};
 use sha2::Sha256;
 use url::Url;
@@ -116,7 +116,7 @@ impl HttpTool {
     /// `{run_id}#{iteration}#{call}`, where the call is named by the tool, a fingerprint of
     /// its arguments and its occurrence: the same on a redelivery of the iteration, whatever
     /// order concurrent executors call in.
-    fn idempotency_key(&self, staging: &Staging, args: &Value) -> String {
+    fn idempotency_key(&self, ctx: &dyn ToolContext, args: &Value) -> String {
         let print = fingerprint::of_json(args);
         let k = {
             let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
@@ -126,7 +126,10 @@ impl HttpTool {
         };
         format!(
             "{}#{}#{}.{}.{k}",
-            staging.run_id, staging.iteration, self.spec.name, print
+            ctx.run_id(),
+            ctx.iteration(),
+            self.spec.name,
+            print
         )
     }
 }
@@ -149,17 +152,17 @@ impl Tool for HttpTool {
         self.spec.write
     }
 
-    async fn call(&self, staging: &Staging, args: Value) -> Result<Value, String> {
+    async fn call(&self, ctx: &dyn ToolContext, args: Value) -> Result<Value, String> {
         let name = &self.spec.name;
         let url = Url::parse(&self.spec.url).map_err(|e| format!("{name}: bad url: {e}"))?;
         self.policy
             .check_url(&url)
             .map_err(|r| format!("{name}: refused {url}: {r}"))?;
-        let key = self.idempotency_key(staging, &args);
+        let key = self.idempotency_key(ctx, &args);
         let body = json!({
             "tool": name,
-            "run_id": staging.run_id,
-            "iteration": staging.iteration,
+            "run_id": ctx.run_id(),
+            "iteration": ctx.iteration(),
             "args": args,
         })
         .to_string();
@@ -185,7 +188,7 @@ impl Tool for HttpTool {
             .await
             .map_err(|e| format!("{name}: reading the response failed: {e}"))?;
         let text = String::from_utf8_lossy(&bytes);
-        let clipped = longrun_engine::prompt::clip(&text, self.settings.max_chars);
+        let clipped = longrun_domain::clip(&text, self.settings.max_chars);
         if !status.is_success() {
             return Err(format!("{name} answered {}: {clipped}", status.as_u16()));
         }

@@ -10,9 +10,9 @@ use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::any;
-use longrun_engine::tools::{Staging, Tool};
 use longrun_fetch::search::{SearchArgs, SearchError};
 use longrun_fetch::{SearchProvider, SearchSettings, WebSearch};
+use longrun_ports::Tool;
 use serde_json::{Value, json};
 
 /// A request as the server saw it: headers, query string, JSON body.
@@ -200,12 +200,26 @@ async fn a_rate_limit_is_retried_after_its_retry_after_and_then_answers() {
     assert_eq!(canned.seen.lock().unwrap().len(), 3);
 }
 
+/// The identity of the iteration a tool call belongs to; outbound tools see nothing more.
+struct Call;
+
+impl longrun_ports::ToolContext for Call {
+    fn run_id(&self) -> &str {
+        "run-search"
+    }
+    fn iteration(&self) -> u32 {
+        1
+    }
+    fn staging(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
 #[tokio::test]
 async fn the_tool_fences_results_as_untrusted_data_and_lists_their_urls() {
     // Arrange
     let (search, _) = serve(SearchProvider::Tavily, vec![(200, vec![], TAVILY.into())]).await;
-    let store = Arc::new(longrun_local::memory::InMemoryRunStore::new());
-    let staging = Staging::new(store, "run-search", 1, vec![], 0);
+    let staging = Call;
 
     // Act
     let out = search

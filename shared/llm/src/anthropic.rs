@@ -4,8 +4,8 @@
 use std::time::Instant;
 
 use async_trait::async_trait;
-use longrun_engine::llm::ChatMessage;
-use longrun_engine::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, Usage};
+use longrun_ports::ChatMessage;
+use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, Usage};
 use serde_json::{Value, json};
 
 use crate::Secret;

@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use longrun_engine::ports::{Clock, SystemClock};
-use longrun_engine::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind};
+use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind};
+use longrun_ports::{Clock, SystemClock};
 use tracing::warn;
 
 pub use anthropic::AnthropicClient;

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
 
-use longrun_engine::ports::Clock;
+use longrun_ports::Clock;
 use tokio::sync::Notify;
 
 const WINDOW_MS: i64 = 60_000;

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use longrun_engine::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, Usage};
+use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, Usage};
 use serde_json::{Value, json};
 
 use crate::Secret;

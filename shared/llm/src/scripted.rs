@@ -7,9 +7,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use longrun_engine::{
-    ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, LlmRole, Usage,
-};
+use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, LlmRole, Usage};
 use serde::Deserialize;
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -207,7 +205,7 @@ impl LlmClient for ScriptedLlm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use longrun_engine::llm::ChatMessage;
+    use longrun_ports::ChatMessage;
 
     fn req(run: &str, role: LlmRole) -> ChatRequest {
         ChatRequest {

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use longrun_engine::{ChatRequest, LlmClient, LlmErrorKind};
 use longrun_llm::anthropic::{ANSWER_TOOL, API_VERSION};
 use longrun_llm::{AnthropicClient, LlmSettings, ModelRouter, RetryPolicy, Secret};
+use longrun_ports::{ChatRequest, LlmClient, LlmErrorKind};
 use serde_json::{Value, json};
 use support::{Canned, Server, merged_turns_request, serve};
 
@@ -233,9 +233,9 @@ async fn the_stable_prefix_is_marked_for_caching_and_the_state_is_not() {
     let (base, server) = serve_messages(vec![(200, vec![], TOOL_ANSWER.into(), 0)]).await;
     let mut request = req(Some(json!({"type": "object"})));
     request.messages = vec![
-        longrun_engine::llm::ChatMessage::system("You plan.").cached(),
-        longrun_engine::llm::ChatMessage::user("objective: tea").cached(),
-        longrun_engine::llm::ChatMessage::user("iteration 2"),
+        longrun_ports::ChatMessage::system("You plan.").cached(),
+        longrun_ports::ChatMessage::user("objective: tea").cached(),
+        longrun_ports::ChatMessage::user("iteration 2"),
     ];
 
     // Act

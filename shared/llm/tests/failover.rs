@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use longrun_engine::llm::ChatMessage;
-use longrun_engine::{ChatRequest, LlmClient, LlmErrorKind, LlmRole};
 use longrun_llm::{
     Failover, LlmSettings, ModelHealth, ModelRouter, OpenAiClient, RetryPolicy, Secret,
 };
+use longrun_ports::ChatMessage;
+use longrun_ports::{ChatRequest, LlmClient, LlmErrorKind, LlmRole};
 use support::{Server, serve};
 
 const A: &str = "openai:model-a";
@@ -224,7 +224,7 @@ async fn a_model_limit_admits_no_more_than_its_rate_and_hands_back_what_cannot_w
     settings.limits = longrun_llm::ModelLimits::parse([format!("{A}=rpm:2").as_str()]).unwrap();
     let router = ModelRouter::build(&[A.to_string()], &settings).unwrap();
     let mut r = req(&[]);
-    r.deadline_ms = Some(longrun_engine::Clock::now_ms(&longrun_engine::SystemClock) + 1_000);
+    r.deadline_ms = Some(longrun_ports::Clock::now_ms(&longrun_ports::SystemClock) + 1_000);
 
     // Act
     let first = router.chat(&r).await;

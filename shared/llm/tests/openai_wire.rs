@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use longrun_engine::llm::ChatMessage;
-use longrun_engine::{ChatRequest, LlmClient, LlmErrorKind, LlmRole};
 use longrun_llm::{LlmSettings, ModelRouter, OpenAiClient, RetryPolicy, Secret, Structured};
+use longrun_ports::ChatMessage;
+use longrun_ports::{ChatRequest, LlmClient, LlmErrorKind, LlmRole};
 use serde_json::json;
 use support::serve;
 

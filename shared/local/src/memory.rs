@@ -5,16 +5,17 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use longrun_domain::change::ActiveDelta;
+use longrun_domain::doc_hit;
+use longrun_domain::outcome::owes_follow_up;
 use longrun_domain::run::Run;
 use longrun_domain::{
     Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange, Schedule,
 };
-use longrun_engine::ports::{
-    ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, DocHit, Enqueued, McpServer, Notification,
-    QueueError, RunQuery, RunStore, StepMessage, StepQueue, StoreError, UserTool, Webhook,
-    owes_follow_up, sequence_events,
+use longrun_domain::{DocHit, Notification, sequence_events};
+use longrun_ports::{
+    CatalogKind, ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, Enqueued, Inbox, QueueError, RunLog,
+    RunQuery, ScheduleStore, StepMessage, StepQueue, StoreError, UserCatalog, Workspace,
 };
-use longrun_engine::tools::doc_hit;
 
 #[derive(Default)]
 struct State {
@@ -25,9 +26,8 @@ struct State {
     pads: HashMap<String, BTreeMap<u32, PadEntry>>,
     active: HashMap<String, u32>,
     notifications: HashMap<String, Notification>,
-    webhooks: HashMap<String, Vec<Webhook>>,
-    tools: BTreeMap<(String, String), UserTool>,
-    mcp_servers: BTreeMap<(String, String), McpServer>,
+    /// The user catalog: (user, kind, key) → entry.
+    catalog: BTreeMap<(String, CatalogKind, String), serde_json::Value>,
     schedules: HashMap<String, Schedule>,
 }
 
@@ -100,7 +100,7 @@ pub(crate) fn run_matches(run: &Run, user_id: &str, q: &RunQuery) -> bool {
 }
 
 #[async_trait]
-impl RunStore for InMemoryRunStore {
+impl RunLog for InMemoryRunStore {
     async fn create_run(&self, change: RunChange) -> Result<Run, StoreError> {
         let mut state = self.lock();
         if state.runs.contains_key(&change.run.id) {
@@ -176,6 +176,26 @@ impl RunStore for InMemoryRunStore {
             .unwrap_or_default())
     }
 
+    async fn active_runs(&self, user_id: &str) -> Result<u32, StoreError> {
+        Ok(self.lock().active.get(user_id).copied().unwrap_or(0))
+    }
+
+    async fn stale_runs(&self, updated_before: i64, limit: usize) -> Result<Vec<Run>, StoreError> {
+        let state = self.lock();
+        let mut out: Vec<Run> = state
+            .runs
+            .values()
+            .filter(|r| r.updated_at < updated_before && owes_follow_up(r))
+            .cloned()
+            .collect();
+        out.sort_by(|a, b| (a.updated_at, &a.id).cmp(&(b.updated_at, &b.id)));
+        out.truncate(limit);
+        Ok(out)
+    }
+}
+
+#[async_trait]
+impl Workspace for InMemoryRunStore {
     async fn docs(
         &self,
         run_id: &str,
@@ -234,11 +254,10 @@ impl RunStore for InMemoryRunStore {
         out.reverse();
         Ok(out)
     }
+}
 
-    async fn active_runs(&self, user_id: &str) -> Result<u32, StoreError> {
-        Ok(self.lock().active.get(user_id).copied().unwrap_or(0))
-    }
-
+#[async_trait]
+impl Inbox for InMemoryRunStore {
     async fn put_notification(&self, n: &Notification) -> Result<bool, StoreError> {
         let mut state = self.lock();
         if state.notifications.contains_key(&n.id) {
@@ -273,86 +292,10 @@ impl RunStore for InMemoryRunStore {
         }
         Ok(())
     }
+}
 
-    async fn stale_runs(&self, updated_before: i64, limit: usize) -> Result<Vec<Run>, StoreError> {
-        let state = self.lock();
-        let mut out: Vec<Run> = state
-            .runs
-            .values()
-            .filter(|r| r.updated_at < updated_before && owes_follow_up(r))
-            .cloned()
-            .collect();
-        out.sort_by(|a, b| (a.updated_at, &a.id).cmp(&(b.updated_at, &b.id)));
-        out.truncate(limit);
-        Ok(out)
-    }
-
-    async fn put_tool(&self, user_id: &str, tool: &UserTool) -> Result<(), StoreError> {
-        self.lock()
-            .tools
-            .insert((user_id.to_string(), tool.name.clone()), tool.clone());
-        Ok(())
-    }
-
-    async fn tools(&self, user_id: &str) -> Result<Vec<UserTool>, StoreError> {
-        Ok(self
-            .lock()
-            .tools
-            .iter()
-            .filter(|((u, _), _)| u == user_id)
-            .map(|(_, t)| t.clone())
-            .collect())
-    }
-
-    async fn delete_tool(&self, user_id: &str, name: &str) -> Result<bool, StoreError> {
-        Ok(self
-            .lock()
-            .tools
-            .remove(&(user_id.to_string(), name.to_string()))
-            .is_some())
-    }
-
-    async fn put_mcp_server(&self, user_id: &str, server: &McpServer) -> Result<(), StoreError> {
-        self.lock()
-            .mcp_servers
-            .insert((user_id.to_string(), server.name.clone()), server.clone());
-        Ok(())
-    }
-
-    async fn mcp_servers(&self, user_id: &str) -> Result<Vec<McpServer>, StoreError> {
-        Ok(self
-            .lock()
-            .mcp_servers
-            .iter()
-            .filter(|((u, _), _)| u == user_id)
-            .map(|(_, s)| s.clone())
-            .collect())
-    }
-
-    async fn delete_mcp_server(&self, user_id: &str, name: &str) -> Result<bool, StoreError> {
-        Ok(self
-            .lock()
-            .mcp_servers
-            .remove(&(user_id.to_string(), name.to_string()))
-            .is_some())
-    }
-
-    async fn put_webhooks(&self, user_id: &str, hooks: &[Webhook]) -> Result<(), StoreError> {
-        self.lock()
-            .webhooks
-            .insert(user_id.to_string(), hooks.to_vec());
-        Ok(())
-    }
-
-    async fn webhooks(&self, user_id: &str) -> Result<Vec<Webhook>, StoreError> {
-        Ok(self
-            .lock()
-            .webhooks
-            .get(user_id)
-            .cloned()
-            .unwrap_or_default())
-    }
-
+#[async_trait]
+impl ScheduleStore for InMemoryRunStore {
     async fn put_schedule(&self, schedule: &Schedule) -> Result<(), StoreError> {
         self.lock()
             .schedules
@@ -407,6 +350,67 @@ impl RunStore for InMemoryRunStore {
             }
             _ => Ok(false),
         }
+    }
+}
+
+#[async_trait]
+impl UserCatalog for InMemoryRunStore {
+    async fn put_entry(
+        &self,
+        user_id: &str,
+        kind: CatalogKind,
+        key: &str,
+        value: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        self.lock()
+            .catalog
+            .insert((user_id.to_string(), kind, key.to_string()), value.clone());
+        Ok(())
+    }
+
+    async fn entries(
+        &self,
+        user_id: &str,
+        kind: CatalogKind,
+    ) -> Result<Vec<(String, serde_json::Value)>, StoreError> {
+        Ok(self
+            .lock()
+            .catalog
+            .iter()
+            .filter(|((u, k, _), _)| u == user_id && *k == kind)
+            .map(|((_, _, key), v)| (key.clone(), v.clone()))
+            .collect())
+    }
+
+    async fn delete_entry(
+        &self,
+        user_id: &str,
+        kind: CatalogKind,
+        key: &str,
+    ) -> Result<bool, StoreError> {
+        Ok(self
+            .lock()
+            .catalog
+            .remove(&(user_id.to_string(), kind, key.to_string()))
+            .is_some())
+    }
+
+    async fn replace_entries(
+        &self,
+        user_id: &str,
+        kind: CatalogKind,
+        entries: &[(String, serde_json::Value)],
+    ) -> Result<(), StoreError> {
+        let mut state = self.lock();
+        state
+            .catalog
+            .retain(|(u, k, _), _| !(u == user_id && *k == kind));
+        for (key, v) in entries {
+            state
+                .catalog
+                .insert((user_id.to_string(), kind, key.clone()), v.clone());
+        }
+        Ok(())
     }
 }
 

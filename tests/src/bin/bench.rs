@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use longrun_app::{AppConfig, Embedded, Platform, Tokens, create_run};
 use longrun_domain::run::{BudgetsInput, RunStatus};
-use longrun_engine::ports::{NoFaults, SystemClock};
-use longrun_local::WorkerConfig;
+use longrun_ports::{NoFaults, SystemClock};
+use longrun_service::WorkerConfig;
 use longrun_tests::{MODEL, bench_scenario, peak_rss_mb, run_request, scripted};
 use serde_json::{Value, json};
 

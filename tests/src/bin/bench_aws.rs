@@ -7,7 +7,7 @@ use std::sync::Arc;
 use longrun_app::{CreateRun, create_run};
 use longrun_aws::CallCounter;
 use longrun_domain::run::BudgetsInput;
-use longrun_engine::ports::NoFaults;
+use longrun_ports::NoFaults;
 use longrun_tests::aws::stack_with;
 
 pub const SECTION: &str = "## Serverless (AWS) cost per iteration";

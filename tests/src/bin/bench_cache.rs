@@ -21,10 +21,10 @@ use axum::routing::post;
 use longrun_app::create_run;
 use longrun_aws::bedrock::{self, BedrockClient};
 use longrun_domain::run::BudgetsInput;
-use longrun_engine::llm::ChatMessage;
-use longrun_engine::ports::NoFaults;
-use longrun_engine::{ChatRequest, ChatResponse, LlmClient, LlmError};
 use longrun_llm::{AnthropicClient, OpenAiClient, Secret};
+use longrun_ports::ChatMessage;
+use longrun_ports::NoFaults;
+use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError};
 use longrun_tests::{platform_with_llm, replace_section, run_request};
 use serde_json::{Value, json};
 

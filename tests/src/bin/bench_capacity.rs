@@ -17,10 +17,10 @@ use axum::routing::post;
 use futures_util::future::join_all;
 use longrun_app::{AppConfig, Embedded, Platform, Running, Tokens, create_run};
 use longrun_domain::run::BudgetsInput;
-use longrun_engine::LlmClient;
-use longrun_engine::ports::{NoFaults, SystemClock};
 use longrun_llm::{LlmSettings, ModelLimits, ModelRouter, Secret, Structured};
-use longrun_local::WorkerConfig;
+use longrun_ports::LlmClient;
+use longrun_ports::{NoFaults, SystemClock};
+use longrun_service::WorkerConfig;
 use longrun_tests::{MODEL, bench_scenario, peak_rss_mb, replace_section, run_request, scripted};
 use serde_json::{Value, json};
 
@@ -113,7 +113,7 @@ async fn capacity(runs: usize, iterations: i64, latency_ms: u64) -> Value {
         dir.path(),
         scripted(&planner(latency_ms)),
         vec![MODEL.into()],
-        longrun_local::DEFAULT_MAX_INFLIGHT,
+        longrun_service::DEFAULT_MAX_INFLIGHT,
     );
     let p = running.platform.clone();
     let rss_before = peak_rss_mb();
@@ -162,7 +162,7 @@ async fn capacity(runs: usize, iterations: i64, latency_ms: u64) -> Value {
     }
     let total = runs as f64 * iterations as f64;
     // One iteration per run can be in flight at a time, and no more than max_inflight.
-    let inflight = runs.min(longrun_local::DEFAULT_MAX_INFLIGHT) as f64;
+    let inflight = runs.min(longrun_service::DEFAULT_MAX_INFLIGHT) as f64;
     let ideal = inflight / (latency_ms as f64 / 1e3);
     let peak = peak_rss_mb();
     json!({"runs": runs, "iterations": iterations, "latency_ms": latency_ms, "secs": secs,
@@ -243,7 +243,7 @@ async fn model_limit(runs: usize, rpm: u32, secs: u64) -> Value {
         dir.path(),
         llm,
         vec![LIMITED.into()],
-        longrun_local::DEFAULT_MAX_INFLIGHT,
+        longrun_service::DEFAULT_MAX_INFLIGHT,
     );
     let p = running.platform.clone();
     create(&p, "a", runs, 10_000).await;

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use longrun_domain::planner::planner_schema;
 use longrun_domain::run::{Budgets, Run, Thresholds};
 use longrun_engine::prompt::planner_messages;
-use longrun_engine::{ChatRequest, LlmClient, LlmRole};
 use longrun_llm::OpenAiClient;
 use longrun_llm::openai::{content_of, usage_from};
+use longrun_ports::{ChatRequest, LlmClient, LlmRole};
 
 const SECTION: &str = "## Model client overhead";
 const CALLS: usize = 7;

@@ -14,8 +14,8 @@ use serde_json::json;
 use super::model::Iter;
 use super::phases::Draft;
 use super::{Engine, EngineError};
-use crate::prompt::clip;
 use crate::tools::{Staged, Staging};
+use longrun_domain::clip;
 
 /// The verdict on an iteration and the facts it rests on.
 struct Judged {

@@ -10,10 +10,9 @@ use longrun_domain::{Rejection, RunChange};
 use tracing::info;
 
 use super::EngineError;
-use crate::ports::{
-    Clock, Notifier, OutcomeMessage, RunStore, StepMessage, StepQueue, StepReason, StoreError,
-};
 use crate::tools::ChildRequest;
+use longrun_domain::OutcomeMessage;
+use longrun_ports::{Clock, Notifier, StepMessage, StepQueue, StepReason, Store, StoreError};
 
 /// What one sweep did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -32,7 +31,7 @@ pub struct SweepReport {
 /// worker and the API (respond, continue, cancel).
 #[derive(Clone)]
 pub struct Dispatch {
-    pub store: Arc<dyn RunStore>,
+    pub store: Arc<dyn Store>,
     pub queue: Arc<dyn StepQueue>,
     pub notifier: Arc<dyn Notifier>,
     pub clock: Arc<dyn Clock>,

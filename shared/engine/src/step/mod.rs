@@ -25,11 +25,10 @@ use tracing::{info, warn};
 use self::claim::{Claim, turned_away};
 use self::model::Iter;
 use self::phases::Draft;
-use crate::llm::LlmClient;
-use crate::ports::{
-    FaultPoint, Faults, NotifyError, QueueError, RunStore, StepMessage, StoreError,
-};
-use crate::tools::{McpConnector, Staging, ToolFactory, ToolRegistry};
+use crate::tools::{Staging, ToolRegistry};
+use longrun_ports::LlmClient;
+use longrun_ports::{FaultPoint, Faults, NotifyError, QueueError, StepMessage, Store, StoreError};
+use longrun_ports::{McpConnector, ToolFactory};
 
 pub use self::dispatch::{Dispatch, SweepReport};
 pub use self::user_tools::{McpCache, UserToolCache};
@@ -122,7 +121,7 @@ pub struct Engine {
 }
 
 impl Engine {
-    fn store(&self) -> &Arc<dyn RunStore> {
+    fn store(&self) -> &Arc<dyn Store> {
         &self.dispatch.store
     }
 

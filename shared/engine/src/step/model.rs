@@ -13,9 +13,9 @@ use longrun_domain::run::{Metrics, Run, Spend};
 
 use super::claim::Claim;
 use super::{Engine, EngineError};
-use crate::llm::{ChatMessage, ChatRequest, ChatResponse, LlmError, LlmRole};
-use crate::ports::{FaultPoint, StoreError};
 use crate::tools::ToolRegistry;
+use longrun_ports::{ChatMessage, ChatRequest, ChatResponse, LlmError, LlmRole};
+use longrun_ports::{FaultPoint, StoreError};
 
 /// Per-iteration accounting shared by concurrent executors.
 pub(super) struct Spent {

@@ -6,8 +6,8 @@ use longrun_domain::planner::{ExecutorTask, PlannerOutput, ToolCall};
 use longrun_domain::run::{PendingCall, PermissionMode, PlanStep, Run};
 
 use super::phases::Draft;
-use crate::prompt::clip;
 use crate::tools::{EXECUTOR_TOOLS, Staging, ToolRegistry, is_mcp_tool};
+use longrun_domain::clip;
 
 /// The part of the planner's answer this iteration may carry out.
 pub(super) struct Admitted {

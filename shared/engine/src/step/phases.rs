@@ -15,9 +15,11 @@ use longrun_domain::run::{Decision, ExecutorBrief, PendingCall, Run, ToolResultB
 use super::model::{Iter, Llm, llm_error};
 use super::permissions::{self, Admitted};
 use super::{Engine, EngineError};
-use crate::llm::LlmRole;
-use crate::prompt::{self, SCRATCHPAD_TAIL, clip};
+use crate::prompt;
+use crate::prompt::SCRATCHPAD_TAIL;
 use crate::tools::{Staging, ToolOutcome, ToolRegistry};
+use longrun_domain::clip;
+use longrun_ports::LlmRole;
 
 /// What the iteration has done so far, phase by phase. Nothing in it is written until the
 /// commit.

@@ -11,8 +11,9 @@ use tracing::warn;
 use longrun_domain::run::Run;
 
 use super::{Engine, EngineError};
-use crate::ports::{McpServer, UserTool};
-use crate::tools::{McpConnector, McpToolSpec, Tool, ToolRegistry, is_mcp_tool};
+use crate::tools::{ToolRegistry, is_mcp_tool};
+use longrun_domain::{McpServer, UserTool};
+use longrun_ports::{CatalogExt, McpConnector, McpToolSpec, Tool};
 
 /// Users' registered tool specs, re-read at most every [`UserToolCache::TTL_MS`]: one store
 /// read per user per half minute instead of one per iteration. The tools themselves are

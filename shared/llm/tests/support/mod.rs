@@ -10,8 +10,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use longrun_engine::llm::ChatMessage;
-use longrun_engine::{ChatRequest, LlmRole};
+use longrun_ports::ChatMessage;
+use longrun_ports::{ChatRequest, LlmRole};
 use serde_json::Value;
 
 /// (status, headers, body, delay in ms)

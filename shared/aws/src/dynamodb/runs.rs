@@ -1,0 +1,269 @@
+//! The run log and workspace on `DynamoDbRunStore`.
+
+use super::*;
+
+#[async_trait]
+impl RunLog for DynamoDbRunStore {
+    async fn create_run(&self, change: RunChange) -> Result<Run, StoreError> {
+        match self.write(change, None, true).await {
+            Ok(stored) => {
+                self.remember(&stored);
+                Ok(stored.run)
+            }
+            Err(WriteFailure::Store(e)) => Err(e),
+            Err(WriteFailure::Raced) | Err(WriteFailure::CounterEmpty) => {
+                Err(StoreError::Conflict("run creation raced".into()))
+            }
+        }
+    }
+
+    async fn get_run(&self, run_id: &str) -> Result<Option<Run>, StoreError> {
+        Ok(self.load(run_id).await?.map(|stored| stored.run))
+    }
+
+    async fn list_runs(&self, user_id: &str, q: &RunQuery) -> Result<Vec<Run>, StoreError> {
+        let pk = user_pk(user_id);
+        let before = q
+            .before
+            .as_ref()
+            .map(|(at, id)| format!("{}#{id}", stamp(*at)));
+        let status = q.status.map(|st| st.as_str().to_string());
+        let items = self
+            .query_pages(
+                |b| {
+                    let mut b = b
+                        .index_name(GSI_USER_RUNS)
+                        .expression_attribute_values(":pk", s(pk.clone()))
+                        .scan_index_forward(false)
+                        .limit(q.limit.clamp(1, 1000) as i32);
+                    b = match &before {
+                        Some(c) => b
+                            .key_condition_expression("GSI1PK = :pk AND GSI1SK < :before")
+                            .expression_attribute_values(":before", s(c.clone())),
+                        None => b.key_condition_expression("GSI1PK = :pk"),
+                    };
+                    if let Some(st) = &status {
+                        b = b
+                            .filter_expression("#st = :st")
+                            .expression_attribute_names("#st", "status")
+                            .expression_attribute_values(":st", s(st.clone()));
+                    }
+                    b
+                },
+                q.limit,
+            )
+            .await?;
+        let ids = items.iter().map(run_id_of).collect::<Result<Vec<_>, _>>()?;
+        self.runs_by_id(&ids).await
+    }
+
+    async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> Result<Run, StoreError> {
+        self.apply(run_id, change).await
+    }
+
+    async fn events(
+        &self,
+        run_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError> {
+        if limit == 0 {
+            return Ok(vec![]);
+        }
+        // The run item first: an event in its tail then is either still there or, moved
+        // since, in a log item the scans below find.
+        let Some(stored) = self.load(run_id).await? else {
+            return Ok(vec![]);
+        };
+        // A reader at the head (a live view polling) is answered by the run item alone.
+        if stored.run.event_seq <= after || stored.tail.first().is_some_and(|e| e.seq <= after + 1)
+        {
+            return Ok(stored
+                .tail
+                .into_iter()
+                .filter(|e| e.seq > after)
+                .take(limit)
+                .collect());
+        }
+        // The log item holding `after + 1`: readers mostly follow the head, so it is looked
+        // for from the newest item down, fetching keys only.
+        let mut from = "ITER#".to_string();
+        if after > 0 {
+            let mut holder = None;
+            self.scan_log(
+                run_id,
+                ("ITER#".into(), LOG_END.into()),
+                true,
+                2,
+                true,
+                |item| {
+                    if !item.contains_key("first") {
+                        return Ok(true);
+                    }
+                    if num(item, "first")? <= after + 1 {
+                        holder = Some(attr(item, "SK")?.to_string());
+                        return Ok(false);
+                    }
+                    Ok(true)
+                },
+            )
+            .await?;
+            if let Some(sk) = holder {
+                from = sk;
+            }
+        }
+        let mut out: Vec<Event> = vec![];
+        self.scan_log(
+            run_id,
+            (from, LOG_END.into()),
+            false,
+            limit,
+            false,
+            |item| {
+                if !item.contains_key("first") {
+                    return Ok(true);
+                }
+                let log: LogItem = unpack(item, "log")?;
+                for e in log.evts {
+                    if e.seq > out.last().map_or(after, |l| l.seq) {
+                        out.push(e);
+                        if out.len() >= limit {
+                            return Ok(false);
+                        }
+                    }
+                }
+                Ok(true)
+            },
+        )
+        .await?;
+        for e in stored.tail {
+            if out.len() >= limit {
+                break;
+            }
+            if e.seq > out.last().map_or(after, |l| l.seq) {
+                out.push(e);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn iterations(
+        &self,
+        run_id: &str,
+        after: u32,
+        limit: usize,
+    ) -> Result<Vec<IterationRecord>, StoreError> {
+        self.log_entries(run_id, iter_sk(after + 1), false, limit, |log| log.rec)
+            .await
+    }
+
+    async fn active_runs(&self, user_id: &str) -> Result<u32, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("PK", s(user_pk(user_id)))
+            .key("SK", s("ACTIVE"))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| unavailable(describe(&e)))?;
+        Ok(out.item.map(|i| num(&i, "count")).transpose()?.unwrap_or(0) as u32)
+    }
+
+    async fn stale_runs(&self, updated_before: i64, limit: usize) -> Result<Vec<Run>, StoreError> {
+        // Every bucket up to the one holding `updated_before`; the runs themselves say which
+        // were really not written since.
+        let upto = stamp(sweep_bucket(updated_before) + SWEEP_BUCKET_MS);
+        let items = self
+            .query_pages(
+                |b| {
+                    b.index_name(GSI_SWEEP)
+                        .key_condition_expression("GSI2PK = :pk AND GSI2SK < :upto")
+                        .expression_attribute_values(":pk", s(SWEEP_PARTITION))
+                        .expression_attribute_values(":upto", s(upto.clone()))
+                        .limit(STALE_CANDIDATES as i32)
+                },
+                STALE_CANDIDATES.max(limit),
+            )
+            .await?;
+        let ids = items.iter().map(run_id_of).collect::<Result<Vec<_>, _>>()?;
+        let mut runs: Vec<Run> = self
+            .runs_by_id(&ids)
+            .await?
+            .into_iter()
+            .filter(|r| r.updated_at < updated_before && (r.status.is_claimable() || !r.notified))
+            .collect();
+        runs.sort_by(|a, b| (a.updated_at, &a.id).cmp(&(b.updated_at, &b.id)));
+        runs.truncate(limit);
+        Ok(runs)
+    }
+}
+
+#[async_trait]
+impl Workspace for DynamoDbRunStore {
+    async fn docs(
+        &self,
+        run_id: &str,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<DocMeta>, StoreError> {
+        if limit == 0 {
+            return Ok(vec![]);
+        }
+        let items = self
+            .with_prefix(
+                run_pk(run_id),
+                format!("DOC#{prefix}"),
+                "meta",
+                limit,
+                false,
+            )
+            .await?;
+        items.iter().map(|i| from_attr(i, "meta")).collect()
+    }
+
+    async fn doc(&self, run_id: &str, path: &str) -> Result<Option<Doc>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("PK", s(run_pk(run_id)))
+            .key("SK", s(format!("DOC#{path}")))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| unavailable(describe(&e)))?;
+        out.item.map(|i| from_attr(&i, "doc")).transpose()
+    }
+
+    async fn search_docs(
+        &self,
+        run_id: &str,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<DocHit>, StoreError> {
+        let items = self
+            .with_prefix(run_pk(run_id), "DOC#".into(), "doc", usize::MAX, false)
+            .await?;
+        let mut hits = vec![];
+        for i in &items {
+            let d: Doc = from_attr(i, "doc")?;
+            if let Some(h) = doc_hit(&d.path, &d.title, &d.content, query) {
+                hits.push(h);
+                if hits.len() >= limit {
+                    break;
+                }
+            }
+        }
+        Ok(hits)
+    }
+
+    async fn scratchpad(&self, run_id: &str, last: usize) -> Result<Vec<PadEntry>, StoreError> {
+        let mut out = self
+            .log_entries(run_id, "ITER#".into(), true, last, |log| log.scratch)
+            .await?;
+        out.reverse();
+        Ok(out)
+    }
+}

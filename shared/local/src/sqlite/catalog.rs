@@ -1,0 +1,171 @@
+//! Schedules and the user catalog on `SqliteRunStore`.
+
+use super::*;
+
+#[async_trait]
+impl ScheduleStore for SqliteRunStore {
+    async fn put_schedule(&self, schedule: &Schedule) -> Result<(), StoreError> {
+        let body = to_json(schedule)?;
+        self.db
+            .write(|c| {
+                c.execute(
+                    "INSERT OR REPLACE INTO schedules (id, user_id, next_at, body) VALUES (?1, ?2, ?3, ?4)",
+                    params![schedule.id, schedule.user_id, schedule.next_at, body],
+                )
+                .map(|_| ())
+                .map_err(unavailable)
+            })
+            .await
+    }
+
+    async fn schedules(&self, user_id: &str) -> Result<Vec<Schedule>, StoreError> {
+        self.db
+            .read(|c| {
+                query_json(
+                    c,
+                    "SELECT body FROM schedules WHERE user_id = ?1 ORDER BY id",
+                    &[&user_id],
+                )
+            })
+            .await
+    }
+
+    async fn delete_schedule(&self, user_id: &str, id: &str) -> Result<bool, StoreError> {
+        self.db
+            .write(|c| {
+                c.execute(
+                    "DELETE FROM schedules WHERE id = ?1 AND user_id = ?2",
+                    params![id, user_id],
+                )
+                .map(|n| n == 1)
+                .map_err(unavailable)
+            })
+            .await
+    }
+
+    async fn due_schedules(&self, now: i64, limit: usize) -> Result<Vec<Schedule>, StoreError> {
+        self.db
+            .read(|c| {
+                query_json(
+                    c,
+                    "SELECT body FROM schedules WHERE next_at <= ?1 ORDER BY next_at, id LIMIT +?2",
+                    &[&now, &(limit as i64)],
+                )
+            })
+            .await
+    }
+
+    async fn advance_schedule(&self, next: &Schedule, from: i64) -> Result<bool, StoreError> {
+        let body = to_json(next)?;
+        self.db
+            .write(|c| {
+                c.execute(
+                    "UPDATE schedules SET next_at = ?1, body = ?2 WHERE id = ?3 AND next_at = ?4",
+                    params![next.next_at, body, next.id, from],
+                )
+                .map(|n| n == 1)
+                .map_err(unavailable)
+            })
+            .await
+    }
+}
+
+#[async_trait]
+impl UserCatalog for SqliteRunStore {
+    async fn put_entry(
+        &self,
+        user_id: &str,
+        kind: CatalogKind,
+        key: &str,
+        value: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        let body = to_json(value)?;
+        let (user, key) = (user_id.to_string(), key.to_string());
+        self.db
+            .write(move |c| {
+                c.execute(
+                    "INSERT OR REPLACE INTO catalog (user_id, kind, key, body) VALUES (?1, ?2, ?3, ?4)",
+                    params![user, kind.as_str(), key, body],
+                )
+                .map(|_| ())
+                .map_err(unavailable)
+            })
+            .await
+    }
+
+    async fn entries(
+        &self,
+        user_id: &str,
+        kind: CatalogKind,
+    ) -> Result<Vec<(String, serde_json::Value)>, StoreError> {
+        self.db
+            .read(|c| {
+                let mut stmt = c
+                    .prepare_cached(
+                        "SELECT key, body FROM catalog WHERE user_id = ?1 AND kind = ?2 ORDER BY key",
+                    )
+                    .map_err(unavailable)?;
+                let rows = stmt
+                    .query_map(params![user_id, kind.as_str()], |r| {
+                        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+                    })
+                    .map_err(unavailable)?;
+                rows.map(|row| {
+                    let (key, body) = row.map_err(unavailable)?;
+                    Ok((key, from_json(&body)?))
+                })
+                .collect()
+            })
+            .await
+    }
+
+    async fn delete_entry(
+        &self,
+        user_id: &str,
+        kind: CatalogKind,
+        key: &str,
+    ) -> Result<bool, StoreError> {
+        let (user, key) = (user_id.to_string(), key.to_string());
+        self.db
+            .write(move |c| {
+                c.execute(
+                    "DELETE FROM catalog WHERE user_id = ?1 AND kind = ?2 AND key = ?3",
+                    params![user, kind.as_str(), key],
+                )
+                .map(|n| n > 0)
+                .map_err(unavailable)
+            })
+            .await
+    }
+
+    async fn replace_entries(
+        &self,
+        user_id: &str,
+        kind: CatalogKind,
+        entries: &[(String, serde_json::Value)],
+    ) -> Result<(), StoreError> {
+        let rows = entries
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), to_json(v)?)))
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let user = user_id.to_string();
+        self.db
+            .write(move |c| {
+                // Checks first, then changes: the delete and inserts cannot be refused.
+                c.execute(
+                    "DELETE FROM catalog WHERE user_id = ?1 AND kind = ?2",
+                    params![user, kind.as_str()],
+                )
+                .map_err(unavailable)?;
+                for (key, body) in &rows {
+                    c.execute(
+                        "INSERT INTO catalog (user_id, kind, key, body) VALUES (?1, ?2, ?3, ?4)",
+                        params![user, kind.as_str(), key, body],
+                    )
+                    .map_err(unavailable)?;
+                }
+                Ok(())
+            })
+            .await
+    }
+}

@@ -1,0 +1,669 @@
+//! SQLite adapters: one database file holds the store and the queue. This module owns the
+//! connection, the schema and group commit; `runs`, `catalog` and `queue` hold the adapters.
+//!
+//! Durability: WAL journal with `synchronous=FULL` — every commit is fsynced before it returns,
+//! so an acknowledged iteration survives power loss, not only a process crash. WAL lets
+//! readers (the API) run while the worker writes.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use longrun_domain::change::ActiveDelta;
+use longrun_domain::doc_hit;
+use longrun_domain::run::{Run, RunStatus};
+use longrun_domain::{
+    Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange, Schedule,
+};
+use longrun_domain::{DocHit, Notification, sequence_events};
+use longrun_ports::{
+    CatalogKind, ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, Enqueued, Inbox, QueueError, RunLog,
+    RunQuery, ScheduleStore, StepMessage, StepQueue, StoreError, UserCatalog, Workspace,
+};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::watch;
+
+mod catalog;
+mod queue;
+mod runs;
+
+pub use queue::SqliteStepQueue;
+pub use runs::SqliteRunStore;
+
+/// Databases made before fair share have a queue without the owner of each message.
+fn add_fair_key(conn: &Connection) -> rusqlite::Result<()> {
+    let has: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM pragma_table_info('queue') WHERE name = 'fair_key')",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has {
+        conn.execute_batch("ALTER TABLE queue ADD COLUMN fair_key TEXT")?;
+    }
+    Ok(())
+}
+
+/// Databases made before the user catalog kept tools, MCP servers and webhooks in a table each;
+/// their rows move into `catalog` once.
+fn fold_catalog(conn: &Connection) -> rusqlite::Result<()> {
+    let old = |table: &str| -> rusqlite::Result<bool> {
+        conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
+            [table],
+            |r| r.get(0),
+        )
+    };
+    if old("user_tools")? {
+        conn.execute_batch(
+            "INSERT OR IGNORE INTO catalog SELECT user_id, 'tool', name, body FROM user_tools;
+             DROP TABLE user_tools;",
+        )?;
+    }
+    if old("mcp_servers")? {
+        conn.execute_batch(
+            "INSERT OR IGNORE INTO catalog SELECT user_id, 'mcp', name, body FROM mcp_servers;
+             DROP TABLE mcp_servers;",
+        )?;
+    }
+    if old("webhooks")? {
+        conn.execute_batch(
+            "INSERT OR IGNORE INTO catalog
+               SELECT w.user_id, 'webhook', printf('%04d', j.key), j.value FROM webhooks w, json_each(w.body) j;
+             DROP TABLE webhooks;",
+        )?;
+    }
+    Ok(())
+}
+
+const SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_user ON runs(user_id, created_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS runs_active ON runs(updated_at) WHERE status IN ('queued', 'running');
+CREATE TABLE IF NOT EXISTS events (
+    run_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS iterations (
+    run_id TEXT NOT NULL, n INTEGER NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (run_id, n)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS docs (
+    run_id TEXT NOT NULL, path TEXT NOT NULL, title TEXT NOT NULL, content TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (run_id, path)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS pads (
+    run_id TEXT NOT NULL, n INTEGER NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (run_id, n)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS active (user_id TEXT PRIMARY KEY, count INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS catalog (
+    user_id TEXT NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (user_id, kind, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS schedules (
+    id TEXT PRIMARY KEY, user_id TEXT NOT NULL, next_at INTEGER NOT NULL, body TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_at);
+CREATE TABLE IF NOT EXISTS notifications (
+    id TEXT PRIMARY KEY, user_id TEXT NOT NULL, at INTEGER NOT NULL, body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS notifications_by_user ON notifications(user_id, at DESC);
+CREATE TABLE IF NOT EXISTS queue (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    group_id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    visible_at INTEGER NOT NULL,
+    receive_count INTEGER NOT NULL DEFAULT 0,
+    dead INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS queue_group ON queue(group_id, dead, seq);
+DROP INDEX IF EXISTS queue_receipt;
+CREATE INDEX IF NOT EXISTS queue_visible ON queue(dead, visible_at);
+CREATE TABLE IF NOT EXISTS fair (key TEXT PRIMARY KEY, served INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS dedup (dedup_id TEXT PRIMARY KEY, expires_at INTEGER NOT NULL)
+    WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS dedup_expiry ON dedup(expires_at);
+"#;
+
+/// One SQLite connection shared by the store and the queue, with group commit.
+///
+/// Every write runs inside the currently open transaction; the first writer of a group spawns
+/// the committer, which lets the writers that are ready join, then commits (one fsync) for all
+/// of them. A write is not wrapped in a savepoint (journaling every page it touches cost a fifth
+/// of the throughput): each write makes its checks before it changes anything, so a refusal
+/// leaves nothing behind, and a failing statement is undone by SQLite on its own. A write that
+/// fails after changing rows abandons its whole group, which is rolled back and reported failed
+/// to every writer waiting on it, exactly as a failed COMMIT is. A writer returns only after its
+/// group is durable, so an acknowledged write survives power loss, while 50 concurrent runs share
+/// one fsync instead of paying one each. Reads on the connection may see a group's writes a
+/// moment before its fsync completes; nothing is acknowledged to a caller before then.
+#[derive(Clone)]
+pub struct SqliteDb {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// Bumped whenever written state is rolled back after the writer saw it succeed, so
+    /// caches of rows (the run cache) know to start over.
+    generation: std::sync::atomic::AtomicU64,
+    writes: std::sync::atomic::AtomicU64,
+    commit_us: std::sync::atomic::AtomicU64,
+    conn: Arc<std::sync::Mutex<Conn>>,
+    finished: watch::Sender<u64>,
+    failed: std::sync::Mutex<HashSet<u64>>,
+    /// The WAL to fsync after each group commit (FULL durability), outside the connection lock.
+    wal_path: Option<std::path::PathBuf>,
+    wal_file: std::sync::OnceLock<std::fs::File>,
+    wal_syncs: std::sync::atomic::AtomicU64,
+}
+
+impl Inner {
+    /// Marks a group failed: its waiting writers get an error, and caches of rows start over.
+    fn abandon(&self, batch: u64) {
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.failed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(batch);
+    }
+
+    /// Makes every frame committed so far durable. Any fd of the file will do: fsync flushes
+    /// the file, so one group's sync also covers the groups committed before it.
+    fn sync_wal(&self) -> std::io::Result<()> {
+        let Some(path) = &self.wal_path else {
+            return Ok(());
+        };
+        let file = match self.wal_file.get() {
+            Some(f) => f,
+            None => match std::fs::File::open(path) {
+                Ok(f) => self.wal_file.get_or_init(|| f),
+                // No WAL yet: no frame to make durable.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(e),
+            },
+        };
+        file.sync_data()?;
+        self.wal_syncs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+struct Conn {
+    c: Connection,
+    open: Option<u64>,
+    next: u64,
+}
+
+/// The group transaction could not be started or committed; the write did not happen.
+#[derive(Debug)]
+pub struct GroupCommitFailed(pub String);
+
+impl From<GroupCommitFailed> for StoreError {
+    fn from(e: GroupCommitFailed) -> Self {
+        StoreError::Unavailable(e.0)
+    }
+}
+
+impl From<GroupCommitFailed> for QueueError {
+    fn from(e: GroupCommitFailed) -> Self {
+        QueueError::Unavailable(e.0)
+    }
+}
+
+fn unavailable(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Unavailable(e.to_string())
+}
+
+fn to_json<T: Serialize>(v: &T) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+fn from_json<T: DeserializeOwned>(s: &str) -> Result<T, StoreError> {
+    serde_json::from_str(s).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+// Every bound LIMIT is written `LIMIT +?n`: SQLite re-prepares a statement with a bare
+// `LIMIT ?n` on each execution (it may plan by the value), which cost a tenth of the CPU of the
+// worker loop; the unary plus makes it an expression the planner does not look into.
+
+fn query_json<T: DeserializeOwned>(
+    conn: &Connection,
+    sql: &str,
+    params: &[&dyn rusqlite::ToSql],
+) -> Result<Vec<T>, StoreError> {
+    let mut st = conn.prepare_cached(sql).map_err(unavailable)?;
+    let rows = st
+        .query_map(params, |r| r.get::<_, String>(0))
+        .map_err(unavailable)?;
+    let mut out = vec![];
+    for row in rows {
+        out.push(from_json(&row.map_err(unavailable)?)?);
+    }
+    Ok(out)
+}
+
+/// Runs a statement through the statement cache: transaction control runs several times per
+/// iteration, and parsing it each time was a tenth of the CPU.
+fn exec(c: &Connection, sql: &str) -> rusqlite::Result<()> {
+    c.prepare_cached(sql)?.execute([]).map(|_| ())
+}
+
+impl SqliteDb {
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let conn = Connection::open(path).map_err(unavailable)?;
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        Self::init(conn, Some(wal.into()))
+    }
+
+    pub fn open_in_memory() -> Result<Self, StoreError> {
+        Self::init(Connection::open_in_memory().map_err(unavailable)?, None)
+    }
+
+    fn init(conn: Connection, wal: Option<std::path::PathBuf>) -> Result<Self, StoreError> {
+        // One process owns the database: a second `serve` on the same data dir fails at once
+        // instead of racing this one (the run cache relies on being the only writer).
+        conn.pragma_update(None, "locking_mode", "EXCLUSIVE")
+            .map_err(unavailable)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(unavailable)?;
+        // FULL (the default): a group is fsynced before any of its writes is acknowledged. The
+        // committer does that fsync itself, after letting go of the connection, so the next
+        // group is written while this one syncs; SQLite runs at NORMAL, which in WAL mode syncs
+        // only around checkpoints (the WAL before, the database after, so a WAL reset never
+        // loses a frame). An operator may trade power-loss durability for speed with
+        // LONGRUN_SQLITE_SYNCHRONOUS=NORMAL (still crash-safe in WAL) or OFF.
+        let sync = std::env::var("LONGRUN_SQLITE_SYNCHRONOUS")
+            .unwrap_or_else(|_| "FULL".into())
+            .to_ascii_uppercase();
+        let wal_path = if sync == "FULL" { wal } else { None };
+        let pragma = if wal_path.is_some() {
+            "NORMAL"
+        } else {
+            sync.as_str()
+        };
+        conn.pragma_update(None, "synchronous", pragma)
+            .map_err(unavailable)?;
+        // A 16 MB WAL between checkpoints (not 4 MB): hot pages (run rows, queue) are copied
+        // back once per checkpoint however often they were rewritten, and each checkpoint
+        // holds the connection through two fsyncs.
+        conn.pragma_update(None, "wal_autocheckpoint", 4000)
+            .map_err(unavailable)?;
+        // Room for a group's dirty pages: a group that outgrows the page cache spills pages
+        // to the WAL mid-transaction and writes them again at commit.
+        conn.pragma_update(None, "cache_size", -16_000)
+            .map_err(unavailable)?;
+        // Every statement we run fits in the cache (the default of 16 does not: it thrashed,
+        // and re-parsing SQL was a quarter of the CPU).
+        conn.set_prepared_statement_cache_capacity(128);
+        // Savepoint journals stay in memory; on disk they cost a temp-file write per page.
+        conn.pragma_update(None, "temp_store", "MEMORY")
+            .map_err(unavailable)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(unavailable)?;
+        conn.execute_batch(SCHEMA).map_err(unavailable)?;
+        add_fair_key(&conn).map_err(unavailable)?;
+        fold_catalog(&conn).map_err(unavailable)?;
+        Ok(SqliteDb {
+            inner: Arc::new(Inner {
+                generation: std::sync::atomic::AtomicU64::new(0),
+                writes: std::sync::atomic::AtomicU64::new(0),
+                commit_us: std::sync::atomic::AtomicU64::new(0),
+                conn: Arc::new(std::sync::Mutex::new(Conn {
+                    c: conn,
+                    open: None,
+                    next: 1,
+                })),
+                finished: watch::channel(0).0,
+                failed: std::sync::Mutex::default(),
+                wal_path,
+                wal_file: std::sync::OnceLock::new(),
+                wal_syncs: std::sync::atomic::AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// A short synchronous critical section; an async mutex would hand the lock to a parked
+    /// task and leave it idle until that task is scheduled.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Conn> {
+        self.inner.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.inner
+            .generation
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// (writes, groups committed) so far: how well group commit amortizes fsyncs.
+    pub fn write_stats(&self) -> (u64, u64, u64) {
+        (
+            self.inner.writes.load(std::sync::atomic::Ordering::Relaxed),
+            *self.inner.finished.borrow(),
+            self.inner
+                .commit_us
+                .load(std::sync::atomic::Ordering::Relaxed)
+                / 1000,
+        )
+    }
+
+    /// How many times the WAL was fsynced by the committer (FULL durability on a file).
+    pub fn wal_syncs(&self) -> u64 {
+        self.inner
+            .wal_syncs
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub async fn read<T>(&self, f: impl FnOnce(&Connection) -> T) -> T {
+        let g = self.lock();
+        f(&g.c)
+    }
+
+    /// Runs `f` in the current group and waits until the group is committed. If `f` fails, the
+    /// error returns at once; if it had changed rows, its group is abandoned (see `SqliteDb`).
+    pub async fn write<T, E: From<GroupCommitFailed>>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, E>,
+    ) -> Result<T, E> {
+        self.write_with(true, f).await
+    }
+
+    /// Like `write`, but returns once `f` is applied, before the group is durable. For writes a
+    /// crash may lose harmlessly (a claim, a delivery, an ack): the queue redelivers and the
+    /// lease is re-taken. Any later `write` makes it durable too, since groups commit in order.
+    pub async fn write_deferred<T, E: From<GroupCommitFailed>>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, E>,
+    ) -> Result<T, E> {
+        self.write_with(false, f).await
+    }
+
+    pub async fn write_with<T, E: From<GroupCommitFailed>>(
+        &self,
+        durable: bool,
+        f: impl FnOnce(&Connection) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let fail = |e: rusqlite::Error| GroupCommitFailed(e.to_string());
+        self.inner
+            .writes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let (batch, leader, out) = {
+            let mut g = self.lock();
+            let leader = g.open.is_none();
+            if leader {
+                exec(&g.c, "BEGIN IMMEDIATE").map_err(fail)?;
+                g.open = Some(g.next);
+                g.next += 1;
+            }
+            let batch = g.open.unwrap_or_default();
+            let changes = g.c.total_changes();
+            let out = f(&g.c);
+            // A write that failed half-way, or an error on which SQLite rolled back the
+            // transaction itself: the group cannot be committed.
+            if out.is_err() && (g.c.total_changes() != changes || g.c.is_autocommit()) {
+                let _ = exec(&g.c, "ROLLBACK");
+                g.open = None;
+                self.inner.abandon(batch);
+            }
+            (batch, leader, out)
+        };
+        if leader {
+            // Spawned, so a caller that goes away (a dropped HTTP request) cannot strand the group.
+            let inner = self.inner.clone();
+            tokio::spawn(async move {
+                tokio::task::yield_now().await;
+                let _ = tokio::task::spawn_blocking(move || {
+                    let mut g = inner.conn.lock().unwrap_or_else(|e| e.into_inner());
+                    // Not open any more: a failed write abandoned the group (and told its writers).
+                    if g.open == Some(batch) {
+                        g.open = None;
+                        let t = std::time::Instant::now();
+                        let committed = exec(&g.c, "COMMIT");
+                        inner.commit_us.fetch_add(
+                            t.elapsed().as_micros() as u64,
+                            std::sync::atomic::Ordering::Relaxed,
+                        );
+                        if committed.is_err() {
+                            let _ = exec(&g.c, "ROLLBACK");
+                            inner.abandon(batch);
+                        }
+                    }
+                    drop(g);
+                    // Also makes the groups committed before this one durable, so finishing
+                    // this batch never acknowledges an earlier one before its fsync. The group
+                    // stays committed if the fsync fails, but its writers are told it failed:
+                    // they retry, and every write here is idempotent.
+                    if inner.sync_wal().is_err() {
+                        inner.abandon(batch);
+                    }
+                    inner.finished.send_modify(|f| *f = (*f).max(batch));
+                })
+                .await;
+            });
+        }
+        let value = out?;
+        if !durable {
+            return Ok(value);
+        }
+        let mut rx = self.inner.finished.subscribe();
+        if rx.wait_for(|f| *f >= batch).await.is_err() {
+            return Err(GroupCommitFailed("the committer stopped".into()).into());
+        }
+        if self
+            .inner
+            .failed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&batch)
+        {
+            return Err(GroupCommitFailed(format!(
+                "group commit {batch} failed; the write was rolled back"
+            ))
+            .into());
+        }
+        Ok(value)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    async fn insert(db: &SqliteDb, id: &str) {
+        db.write(|c| {
+            c.execute(
+                "INSERT INTO webhooks (user_id, body) VALUES (?1, '[]')",
+                [id],
+            )
+            .map_err(unavailable)
+        })
+        .await
+        .unwrap();
+    }
+
+    #[tokio::test]
+    async fn ready_runs_are_served_round_robin_by_user() {
+        // Arrange: user a has three ready runs, queued before user b's one.
+        let db = SqliteDb::open_in_memory().unwrap();
+        let clock = Arc::new(longrun_ports::ManualClock::new(1_000));
+        let queue = SqliteStepQueue::new(db.clone(), clock);
+        for (run, user) in [("a1", "a"), ("a2", "a"), ("a3", "a"), ("b1", "b")] {
+            db.write(|c| {
+                c.execute(
+                    "INSERT INTO runs (id, user_id, status, created_at, updated_at, body)
+                     VALUES (?1, ?2, 'queued', 0, 0, '{}')",
+                    [run, user],
+                )
+                .map_err(unavailable)
+            })
+            .await
+            .unwrap();
+            let msg = StepMessage::new(run, 1, longrun_ports::StepReason::Start);
+            queue.enqueue(&msg, &msg.dedup_id(), 0).await.unwrap();
+        }
+
+        // Act
+        let got = queue.receive(2, 30_000).await.unwrap();
+        let rest = queue.receive(10, 30_000).await.unwrap();
+
+        // Assert: b's run is served in the first turn, not after all of a's.
+        let runs = |ds: &[Delivery]| -> Vec<String> {
+            ds.iter()
+                .map(|d| StepMessage::parse(&d.body).unwrap().run_id)
+                .collect()
+        };
+        assert_eq!(runs(&got), vec!["a1", "b1"]);
+        assert_eq!(runs(&rest), vec!["a2", "a3"]);
+    }
+
+    #[tokio::test]
+    async fn a_user_with_one_ready_run_is_served_before_one_served_just_now() {
+        // Arrange: a has many ready runs and was just served; b's one run is older news.
+        let db = SqliteDb::open_in_memory().unwrap();
+        let clock = Arc::new(longrun_ports::ManualClock::new(1_000));
+        let queue = SqliteStepQueue::new(db.clone(), clock.clone());
+        let runs: Vec<(String, &str)> = (0..5)
+            .map(|i| (format!("a{i}"), "a"))
+            .chain([("b1".to_string(), "b")])
+            .collect();
+        for (run, user) in &runs {
+            db.write(|c| {
+                c.execute(
+                    "INSERT INTO runs (id, user_id, status, created_at, updated_at, body)
+                     VALUES (?1, ?2, 'queued', 0, 0, '{}')",
+                    [run.as_str(), user],
+                )
+                .map_err(unavailable)
+            })
+            .await
+            .unwrap();
+            let msg = StepMessage::new(run, 1, longrun_ports::StepReason::Start);
+            queue.enqueue(&msg, &msg.dedup_id(), 0).await.unwrap();
+        }
+
+        // Act: one slot at a time, as a busy worker frees them.
+        let mut order = vec![];
+        for _ in 0..3 {
+            clock.advance(1);
+            let d = queue.receive(1, 30_000).await.unwrap().pop().unwrap();
+            order.push(StepMessage::parse(&d.body).unwrap().run_id);
+        }
+
+        // Assert: a, then b (served longest ago), then a again.
+        assert_eq!(order, vec!["a0", "b1", "a1"]);
+    }
+
+    #[tokio::test]
+    async fn a_durable_write_returns_only_after_the_wal_is_fsynced_and_survives_reopening() {
+        // Arrange
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        let db = SqliteDb::open(&path).unwrap();
+
+        // Act
+        insert(&db, "u1").await;
+        insert(&db, "u2").await;
+
+        // Assert
+        assert!(db.wal_syncs() >= 1, "no fsync before acknowledging");
+        drop(db);
+        let again = SqliteDb::open(&path).unwrap();
+        let n: i64 = again
+            .read(|c| c.query_row("SELECT count(*) FROM webhooks", [], |r| r.get(0)))
+            .await
+            .unwrap();
+        assert_eq!(n, 2);
+    }
+
+    fn put(c: &Connection, id: &str) -> Result<(), StoreError> {
+        c.execute(
+            "INSERT INTO webhooks (user_id, body) VALUES (?1, '[]')",
+            [id],
+        )
+        .map(|_| ())
+        .map_err(unavailable)
+    }
+
+    async fn ids(db: &SqliteDb) -> Vec<String> {
+        db.read(|c| {
+            let mut st = c.prepare("SELECT user_id FROM webhooks ORDER BY user_id")?;
+            let rows = st.query_map([], |r| r.get(0))?;
+            rows.collect::<Result<Vec<String>, _>>()
+        })
+        .await
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_refused_write_changes_nothing_and_the_rest_of_its_group_commits() {
+        // Arrange: three writes in one group (the committer runs only once the test awaits).
+        let db = SqliteDb::open_in_memory().unwrap();
+        let generation = db.generation();
+
+        // Act
+        db.write_deferred(|c| put(c, "u1")).await.unwrap();
+        let refused = db
+            .write(|_| Err::<(), _>(StoreError::from(Rejection::NotFound)))
+            .await;
+        db.write(|c| put(c, "u3")).await.unwrap();
+
+        // Assert
+        assert!(matches!(
+            refused,
+            Err(StoreError::Rejected(Rejection::NotFound))
+        ));
+        assert_eq!(ids(&db).await, ["u1", "u3"]);
+        assert_eq!(db.generation(), generation, "nothing was rolled back");
+    }
+
+    #[tokio::test]
+    async fn a_write_that_fails_after_changing_rows_abandons_its_whole_group() {
+        // Arrange
+        let db = SqliteDb::open_in_memory().unwrap();
+        let generation = db.generation();
+
+        // Act: a write fails half-way in a group that two others joined before it.
+        db.write_deferred(|c| put(c, "u1")).await.unwrap();
+        let mut joined = std::pin::pin!(db.write(|c| put(c, "u2")));
+        tokio::select! {
+            biased;
+            _ = &mut joined => panic!("the group cannot have committed yet"),
+            _ = std::future::ready(()) => {}
+        }
+        let half = db
+            .write(|c| {
+                put(c, "u3")?;
+                put(c, "u3")
+            })
+            .await;
+        let joined = joined.await;
+        let after = db.write(|c| put(c, "u4")).await;
+
+        // Assert: the group is gone, its waiting writer is told, and the next group commits.
+        assert!(half.is_err());
+        assert!(matches!(&joined, Err(e) if e.is_retryable()), "{joined:?}");
+        assert!(after.is_ok(), "{after:?}");
+        assert_eq!(ids(&db).await, ["u4"]);
+        assert!(db.generation() > generation, "caches must start over");
+    }
+
+    #[tokio::test]
+    async fn an_in_memory_database_has_no_wal_to_fsync() {
+        let db = SqliteDb::open_in_memory().unwrap();
+        insert(&db, "u1").await;
+        assert_eq!(db.wal_syncs(), 0);
+    }
+}

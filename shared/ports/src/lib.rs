@@ -1,0 +1,36 @@
+//! The ports: every trait the engine and the use cases talk through, and the messages they
+//! speak. Adapters (`longrun-local`, `longrun-aws`, `longrun-llm`, `longrun-outbound`) depend on
+//! this crate and the domain only, never on the engine. Each store trait has a conformance suite
+//! in `tests/` that every adapter passes.
+
+pub mod clock;
+pub mod faults;
+pub mod llm;
+pub mod notify;
+pub mod queue;
+pub mod store;
+pub mod tools;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use faults::{FaultPoint, Faults, NoFaults};
+pub use llm::{
+    ChatMessage, ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, LlmRole, Usage,
+};
+pub use notify::{Notifier, NotifyError};
+pub use queue::{
+    DEDUP_WINDOW_MS, Delivery, Enqueued, QueueError, StepMessage, StepQueue, StepReason,
+};
+pub use store::{
+    CatalogExt, CatalogKind, ChangeFn, Inbox, RunLog, RunQuery, ScheduleStore, Store, StoreError,
+    UserCatalog, Workspace,
+};
+pub use tools::{McpConnector, McpToolSpec, Tool, ToolContext, ToolFactory};
+
+/// Every store trait in scope, for code that calls a concrete adapter's methods (tests,
+/// wiring); code holding a `dyn Store` needs only `CatalogExt`.
+pub mod prelude {
+    pub use crate::store::{
+        CatalogExt as _, Inbox as _, RunLog as _, ScheduleStore as _, UserCatalog as _,
+        Workspace as _,
+    };
+}

@@ -1,0 +1,267 @@
+//! The store, split by concern: a run and its log, its workspace, the inbox, the user catalog
+//! and schedules. One adapter usually implements all five (`Store`); each use case and the
+//! engine name only the ones they need. Every trait has a conformance suite in `tests/` that
+//! every adapter passes.
+
+use async_trait::async_trait;
+use longrun_domain::run::{Run, RunStatus};
+use longrun_domain::{
+    Doc, DocHit, DocMeta, Event, IterationRecord, McpServer, Notification, PadEntry, Rejection,
+    RunChange, Schedule, UserTool, Webhook,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(transparent)]
+    Rejected(#[from] Rejection),
+    /// Lost an optimistic race more times than the adapter retries; safe to retry.
+    #[error("write conflict: {0}")]
+    Conflict(String),
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    #[error("stored data is unreadable: {0}")]
+    Corrupt(String),
+}
+
+impl StoreError {
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, StoreError::Conflict(_) | StoreError::Unavailable(_))
+    }
+}
+
+/// A change computed from the current run. Called again with the fresh run whenever an
+/// adapter retries after a race, so it must be a pure function of its input.
+pub type ChangeFn<'a> = &'a (dyn Fn(&Run) -> Result<RunChange, Rejection> + Send + Sync);
+
+#[derive(Clone, Debug, Default)]
+pub struct RunQuery {
+    pub status: Option<RunStatus>,
+    /// Only runs created strictly before this `(created_at, id)` cursor.
+    pub before: Option<(i64, String)>,
+    pub limit: usize,
+}
+
+/// Runs, their iterations, the gapless event log and the per-user active counter.
+///
+/// Contract: `create_run` and `update_run` are atomic — the run row, every event (seqs
+/// `event_seq+1..`), the iteration, docs, scratchpad entry and the counter change land
+/// together or not at all. `update_run` re-evaluates the change against the freshest run
+/// whenever it retries, and returns `Rejected` when the change function says no.
+#[async_trait]
+pub trait RunLog: Send + Sync {
+    async fn create_run(&self, change: RunChange) -> Result<Run, StoreError>;
+    async fn get_run(&self, run_id: &str) -> Result<Option<Run>, StoreError>;
+    async fn list_runs(&self, user_id: &str, query: &RunQuery) -> Result<Vec<Run>, StoreError>;
+    async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> Result<Run, StoreError>;
+    /// `update_run` for a change a crash may lose harmlessly: a claim (the lease is taken
+    /// again) or an iteration commit whose message is not yet acknowledged (the message is
+    /// redelivered and the iteration redone). Stores that batch durability may acknowledge it
+    /// before it is durable; it becomes durable no later than the next `update_run`, and a
+    /// crash loses it only together with every later write.
+    async fn update_run_deferred(
+        &self,
+        run_id: &str,
+        change: ChangeFn<'_>,
+    ) -> Result<Run, StoreError> {
+        self.update_run(run_id, change).await
+    }
+    async fn events(
+        &self,
+        run_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<Event>, StoreError>;
+    async fn iterations(
+        &self,
+        run_id: &str,
+        after: u32,
+        limit: usize,
+    ) -> Result<Vec<IterationRecord>, StoreError>;
+    async fn active_runs(&self, user_id: &str) -> Result<u32, StoreError>;
+    /// Runs the sweeper may have to nudge, oldest write first: claimable (a next step is owed)
+    /// or with an outcome not yet published, and not written since `updated_before`.
+    async fn stale_runs(&self, updated_before: i64, limit: usize) -> Result<Vec<Run>, StoreError>;
+}
+
+/// A run's workspace documents and scratchpad, as committed by `RunLog::update_run`.
+#[async_trait]
+pub trait Workspace: Send + Sync {
+    async fn docs(
+        &self,
+        run_id: &str,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<DocMeta>, StoreError>;
+    async fn doc(&self, run_id: &str, path: &str) -> Result<Option<Doc>, StoreError>;
+    /// Matches as `longrun_domain::doc_hit` does.
+    async fn search_docs(
+        &self,
+        run_id: &str,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<DocHit>, StoreError>;
+    /// The last `last` scratchpad entries, oldest first.
+    async fn scratchpad(&self, run_id: &str, last: usize) -> Result<Vec<PadEntry>, StoreError>;
+}
+
+/// The in-app notifications of each user.
+#[async_trait]
+pub trait Inbox: Send + Sync {
+    /// Idempotent on `id`: returns false when it already existed.
+    async fn put_notification(&self, n: &Notification) -> Result<bool, StoreError>;
+    async fn notifications(
+        &self,
+        user_id: &str,
+        limit: usize,
+    ) -> Result<Vec<Notification>, StoreError>;
+    /// Marks one of `n.user_id`'s notifications read (as listed by `notifications`);
+    /// idempotent, and a no-op for a notification that is gone.
+    async fn mark_notification_read(&self, n: &Notification) -> Result<(), StoreError>;
+}
+
+/// The kinds of record a user keeps in their catalog.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CatalogKind {
+    Tool,
+    McpServer,
+    Webhook,
+}
+
+impl CatalogKind {
+    pub const ALL: [CatalogKind; 3] = [
+        CatalogKind::Tool,
+        CatalogKind::McpServer,
+        CatalogKind::Webhook,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CatalogKind::Tool => "tool",
+            CatalogKind::McpServer => "mcp",
+            CatalogKind::Webhook => "webhook",
+        }
+    }
+}
+
+/// One keyed collection per user and kind: what a user registers once for all their runs.
+/// Values are opaque JSON to the store; `CatalogExt` gives the typed view.
+#[async_trait]
+pub trait UserCatalog: Send + Sync {
+    /// Creates or replaces the entry under `key`.
+    async fn put_entry(
+        &self,
+        user_id: &str,
+        kind: CatalogKind,
+        key: &str,
+        value: &serde_json::Value,
+    ) -> Result<(), StoreError>;
+    /// The user's entries of that kind, by key.
+    async fn entries(
+        &self,
+        user_id: &str,
+        kind: CatalogKind,
+    ) -> Result<Vec<(String, serde_json::Value)>, StoreError>;
+    /// False when there was no such entry.
+    async fn delete_entry(
+        &self,
+        user_id: &str,
+        kind: CatalogKind,
+        key: &str,
+    ) -> Result<bool, StoreError>;
+    /// Replaces every entry of that kind at once (atomically where the store can).
+    async fn replace_entries(
+        &self,
+        user_id: &str,
+        kind: CatalogKind,
+        entries: &[(String, serde_json::Value)],
+    ) -> Result<(), StoreError>;
+}
+
+/// Scheduled run templates and the due scan.
+#[async_trait]
+pub trait ScheduleStore: Send + Sync {
+    /// Creates or replaces the schedule.
+    async fn put_schedule(&self, schedule: &Schedule) -> Result<(), StoreError>;
+    async fn schedules(&self, user_id: &str) -> Result<Vec<Schedule>, StoreError>;
+    /// False when the user has no such schedule.
+    async fn delete_schedule(&self, user_id: &str, id: &str) -> Result<bool, StoreError>;
+    /// Schedules whose `next_at` is at or before `now`, earliest first.
+    async fn due_schedules(&self, now: i64, limit: usize) -> Result<Vec<Schedule>, StoreError>;
+    /// Stores `next` only while the stored schedule still has `next_at == from`: of two
+    /// sweepers that saw the same occurrence, one advances it. False when it moved already
+    /// (or was deleted).
+    async fn advance_schedule(&self, next: &Schedule, from: i64) -> Result<bool, StoreError>;
+}
+
+/// Everything one database holds; what wiring passes around. Use cases and the engine take
+/// the narrower traits it upcasts to.
+pub trait Store: RunLog + Workspace + Inbox + UserCatalog + ScheduleStore {}
+
+impl<T: RunLog + Workspace + Inbox + UserCatalog + ScheduleStore + ?Sized> Store for T {}
+
+fn encode<T: Serialize>(v: &T) -> Result<serde_json::Value, StoreError> {
+    serde_json::to_value(v).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+fn decode<T: DeserializeOwned>(
+    entries: Vec<(String, serde_json::Value)>,
+) -> Result<Vec<T>, StoreError> {
+    entries
+        .into_iter()
+        .map(|(_, v)| serde_json::from_value(v).map_err(|e| StoreError::Corrupt(e.to_string())))
+        .collect()
+}
+
+/// The typed view of the catalog: tools and MCP servers keyed by name, webhooks as one list.
+#[async_trait]
+pub trait CatalogExt: UserCatalog {
+    /// Creates or replaces the user's tool of that name.
+    async fn put_tool(&self, user_id: &str, tool: &UserTool) -> Result<(), StoreError> {
+        self.put_entry(user_id, CatalogKind::Tool, &tool.name, &encode(tool)?)
+            .await
+    }
+    /// The user's tools, by name.
+    async fn tools(&self, user_id: &str) -> Result<Vec<UserTool>, StoreError> {
+        decode(self.entries(user_id, CatalogKind::Tool).await?)
+    }
+    /// False when the user has no such tool.
+    async fn delete_tool(&self, user_id: &str, name: &str) -> Result<bool, StoreError> {
+        self.delete_entry(user_id, CatalogKind::Tool, name).await
+    }
+    /// Creates or replaces the user's MCP server of that name.
+    async fn put_mcp_server(&self, user_id: &str, server: &McpServer) -> Result<(), StoreError> {
+        self.put_entry(
+            user_id,
+            CatalogKind::McpServer,
+            &server.name,
+            &encode(server)?,
+        )
+        .await
+    }
+    /// The user's MCP servers, by name.
+    async fn mcp_servers(&self, user_id: &str) -> Result<Vec<McpServer>, StoreError> {
+        decode(self.entries(user_id, CatalogKind::McpServer).await?)
+    }
+    /// False when the user has no such server.
+    async fn delete_mcp_server(&self, user_id: &str, name: &str) -> Result<bool, StoreError> {
+        self.delete_entry(user_id, CatalogKind::McpServer, name)
+            .await
+    }
+    /// Replaces the user's webhooks; their order is kept.
+    async fn put_webhooks(&self, user_id: &str, hooks: &[Webhook]) -> Result<(), StoreError> {
+        let entries = hooks
+            .iter()
+            .enumerate()
+            .map(|(i, h)| Ok((format!("{i:04}"), encode(h)?)))
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        self.replace_entries(user_id, CatalogKind::Webhook, &entries)
+            .await
+    }
+    async fn webhooks(&self, user_id: &str) -> Result<Vec<Webhook>, StoreError> {
+        decode(self.entries(user_id, CatalogKind::Webhook).await?)
+    }
+}
+
+impl<T: UserCatalog + ?Sized> CatalogExt for T {}

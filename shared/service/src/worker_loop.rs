@@ -1,0 +1,181 @@
+//! The in-process trigger `serve` runs: receive → step → settle, the way the SQS event source
+//! mapping drives the worker Lambda, with the same trigger policy.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use longrun_engine::{Engine, EngineError};
+use longrun_ports::{Delivery, StepQueue};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tracing::{error, warn};
+
+use crate::trigger::{Settle, step_body};
+
+#[derive(Clone, Debug)]
+pub struct WorkerConfig {
+    pub visibility_ms: u64,
+    /// Messages taken per receive; each is a different run.
+    pub batch: usize,
+    /// Iterations worked on at once. An iteration mostly waits on a model, so this is sized
+    /// for thousands: what bounds model traffic is the per-model limits, not this.
+    pub max_inflight: usize,
+    pub idle_sleep: Duration,
+}
+
+/// Sized for thousands of runs in flight: an iteration waiting on a model is a parked task of
+/// a few tens of KB (BENCHMARKS.md, capacity), so 4,096 of them fit in well under 300 MB.
+pub const DEFAULT_MAX_INFLIGHT: usize = 4_096;
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig {
+            visibility_ms: 30_000,
+            batch: 64,
+            max_inflight: DEFAULT_MAX_INFLIGHT,
+            idle_sleep: Duration::from_millis(25),
+        }
+    }
+}
+
+/// The in-process trigger: receive → step → ack, the way the SQS event source mapping drives
+/// the worker Lambda.
+pub struct WorkerLoop {
+    engine: Arc<Engine>,
+    queue: Arc<dyn StepQueue>,
+    config: WorkerConfig,
+    owner: Mutex<String>,
+}
+
+fn new_owner() -> String {
+    format!("worker-{}", uuid::Uuid::new_v4().simple())
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PollStats {
+    pub received: usize,
+    pub crashed: usize,
+}
+
+impl WorkerLoop {
+    pub fn new(engine: Arc<Engine>, queue: Arc<dyn StepQueue>, config: WorkerConfig) -> Self {
+        WorkerLoop {
+            engine,
+            queue,
+            config,
+            owner: Mutex::new(new_owner()),
+        }
+    }
+
+    fn owner(&self) -> String {
+        self.owner.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// A crashed worker comes back as a new process with a new identity.
+    fn restart(&self) {
+        *self.owner.lock().unwrap_or_else(|e| e.into_inner()) = new_owner();
+    }
+
+    pub async fn poll_once(&self) -> Result<PollStats, EngineError> {
+        let deliveries = self
+            .queue
+            .receive(self.config.batch, self.config.visibility_ms)
+            .await?;
+        let received = deliveries.len();
+        let owner = self.owner();
+        let results = join_all(deliveries.iter().map(|d| self.handle(d, &owner))).await;
+        let crashed = results.iter().filter(|c| **c).count();
+        if crashed > 0 {
+            self.restart();
+        }
+        Ok(PollStats { received, crashed })
+    }
+
+    async fn handle(&self, d: &Delivery, owner: &str) -> bool {
+        handle_delivery(&self.engine, &*self.queue, d, owner).await
+    }
+
+    /// Keeps up to `max_inflight` steps in flight until `shutdown` turns true, taking new
+    /// messages as soon as slots free (a step never waits for an unrelated slower one), then
+    /// drains.
+    pub async fn run(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+        let mut inflight: JoinSet<bool> = JoinSet::new();
+        let mut last_receive = std::time::Instant::now();
+        loop {
+            if *shutdown.borrow() {
+                while inflight.join_next().await.is_some() {}
+                return;
+            }
+            let free = self
+                .config
+                .max_inflight
+                .saturating_sub(inflight.len())
+                .min(self.config.batch);
+            // Near the in-flight bound, slots free one by one: they are filled a batch at a
+            // time (or after `idle_sleep`), not with one receive per finished step — a receive
+            // looks at every ready run to pick fairly.
+            let due = free == self.config.batch
+                || inflight.is_empty()
+                || last_receive.elapsed() >= self.config.idle_sleep;
+            let mut received = 0;
+            if free > 0 && due {
+                last_receive = std::time::Instant::now();
+                match self.queue.receive(free, self.config.visibility_ms).await {
+                    Ok(deliveries) => {
+                        received = deliveries.len();
+                        let owner = self.owner();
+                        for d in deliveries {
+                            let me = self.clone();
+                            let owner = owner.clone();
+                            inflight.spawn(async move { me.handle(&d, &owner).await });
+                        }
+                    }
+                    Err(e) => error!(error = %e, "receive failed"),
+                }
+            }
+            if received > 0 && received == free {
+                continue;
+            }
+            tokio::select! {
+                Some(done) = inflight.join_next(), if !inflight.is_empty() => {
+                    if matches!(done, Ok(true)) {
+                        self.restart();
+                    }
+                }
+                _ = tokio::time::sleep(self.config.idle_sleep) => {}
+                _ = shutdown.changed() => {}
+            }
+        }
+    }
+}
+
+/// One delivery, settled by the trigger policy. Returns true when the step crashed (fault
+/// injection): the message is left in flight.
+pub async fn handle_delivery(
+    engine: &Engine,
+    queue: &dyn StepQueue,
+    d: &Delivery,
+    owner: &str,
+) -> bool {
+    let handled = step_body(engine, &d.body, &d.message_id, owner, None).await;
+    let run_id = handled
+        .msg
+        .as_ref()
+        .map(|m| m.run_id.as_str())
+        .unwrap_or("?");
+    match handled.settle {
+        Settle::Ack => {
+            if let Err(e) = queue.ack(&d.receipt).await {
+                warn!(run_id, error = %e, "ack failed; the message will be redelivered and healed");
+            }
+        }
+        Settle::RetryAfter(ms) => {
+            if let Err(e) = queue.extend(&d.receipt, ms).await {
+                warn!(run_id, error = %e, "could not shorten the message's visibility");
+            }
+        }
+        Settle::Leave => {}
+    }
+    handled.crashed
+}
