@@ -28,7 +28,7 @@ fn main() {
     let mut found = vec![];
     files(&dist, &mut found);
     found.sort();
-    let mut code = String::from("pub static ASSETS: &[longrun_app::console::Asset] = &[\n");
+    let mut code = String::from("pub static ASSETS: &[longrun_http::console::Asset] = &[\n");
     for f in &found {
         let Ok(rel) = f.strip_prefix(&dist) else {
             continue;

@@ -14,12 +14,12 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
-use longrun_app::{
+use longrun_domain::report::Report;
+use longrun_domain::run::{BudgetsInput, PermissionMode, Run, RunStatus};
+use longrun_http::{
     AppConfig, Console, CreateRun, Embedded, Platform, Tokens, create_run, init_tracing,
     router_with_console,
 };
-use longrun_domain::report::Report;
-use longrun_domain::run::{BudgetsInput, PermissionMode, Run, RunStatus};
 use longrun_llm::ModelLimits;
 use longrun_service::WorkerConfig;
 use tokio::sync::watch;
@@ -93,7 +93,7 @@ struct ServeArgs {
     #[arg(long = "model")]
     models: Vec<String>,
     /// Active runs one user may have at once.
-    #[arg(long, env = "LONGRUN_ACTIVE_LIMIT", default_value_t = longrun_app::config::DEFAULT_ACTIVE_LIMIT)]
+    #[arg(long, env = "LONGRUN_ACTIVE_LIMIT", default_value_t = longrun_http::config::DEFAULT_ACTIVE_LIMIT)]
     active_limit: u32,
     /// Iterations worked on at once; each mostly waits on a model, so thousands are cheap.
     #[arg(long, env = "LONGRUN_MAX_INFLIGHT", default_value_t = longrun_service::DEFAULT_MAX_INFLIGHT)]
@@ -274,7 +274,7 @@ async fn dispatch(cli: Cli) -> Result<()> {
         }
         Command::Openapi => {
             use std::io::Write;
-            let doc = serde_json::to_string_pretty(&longrun_app::openapi::document())?;
+            let doc = serde_json::to_string_pretty(&longrun_http::openapi::document())?;
             // A reader that stops early (`| head`) is not an error.
             match writeln!(std::io::stdout(), "{doc}") {
                 Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),

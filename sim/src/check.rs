@@ -3,9 +3,9 @@
 use longrun_ports::prelude::*;
 use std::collections::BTreeMap;
 
-use longrun_app::Platform;
 use longrun_domain::EventKind;
 use longrun_domain::run::{Run, RunStatus};
+use longrun_http::Platform;
 use longrun_local::InMemoryRunStore;
 use longrun_ports::RunQuery;
 

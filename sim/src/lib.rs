@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use longrun_app::Platform;
+use longrun_http::Platform;
 use longrun_local::InMemoryRunStore;
 use longrun_ports::ManualClock;
 

@@ -6,11 +6,11 @@ use longrun_ports::prelude::*;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use longrun_app::{AppConfig, Platform, Tokens};
 use longrun_domain::change::Approval;
 use longrun_domain::run::{BudgetsInput, PermissionMode, Run, RunPatch, RunStatus};
 use longrun_domain::{RunTemplate, Schedule};
 use longrun_engine::EngineConfig;
+use longrun_http::{AppConfig, Platform, Tokens};
 use longrun_local::InboxNotifier;
 use longrun_ports::{Clock, Store};
 use longrun_service::handle_delivery;
@@ -159,7 +159,7 @@ impl World {
                 }
             }
             72..=79 => sweep(&self.sim, &self.p).await,
-            80..=84 => match longrun_app::schedules::start_due(&self.p, 5).await {
+            80..=84 => match longrun_http::schedules::start_due(&self.p, 5).await {
                 Ok(ids) if !ids.is_empty() => self.sim.note(format!("scheduler started {ids:?}")),
                 Ok(_) => {}
                 Err(e) => self.sim.note(format!("scheduler: {e}")),
@@ -196,7 +196,7 @@ impl World {
             _ => None,
         };
         let req = template("research the topic", budgets, mode);
-        match longrun_app::api::create_run_with_id(&self.p, &user, req, id.clone()).await {
+        match longrun_http::api::create_run_with_id(&self.p, &user, req, id.clone()).await {
             Ok(_) => self.sim.note(format!("{user} created {id}")),
             Err(e) => self.sim.note(format!("{user} could not create {id}: {e}")),
         }
@@ -280,8 +280,8 @@ async fn user_action(sim: &Sim, p: &Platform, id: &str) {
         return;
     };
     let (what, result) = match sim.below(100) {
-        0..=14 => ("cancel", longrun_app::api::cancel_run(p, id).await),
-        15..=29 => ("pause", longrun_app::api::pause_run(p, id).await),
+        0..=14 => ("cancel", longrun_http::api::cancel_run(p, id).await),
+        15..=29 => ("pause", longrun_http::api::pause_run(p, id).await),
         30..=49 => {
             let b = &run.budgets;
             let more = BudgetsInput {
@@ -291,7 +291,7 @@ async fn user_action(sim: &Sim, p: &Platform, id: &str) {
             };
             (
                 "continue",
-                longrun_app::api::continue_run_with(p, id, &more).await,
+                longrun_http::api::continue_run_with(p, id, &more).await,
             )
         }
         50..=79 => {
@@ -306,7 +306,7 @@ async fn user_action(sim: &Sim, p: &Platform, id: &str) {
             };
             (
                 "respond",
-                longrun_app::api::respond_run(p, id, answer, approval).await,
+                longrun_http::api::respond_run(p, id, answer, approval).await,
             )
         }
         _ => {
@@ -314,7 +314,10 @@ async fn user_action(sim: &Sim, p: &Platform, id: &str) {
                 objective: Some(format!("research the topic (revision {})", sim.below(100))),
                 plan: vec![],
             };
-            ("patch", longrun_app::api::patch_run_with(p, id, edit).await)
+            (
+                "patch",
+                longrun_http::api::patch_run_with(p, id, edit).await,
+            )
         }
     };
     match result {

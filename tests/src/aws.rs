@@ -57,11 +57,11 @@ use std::time::Duration;
 
 use aws_lambda_events::event::sns::SnsEvent;
 use aws_lambda_events::event::sqs::SqsEvent;
-use longrun_app::aws::AwsSettings;
-use longrun_app::{AppConfig, Platform, Tokens};
 use longrun_aws::{CallCounter, ThrottleInjector};
 use longrun_domain::run::Run;
 use longrun_engine::EngineConfig;
+use longrun_http::aws::AwsSettings;
+use longrun_http::{AppConfig, Platform, Tokens};
 use longrun_ports::{Delivery, Faults, StepMessage, StepQueue};
 use serde_json::{Value, json};
 

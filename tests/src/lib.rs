@@ -9,10 +9,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use longrun_app::{AppConfig, Embedded, Platform, Running, Tokens};
 use longrun_domain::run::Run;
 use longrun_domain::{Budgets, Thresholds};
 use longrun_engine::EngineConfig;
+use longrun_http::{AppConfig, Embedded, Platform, Running, Tokens};
 use longrun_llm::{ModelRouter, RetryPolicy, Script, ScriptedLlm};
 use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError};
 use longrun_ports::{Clock, FaultPoint, Faults, ManualClock, Store};
@@ -67,8 +67,8 @@ pub const NOTES_SCRIPT: &str = r#"{
 pub fn run_request(
     objective: &str,
     budgets: longrun_domain::BudgetsInput,
-) -> longrun_app::CreateRun {
-    longrun_app::CreateRun {
+) -> longrun_http::CreateRun {
+    longrun_http::CreateRun {
         objective: objective.into(),
         budgets,
         thresholds: None,
@@ -218,7 +218,7 @@ impl TestPlatform {
             }
             None => axum::body::Body::empty(),
         };
-        let resp = longrun_app::router(self.p().clone())
+        let resp = longrun_http::router(self.p().clone())
             .oneshot(req.body(body).unwrap())
             .await
             .unwrap();

@@ -101,7 +101,7 @@ async fn spawn_app(script: &str, active_limit: u32, worker: bool) -> App {
     }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let router = longrun_app::router(t.p().clone());
+    let router = longrun_http::router(t.p().clone());
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
     App {
         base: format!("http://{addr}"),
@@ -834,16 +834,16 @@ async fn a_schedule_starts_one_run_per_occurrence_and_only_its_owner_can_delete_
 
     // Nothing is due yet; then the hour turns, twice over for two sweeps of one occurrence.
     assert!(
-        longrun_app::schedules::start_due(app.t.p(), 10)
+        longrun_http::schedules::start_due(app.t.p(), 10)
             .await
             .unwrap()
             .is_empty()
     );
     app.t.clock.advance(next_at - now);
-    let started = longrun_app::schedules::start_due(app.t.p(), 10)
+    let started = longrun_http::schedules::start_due(app.t.p(), 10)
         .await
         .unwrap();
-    let again = longrun_app::schedules::start_due(app.t.p(), 10)
+    let again = longrun_http::schedules::start_due(app.t.p(), 10)
         .await
         .unwrap();
     assert_eq!(started.len(), 1);
@@ -978,7 +978,7 @@ async fn serve_posts_a_signed_webhook_for_each_outcome() {
         )
         .await
         .unwrap();
-    let req = longrun_app::CreateRun {
+    let req = longrun_http::CreateRun {
         objective: "write notes".into(),
         budgets: Default::default(),
         thresholds: None,
@@ -987,7 +987,7 @@ async fn serve_posts_a_signed_webhook_for_each_outcome() {
         permission_mode: None,
         allowed_tools: None,
     };
-    let id = longrun_app::create_run(t.p(), "alice", req)
+    let id = longrun_http::create_run(t.p(), "alice", req)
         .await
         .unwrap()
         .id;

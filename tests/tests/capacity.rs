@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use longrun_app::create_run;
 use longrun_domain::{BudgetsInput, EventKind, RunStatus};
+use longrun_http::create_run;
 use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError};
 use longrun_ports::{ManualClock, NoFaults};
 use longrun_tests::{NOTES_SCRIPT, platform_with_llm, run_request, scripted};

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use longrun_app::{CreateRun, create_run};
 use longrun_domain::change;
 use longrun_domain::run::{BudgetsInput, RunStatus};
+use longrun_http::{CreateRun, create_run};
 use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError};
 use longrun_ports::{Clock, NoFaults};
 use longrun_tests::{TestPlatform, platform_with_llm, scripted};

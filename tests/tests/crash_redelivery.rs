@@ -6,10 +6,10 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use longrun_app::{AppConfig, Platform, Tokens, create_run};
 use longrun_domain::StopType;
 use longrun_domain::run::RunStatus;
 use longrun_engine::EngineConfig;
+use longrun_http::{AppConfig, Platform, Tokens, create_run};
 use longrun_local::{RecordingNotifier, SqliteDb, SqliteRunStore, SqliteStepQueue};
 use longrun_ports::{
     Clock, Delivery, Enqueued, FaultPoint, ManualClock, NoFaults, QueueError, StepMessage,
@@ -22,7 +22,7 @@ use longrun_tests::{
 };
 
 async fn start(t: &TestPlatform) -> String {
-    let req = longrun_app::CreateRun {
+    let req = longrun_http::CreateRun {
         objective: "write notes".into(),
         budgets: Default::default(),
         thresholds: None,
@@ -188,7 +188,7 @@ async fn every_message_delivered_twice_commits_each_iteration_once() {
         Arc::new(NoFaults),
         EngineConfig::default(),
     );
-    let running = longrun_app::Running::new(platform, WorkerConfig::default());
+    let running = longrun_http::Running::new(platform, WorkerConfig::default());
     let t = TestPlatform {
         running,
         clock,

@@ -6,10 +6,10 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use longrun_app::{CreateRun, create_run};
 use longrun_domain::record::EventKind;
 use longrun_domain::run::RunStatus;
 use longrun_engine::StepOutcome;
+use longrun_http::{CreateRun, create_run};
 use longrun_llm::{ModelRouter, RetryPolicy, Script, ScriptedLlm};
 use longrun_ports::LlmClient;
 use longrun_ports::{NoFaults, StepMessage, StepReason};

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use longrun_app::{CreateRun, create_run};
 use longrun_domain::run::BudgetsInput;
+use longrun_http::{CreateRun, create_run};
 use longrun_ports::NoFaults;
 use longrun_tests::{platform, run_request};
 

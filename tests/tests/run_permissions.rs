@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use longrun_app::{CreateRun, create_run};
 use longrun_domain::StopType;
 use longrun_domain::run::{BudgetsInput, RunStatus};
+use longrun_http::{CreateRun, create_run};
 use longrun_ports::NoFaults;
 use longrun_tests::platform;
 

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use axum::Router;
 use axum::http::header;
 use axum::routing::get;
-use longrun_app::create_run;
 use longrun_domain::run::RunStatus;
 use longrun_fetch::StaticLookup;
+use longrun_http::create_run;
 use longrun_ports::NoFaults;
 use longrun_tests::{platform_with, run_request};
 

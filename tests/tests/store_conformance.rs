@@ -283,7 +283,7 @@ mod suite {
 
     pub async fn fifty_parallel_creates_get_exactly_the_default_limit_of_three(s: Arc<dyn Store>) {
         // Arrange: one user creates 50 runs at once under the product's limit of 3.
-        let limit = longrun_app::config::DEFAULT_ACTIVE_LIMIT;
+        let limit = longrun_http::config::DEFAULT_ACTIVE_LIMIT;
         assert_eq!(limit, 3);
         let tasks: Vec<_> = (0..50)
             .map(|i| {

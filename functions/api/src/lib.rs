@@ -6,7 +6,7 @@ use axum::extract::Request;
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use lambda_http::request::RequestContext;
-use longrun_app::{Platform, VerifiedUser, router};
+use longrun_http::{Platform, VerifiedUser, router};
 
 pub fn app(platform: Platform) -> Router {
     router(platform).layer(middleware::from_fn(claims_to_user))

@@ -1,8 +1,8 @@
-use longrun_app::Platform;
+use longrun_http::Platform;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    longrun_app::init_tracing(true, "info");
+    longrun_http::init_tracing(true, "info");
     let platform = Platform::aws_from_env().await?;
     lambda_http::run(longrun_fn_api::app(platform))
         .await

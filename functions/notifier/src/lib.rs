@@ -1,17 +1,17 @@
 //! The notifier: each SNS outcome becomes one in-app notification (idempotent on its id) and
-//! one signed POST to each of the owner's webhooks (`longrun_app::webhooks`).
+//! one signed POST to each of the owner's webhooks (`longrun_service::webhooks`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use aws_lambda_events::event::sns::SnsEvent;
-use longrun_app::config::FetchConfig;
-use longrun_app::webhooks::{WebhookError, WebhookSender};
 use longrun_domain::{OutcomeMessage, notification_for};
 use longrun_ports::Store;
+use longrun_service::config::FetchConfig;
+use longrun_service::webhooks::{WebhookError, WebhookSender};
 use tracing::{info, warn};
 
-pub use longrun_app::webhooks::{DELIVERY_HEADER, SIGNATURE_HEADER, payload, signature};
+pub use longrun_service::webhooks::{DELIVERY_HEADER, SIGNATURE_HEADER, payload, signature};
 
 pub type NotifierError = WebhookError;
 

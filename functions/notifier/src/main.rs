@@ -1,12 +1,12 @@
 use std::time::Duration;
 
 use lambda_runtime::{LambdaEvent, service_fn};
-use longrun_app::Platform;
 use longrun_fn_notifier::NotifierHandler;
+use longrun_service::Platform;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    longrun_app::init_tracing(true, "info");
+    longrun_service::init_tracing(true, "info");
     let platform = Platform::aws_from_env().await?;
     let handler = NotifierHandler::new(
         platform.store.clone(),

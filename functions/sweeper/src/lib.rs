@@ -5,8 +5,8 @@
 //! run instead.
 
 use aws_lambda_events::event::eventbridge::EventBridgeEvent;
-use longrun_app::{ApiError, CreateRun, Platform};
 use longrun_engine::{EngineError, SweepReport};
+use longrun_service::{CreateRun, Platform, ServiceError};
 use serde::Deserialize;
 use tracing::info;
 
@@ -31,7 +31,7 @@ pub enum SweepError {
     #[error(transparent)]
     Engine(#[from] EngineError),
     #[error("starting scheduled runs: {0}")]
-    Schedules(#[from] ApiError),
+    Schedules(#[from] ServiceError),
     #[error("a longrun.StartRun event {0}")]
     BadEvent(String),
 }
@@ -45,7 +45,7 @@ pub async fn handle(
         return start_run(p, event).await;
     }
     let mut report = p.dispatch.sweep(stale_ms, SWEEP_LIMIT).await?;
-    report.started = longrun_app::schedules::start_due(p, SWEEP_LIMIT).await?;
+    report.started = longrun_service::schedules::start_due(p, SWEEP_LIMIT).await?;
     info!(
         event_id = event.id.as_deref().unwrap_or("?"),
         requeued = report.requeued.len(),
@@ -73,7 +73,7 @@ async fn start_run(p: &Platform, event: EventBridgeEvent) -> Result<SweepReport,
         return Err(SweepError::BadEvent("needs a user_id".into()));
     }
     let run_id = format!("run_evt_{event_id}");
-    let started = match longrun_app::api::create_run_with_id(
+    let started = match longrun_service::runs::create_run_with_id(
         p,
         &start.user_id,
         start.template,
@@ -83,7 +83,9 @@ async fn start_run(p: &Platform, event: EventBridgeEvent) -> Result<SweepReport,
     {
         Ok(run) => vec![run.id],
         // The same event again: its run exists already.
-        Err(ApiError::Conflict(_)) if p.store.get_run(&run_id).await.ok().flatten().is_some() => {
+        Err(ServiceError::Conflict(_))
+            if p.store.get_run(&run_id).await.ok().flatten().is_some() =>
+        {
             vec![]
         }
         Err(e) => return Err(e.into()),

@@ -1,12 +1,12 @@
 use lambda_runtime::{LambdaEvent, service_fn};
-use longrun_app::Platform;
+use longrun_service::Platform;
 
 /// Stalled = not written for longer than the queue's visibility timeout (15 min) plus slack.
 const DEFAULT_STALE_MS: i64 = 16 * 60 * 1000;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    longrun_app::init_tracing(true, "info");
+    longrun_service::init_tracing(true, "info");
     let platform = Platform::aws_from_env().await?;
     let stale_ms = std::env::var("LONGRUN_SWEEP_STALE_MS")
         .ok()

@@ -10,8 +10,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use longrun_app::{AppConfig, Embedded, Platform, Tokens, create_run};
 use longrun_domain::run::{BudgetsInput, RunStatus};
+use longrun_http::{AppConfig, Embedded, Platform, Tokens, create_run};
 use longrun_ports::{NoFaults, SystemClock};
 use longrun_service::WorkerConfig;
 use longrun_tests::{MODEL, bench_scenario, peak_rss_mb, run_request, scripted};
@@ -27,7 +27,7 @@ const TRIES: usize = 5;
 
 const AWS_SECTION: &str = "## Serverless (AWS) cost per iteration";
 
-fn platform(dir: &std::path::Path, batch: usize) -> longrun_app::Running {
+fn platform(dir: &std::path::Path, batch: usize) -> longrun_http::Running {
     let mut config = AppConfig::new(Tokens::default(), vec![MODEL.into()]).unwrap();
     config.active_limit = 1_000;
     Platform::embedded(

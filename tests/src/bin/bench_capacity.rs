@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::routing::post;
 use futures_util::future::join_all;
-use longrun_app::{AppConfig, Embedded, Platform, Running, Tokens, create_run};
 use longrun_domain::run::BudgetsInput;
+use longrun_http::{AppConfig, Embedded, Platform, Running, Tokens, create_run};
 use longrun_llm::{LlmSettings, ModelLimits, ModelRouter, Secret, Structured};
 use longrun_ports::LlmClient;
 use longrun_ports::{NoFaults, SystemClock};
@@ -120,7 +120,7 @@ async fn capacity(runs: usize, iterations: i64, latency_ms: u64) -> Value {
     let ids = create(&p, "a", runs, iterations).await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let router = longrun_app::router(p.clone());
+    let router = longrun_http::router(p.clone());
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
     let (stop, rx) = tokio::sync::watch::channel(false);
     let t0 = Instant::now();

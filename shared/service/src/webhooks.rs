@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tracing::warn;
 
 use crate::config::FetchConfig;
-use crate::error::ApiError;
+use crate::error::ServiceError;
 
 /// Webhooks are signed the way user tool calls are.
 pub use longrun_fetch::user_tool::{SIGNATURE_HEADER, signature};
@@ -44,12 +44,12 @@ impl WebhookError {
 /// A webhook URL as `PUT /v1/webhooks` accepts it: https (plain http only to a host the
 /// deployment trusts as private, e.g. a local receiver), and nothing the SSRF guard refuses —
 /// private, loopback, link-local and metadata addresses in any spelling, credentials in the URL.
-pub fn check_url(raw: &str, fetch: &FetchConfig) -> Result<(), ApiError> {
+pub fn check_url(raw: &str, fetch: &FetchConfig) -> Result<(), ServiceError> {
     fetch
         .policy
         .check_registrable(raw)
         .map(|_| ())
-        .map_err(|m| ApiError::Unprocessable(format!("webhooks[].url {m}")))
+        .map_err(|m| ServiceError::Invalid(format!("webhooks[].url {m}")))
 }
 
 /// The webhook body: the outcome, its metrics, the deep link, and a Slack-compatible `text`.

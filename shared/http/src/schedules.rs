@@ -5,16 +5,16 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use longrun_domain::schedule::{next_occurrence, occurrence_run_id};
+use longrun_domain::schedule::next_occurrence;
 use longrun_domain::{RunTemplate, Schedule};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tracing::{info, warn};
 
-use crate::api::{User, create_run_with_id, prepare_run};
+use crate::api::{User, prepare_run};
 use crate::error::{ApiError, ApiJson};
-use crate::platform::Platform;
+use longrun_service::Platform;
+pub use longrun_service::schedules::start_due;
 
 pub const MAX_SCHEDULES: usize = 20;
 
@@ -81,32 +81,4 @@ pub async fn delete_schedule(
     } else {
         Err(ApiError::NotFound(format!("schedule {id}")))
     }
-}
-
-/// Starts every due occurrence once and moves each schedule to its next occurrence after
-/// now (missed occurrences are not replayed). The run id is derived from the occurrence, so
-/// two sweepers racing start one run. Returns the ids of the runs started.
-pub async fn start_due(p: &Platform, limit: usize) -> Result<Vec<String>, ApiError> {
-    let now = p.clock.now_ms();
-    let mut started = vec![];
-    for sc in p.store.due_schedules(now, limit).await? {
-        let run_id = occurrence_run_id(&sc.id, sc.next_at);
-        match create_run_with_id(p, &sc.user_id, sc.template.clone(), run_id.clone()).await {
-            Ok(_) => {
-                info!(schedule = %sc.id, run_id = %run_id, "scheduled run started");
-                started.push(run_id.clone());
-            }
-            // Another sweeper started this occurrence already.
-            Err(ApiError::Conflict(_)) => {}
-            Err(e @ (ApiError::Unavailable(_) | ApiError::Internal(_))) => return Err(e),
-            Err(e) => warn!(schedule = %sc.id, error = %e, "scheduled occurrence skipped"),
-        }
-        let next = Schedule {
-            next_at: next_occurrence(&sc.cron, now)?,
-            last_run_id: Some(run_id),
-            ..sc.clone()
-        };
-        p.store.advance_schedule(&next, sc.next_at).await?;
-    }
-    Ok(started)
 }

@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::worker_loop::{WorkerConfig, WorkerLoop};
 use longrun_domain::{OutcomeMessage, notification_for};
 use longrun_engine::EngineConfig;
 use longrun_llm::ModelRouter;
@@ -11,7 +12,6 @@ use longrun_local::{InboxNotifier, SqliteDb, SqliteRunStore, SqliteStepQueue};
 use longrun_ports::LlmClient;
 use longrun_ports::{Clock, Faults, Notifier, NotifyError, StepQueue, Store};
 use longrun_ports::{NoFaults, SystemClock};
-use longrun_service::{WorkerConfig, WorkerLoop};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 

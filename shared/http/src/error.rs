@@ -8,6 +8,7 @@ use axum::response::{IntoResponse, Response};
 use longrun_domain::{DomainError, Rejection};
 use longrun_engine::EngineError;
 use longrun_ports::StoreError;
+use longrun_service::ServiceError;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 use tracing::error;
@@ -107,46 +108,41 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// The one mapping from a use case's answer to an HTTP problem.
+impl From<ServiceError> for ApiError {
+    fn from(e: ServiceError) -> Self {
+        match e {
+            ServiceError::Invalid(m) => ApiError::Unprocessable(m),
+            ServiceError::NotFound(m) => ApiError::NotFound(m),
+            ServiceError::Conflict(m) => ApiError::Conflict(m),
+            ServiceError::LimitExceeded(m) => ApiError::TooManyRequests(m),
+            ServiceError::Unavailable(m) => ApiError::Unavailable(m),
+            ServiceError::Internal(e) => ApiError::Internal(e),
+        }
+    }
+}
+
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::Rejected(r) => r.into(),
-            StoreError::Conflict(m) => {
-                ApiError::Unavailable(format!("concurrent update, retry: {m}"))
-            }
-            StoreError::Unavailable(_) => {
-                ApiError::Unavailable("storage is unavailable, retry later".into())
-            }
-            e @ StoreError::Corrupt(_) => ApiError::internal(e),
-        }
+        ServiceError::from(e).into()
     }
 }
 
 impl From<Rejection> for ApiError {
     fn from(r: Rejection) -> Self {
-        match r {
-            Rejection::NotFound => ApiError::NotFound("run".into()),
-            Rejection::LimitExceeded { limit } => ApiError::TooManyRequests(format!(
-                "you already have {limit} active runs (the limit); wait for one to finish or cancel one"
-            )),
-            other => ApiError::Conflict(other.to_string()),
-        }
+        ServiceError::from(r).into()
     }
 }
 
 impl From<DomainError> for ApiError {
     fn from(e: DomainError) -> Self {
-        ApiError::Unprocessable(e.to_string())
+        ServiceError::from(e).into()
     }
 }
 
 impl From<EngineError> for ApiError {
     fn from(e: EngineError) -> Self {
-        match e {
-            EngineError::Store(s) => s.into(),
-            other if other.is_retryable() => ApiError::Unavailable(other.to_string()),
-            other => ApiError::internal(other),
-        }
+        ServiceError::from(e).into()
     }
 }
 

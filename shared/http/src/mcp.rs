@@ -248,6 +248,7 @@ async fn call_tool(p: &Platform, user: &User, params: &Value) -> RpcResult {
             api::create_run(p, &user.0, req)
                 .await
                 .map(|run| api::run_view(p, &run))
+                .map_err(ApiError::from)
         }
         "get_run" => {
             let a: ById = args(name, a)?;
@@ -276,7 +277,8 @@ async fn call_tool(p: &Platform, user: &User, params: &Value) -> RpcResult {
             match api::owned(p, user, &a.run_id).await {
                 Ok(_) => api::cancel_run(p, &a.run_id)
                     .await
-                    .map(|run| api::run_view(p, &run)),
+                    .map(|run| api::run_view(p, &run))
+                    .map_err(ApiError::from),
                 Err(e) => Err(e),
             }
         }

@@ -125,10 +125,3 @@ pub async fn delete_mcp_server(
         Err(ApiError::NotFound(format!("MCP server {name}")))
     }
 }
-
-/// Whether `name` is `{server}.{tool}` for one of these servers: a run's `allowed_tools` may
-/// name MCP tools before any listing.
-pub fn names_a_server_tool(servers: &[McpServer], name: &str) -> bool {
-    name.split_once('.')
-        .is_some_and(|(server, tool)| !tool.is_empty() && servers.iter().any(|s| s.name == server))
-}

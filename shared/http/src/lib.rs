@@ -1,0 +1,25 @@
+//! The HTTP face of longrun's use cases: the API under `/v1`, the MCP server, the OpenAPI
+//! document and the console. Handlers check the caller and map `ServiceError` to
+//! problem+json; the use cases themselves live in `longrun-service`.
+
+pub mod api;
+pub mod console;
+pub mod error;
+pub mod mcp;
+pub mod mcp_servers;
+pub mod openapi;
+pub mod schedules;
+pub mod tools;
+
+pub use api::{CreateRun, VerifiedUser, create_run, router};
+pub use console::{Console, router_with_console};
+pub use error::ApiError;
+// The wiring the CLI and tests build a router over.
+#[cfg(feature = "aws")]
+pub use longrun_service::aws;
+#[cfg(feature = "embedded")]
+pub use longrun_service::embedded;
+pub use longrun_service::{AppConfig, FetchConfig, Platform, Tokens, init_tracing};
+#[cfg(feature = "embedded")]
+pub use longrun_service::{Embedded, Running};
+pub use longrun_service::{config, platform, webhooks};
