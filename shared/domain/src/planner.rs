@@ -1,4 +1,4 @@
-//! The agent contract (DESIGN §6): what the planner, executors and the repair pass must answer,
+//! The agent contract (ARCHITECTURE.md, "Agent contract"): what the planner, executors and the repair pass must answer,
 //! and parsers that turn model text into it with errors precise enough to correct.
 
 use schemars::JsonSchema;

@@ -1,4 +1,4 @@
-//! The outcome report (DESIGN §7). `what_changed` comes from committed docs, never from the
+//! The outcome report (ARCHITECTURE.md, "Outcome"). `what_changed` comes from committed docs, never from the
 //! model's claims.
 
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! One bounded iteration (DESIGN §5), as its phases:
+//! One bounded iteration (ARCHITECTURE.md, "The iteration"), as its phases:
 //! load → claim → pending decisions → planner → tools → repair → executors → decide →
 //! one fenced commit → follow-up (next step or outcome).
 //!
