@@ -8,7 +8,7 @@ import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 
 import { stubConsole } from '../lib/console';
-import { LongrunStack, stubAssets, type LongrunStackProps } from '../lib/longrun-stack';
+import { FunctionAssets, LongrunStack, type LongrunStackProps } from '../lib/longrun-stack';
 
 const app = new App();
 const ctx = (key: string): string | undefined => {
@@ -17,10 +17,10 @@ const ctx = (key: string): string | undefined => {
 };
 
 const root = path.resolve(__dirname, '..', '..', '..');
-let assetsDir = ctx('assetsDir') ?? path.join(root, 'target', 'lambda');
-if (ctx('stubAssets') === 'true') {
-  assetsDir = stubAssets(path.join(root, 'infra', 'cdk.out', 'stub-assets'));
-}
+// The functions `make package` built, or (`-c stubAssets=true`) stand-ins that only synthesize.
+const assets = ctx('stubAssets') === 'true'
+  ? FunctionAssets.stubs()
+  : FunctionAssets.fromBuild(ctx('assetsDir') ?? path.join(root, 'target', 'lambda'));
 // The console is hosted unless `-c console=false`; its build is web/dist (make web).
 let consoleDir: string | undefined = ctx('consoleDir') ?? path.join(root, 'web', 'dist');
 if (ctx('console') === 'false') {
@@ -42,7 +42,7 @@ const props: LongrunStackProps = {
   search: ctx('search') && ctx('searchKeySecret')
     ? { provider: ctx('search') as 'tavily' | 'brave' | 'exa', keySecretName: ctx('searchKeySecret') as string }
     : undefined,
-  assetsDir,
+  assets,
   alarmEmail: ctx('alarmEmail'),
   workerMaxConcurrency: ctx('workerMaxConcurrency') ? Number(ctx('workerMaxConcurrency')) : undefined,
   activeRunLimit: ctx('activeLimit') ? Number(ctx('activeLimit')) : undefined,

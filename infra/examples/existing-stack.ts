@@ -1,7 +1,10 @@
 // longrun added to a stack that already has its own HTTP API and Cognito user pool:
 // `LongrunService` mounts `/v1` and `/mcp` on that API behind the pool's tokens, a weekly
 // schedule starts a digest run, and the team's own queue hears about completed runs.
-// Synthesize with `npx cdk synth --app "node dist/examples/existing-stack.js"`.
+// In your own CDK app: `npm install <path>/longrun-cdk-0.1.0.tgz` (see infra/README.md), copy
+// this file, and synthesize with `-c assetsDir=<longrun checkout>/target/lambda` (after `make
+// package`) or, before the functions are built, `-c stubAssets=true`. In this repository, from
+// infra/: `npx tsc && npx cdk synth --app "node dist/examples/existing-stack.js" -c stubAssets=true`.
 import { App, Stack, type StackProps } from 'aws-cdk-lib';
 import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import * as cognito from 'aws-cdk-lib/aws-cognito';
@@ -12,11 +15,11 @@ import * as subs from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 
-import { LongrunService } from '../lib/longrun-service';
+import { FunctionAssets, LongrunService } from '@longrun/cdk';
 
 export interface ExistingStackProps extends StackProps {
-  /** The `cargo lambda build` output (`make package`), or stub assets in tests. */
-  readonly assetsDir: string;
+  /** `FunctionAssets.fromBuild(dir)` with the `make package` output, or `FunctionAssets.stubs()`. */
+  readonly assets: FunctionAssets;
 }
 
 export class ExistingStack extends Stack {
@@ -42,7 +45,7 @@ export class ExistingStack extends Stack {
       llm: { models: 'bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0' },
       modelLimits: 'bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0=concurrency:4,rpm:40',
       workerMaxConcurrency: 10,
-      assetsDir: props.assetsDir,
+      assets: props.assets,
     });
 
     // Every Monday at 07:00 UTC: a digest run for one user. The scheduled event's id is the
@@ -78,8 +81,14 @@ export class ExistingStack extends Stack {
 
 if (require.main === module) {
   const app = new App();
+  const assetsDir: unknown = app.node.tryGetContext('assetsDir');
+  const stubs = String(app.node.tryGetContext('stubAssets')) === 'true';
+  if (!stubs && typeof assetsDir !== 'string') {
+    throw new Error('Say where the functions are: -c assetsDir=<longrun checkout>/target/lambda (make package), '
+      + 'or -c stubAssets=true to synthesize without them.');
+  }
   new ExistingStack(app, 'team-with-longrun', {
-    assetsDir: app.node.tryGetContext('assetsDir') ?? 'target/lambda',
+    assets: stubs ? FunctionAssets.stubs() : FunctionAssets.fromBuild(String(assetsDir)),
     env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
   });
 }

@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 
 import {
@@ -76,8 +77,13 @@ export interface LongrunServiceProps {
   readonly llm: LlmSettings;
   /** The agent's `web_search` tool; without it runs have no web search. */
   readonly search?: SearchSettings;
-  /** Folder holding `{api,worker,notifier,sweeper}/bootstrap` (cargo lambda build output). */
-  readonly assetsDir: string;
+  /** The four functions' code: `FunctionAssets.fromBuild(dir)` for the `make package` output,
+   *  or `FunctionAssets.stubs()` to synthesize (tests, diffs, CI) before anything is built.
+   *  Give this or `assetsDir`. */
+  readonly assets?: FunctionAssets;
+  /** Shorthand for `assets: FunctionAssets.fromBuild(assetsDir)`: a folder holding
+   *  `{api,worker,notifier,sweeper}/bootstrap.zip` (`make package`) or `…/bootstrap`. */
+  readonly assetsDir?: string;
   /** Email address for alarm notifications; no alarm topic without it. */
   readonly alarmEmail?: string;
   /** Upper bound of concurrent worker invocations; with the batch of 10, about ten times as
@@ -138,6 +144,14 @@ export class LongrunService extends Construct {
     this.stage = props.stage;
     const prod = props.stage === 'prod';
     const name = (s: string) => `longrun-${props.stage}-${s}`;
+    if (props.assets && props.assetsDir !== undefined) {
+      throw new Error('LongrunService: give assets or assetsDir, not both');
+    }
+    const assets = props.assets ?? (props.assetsDir !== undefined ? FunctionAssets.fromBuild(props.assetsDir) : undefined);
+    if (!assets) {
+      throw new Error('LongrunService: assets is required: FunctionAssets.fromBuild(dir) with the '
+        + '`make package` output (target/lambda), or FunctionAssets.stubs() to synthesize without built functions');
+    }
 
     const site = props.consoleDir
       ? new ConsoleSite(this, 'Console', {
@@ -297,7 +311,7 @@ export class LongrunService extends Construct {
         runtime: lambda.Runtime.PROVIDED_AL2023,
         architecture: lambda.Architecture.ARM_64,
         handler: 'bootstrap',
-        code: functionCode(props.assetsDir, fname),
+        code: assets.code(fname),
         memorySize: opts.memory,
         timeout: opts.timeout,
         role,
@@ -536,14 +550,15 @@ export class LongrunService extends Construct {
       own.addRoutes({ path: '/v1/{proxy+}', methods: [apigw.HttpMethod.ANY], integration });
       // The MCP server (JSON-RPC over POST), behind the same JWT authorizer as /v1.
       own.addRoutes({ path: '/mcp', methods: [apigw.HttpMethod.POST], integration });
-      const [health] = own.addRoutes({
+      for (const health of own.addRoutes({
         path: '/healthz',
         methods: [apigw.HttpMethod.GET],
         integration,
         authorizer: new apigw.HttpNoneAuthorizer(),
-      });
-      accept(health, 'AwsSolutions-APIG4',
-        'The health check answers without auth for load balancers and uptime probes; it reads nothing.');
+      })) {
+        accept(health, 'AwsSolutions-APIG4',
+          'The health check answers without auth for load balancers and uptime probes; it reads nothing.');
+      }
       const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', {
         logGroupName: `/aws/apigateway/${name('api')}`,
         retention: prod ? logs.RetentionDays.THREE_MONTHS : logs.RetentionDays.ONE_MONTH,
@@ -652,22 +667,57 @@ export class LongrunService extends Construct {
   }
 }
 
-/** `cargo lambda build --output-format zip` writes `{name}/bootstrap.zip`; a plain build, a folder. */
-export function functionCode(assetsDir: string, name: FunctionName): lambda.Code {
-  const zip = path.join(assetsDir, name, 'bootstrap.zip');
-  return lambda.Code.fromAsset(fs.existsSync(zip) ? zip : path.join(assetsDir, name));
+/**
+ * Where the four functions' code comes from. `fromBuild` takes the `cargo lambda build` output
+ * (`make package` writes `target/lambda/{api,worker,notifier,sweeper}/bootstrap.zip`); `stubs`
+ * stands in a `bootstrap` that only exits with "not built", so a stack synthesizes (assertion
+ * tests, `cdk diff`, CI) on a machine that has not built the Rust functions. Never deploy stubs.
+ */
+export abstract class FunctionAssets {
+  /** `dir/{name}/bootstrap.zip` (`cargo lambda build --output-format zip`, `make package`),
+   *  else the folder `dir/{name}` holding `bootstrap` (a plain `cargo lambda build`). */
+  static fromBuild(dir: string): FunctionAssets {
+    return new BuiltAssets(dir);
+  }
+
+  /** A stand-in `bootstrap` for each function, written once per process to a temporary folder;
+   *  its asset hash depends only on its content, so synthesized templates stay stable. */
+  static stubs(): FunctionAssets {
+    return new BuiltAssets(stubsDir());
+  }
+
+  /** The code of one function, checked to exist when the stack is constructed. */
+  abstract code(name: FunctionName): lambda.Code;
 }
 
-/** A stand-in `bootstrap` for each function, so the stack synthesizes before a build. */
-export function stubAssets(dir: string): string {
-  for (const f of FUNCTIONS) {
-    fs.mkdirSync(path.join(dir, f), { recursive: true });
-    const boot = path.join(dir, f, 'bootstrap');
-    if (!fs.existsSync(boot)) {
-      fs.writeFileSync(boot, '#!/bin/sh\necho "not built: run make package" >&2\nexit 1\n', {
-        mode: 0o755,
-      });
-    }
+class BuiltAssets extends FunctionAssets {
+  constructor(private readonly dir: string) {
+    super();
   }
+
+  code(name: FunctionName): lambda.Code {
+    const zip = path.join(this.dir, name, 'bootstrap.zip');
+    if (fs.existsSync(zip)) return lambda.Code.fromAsset(zip);
+    if (fs.existsSync(path.join(this.dir, name, 'bootstrap'))) return lambda.Code.fromAsset(path.join(this.dir, name));
+    throw new Error(`LongrunService: no ${name} function in ${path.resolve(this.dir)} (neither `
+      + `${name}/bootstrap.zip nor ${name}/bootstrap). Build the functions with \`make package\` in the `
+      + 'longrun checkout and pass its target/lambda, or pass FunctionAssets.stubs() to synthesize without them.');
+  }
+}
+
+let stubs: string | undefined;
+
+function stubsDir(): string {
+  if (stubs && fs.existsSync(stubs)) return stubs;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'longrun-stub-functions-'));
+  for (const f of FUNCTIONS) {
+    fs.mkdirSync(path.join(dir, f));
+    fs.writeFileSync(path.join(dir, f, 'bootstrap'), '#!/bin/sh\necho "not built: run make package" >&2\nexit 1\n', {
+      mode: 0o755,
+    });
+  }
+  stubs = dir;
+  // After the app's synth (CDK synthesizes on beforeExit), which copies the assets to cdk.out.
+  process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
   return dir;
 }

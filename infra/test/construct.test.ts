@@ -4,19 +4,60 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 
-import { App } from 'aws-cdk-lib';
+import { App, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 
 import { ExistingStack } from '../examples/existing-stack';
-import { stubAssets } from '../lib/longrun-service';
+import { FUNCTIONS, FunctionAssets, LongrunService, type LongrunServiceProps } from '../lib/longrun-service';
 
-const assets = stubAssets(fs.mkdtempSync(path.join(os.tmpdir(), 'longrun-assets-')));
+const env = { account: '123456789012', region: 'eu-west-1' };
 
 function synth(): { stack: ExistingStack; t: Template } {
   const app = new App();
-  const stack = new ExistingStack(app, 'team', { assetsDir: assets, env: { account: '123456789012', region: 'eu-west-1' } });
+  const stack = new ExistingStack(app, 'team', { assets: FunctionAssets.stubs(), env });
   return { stack, t: Template.fromStack(stack) };
 }
+
+/** A LongrunService alone in a stack, with the given code for its functions. */
+function service(code: Pick<LongrunServiceProps, 'assets' | 'assetsDir'>): Template {
+  const stack = new Stack(new App(), 'alone', { env });
+  new LongrunService(stack, 'Longrun', { stage: 't', appBaseUrl: 'https://app.example.com', llm: { models: 'openai:gpt-4.1-mini' }, ...code });
+  return Template.fromStack(stack);
+}
+
+describe('where the functions\' code comes from', () => {
+  it('takes the make package zips from a build folder, through assets or the assetsDir shorthand', () => {
+    // Arrange
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'longrun-build-'));
+    for (const f of FUNCTIONS) {
+      fs.mkdirSync(path.join(dir, f));
+      fs.writeFileSync(path.join(dir, f, 'bootstrap.zip'), `zip of ${f}`);
+    }
+
+    // Act
+    const templates = [service({ assets: FunctionAssets.fromBuild(dir) }), service({ assetsDir: dir })];
+
+    // Assert: a zip is uploaded as it is, so its asset is a .zip key.
+    for (const t of templates) {
+      const fns = Object.values(t.findResources('AWS::Lambda::Function'));
+      assert.equal(fns.length, 4);
+      for (const fn of fns) assert.match(JSON.stringify(fn.Properties.Code.S3Key), /\.zip/);
+    }
+  });
+
+  it('names the missing function, make package and FunctionAssets.stubs() when the build folder is not there', () => {
+    const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'longrun-nobuild-'));
+    assert.throws(() => service({ assetsDir: empty }), /no api function in .*make package.*FunctionAssets\.stubs\(\)/s);
+    assert.throws(() => service({}), /assets is required/);
+    assert.throws(() => service({ assets: FunctionAssets.stubs(), assetsDir: empty }), /not both/);
+  });
+
+  it('synthesizes with stubs, whose code only says it was not built', () => {
+    const t = service({ assets: FunctionAssets.stubs() });
+    t.resourceCountIs('AWS::Lambda::Function', 4);
+    t.hasResourceProperties('AWS::Lambda::Function', { FunctionName: 'longrun-t-worker', Handler: 'bootstrap' });
+  });
+});
 
 describe('LongrunService in a stack that has its own API and user pool', () => {
   const { stack, t } = synth();

@@ -11,14 +11,14 @@ import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 
 import { stubConsole } from '../lib/console';
 import {
+  FunctionAssets,
   LongrunStack,
   MAX_RECEIVES,
   NOTIFIED_STATUSES,
-  stubAssets,
   type LongrunStackProps,
 } from '../lib/longrun-stack';
 
-const assets = stubAssets(fs.mkdtempSync(path.join(os.tmpdir(), 'longrun-assets-')));
+const assets = FunctionAssets.stubs();
 const consoleBuild = stubConsole(fs.mkdtempSync(path.join(os.tmpdir(), 'longrun-console-')));
 /** The stack hosting its own console: no appBaseUrl, so the CloudFront URL is used. */
 const hosted = { consoleDir: consoleBuild, appBaseUrl: undefined };
@@ -28,7 +28,7 @@ function props(extra: Partial<LongrunStackProps> = {}): LongrunStackProps {
     stage: 'test',
     appBaseUrl: 'https://console.example.com/app',
     llm: { models: 'openai:gpt-4.1-mini', apiKeySecretName: 'longrun/openai' },
-    assetsDir: assets,
+    assets,
     env: { account: '123456789012', region: 'eu-west-1' },
     ...extra,
   };

@@ -341,17 +341,16 @@ async function problem(res: Response, onUnauthorized?: () => void): Promise<Long
  * HMAC-SHA256 of the raw body with your webhook's secret. Compare before parsing the body.
  */
 export async function verifyWebhook(secret: string, body: string | Uint8Array, signatureHeader: string | null | undefined): Promise<boolean> {
-  const m = /^sha256=([0-9a-f]{64})$/i.exec((signatureHeader ?? "").trim());
-  if (!m) return false;
+  const given = /^sha256=([0-9a-f]{64})$/i.exec((signatureHeader ?? "").trim())?.[1]?.toLowerCase();
+  if (!given) return false;
   const utf8 = new TextEncoder();
   const key = await crypto.subtle.importKey("raw", utf8.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
   const bytes = typeof body === "string" ? utf8.encode(body) : body;
   const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, bytes as Uint8Array<ArrayBuffer>));
-  const given = m[1].toLowerCase();
   // Constant time: every byte is compared whatever the first difference.
   let diff = 0;
-  for (let i = 0; i < mac.length; i++) {
-    diff |= mac[i] ^ parseInt(given.slice(i * 2, i * 2 + 2), 16);
-  }
+  mac.forEach((byte, i) => {
+    diff |= byte ^ parseInt(given.slice(i * 2, i * 2 + 2), 16);
+  });
   return diff === 0;
 }

@@ -1,7 +1,7 @@
 // The client against a real `longrun serve`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { LongrunClient, LongrunError, ENDED } from '../dist/index.js';
+import { LongrunClient, LongrunError, ENDED } from '../dist/esm/index.js';
 import { Server, ALICE, BOB } from './server.mjs';
 
 const server = new Server();

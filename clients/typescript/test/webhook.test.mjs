@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import { verifyWebhook } from '../dist/index.js';
+import { verifyWebhook } from '../dist/esm/index.js';
 
 const secret = '0123456789abcdef-hook';
 const body = JSON.stringify({ id: 'run_1#3#completed', run_id: 'run_1', status: 'completed' });

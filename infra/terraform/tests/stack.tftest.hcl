@@ -1,6 +1,7 @@
 # `terraform test` with a mocked AWS provider: plans the module and checks the properties the
-# CDK assertions check. Runs only where the hashicorp/aws provider is installed (see
-# scripts/check-infra); the zips come from tests/fixtures, made by that script.
+# CDK assertions check. The first run writes the function zips and a console build into
+# tests/fixtures (tests/setup); the provider comes from a local mirror, as README.md
+# ("Checking it offline") shows, which is what `scripts/infra check` runs.
 
 mock_provider "aws" {
   mock_data "aws_caller_identity" {
@@ -60,7 +61,17 @@ override_resource {
 variables {
   stage        = "test"
   app_base_url = "https://console.example.com/app"
-  lambda_dir   = "tests/fixtures"
+  lambda_dir   = "tests/fixtures/lambda"
+}
+
+run "fixtures" {
+  command = apply
+  module {
+    source = "./tests/setup"
+  }
+  variables {
+    dir = "tests/fixtures"
+  }
 }
 
 run "step_queue_feeds_the_worker_with_batch_failures_and_a_dlq" {
@@ -145,7 +156,7 @@ run "the_console_is_hosted_privately_behind_cloudfront_and_answers_deep_links" {
 
   variables {
     app_base_url = ""
-    console_dir  = "../../web/dist"
+    console_dir  = run.fixtures.console_dir
   }
 
   assert {
@@ -159,6 +170,10 @@ run "the_console_is_hosted_privately_behind_cloudfront_and_answers_deep_links" {
   assert {
     condition     = aws_s3_bucket_public_access_block.console[0].restrict_public_buckets
     error_message = "the console bucket is private"
+  }
+  assert {
+    condition     = aws_s3_object.console["assets/app.js"].cache_control == "public, max-age=31536000, immutable" && aws_s3_object.console["index.html"].cache_control == "no-cache"
+    error_message = "hashed assets are cached for good, index.html is revalidated"
   }
   assert {
     condition     = jsondecode(aws_s3_object.console_config[0].content).live == "poll"

@@ -1,12 +1,11 @@
 # longrun in an account that already has an identity provider and a queue of its own: the
 # module runs behind that issuer's tokens, and the team's queue hears about completed runs.
 #   terraform init && terraform apply -var completed_queue_arn=arn:aws:sqs:…
+# The Terraform and provider versions are the module's (../../versions.tf).
 terraform {
-  required_version = ">= 1.6"
   required_providers {
     aws = {
-      source  = "hashicorp/aws"
-      version = ">= 5.0"
+      source = "hashicorp/aws"
     }
   }
 }
