@@ -484,11 +484,8 @@ mod tests {
 
     async fn insert(db: &SqliteDb, id: &str) {
         db.write(|c| {
-            c.execute(
-                "INSERT INTO webhooks (user_id, body) VALUES (?1, '[]')",
-                [id],
-            )
-            .map_err(unavailable)
+            c.execute("INSERT INTO active (user_id, count) VALUES (?1, 0)", [id])
+                .map_err(unavailable)
         })
         .await
         .unwrap();
@@ -582,24 +579,21 @@ mod tests {
         drop(db);
         let again = SqliteDb::open(&path).unwrap();
         let n: i64 = again
-            .read(|c| c.query_row("SELECT count(*) FROM webhooks", [], |r| r.get(0)))
+            .read(|c| c.query_row("SELECT count(*) FROM active", [], |r| r.get(0)))
             .await
             .unwrap();
         assert_eq!(n, 2);
     }
 
     fn put(c: &Connection, id: &str) -> Result<(), StoreError> {
-        c.execute(
-            "INSERT INTO webhooks (user_id, body) VALUES (?1, '[]')",
-            [id],
-        )
-        .map(|_| ())
-        .map_err(unavailable)
+        c.execute("INSERT INTO active (user_id, count) VALUES (?1, 0)", [id])
+            .map(|_| ())
+            .map_err(unavailable)
     }
 
     async fn ids(db: &SqliteDb) -> Vec<String> {
         db.read(|c| {
-            let mut st = c.prepare("SELECT user_id FROM webhooks ORDER BY user_id")?;
+            let mut st = c.prepare("SELECT user_id FROM active ORDER BY user_id")?;
             let rows = st.query_map([], |r| r.get(0))?;
             rows.collect::<Result<Vec<String>, _>>()
         })
@@ -658,6 +652,41 @@ mod tests {
         assert!(after.is_ok(), "{after:?}");
         assert_eq!(ids(&db).await, ["u4"]);
         assert!(db.generation() > generation, "caches must start over");
+    }
+
+    #[tokio::test]
+    async fn a_database_from_before_the_catalog_keeps_its_tools_servers_and_webhooks() {
+        // Arrange: the three tables of the old layout, one row each.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(
+                r#"CREATE TABLE webhooks (user_id TEXT PRIMARY KEY, body TEXT NOT NULL);
+                CREATE TABLE user_tools (user_id TEXT NOT NULL, name TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (user_id, name));
+                CREATE TABLE mcp_servers (user_id TEXT NOT NULL, name TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (user_id, name));
+                INSERT INTO webhooks VALUES ('u1', '[{"url":"https://a.example/h","secret":"0123456789abcdef"},{"url":"https://b.example/h","secret":"0123456789abcdef"}]');
+                INSERT INTO user_tools VALUES ('u1', 'lookup', '{"name":"lookup"}');
+                INSERT INTO mcp_servers VALUES ('u1', 'docs', '{"name":"docs"}');"#,
+            )
+            .unwrap();
+        }
+
+        // Act
+        let db = SqliteDb::open(&path).unwrap();
+        let store = SqliteRunStore::new(db);
+
+        // Assert
+        let hooks = store.entries("u1", CatalogKind::Webhook).await.unwrap();
+        let urls: Vec<&str> = hooks
+            .iter()
+            .map(|(_, v)| v["url"].as_str().unwrap())
+            .collect();
+        assert_eq!(urls, ["https://a.example/h", "https://b.example/h"]);
+        let tools = store.entries("u1", CatalogKind::Tool).await.unwrap();
+        assert_eq!(tools[0].0, "lookup");
+        let servers = store.entries("u1", CatalogKind::McpServer).await.unwrap();
+        assert_eq!(servers[0].0, "docs");
     }
 
     #[tokio::test]
