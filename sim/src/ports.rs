@@ -11,11 +11,12 @@ use longrun_domain::{Doc, DocMeta, Event, IterationRecord, PadEntry, RunChange, 
 use longrun_domain::{DocHit, Notification, OutcomeMessage};
 use longrun_local::{InMemoryRunStore, InboxNotifier};
 use longrun_ports::{
-    CatalogKind, ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, Enqueued, FaultPoint, Faults, Inbox,
-    Notifier, NotifyError, QueueError, RunLog, RunQuery, ScheduleStore, StepMessage, StepQueue,
-    StoreError, UserCatalog, Workspace,
+    CatalogEntry, CatalogScope, ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, Enqueued, FaultPoint,
+    Faults, Inbox, Notifier, NotifyError, QueueError, RunLog, RunQuery, ScheduleStore, StepMessage,
+    StepQueue, StoreError, UserCatalog, Workspace,
 };
 use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, LlmRole, Usage};
+use longrun_ports::{QueueResult, StoreResult};
 use serde_json::{Value, json};
 
 use crate::Sim;
@@ -38,8 +39,8 @@ impl SimStore {
         &self,
         what: &str,
         run_id: Option<&str>,
-        write: impl std::future::Future<Output = Result<T, StoreError>>,
-    ) -> Result<T, StoreError> {
+        write: impl std::future::Future<Output = StoreResult<T>>,
+    ) -> StoreResult<T> {
         if self.sim.roll(15) {
             return Err(self.unavailable(what));
         }
@@ -67,23 +68,23 @@ impl SimStore {
 
 #[async_trait]
 impl RunLog for SimStore {
-    async fn create_run(&self, change: RunChange) -> Result<Run, StoreError> {
+    async fn create_run(&self, change: RunChange) -> StoreResult<Run> {
         self.write("create_run", None, self.inner.create_run(change))
             .await
     }
 
-    async fn get_run(&self, run_id: &str) -> Result<Option<Run>, StoreError> {
+    async fn get_run(&self, run_id: &str) -> StoreResult<Option<Run>> {
         if self.sim.roll(5) {
             return Err(self.unavailable("get_run"));
         }
         self.inner.get_run(run_id).await
     }
 
-    async fn list_runs(&self, user_id: &str, query: &RunQuery) -> Result<Vec<Run>, StoreError> {
+    async fn list_runs(&self, user_id: &str, query: &RunQuery) -> StoreResult<Vec<Run>> {
         self.inner.list_runs(user_id, query).await
     }
 
-    async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> Result<Run, StoreError> {
+    async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run> {
         self.write(
             "update_run",
             Some(run_id),
@@ -92,11 +93,7 @@ impl RunLog for SimStore {
         .await
     }
 
-    async fn update_run_deferred(
-        &self,
-        run_id: &str,
-        change: ChangeFn<'_>,
-    ) -> Result<Run, StoreError> {
+    async fn update_run_deferred(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run> {
         self.write(
             "update_run_deferred",
             Some(run_id),
@@ -105,12 +102,7 @@ impl RunLog for SimStore {
         .await
     }
 
-    async fn events(
-        &self,
-        run_id: &str,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<Event>, StoreError> {
+    async fn events(&self, run_id: &str, after: u64, limit: usize) -> StoreResult<Vec<Event>> {
         self.inner.events(run_id, after, limit).await
     }
 
@@ -119,31 +111,26 @@ impl RunLog for SimStore {
         run_id: &str,
         after: u32,
         limit: usize,
-    ) -> Result<Vec<IterationRecord>, StoreError> {
+    ) -> StoreResult<Vec<IterationRecord>> {
         self.inner.iterations(run_id, after, limit).await
     }
 
-    async fn active_runs(&self, user_id: &str) -> Result<u32, StoreError> {
+    async fn active_runs(&self, user_id: &str) -> StoreResult<u32> {
         self.inner.active_runs(user_id).await
     }
 
-    async fn stale_runs(&self, updated_before: i64, limit: usize) -> Result<Vec<Run>, StoreError> {
+    async fn stale_runs(&self, updated_before: i64, limit: usize) -> StoreResult<Vec<Run>> {
         self.inner.stale_runs(updated_before, limit).await
     }
 }
 
 #[async_trait]
 impl Workspace for SimStore {
-    async fn docs(
-        &self,
-        run_id: &str,
-        prefix: &str,
-        limit: usize,
-    ) -> Result<Vec<DocMeta>, StoreError> {
+    async fn docs(&self, run_id: &str, prefix: &str, limit: usize) -> StoreResult<Vec<DocMeta>> {
         self.inner.docs(run_id, prefix, limit).await
     }
 
-    async fn doc(&self, run_id: &str, path: &str) -> Result<Option<Doc>, StoreError> {
+    async fn doc(&self, run_id: &str, path: &str) -> StoreResult<Option<Doc>> {
         self.inner.doc(run_id, path).await
     }
 
@@ -152,54 +139,50 @@ impl Workspace for SimStore {
         run_id: &str,
         query: &str,
         limit: usize,
-    ) -> Result<Vec<DocHit>, StoreError> {
+    ) -> StoreResult<Vec<DocHit>> {
         self.inner.search_docs(run_id, query, limit).await
     }
 
-    async fn scratchpad(&self, run_id: &str, last: usize) -> Result<Vec<PadEntry>, StoreError> {
+    async fn scratchpad(&self, run_id: &str, last: usize) -> StoreResult<Vec<PadEntry>> {
         self.inner.scratchpad(run_id, last).await
     }
 }
 
 #[async_trait]
 impl Inbox for SimStore {
-    async fn put_notification(&self, n: &Notification) -> Result<bool, StoreError> {
+    async fn put_notification(&self, n: &Notification) -> StoreResult<bool> {
         self.write("put_notification", None, self.inner.put_notification(n))
             .await
     }
 
-    async fn notifications(
-        &self,
-        user_id: &str,
-        limit: usize,
-    ) -> Result<Vec<Notification>, StoreError> {
+    async fn notifications(&self, user_id: &str, limit: usize) -> StoreResult<Vec<Notification>> {
         self.inner.notifications(user_id, limit).await
     }
 
-    async fn mark_notification_read(&self, n: &Notification) -> Result<(), StoreError> {
+    async fn mark_notification_read(&self, n: &Notification) -> StoreResult<()> {
         self.inner.mark_notification_read(n).await
     }
 }
 
 #[async_trait]
 impl ScheduleStore for SimStore {
-    async fn put_schedule(&self, schedule: &Schedule) -> Result<(), StoreError> {
+    async fn put_schedule(&self, schedule: &Schedule) -> StoreResult<()> {
         self.inner.put_schedule(schedule).await
     }
 
-    async fn schedules(&self, user_id: &str) -> Result<Vec<Schedule>, StoreError> {
+    async fn schedules(&self, user_id: &str) -> StoreResult<Vec<Schedule>> {
         self.inner.schedules(user_id).await
     }
 
-    async fn delete_schedule(&self, user_id: &str, id: &str) -> Result<bool, StoreError> {
+    async fn delete_schedule(&self, user_id: &str, id: &str) -> StoreResult<bool> {
         self.inner.delete_schedule(user_id, id).await
     }
 
-    async fn due_schedules(&self, now: i64, limit: usize) -> Result<Vec<Schedule>, StoreError> {
+    async fn due_schedules(&self, now: i64, limit: usize) -> StoreResult<Vec<Schedule>> {
         self.inner.due_schedules(now, limit).await
     }
 
-    async fn advance_schedule(&self, next: &Schedule, from: i64) -> Result<bool, StoreError> {
+    async fn advance_schedule(&self, next: &Schedule, from: i64) -> StoreResult<bool> {
         self.inner.advance_schedule(next, from).await
     }
 }
@@ -208,35 +191,24 @@ impl ScheduleStore for SimStore {
 impl UserCatalog for SimStore {
     async fn put_entry(
         &self,
-        user_id: &str,
-        kind: CatalogKind,
+        scope: CatalogScope<'_>,
         key: &str,
         value: &Value,
-    ) -> Result<(), StoreError> {
-        self.inner.put_entry(user_id, kind, key, value).await
+    ) -> StoreResult<()> {
+        self.inner.put_entry(scope, key, value).await
     }
-    async fn entries(
-        &self,
-        user_id: &str,
-        kind: CatalogKind,
-    ) -> Result<Vec<(String, Value)>, StoreError> {
-        self.inner.entries(user_id, kind).await
+    async fn entries(&self, scope: CatalogScope<'_>) -> StoreResult<Vec<CatalogEntry>> {
+        self.inner.entries(scope).await
     }
-    async fn delete_entry(
-        &self,
-        user_id: &str,
-        kind: CatalogKind,
-        key: &str,
-    ) -> Result<bool, StoreError> {
-        self.inner.delete_entry(user_id, kind, key).await
+    async fn delete_entry(&self, scope: CatalogScope<'_>, key: &str) -> StoreResult<bool> {
+        self.inner.delete_entry(scope, key).await
     }
     async fn replace_entries(
         &self,
-        user_id: &str,
-        kind: CatalogKind,
-        entries: &[(String, Value)],
-    ) -> Result<(), StoreError> {
-        self.inner.replace_entries(user_id, kind, entries).await
+        scope: CatalogScope<'_>,
+        entries: &[CatalogEntry],
+    ) -> StoreResult<()> {
+        self.inner.replace_entries(scope, entries).await
     }
 }
 
@@ -313,7 +285,7 @@ impl StepQueue for SimQueue {
         msg: &StepMessage,
         dedup_id: &str,
         delay_ms: u64,
-    ) -> Result<Enqueued, QueueError> {
+    ) -> QueueResult<Enqueued> {
         if self.sim.roll(10) {
             self.sim.note(format!("queue: send {dedup_id} failed"));
             return Err(QueueError::Unavailable("simulated send failure".into()));
@@ -346,7 +318,7 @@ impl StepQueue for SimQueue {
         Ok(Enqueued::Sent)
     }
 
-    async fn receive(&self, max: usize, visibility_ms: u64) -> Result<Vec<Delivery>, QueueError> {
+    async fn receive(&self, max: usize, visibility_ms: u64) -> QueueResult<Vec<Delivery>> {
         if self.sim.roll(5) {
             return Err(QueueError::Unavailable("simulated receive failure".into()));
         }
@@ -408,7 +380,7 @@ impl StepQueue for SimQueue {
         Ok(out)
     }
 
-    async fn ack(&self, receipt: &str) -> Result<(), QueueError> {
+    async fn ack(&self, receipt: &str) -> QueueResult<()> {
         if self.sim.roll(20) {
             self.sim.note(format!("queue: ack {receipt} lost"));
             return Ok(());
@@ -427,7 +399,7 @@ impl StepQueue for SimQueue {
         }
     }
 
-    async fn extend(&self, receipt: &str, visibility_ms: u64) -> Result<(), QueueError> {
+    async fn extend(&self, receipt: &str, visibility_ms: u64) -> QueueResult<()> {
         let now = self.sim.clock.now_ms();
         let mut st = self.lock();
         match st

@@ -275,11 +275,8 @@ async fn a_step_lost_with_a_rolled_back_group_is_sent_again_without_a_restart() 
         .unwrap();
     let failed = db
         .write(|c| {
-            c.execute(
-                "INSERT INTO webhooks (user_id, body) VALUES ('x', '[]')",
-                [],
-            )
-            .map_err(unavailable)?;
+            c.execute("INSERT INTO active (user_id, count) VALUES ('x', 0)", [])
+                .map_err(unavailable)?;
             Err::<(), _>(longrun_ports::StoreError::Unavailable("disk full".into()))
         })
         .await;

@@ -4,6 +4,7 @@
 use async_trait::async_trait;
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::MessageSystemAttributeName;
+use longrun_ports::QueueResult;
 use longrun_ports::{Delivery, Enqueued, QueueError, StepMessage, StepQueue};
 
 use crate::{describe, error_code};
@@ -61,7 +62,7 @@ impl SqsStepQueue {
         &self.url
     }
 
-    async fn receive_one(&self, visibility_ms: u64) -> Result<Option<Delivery>, QueueError> {
+    async fn receive_one(&self, visibility_ms: u64) -> QueueResult<Option<Delivery>> {
         let out = self
             .client
             .receive_message()
@@ -102,7 +103,7 @@ impl StepQueue for SqsStepQueue {
         msg: &StepMessage,
         dedup: &str,
         delay_ms: u64,
-    ) -> Result<Enqueued, QueueError> {
+    ) -> QueueResult<Enqueued> {
         if delay_ms > 0 {
             // FIFO queues only have a queue-wide delay.
             return Err(QueueError::Unsupported("per-message delay on a FIFO queue"));
@@ -126,7 +127,7 @@ impl StepQueue for SqsStepQueue {
     /// a batch, but never a group's next message while one is in flight, so single receives
     /// keep the port's one-in-flight-per-run contract. (Lambda's own poller batches; the
     /// worker handler orders a group's records itself.)
-    async fn receive(&self, max: usize, visibility_ms: u64) -> Result<Vec<Delivery>, QueueError> {
+    async fn receive(&self, max: usize, visibility_ms: u64) -> QueueResult<Vec<Delivery>> {
         let mut out = vec![];
         while out.len() < max {
             let got = self.receive_one(visibility_ms).await?;
@@ -138,7 +139,7 @@ impl StepQueue for SqsStepQueue {
         Ok(out)
     }
 
-    async fn ack(&self, receipt: &str) -> Result<(), QueueError> {
+    async fn ack(&self, receipt: &str) -> QueueResult<()> {
         self.client
             .delete_message()
             .queue_url(&self.url)
@@ -149,7 +150,7 @@ impl StepQueue for SqsStepQueue {
             .map_err(|e| stale_or_unavailable(error_code(&e), describe(&e)))
     }
 
-    async fn extend(&self, receipt: &str, visibility_ms: u64) -> Result<(), QueueError> {
+    async fn extend(&self, receipt: &str, visibility_ms: u64) -> QueueResult<()> {
         self.client
             .change_message_visibility()
             .queue_url(&self.url)

@@ -194,6 +194,19 @@ pub fn guarded_client(
         .build()
 }
 
+/// A guarded client for calls to a user's own endpoints (tools, MCP servers), with the policy
+/// it resolves through: connects within 5 s, answers within `timeout`.
+pub fn endpoint_client(
+    policy: FetchPolicy,
+    lookup: Arc<dyn HostLookup>,
+    timeout: Duration,
+) -> Result<(reqwest::Client, Arc<FetchPolicy>), String> {
+    let policy = Arc::new(policy);
+    let client = guarded_client(policy.clone(), lookup, Duration::from_secs(5), timeout)
+        .map_err(|e| e.to_string())?;
+    Ok((client, policy))
+}
+
 /// Reads at most `limit` bytes of the body; true when there was more.
 pub async fn read_limited(
     mut resp: reqwest::Response,

@@ -13,7 +13,7 @@ use longrun_ports::{McpConnector, McpToolSpec, Tool, ToolContext};
 use serde_json::{Value, json};
 use url::Url;
 
-use crate::{FetchPolicy, HostLookup, Refusal, fence, guarded_client, read_limited, refusal_in};
+use crate::{FetchPolicy, HostLookup, Refusal, endpoint_client, fence, read_limited, refusal_in};
 
 /// What we ask for in `initialize`; the server may answer with another version it supports.
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
@@ -100,14 +100,7 @@ impl HttpMcpClient {
         lookup: Arc<dyn HostLookup>,
         settings: McpSettings,
     ) -> Result<HttpMcpClient, String> {
-        let policy = Arc::new(policy);
-        let client = guarded_client(
-            policy.clone(),
-            lookup,
-            Duration::from_secs(5),
-            settings.timeout,
-        )
-        .map_err(|e| e.to_string())?;
+        let (client, policy) = endpoint_client(policy, lookup, settings.timeout)?;
         Ok(HttpMcpClient {
             client,
             policy,

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 use url::Url;
 
-use crate::{FetchPolicy, HostLookup, guarded_client, read_limited, refusal_in};
+use crate::{FetchPolicy, HostLookup, endpoint_client, read_limited, refusal_in};
 
 pub const SIGNATURE_HEADER: &str = "x-longrun-signature";
 pub const IDEMPOTENCY_HEADER: &str = "idempotency-key";
@@ -65,14 +65,7 @@ impl HttpToolFactory {
         lookup: Arc<dyn HostLookup>,
         settings: UserToolSettings,
     ) -> Result<HttpToolFactory, String> {
-        let policy = Arc::new(policy);
-        let client = guarded_client(
-            policy.clone(),
-            lookup,
-            Duration::from_secs(5),
-            settings.timeout,
-        )
-        .map_err(|e| e.to_string())?;
+        let (client, policy) = endpoint_client(policy, lookup, settings.timeout)?;
         Ok(HttpToolFactory {
             client,
             policy,

@@ -12,10 +12,12 @@ use longrun_domain::{
     Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange, Schedule,
 };
 use longrun_domain::{DocHit, Notification, sequence_events};
+use longrun_ports::{CatalogEntry, CatalogScope, QueueResult, StoreResult};
 use longrun_ports::{
     CatalogKind, ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, Enqueued, Inbox, QueueError, RunLog,
     RunQuery, ScheduleStore, StepMessage, StepQueue, StoreError, UserCatalog, Workspace,
 };
+use serde_json::Value;
 
 #[derive(Default)]
 struct State {
@@ -46,7 +48,7 @@ impl InMemoryRunStore {
     }
 }
 
-fn apply(state: &mut State, mut change: RunChange, base_seq: u64) -> Result<Run, StoreError> {
+fn apply(state: &mut State, mut change: RunChange, base_seq: u64) -> StoreResult<Run> {
     let user = change.run.user_id.clone();
     let count = state.active.get(&user).copied().unwrap_or(0);
     let count = match change.active {
@@ -101,7 +103,7 @@ pub(crate) fn run_matches(run: &Run, user_id: &str, q: &RunQuery) -> bool {
 
 #[async_trait]
 impl RunLog for InMemoryRunStore {
-    async fn create_run(&self, change: RunChange) -> Result<Run, StoreError> {
+    async fn create_run(&self, change: RunChange) -> StoreResult<Run> {
         let mut state = self.lock();
         if state.runs.contains_key(&change.run.id) {
             return Err(StoreError::Rejected(Rejection::Conflict(format!(
@@ -112,11 +114,11 @@ impl RunLog for InMemoryRunStore {
         apply(&mut state, change, 0)
     }
 
-    async fn get_run(&self, run_id: &str) -> Result<Option<Run>, StoreError> {
+    async fn get_run(&self, run_id: &str) -> StoreResult<Option<Run>> {
         Ok(self.lock().runs.get(run_id).cloned())
     }
 
-    async fn list_runs(&self, user_id: &str, q: &RunQuery) -> Result<Vec<Run>, StoreError> {
+    async fn list_runs(&self, user_id: &str, q: &RunQuery) -> StoreResult<Vec<Run>> {
         let state = self.lock();
         let mut runs: Vec<Run> = state
             .runs
@@ -129,7 +131,7 @@ impl RunLog for InMemoryRunStore {
         Ok(runs)
     }
 
-    async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> Result<Run, StoreError> {
+    async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run> {
         let mut state = self.lock();
         let run = state.runs.get(run_id).ok_or(Rejection::NotFound)?;
         let base = run.event_seq;
@@ -137,12 +139,7 @@ impl RunLog for InMemoryRunStore {
         apply(&mut state, c, base)
     }
 
-    async fn events(
-        &self,
-        run_id: &str,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<Event>, StoreError> {
+    async fn events(&self, run_id: &str, after: u64, limit: usize) -> StoreResult<Vec<Event>> {
         let state = self.lock();
         Ok(state
             .events
@@ -162,7 +159,7 @@ impl RunLog for InMemoryRunStore {
         run_id: &str,
         after: u32,
         limit: usize,
-    ) -> Result<Vec<IterationRecord>, StoreError> {
+    ) -> StoreResult<Vec<IterationRecord>> {
         let state = self.lock();
         Ok(state
             .iterations
@@ -176,11 +173,11 @@ impl RunLog for InMemoryRunStore {
             .unwrap_or_default())
     }
 
-    async fn active_runs(&self, user_id: &str) -> Result<u32, StoreError> {
+    async fn active_runs(&self, user_id: &str) -> StoreResult<u32> {
         Ok(self.lock().active.get(user_id).copied().unwrap_or(0))
     }
 
-    async fn stale_runs(&self, updated_before: i64, limit: usize) -> Result<Vec<Run>, StoreError> {
+    async fn stale_runs(&self, updated_before: i64, limit: usize) -> StoreResult<Vec<Run>> {
         let state = self.lock();
         let mut out: Vec<Run> = state
             .runs
@@ -196,12 +193,7 @@ impl RunLog for InMemoryRunStore {
 
 #[async_trait]
 impl Workspace for InMemoryRunStore {
-    async fn docs(
-        &self,
-        run_id: &str,
-        prefix: &str,
-        limit: usize,
-    ) -> Result<Vec<DocMeta>, StoreError> {
+    async fn docs(&self, run_id: &str, prefix: &str, limit: usize) -> StoreResult<Vec<DocMeta>> {
         let state = self.lock();
         Ok(state
             .docs
@@ -216,7 +208,7 @@ impl Workspace for InMemoryRunStore {
             .unwrap_or_default())
     }
 
-    async fn doc(&self, run_id: &str, path: &str) -> Result<Option<Doc>, StoreError> {
+    async fn doc(&self, run_id: &str, path: &str) -> StoreResult<Option<Doc>> {
         Ok(self
             .lock()
             .docs
@@ -230,7 +222,7 @@ impl Workspace for InMemoryRunStore {
         run_id: &str,
         query: &str,
         limit: usize,
-    ) -> Result<Vec<DocHit>, StoreError> {
+    ) -> StoreResult<Vec<DocHit>> {
         let state = self.lock();
         Ok(state
             .docs
@@ -244,7 +236,7 @@ impl Workspace for InMemoryRunStore {
             .unwrap_or_default())
     }
 
-    async fn scratchpad(&self, run_id: &str, last: usize) -> Result<Vec<PadEntry>, StoreError> {
+    async fn scratchpad(&self, run_id: &str, last: usize) -> StoreResult<Vec<PadEntry>> {
         let state = self.lock();
         let mut out: Vec<PadEntry> = state
             .pads
@@ -258,7 +250,7 @@ impl Workspace for InMemoryRunStore {
 
 #[async_trait]
 impl Inbox for InMemoryRunStore {
-    async fn put_notification(&self, n: &Notification) -> Result<bool, StoreError> {
+    async fn put_notification(&self, n: &Notification) -> StoreResult<bool> {
         let mut state = self.lock();
         if state.notifications.contains_key(&n.id) {
             return Ok(false);
@@ -267,11 +259,7 @@ impl Inbox for InMemoryRunStore {
         Ok(true)
     }
 
-    async fn notifications(
-        &self,
-        user_id: &str,
-        limit: usize,
-    ) -> Result<Vec<Notification>, StoreError> {
+    async fn notifications(&self, user_id: &str, limit: usize) -> StoreResult<Vec<Notification>> {
         let state = self.lock();
         let mut out: Vec<Notification> = state
             .notifications
@@ -284,7 +272,7 @@ impl Inbox for InMemoryRunStore {
         Ok(out)
     }
 
-    async fn mark_notification_read(&self, n: &Notification) -> Result<(), StoreError> {
+    async fn mark_notification_read(&self, n: &Notification) -> StoreResult<()> {
         if let Some(kept) = self.lock().notifications.get_mut(&n.id)
             && kept.user_id == n.user_id
         {
@@ -296,14 +284,14 @@ impl Inbox for InMemoryRunStore {
 
 #[async_trait]
 impl ScheduleStore for InMemoryRunStore {
-    async fn put_schedule(&self, schedule: &Schedule) -> Result<(), StoreError> {
+    async fn put_schedule(&self, schedule: &Schedule) -> StoreResult<()> {
         self.lock()
             .schedules
             .insert(schedule.id.clone(), schedule.clone());
         Ok(())
     }
 
-    async fn schedules(&self, user_id: &str) -> Result<Vec<Schedule>, StoreError> {
+    async fn schedules(&self, user_id: &str) -> StoreResult<Vec<Schedule>> {
         let mut out: Vec<Schedule> = self
             .lock()
             .schedules
@@ -315,7 +303,7 @@ impl ScheduleStore for InMemoryRunStore {
         Ok(out)
     }
 
-    async fn delete_schedule(&self, user_id: &str, id: &str) -> Result<bool, StoreError> {
+    async fn delete_schedule(&self, user_id: &str, id: &str) -> StoreResult<bool> {
         let mut state = self.lock();
         if state
             .schedules
@@ -328,7 +316,7 @@ impl ScheduleStore for InMemoryRunStore {
         Ok(false)
     }
 
-    async fn due_schedules(&self, now: i64, limit: usize) -> Result<Vec<Schedule>, StoreError> {
+    async fn due_schedules(&self, now: i64, limit: usize) -> StoreResult<Vec<Schedule>> {
         let mut out: Vec<Schedule> = self
             .lock()
             .schedules
@@ -341,7 +329,7 @@ impl ScheduleStore for InMemoryRunStore {
         Ok(out)
     }
 
-    async fn advance_schedule(&self, next: &Schedule, from: i64) -> Result<bool, StoreError> {
+    async fn advance_schedule(&self, next: &Schedule, from: i64) -> StoreResult<bool> {
         let mut state = self.lock();
         match state.schedules.get_mut(&next.id) {
             Some(s) if s.next_at == from => {
@@ -357,22 +345,19 @@ impl ScheduleStore for InMemoryRunStore {
 impl UserCatalog for InMemoryRunStore {
     async fn put_entry(
         &self,
-        user_id: &str,
-        kind: CatalogKind,
+        scope: CatalogScope<'_>,
         key: &str,
-        value: &serde_json::Value,
-    ) -> Result<(), StoreError> {
+        value: &Value,
+    ) -> StoreResult<()> {
+        let CatalogScope { user_id, kind } = scope;
         self.lock()
             .catalog
             .insert((user_id.to_string(), kind, key.to_string()), value.clone());
         Ok(())
     }
 
-    async fn entries(
-        &self,
-        user_id: &str,
-        kind: CatalogKind,
-    ) -> Result<Vec<(String, serde_json::Value)>, StoreError> {
+    async fn entries(&self, scope: CatalogScope<'_>) -> StoreResult<Vec<CatalogEntry>> {
+        let CatalogScope { user_id, kind } = scope;
         Ok(self
             .lock()
             .catalog
@@ -382,12 +367,8 @@ impl UserCatalog for InMemoryRunStore {
             .collect())
     }
 
-    async fn delete_entry(
-        &self,
-        user_id: &str,
-        kind: CatalogKind,
-        key: &str,
-    ) -> Result<bool, StoreError> {
+    async fn delete_entry(&self, scope: CatalogScope<'_>, key: &str) -> StoreResult<bool> {
+        let CatalogScope { user_id, kind } = scope;
         Ok(self
             .lock()
             .catalog
@@ -397,10 +378,10 @@ impl UserCatalog for InMemoryRunStore {
 
     async fn replace_entries(
         &self,
-        user_id: &str,
-        kind: CatalogKind,
-        entries: &[(String, serde_json::Value)],
-    ) -> Result<(), StoreError> {
+        scope: CatalogScope<'_>,
+        entries: &[CatalogEntry],
+    ) -> StoreResult<()> {
+        let CatalogScope { user_id, kind } = scope;
         let mut state = self.lock();
         state
             .catalog
@@ -480,7 +461,7 @@ impl StepQueue for InMemoryStepQueue {
         msg: &StepMessage,
         dedup_id: &str,
         delay_ms: u64,
-    ) -> Result<Enqueued, QueueError> {
+    ) -> QueueResult<Enqueued> {
         let now = self.clock.now_ms();
         let body =
             serde_json::to_string(msg).map_err(|e| QueueError::Unavailable(e.to_string()))?;
@@ -504,7 +485,7 @@ impl StepQueue for InMemoryStepQueue {
         Ok(Enqueued::Sent)
     }
 
-    async fn receive(&self, max: usize, visibility_ms: u64) -> Result<Vec<Delivery>, QueueError> {
+    async fn receive(&self, max: usize, visibility_ms: u64) -> QueueResult<Vec<Delivery>> {
         let now = self.clock.now_ms();
         let mut s = self.lock();
         let mut seen_groups = std::collections::HashSet::new();
@@ -544,7 +525,7 @@ impl StepQueue for InMemoryStepQueue {
         Ok(out)
     }
 
-    async fn ack(&self, receipt: &str) -> Result<(), QueueError> {
+    async fn ack(&self, receipt: &str) -> QueueResult<()> {
         let mut s = self.lock();
         let before = s.messages.len();
         s.messages.retain(|m| m.receipt.as_deref() != Some(receipt));
@@ -554,7 +535,7 @@ impl StepQueue for InMemoryStepQueue {
         Ok(())
     }
 
-    async fn extend(&self, receipt: &str, visibility_ms: u64) -> Result<(), QueueError> {
+    async fn extend(&self, receipt: &str, visibility_ms: u64) -> QueueResult<()> {
         let now = self.clock.now_ms();
         let mut s = self.lock();
         let m = s

@@ -18,11 +18,12 @@ pub use llm::{
 };
 pub use notify::{Notifier, NotifyError};
 pub use queue::{
-    DEDUP_WINDOW_MS, Delivery, Enqueued, QueueError, StepMessage, StepQueue, StepReason,
+    DEDUP_WINDOW_MS, Delivery, Enqueued, QueueError, QueueResult, StepMessage, StepQueue,
+    StepReason,
 };
 pub use store::{
-    CatalogExt, CatalogKind, ChangeFn, Inbox, RunLog, RunQuery, ScheduleStore, Store, StoreError,
-    UserCatalog, Workspace,
+    CatalogEntry, CatalogExt, CatalogKind, CatalogScope, ChangeFn, Inbox, RunLog, RunQuery,
+    ScheduleStore, Store, StoreError, StoreResult, UserCatalog, Workspace,
 };
 pub use tools::{McpConnector, McpToolSpec, Tool, ToolContext, ToolFactory};
 

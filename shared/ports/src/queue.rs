@@ -75,6 +75,8 @@ pub enum QueueError {
     Unsupported(&'static str),
 }
 
+pub type QueueResult<T> = Result<T, QueueError>;
+
 impl QueueError {
     pub fn is_retryable(&self) -> bool {
         matches!(self, QueueError::Unavailable(_))
@@ -93,7 +95,7 @@ pub trait StepQueue: Send + Sync {
         msg: &StepMessage,
         dedup_id: &str,
         delay_ms: u64,
-    ) -> Result<Enqueued, QueueError>;
+    ) -> QueueResult<Enqueued>;
     /// `enqueue` for a send a crash may lose harmlessly because the message that caused it is
     /// not yet acknowledged (it is redelivered and re-sends). Defaults to `enqueue`.
     async fn enqueue_deferred(
@@ -101,11 +103,11 @@ pub trait StepQueue: Send + Sync {
         msg: &StepMessage,
         dedup_id: &str,
         delay_ms: u64,
-    ) -> Result<Enqueued, QueueError> {
+    ) -> QueueResult<Enqueued> {
         self.enqueue(msg, dedup_id, delay_ms).await
     }
-    async fn receive(&self, max: usize, visibility_ms: u64) -> Result<Vec<Delivery>, QueueError>;
-    async fn ack(&self, receipt: &str) -> Result<(), QueueError>;
+    async fn receive(&self, max: usize, visibility_ms: u64) -> QueueResult<Vec<Delivery>>;
+    async fn ack(&self, receipt: &str) -> QueueResult<()>;
     /// Sets the message's remaining invisibility (0 releases it now).
-    async fn extend(&self, receipt: &str, visibility_ms: u64) -> Result<(), QueueError>;
+    async fn extend(&self, receipt: &str, visibility_ms: u64) -> QueueResult<()>;
 }

@@ -11,6 +11,7 @@ use longrun_domain::{
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -24,6 +25,8 @@ pub enum StoreError {
     #[error("stored data is unreadable: {0}")]
     Corrupt(String),
 }
+
+pub type StoreResult<T> = Result<T, StoreError>;
 
 impl StoreError {
     pub fn is_retryable(&self) -> bool {
@@ -51,74 +54,56 @@ pub struct RunQuery {
 /// whenever it retries, and returns `Rejected` when the change function says no.
 #[async_trait]
 pub trait RunLog: Send + Sync {
-    async fn create_run(&self, change: RunChange) -> Result<Run, StoreError>;
-    async fn get_run(&self, run_id: &str) -> Result<Option<Run>, StoreError>;
-    async fn list_runs(&self, user_id: &str, query: &RunQuery) -> Result<Vec<Run>, StoreError>;
-    async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> Result<Run, StoreError>;
+    async fn create_run(&self, change: RunChange) -> StoreResult<Run>;
+    async fn get_run(&self, run_id: &str) -> StoreResult<Option<Run>>;
+    async fn list_runs(&self, user_id: &str, query: &RunQuery) -> StoreResult<Vec<Run>>;
+    async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run>;
     /// `update_run` for a change a crash may lose harmlessly: a claim (the lease is taken
     /// again) or an iteration commit whose message is not yet acknowledged (the message is
     /// redelivered and the iteration redone). Stores that batch durability may acknowledge it
     /// before it is durable; it becomes durable no later than the next `update_run`, and a
     /// crash loses it only together with every later write.
-    async fn update_run_deferred(
-        &self,
-        run_id: &str,
-        change: ChangeFn<'_>,
-    ) -> Result<Run, StoreError> {
+    async fn update_run_deferred(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run> {
         self.update_run(run_id, change).await
     }
-    async fn events(
-        &self,
-        run_id: &str,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<Event>, StoreError>;
+    async fn events(&self, run_id: &str, after: u64, limit: usize) -> StoreResult<Vec<Event>>;
     async fn iterations(
         &self,
         run_id: &str,
         after: u32,
         limit: usize,
-    ) -> Result<Vec<IterationRecord>, StoreError>;
-    async fn active_runs(&self, user_id: &str) -> Result<u32, StoreError>;
+    ) -> StoreResult<Vec<IterationRecord>>;
+    async fn active_runs(&self, user_id: &str) -> StoreResult<u32>;
     /// Runs the sweeper may have to nudge, oldest write first: claimable (a next step is owed)
     /// or with an outcome not yet published, and not written since `updated_before`.
-    async fn stale_runs(&self, updated_before: i64, limit: usize) -> Result<Vec<Run>, StoreError>;
+    async fn stale_runs(&self, updated_before: i64, limit: usize) -> StoreResult<Vec<Run>>;
 }
 
 /// A run's workspace documents and scratchpad, as committed by `RunLog::update_run`.
 #[async_trait]
 pub trait Workspace: Send + Sync {
-    async fn docs(
-        &self,
-        run_id: &str,
-        prefix: &str,
-        limit: usize,
-    ) -> Result<Vec<DocMeta>, StoreError>;
-    async fn doc(&self, run_id: &str, path: &str) -> Result<Option<Doc>, StoreError>;
+    async fn docs(&self, run_id: &str, prefix: &str, limit: usize) -> StoreResult<Vec<DocMeta>>;
+    async fn doc(&self, run_id: &str, path: &str) -> StoreResult<Option<Doc>>;
     /// Matches as `longrun_domain::doc_hit` does.
     async fn search_docs(
         &self,
         run_id: &str,
         query: &str,
         limit: usize,
-    ) -> Result<Vec<DocHit>, StoreError>;
+    ) -> StoreResult<Vec<DocHit>>;
     /// The last `last` scratchpad entries, oldest first.
-    async fn scratchpad(&self, run_id: &str, last: usize) -> Result<Vec<PadEntry>, StoreError>;
+    async fn scratchpad(&self, run_id: &str, last: usize) -> StoreResult<Vec<PadEntry>>;
 }
 
 /// The in-app notifications of each user.
 #[async_trait]
 pub trait Inbox: Send + Sync {
     /// Idempotent on `id`: returns false when it already existed.
-    async fn put_notification(&self, n: &Notification) -> Result<bool, StoreError>;
-    async fn notifications(
-        &self,
-        user_id: &str,
-        limit: usize,
-    ) -> Result<Vec<Notification>, StoreError>;
+    async fn put_notification(&self, n: &Notification) -> StoreResult<bool>;
+    async fn notifications(&self, user_id: &str, limit: usize) -> StoreResult<Vec<Notification>>;
     /// Marks one of `n.user_id`'s notifications read (as listed by `notifications`);
     /// idempotent, and a no-op for a notification that is gone.
-    async fn mark_notification_read(&self, n: &Notification) -> Result<(), StoreError>;
+    async fn mark_notification_read(&self, n: &Notification) -> StoreResult<()>;
 }
 
 /// The kinds of record a user keeps in their catalog.
@@ -145,54 +130,49 @@ impl CatalogKind {
     }
 }
 
+/// One user's entries of one kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CatalogScope<'a> {
+    pub user_id: &'a str,
+    pub kind: CatalogKind,
+}
+
+/// An entry's key and its value.
+pub type CatalogEntry = (String, Value);
+
 /// One keyed collection per user and kind: what a user registers once for all their runs.
 /// Values are opaque JSON to the store; `CatalogExt` gives the typed view.
 #[async_trait]
 pub trait UserCatalog: Send + Sync {
     /// Creates or replaces the entry under `key`.
-    async fn put_entry(
-        &self,
-        user_id: &str,
-        kind: CatalogKind,
-        key: &str,
-        value: &serde_json::Value,
-    ) -> Result<(), StoreError>;
+    async fn put_entry(&self, scope: CatalogScope<'_>, key: &str, value: &Value)
+    -> StoreResult<()>;
     /// The user's entries of that kind, by key.
-    async fn entries(
-        &self,
-        user_id: &str,
-        kind: CatalogKind,
-    ) -> Result<Vec<(String, serde_json::Value)>, StoreError>;
+    async fn entries(&self, scope: CatalogScope<'_>) -> StoreResult<Vec<CatalogEntry>>;
     /// False when there was no such entry.
-    async fn delete_entry(
-        &self,
-        user_id: &str,
-        kind: CatalogKind,
-        key: &str,
-    ) -> Result<bool, StoreError>;
+    async fn delete_entry(&self, scope: CatalogScope<'_>, key: &str) -> StoreResult<bool>;
     /// Replaces every entry of that kind at once (atomically where the store can).
     async fn replace_entries(
         &self,
-        user_id: &str,
-        kind: CatalogKind,
-        entries: &[(String, serde_json::Value)],
-    ) -> Result<(), StoreError>;
+        scope: CatalogScope<'_>,
+        entries: &[CatalogEntry],
+    ) -> StoreResult<()>;
 }
 
 /// Scheduled run templates and the due scan.
 #[async_trait]
 pub trait ScheduleStore: Send + Sync {
     /// Creates or replaces the schedule.
-    async fn put_schedule(&self, schedule: &Schedule) -> Result<(), StoreError>;
-    async fn schedules(&self, user_id: &str) -> Result<Vec<Schedule>, StoreError>;
+    async fn put_schedule(&self, schedule: &Schedule) -> StoreResult<()>;
+    async fn schedules(&self, user_id: &str) -> StoreResult<Vec<Schedule>>;
     /// False when the user has no such schedule.
-    async fn delete_schedule(&self, user_id: &str, id: &str) -> Result<bool, StoreError>;
+    async fn delete_schedule(&self, user_id: &str, id: &str) -> StoreResult<bool>;
     /// Schedules whose `next_at` is at or before `now`, earliest first.
-    async fn due_schedules(&self, now: i64, limit: usize) -> Result<Vec<Schedule>, StoreError>;
+    async fn due_schedules(&self, now: i64, limit: usize) -> StoreResult<Vec<Schedule>>;
     /// Stores `next` only while the stored schedule still has `next_at == from`: of two
     /// sweepers that saw the same occurrence, one advances it. False when it moved already
     /// (or was deleted).
-    async fn advance_schedule(&self, next: &Schedule, from: i64) -> Result<bool, StoreError>;
+    async fn advance_schedule(&self, next: &Schedule, from: i64) -> StoreResult<bool>;
 }
 
 /// Everything one database holds; what wiring passes around. Use cases and the engine take
@@ -201,13 +181,15 @@ pub trait Store: RunLog + Workspace + Inbox + UserCatalog + ScheduleStore {}
 
 impl<T: RunLog + Workspace + Inbox + UserCatalog + ScheduleStore + ?Sized> Store for T {}
 
-fn encode<T: Serialize>(v: &T) -> Result<serde_json::Value, StoreError> {
+fn scope(user_id: &str, kind: CatalogKind) -> CatalogScope<'_> {
+    CatalogScope { user_id, kind }
+}
+
+fn encode<T: Serialize>(v: &T) -> StoreResult<Value> {
     serde_json::to_value(v).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
-fn decode<T: DeserializeOwned>(
-    entries: Vec<(String, serde_json::Value)>,
-) -> Result<Vec<T>, StoreError> {
+fn decode<T: DeserializeOwned>(entries: Vec<(String, Value)>) -> StoreResult<Vec<T>> {
     entries
         .into_iter()
         .map(|(_, v)| serde_json::from_value(v).map_err(|e| StoreError::Corrupt(e.to_string())))
@@ -218,49 +200,47 @@ fn decode<T: DeserializeOwned>(
 #[async_trait]
 pub trait CatalogExt: UserCatalog {
     /// Creates or replaces the user's tool of that name.
-    async fn put_tool(&self, user_id: &str, tool: &UserTool) -> Result<(), StoreError> {
-        self.put_entry(user_id, CatalogKind::Tool, &tool.name, &encode(tool)?)
+    async fn put_tool(&self, user_id: &str, tool: &UserTool) -> StoreResult<()> {
+        let value = encode(tool)?;
+        self.put_entry(scope(user_id, CatalogKind::Tool), &tool.name, &value)
             .await
     }
     /// The user's tools, by name.
-    async fn tools(&self, user_id: &str) -> Result<Vec<UserTool>, StoreError> {
-        decode(self.entries(user_id, CatalogKind::Tool).await?)
+    async fn tools(&self, user_id: &str) -> StoreResult<Vec<UserTool>> {
+        decode(self.entries(scope(user_id, CatalogKind::Tool)).await?)
     }
     /// False when the user has no such tool.
-    async fn delete_tool(&self, user_id: &str, name: &str) -> Result<bool, StoreError> {
-        self.delete_entry(user_id, CatalogKind::Tool, name).await
+    async fn delete_tool(&self, user_id: &str, name: &str) -> StoreResult<bool> {
+        self.delete_entry(scope(user_id, CatalogKind::Tool), name)
+            .await
     }
     /// Creates or replaces the user's MCP server of that name.
-    async fn put_mcp_server(&self, user_id: &str, server: &McpServer) -> Result<(), StoreError> {
-        self.put_entry(
-            user_id,
-            CatalogKind::McpServer,
-            &server.name,
-            &encode(server)?,
-        )
-        .await
+    async fn put_mcp_server(&self, user_id: &str, server: &McpServer) -> StoreResult<()> {
+        let value = encode(server)?;
+        self.put_entry(scope(user_id, CatalogKind::McpServer), &server.name, &value)
+            .await
     }
     /// The user's MCP servers, by name.
-    async fn mcp_servers(&self, user_id: &str) -> Result<Vec<McpServer>, StoreError> {
-        decode(self.entries(user_id, CatalogKind::McpServer).await?)
+    async fn mcp_servers(&self, user_id: &str) -> StoreResult<Vec<McpServer>> {
+        decode(self.entries(scope(user_id, CatalogKind::McpServer)).await?)
     }
     /// False when the user has no such server.
-    async fn delete_mcp_server(&self, user_id: &str, name: &str) -> Result<bool, StoreError> {
-        self.delete_entry(user_id, CatalogKind::McpServer, name)
+    async fn delete_mcp_server(&self, user_id: &str, name: &str) -> StoreResult<bool> {
+        self.delete_entry(scope(user_id, CatalogKind::McpServer), name)
             .await
     }
     /// Replaces the user's webhooks; their order is kept.
-    async fn put_webhooks(&self, user_id: &str, hooks: &[Webhook]) -> Result<(), StoreError> {
+    async fn put_webhooks(&self, user_id: &str, hooks: &[Webhook]) -> StoreResult<()> {
         let entries = hooks
             .iter()
             .enumerate()
             .map(|(i, h)| Ok((format!("{i:04}"), encode(h)?)))
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        self.replace_entries(user_id, CatalogKind::Webhook, &entries)
+            .collect::<StoreResult<Vec<_>>>()?;
+        self.replace_entries(scope(user_id, CatalogKind::Webhook), &entries)
             .await
     }
-    async fn webhooks(&self, user_id: &str) -> Result<Vec<Webhook>, StoreError> {
-        decode(self.entries(user_id, CatalogKind::Webhook).await?)
+    async fn webhooks(&self, user_id: &str) -> StoreResult<Vec<Webhook>> {
+        decode(self.entries(scope(user_id, CatalogKind::Webhook)).await?)
     }
 }
 

@@ -4,7 +4,7 @@ use super::*;
 
 #[async_trait]
 impl Inbox for DynamoDbRunStore {
-    async fn put_notification(&self, note: &Notification) -> Result<bool, StoreError> {
+    async fn put_notification(&self, note: &Notification) -> StoreResult<bool> {
         let pk = user_pk(&note.user_id);
         let expires = n(note.at / 1000 + NOTIFICATION_TTL_S);
         let marker = Put::builder()
@@ -44,11 +44,7 @@ impl Inbox for DynamoDbRunStore {
         }
     }
 
-    async fn notifications(
-        &self,
-        user_id: &str,
-        limit: usize,
-    ) -> Result<Vec<Notification>, StoreError> {
+    async fn notifications(&self, user_id: &str, limit: usize) -> StoreResult<Vec<Notification>> {
         if limit == 0 {
             return Ok(vec![]);
         }
@@ -58,7 +54,7 @@ impl Inbox for DynamoDbRunStore {
         items.iter().map(|i| from_attr(i, "body")).collect()
     }
 
-    async fn mark_notification_read(&self, note: &Notification) -> Result<(), StoreError> {
+    async fn mark_notification_read(&self, note: &Notification) -> StoreResult<()> {
         let read = Notification {
             read: true,
             ..note.clone()
@@ -84,7 +80,7 @@ impl Inbox for DynamoDbRunStore {
 
 #[async_trait]
 impl ScheduleStore for DynamoDbRunStore {
-    async fn put_schedule(&self, schedule: &Schedule) -> Result<(), StoreError> {
+    async fn put_schedule(&self, schedule: &Schedule) -> StoreResult<()> {
         self.client
             .put_item()
             .table_name(&self.table)
@@ -95,14 +91,14 @@ impl ScheduleStore for DynamoDbRunStore {
             .map_err(|e| unavailable(describe(&e)))
     }
 
-    async fn schedules(&self, user_id: &str) -> Result<Vec<Schedule>, StoreError> {
+    async fn schedules(&self, user_id: &str) -> StoreResult<Vec<Schedule>> {
         let items = self
             .with_prefix(user_pk(user_id), "SCHED#".into(), "body", usize::MAX, false)
             .await?;
         items.iter().map(|i| from_attr(i, "body")).collect()
     }
 
-    async fn delete_schedule(&self, user_id: &str, id: &str) -> Result<bool, StoreError> {
+    async fn delete_schedule(&self, user_id: &str, id: &str) -> StoreResult<bool> {
         let out = self
             .client
             .delete_item()
@@ -116,7 +112,7 @@ impl ScheduleStore for DynamoDbRunStore {
         Ok(out.attributes.is_some_and(|a| !a.is_empty()))
     }
 
-    async fn due_schedules(&self, now: i64, limit: usize) -> Result<Vec<Schedule>, StoreError> {
+    async fn due_schedules(&self, now: i64, limit: usize) -> StoreResult<Vec<Schedule>> {
         // `#` sorts before every digit-free suffix, so `{now}#~` bounds all ids due at `now`.
         let upto = format!("{}#~", stamp(now));
         let items = self
@@ -134,7 +130,7 @@ impl ScheduleStore for DynamoDbRunStore {
         items.iter().map(|i| from_attr(i, "body")).collect()
     }
 
-    async fn advance_schedule(&self, next: &Schedule, from: i64) -> Result<bool, StoreError> {
+    async fn advance_schedule(&self, next: &Schedule, from: i64) -> StoreResult<bool> {
         let result = self
             .client
             .put_item()
@@ -166,11 +162,11 @@ fn catalog_prefix(kind: CatalogKind) -> &'static str {
 impl UserCatalog for DynamoDbRunStore {
     async fn put_entry(
         &self,
-        user_id: &str,
-        kind: CatalogKind,
+        scope: CatalogScope<'_>,
         key: &str,
-        value: &serde_json::Value,
-    ) -> Result<(), StoreError> {
+        value: &Value,
+    ) -> StoreResult<()> {
+        let CatalogScope { user_id, kind } = scope;
         self.client
             .put_item()
             .table_name(&self.table)
@@ -183,11 +179,8 @@ impl UserCatalog for DynamoDbRunStore {
             .map_err(|e| unavailable(describe(&e)))
     }
 
-    async fn entries(
-        &self,
-        user_id: &str,
-        kind: CatalogKind,
-    ) -> Result<Vec<(String, serde_json::Value)>, StoreError> {
+    async fn entries(&self, scope: CatalogScope<'_>) -> StoreResult<Vec<CatalogEntry>> {
+        let CatalogScope { user_id, kind } = scope;
         let prefix = catalog_prefix(kind);
         let items = self
             .with_prefix(
@@ -207,12 +200,8 @@ impl UserCatalog for DynamoDbRunStore {
             .collect()
     }
 
-    async fn delete_entry(
-        &self,
-        user_id: &str,
-        kind: CatalogKind,
-        key: &str,
-    ) -> Result<bool, StoreError> {
+    async fn delete_entry(&self, scope: CatalogScope<'_>, key: &str) -> StoreResult<bool> {
+        let CatalogScope { user_id, kind } = scope;
         let out = self
             .client
             .delete_item()
@@ -228,12 +217,12 @@ impl UserCatalog for DynamoDbRunStore {
 
     async fn replace_entries(
         &self,
-        user_id: &str,
-        kind: CatalogKind,
-        entries: &[(String, serde_json::Value)],
-    ) -> Result<(), StoreError> {
+        scope: CatalogScope<'_>,
+        entries: &[CatalogEntry],
+    ) -> StoreResult<()> {
+        let CatalogScope { user_id, kind } = scope;
         let prefix = catalog_prefix(kind);
-        let old = self.entries(user_id, kind).await?;
+        let old = self.entries(scope).await?;
         let mut writes = vec![];
         for (key, _) in old
             .iter()
@@ -276,7 +265,7 @@ impl UserCatalog for DynamoDbRunStore {
     }
 }
 
-fn schedule_item(sc: &Schedule) -> Result<HashMap<String, Av>, StoreError> {
+fn schedule_item(sc: &Schedule) -> StoreResult<HashMap<String, Av>> {
     Ok(HashMap::from([
         ("PK".to_string(), s(user_pk(&sc.user_id))),
         ("SK".to_string(), s(format!("SCHED#{}", sc.id))),

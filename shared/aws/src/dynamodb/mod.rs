@@ -43,12 +43,14 @@ use longrun_domain::{
     Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange, Schedule,
 };
 use longrun_domain::{DocHit, Notification, sequence_events};
+use longrun_ports::{CatalogEntry, CatalogScope, StoreResult};
 use longrun_ports::{
     CatalogKind, ChangeFn, Inbox, RunLog, RunQuery, ScheduleStore, StoreError, UserCatalog,
     Workspace,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 use crate::capacity::{IndexSpec, Projection};
 use crate::{describe, error_code};
@@ -128,18 +130,18 @@ fn unavailable(e: impl std::fmt::Display) -> StoreError {
     StoreError::Unavailable(e.to_string())
 }
 
-fn to_json<T: Serialize>(v: &T) -> Result<String, StoreError> {
+fn to_json<T: Serialize>(v: &T) -> StoreResult<String> {
     serde_json::to_string(v).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
-fn attr<'a>(item: &'a HashMap<String, Av>, name: &str) -> Result<&'a str, StoreError> {
+fn attr<'a>(item: &'a HashMap<String, Av>, name: &str) -> StoreResult<&'a str> {
     item.get(name)
         .and_then(|v| v.as_s().ok())
         .map(String::as_str)
         .ok_or_else(|| StoreError::Corrupt(format!("item lacks string attribute {name}")))
 }
 
-fn num(item: &HashMap<String, Av>, name: &str) -> Result<u64, StoreError> {
+fn num(item: &HashMap<String, Av>, name: &str) -> StoreResult<u64> {
     item.get(name)
         .and_then(|v| v.as_n().ok())
         .and_then(|v| v.parse().ok())
@@ -147,14 +149,14 @@ fn num(item: &HashMap<String, Av>, name: &str) -> Result<u64, StoreError> {
 }
 
 /// The run id of a run item (or its index entry), from its key.
-fn run_id_of(item: &HashMap<String, Av>) -> Result<String, StoreError> {
+fn run_id_of(item: &HashMap<String, Av>) -> StoreResult<String> {
     attr(item, "PK")?
         .strip_prefix("RUN#")
         .map(str::to_string)
         .ok_or_else(|| StoreError::Corrupt("an index entry that is not a run".into()))
 }
 
-fn from_attr<T: DeserializeOwned>(item: &HashMap<String, Av>, name: &str) -> Result<T, StoreError> {
+fn from_attr<T: DeserializeOwned>(item: &HashMap<String, Av>, name: &str) -> StoreResult<T> {
     serde_json::from_str(attr(item, name)?).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
@@ -251,7 +253,7 @@ enum Slot {
 
 /// Deflated JSON: the run and iteration items are rewritten on every write and billed per KB,
 /// and their JSON compresses several-fold.
-fn pack<T: Serialize>(v: &T) -> Result<Av, StoreError> {
+fn pack<T: Serialize>(v: &T) -> StoreResult<Av> {
     let json = serde_json::to_vec(v).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     let mut enc = DeflateEncoder::new(Vec::with_capacity(json.len() / 3), Compression::best());
     enc.write_all(&json)
@@ -260,7 +262,7 @@ fn pack<T: Serialize>(v: &T) -> Result<Av, StoreError> {
         .map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
-fn unpack<T: DeserializeOwned>(item: &HashMap<String, Av>, name: &str) -> Result<T, StoreError> {
+fn unpack<T: DeserializeOwned>(item: &HashMap<String, Av>, name: &str) -> StoreResult<T> {
     let bytes = item
         .get(name)
         .and_then(|v| v.as_b().ok())
@@ -272,9 +274,7 @@ fn unpack<T: DeserializeOwned>(item: &HashMap<String, Av>, name: &str) -> Result
     serde_json::from_slice(&json).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
-fn put_item(
-    p: aws_sdk_dynamodb::types::builders::PutBuilder,
-) -> Result<TransactWriteItem, StoreError> {
+fn put_item(p: aws_sdk_dynamodb::types::builders::PutBuilder) -> StoreResult<TransactWriteItem> {
     Ok(TransactWriteItem::builder()
         .put(p.build().map_err(unavailable)?)
         .build())

@@ -4,7 +4,7 @@ use super::*;
 
 #[async_trait]
 impl RunLog for DynamoDbRunStore {
-    async fn create_run(&self, change: RunChange) -> Result<Run, StoreError> {
+    async fn create_run(&self, change: RunChange) -> StoreResult<Run> {
         match self.write(change, None, true).await {
             Ok(stored) => {
                 self.remember(&stored);
@@ -17,11 +17,11 @@ impl RunLog for DynamoDbRunStore {
         }
     }
 
-    async fn get_run(&self, run_id: &str) -> Result<Option<Run>, StoreError> {
+    async fn get_run(&self, run_id: &str) -> StoreResult<Option<Run>> {
         Ok(self.load(run_id).await?.map(|stored| stored.run))
     }
 
-    async fn list_runs(&self, user_id: &str, q: &RunQuery) -> Result<Vec<Run>, StoreError> {
+    async fn list_runs(&self, user_id: &str, q: &RunQuery) -> StoreResult<Vec<Run>> {
         let pk = user_pk(user_id);
         let before = q
             .before
@@ -57,16 +57,11 @@ impl RunLog for DynamoDbRunStore {
         self.runs_by_id(&ids).await
     }
 
-    async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> Result<Run, StoreError> {
+    async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run> {
         self.apply(run_id, change).await
     }
 
-    async fn events(
-        &self,
-        run_id: &str,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<Event>, StoreError> {
+    async fn events(&self, run_id: &str, after: u64, limit: usize) -> StoreResult<Vec<Event>> {
         if limit == 0 {
             return Ok(vec![]);
         }
@@ -152,12 +147,12 @@ impl RunLog for DynamoDbRunStore {
         run_id: &str,
         after: u32,
         limit: usize,
-    ) -> Result<Vec<IterationRecord>, StoreError> {
+    ) -> StoreResult<Vec<IterationRecord>> {
         self.log_entries(run_id, iter_sk(after + 1), false, limit, |log| log.rec)
             .await
     }
 
-    async fn active_runs(&self, user_id: &str) -> Result<u32, StoreError> {
+    async fn active_runs(&self, user_id: &str) -> StoreResult<u32> {
         let out = self
             .client
             .get_item()
@@ -171,7 +166,7 @@ impl RunLog for DynamoDbRunStore {
         Ok(out.item.map(|i| num(&i, "count")).transpose()?.unwrap_or(0) as u32)
     }
 
-    async fn stale_runs(&self, updated_before: i64, limit: usize) -> Result<Vec<Run>, StoreError> {
+    async fn stale_runs(&self, updated_before: i64, limit: usize) -> StoreResult<Vec<Run>> {
         // Every bucket up to the one holding `updated_before`; the runs themselves say which
         // were really not written since.
         let upto = stamp(sweep_bucket(updated_before) + SWEEP_BUCKET_MS);
@@ -202,12 +197,7 @@ impl RunLog for DynamoDbRunStore {
 
 #[async_trait]
 impl Workspace for DynamoDbRunStore {
-    async fn docs(
-        &self,
-        run_id: &str,
-        prefix: &str,
-        limit: usize,
-    ) -> Result<Vec<DocMeta>, StoreError> {
+    async fn docs(&self, run_id: &str, prefix: &str, limit: usize) -> StoreResult<Vec<DocMeta>> {
         if limit == 0 {
             return Ok(vec![]);
         }
@@ -223,7 +213,7 @@ impl Workspace for DynamoDbRunStore {
         items.iter().map(|i| from_attr(i, "meta")).collect()
     }
 
-    async fn doc(&self, run_id: &str, path: &str) -> Result<Option<Doc>, StoreError> {
+    async fn doc(&self, run_id: &str, path: &str) -> StoreResult<Option<Doc>> {
         let out = self
             .client
             .get_item()
@@ -242,7 +232,7 @@ impl Workspace for DynamoDbRunStore {
         run_id: &str,
         query: &str,
         limit: usize,
-    ) -> Result<Vec<DocHit>, StoreError> {
+    ) -> StoreResult<Vec<DocHit>> {
         let items = self
             .with_prefix(run_pk(run_id), "DOC#".into(), "doc", usize::MAX, false)
             .await?;
@@ -259,7 +249,7 @@ impl Workspace for DynamoDbRunStore {
         Ok(hits)
     }
 
-    async fn scratchpad(&self, run_id: &str, last: usize) -> Result<Vec<PadEntry>, StoreError> {
+    async fn scratchpad(&self, run_id: &str, last: usize) -> StoreResult<Vec<PadEntry>> {
         let mut out = self
             .log_entries(run_id, "ITER#".into(), true, last, |log| log.scratch)
             .await?;

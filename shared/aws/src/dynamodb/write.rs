@@ -31,7 +31,7 @@ impl DynamoDbRunStore {
         &self.table
     }
 
-    pub(super) async fn load(&self, run_id: &str) -> Result<Option<Stored>, StoreError> {
+    pub(super) async fn load(&self, run_id: &str) -> StoreResult<Option<Stored>> {
         let out = self
             .client
             .get_item()
@@ -61,7 +61,7 @@ impl DynamoDbRunStore {
         run: &Run,
         ver: u64,
         tail: &[Event],
-    ) -> Result<HashMap<String, Av>, StoreError> {
+    ) -> StoreResult<HashMap<String, Av>> {
         let mut item = HashMap::from([
             ("PK".to_string(), s(run_pk(&run.id))),
             ("SK".to_string(), s("RUN")),
@@ -220,7 +220,7 @@ impl DynamoDbRunStore {
         &self,
         change: &RunChange,
         events: &[Event],
-    ) -> Result<Option<(Slot, TransactWriteItem)>, StoreError> {
+    ) -> StoreResult<Option<(Slot, TransactWriteItem)>> {
         let run = &change.run;
         let committed = change
             .iteration
@@ -265,7 +265,7 @@ impl DynamoDbRunStore {
     pub(super) fn doc_items(
         &self,
         change: &RunChange,
-    ) -> Result<Vec<(Slot, TransactWriteItem)>, StoreError> {
+    ) -> StoreResult<Vec<(Slot, TransactWriteItem)>> {
         let pk = run_pk(&change.run.id);
         let mut docs: Vec<&Doc> = vec![];
         for d in change.docs.iter().rev() {
@@ -287,11 +287,7 @@ impl DynamoDbRunStore {
             .collect()
     }
 
-    pub(super) async fn apply(
-        &self,
-        run_id: &str,
-        change: ChangeFn<'_>,
-    ) -> Result<Run, StoreError> {
+    pub(super) async fn apply(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run> {
         let mut release_counter = true;
         let mut cached = self.cache().get(run_id).cloned();
         for attempt in 0..MAX_ATTEMPTS {
@@ -334,7 +330,7 @@ impl DynamoDbRunStore {
     }
 
     /// The runs of `ids` that exist, in that order, read consistently in batches of 100.
-    pub(super) async fn runs_by_id(&self, ids: &[String]) -> Result<Vec<Run>, StoreError> {
+    pub(super) async fn runs_by_id(&self, ids: &[String]) -> StoreResult<Vec<Run>> {
         let mut found: HashMap<String, Run> = HashMap::with_capacity(ids.len());
         for chunk in ids.chunks(100) {
             let mut keys: Vec<HashMap<String, Av>> = chunk
@@ -394,8 +390,8 @@ impl DynamoDbRunStore {
         descending: bool,
         page: usize,
         keys_only: bool,
-        mut visit: impl FnMut(&HashMap<String, Av>) -> Result<bool, StoreError>,
-    ) -> Result<(), StoreError> {
+        mut visit: impl FnMut(&HashMap<String, Av>) -> StoreResult<bool>,
+    ) -> StoreResult<()> {
         let pk = run_pk(run_id);
         let mut start: Option<HashMap<String, Av>> = None;
         loop {
@@ -438,7 +434,7 @@ impl DynamoDbRunStore {
         descending: bool,
         limit: usize,
         pick: impl Fn(LogItem) -> Option<T>,
-    ) -> Result<Vec<T>, StoreError> {
+    ) -> StoreResult<Vec<T>> {
         let mut out = vec![];
         if limit == 0 {
             return Ok(out);
@@ -466,7 +462,7 @@ impl DynamoDbRunStore {
             aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
         ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
         limit: usize,
-    ) -> Result<Vec<HashMap<String, Av>>, StoreError> {
+    ) -> StoreResult<Vec<HashMap<String, Av>>> {
         let mut out = vec![];
         let mut start: Option<HashMap<String, Av>> = None;
         loop {
@@ -494,7 +490,7 @@ impl DynamoDbRunStore {
         projection: &str,
         limit: usize,
         descending: bool,
-    ) -> Result<Vec<HashMap<String, Av>>, StoreError> {
+    ) -> StoreResult<Vec<HashMap<String, Av>>> {
         self.query_pages(
             |q| {
                 q.key_condition_expression("PK = :pk AND begins_with(SK, :prefix)")

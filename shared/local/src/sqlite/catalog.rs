@@ -4,7 +4,7 @@ use super::*;
 
 #[async_trait]
 impl ScheduleStore for SqliteRunStore {
-    async fn put_schedule(&self, schedule: &Schedule) -> Result<(), StoreError> {
+    async fn put_schedule(&self, schedule: &Schedule) -> StoreResult<()> {
         let body = to_json(schedule)?;
         self.db
             .write(|c| {
@@ -18,7 +18,7 @@ impl ScheduleStore for SqliteRunStore {
             .await
     }
 
-    async fn schedules(&self, user_id: &str) -> Result<Vec<Schedule>, StoreError> {
+    async fn schedules(&self, user_id: &str) -> StoreResult<Vec<Schedule>> {
         self.db
             .read(|c| {
                 query_json(
@@ -30,7 +30,7 @@ impl ScheduleStore for SqliteRunStore {
             .await
     }
 
-    async fn delete_schedule(&self, user_id: &str, id: &str) -> Result<bool, StoreError> {
+    async fn delete_schedule(&self, user_id: &str, id: &str) -> StoreResult<bool> {
         self.db
             .write(|c| {
                 c.execute(
@@ -43,7 +43,7 @@ impl ScheduleStore for SqliteRunStore {
             .await
     }
 
-    async fn due_schedules(&self, now: i64, limit: usize) -> Result<Vec<Schedule>, StoreError> {
+    async fn due_schedules(&self, now: i64, limit: usize) -> StoreResult<Vec<Schedule>> {
         self.db
             .read(|c| {
                 query_json(
@@ -55,7 +55,7 @@ impl ScheduleStore for SqliteRunStore {
             .await
     }
 
-    async fn advance_schedule(&self, next: &Schedule, from: i64) -> Result<bool, StoreError> {
+    async fn advance_schedule(&self, next: &Schedule, from: i64) -> StoreResult<bool> {
         let body = to_json(next)?;
         self.db
             .write(|c| {
@@ -74,11 +74,11 @@ impl ScheduleStore for SqliteRunStore {
 impl UserCatalog for SqliteRunStore {
     async fn put_entry(
         &self,
-        user_id: &str,
-        kind: CatalogKind,
+        scope: CatalogScope<'_>,
         key: &str,
-        value: &serde_json::Value,
-    ) -> Result<(), StoreError> {
+        value: &Value,
+    ) -> StoreResult<()> {
+        let CatalogScope { user_id, kind } = scope;
         let body = to_json(value)?;
         let (user, key) = (user_id.to_string(), key.to_string());
         self.db
@@ -93,11 +93,8 @@ impl UserCatalog for SqliteRunStore {
             .await
     }
 
-    async fn entries(
-        &self,
-        user_id: &str,
-        kind: CatalogKind,
-    ) -> Result<Vec<(String, serde_json::Value)>, StoreError> {
+    async fn entries(&self, scope: CatalogScope<'_>) -> StoreResult<Vec<CatalogEntry>> {
+        let CatalogScope { user_id, kind } = scope;
         self.db
             .read(|c| {
                 let mut stmt = c
@@ -119,12 +116,8 @@ impl UserCatalog for SqliteRunStore {
             .await
     }
 
-    async fn delete_entry(
-        &self,
-        user_id: &str,
-        kind: CatalogKind,
-        key: &str,
-    ) -> Result<bool, StoreError> {
+    async fn delete_entry(&self, scope: CatalogScope<'_>, key: &str) -> StoreResult<bool> {
+        let CatalogScope { user_id, kind } = scope;
         let (user, key) = (user_id.to_string(), key.to_string());
         self.db
             .write(move |c| {
@@ -140,14 +133,14 @@ impl UserCatalog for SqliteRunStore {
 
     async fn replace_entries(
         &self,
-        user_id: &str,
-        kind: CatalogKind,
-        entries: &[(String, serde_json::Value)],
-    ) -> Result<(), StoreError> {
+        scope: CatalogScope<'_>,
+        entries: &[CatalogEntry],
+    ) -> StoreResult<()> {
+        let CatalogScope { user_id, kind } = scope;
         let rows = entries
             .iter()
             .map(|(k, v)| Ok((k.clone(), to_json(v)?)))
-            .collect::<Result<Vec<_>, StoreError>>()?;
+            .collect::<StoreResult<Vec<_>>>()?;
         let user = user_id.to_string();
         self.db
             .write(move |c| {

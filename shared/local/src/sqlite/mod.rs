@@ -17,13 +17,15 @@ use longrun_domain::{
     Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange, Schedule,
 };
 use longrun_domain::{DocHit, Notification, sequence_events};
+use longrun_ports::{CatalogEntry, CatalogScope, QueueResult, StoreResult};
 use longrun_ports::{
-    CatalogKind, ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, Enqueued, Inbox, QueueError, RunLog,
-    RunQuery, ScheduleStore, StepMessage, StepQueue, StoreError, UserCatalog, Workspace,
+    ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, Enqueued, Inbox, QueueError, RunLog, RunQuery,
+    ScheduleStore, StepMessage, StepQueue, StoreError, UserCatalog, Workspace,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 use tokio::sync::watch;
 
 mod catalog;
@@ -226,11 +228,11 @@ fn unavailable(e: impl std::fmt::Display) -> StoreError {
     StoreError::Unavailable(e.to_string())
 }
 
-fn to_json<T: Serialize>(v: &T) -> Result<String, StoreError> {
+fn to_json<T: Serialize>(v: &T) -> StoreResult<String> {
     serde_json::to_string(v).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
-fn from_json<T: DeserializeOwned>(s: &str) -> Result<T, StoreError> {
+fn from_json<T: DeserializeOwned>(s: &str) -> StoreResult<T> {
     serde_json::from_str(s).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
@@ -242,7 +244,7 @@ fn query_json<T: DeserializeOwned>(
     conn: &Connection,
     sql: &str,
     params: &[&dyn rusqlite::ToSql],
-) -> Result<Vec<T>, StoreError> {
+) -> StoreResult<Vec<T>> {
     let mut st = conn.prepare_cached(sql).map_err(unavailable)?;
     let rows = st
         .query_map(params, |r| r.get::<_, String>(0))
@@ -261,18 +263,18 @@ fn exec(c: &Connection, sql: &str) -> rusqlite::Result<()> {
 }
 
 impl SqliteDb {
-    pub fn open(path: &Path) -> Result<Self, StoreError> {
+    pub fn open(path: &Path) -> StoreResult<Self> {
         let conn = Connection::open(path).map_err(unavailable)?;
         let mut wal = path.as_os_str().to_owned();
         wal.push("-wal");
         Self::init(conn, Some(wal.into()))
     }
 
-    pub fn open_in_memory() -> Result<Self, StoreError> {
+    pub fn open_in_memory() -> StoreResult<Self> {
         Self::init(Connection::open_in_memory().map_err(unavailable)?, None)
     }
 
-    fn init(conn: Connection, wal: Option<std::path::PathBuf>) -> Result<Self, StoreError> {
+    fn init(conn: Connection, wal: Option<std::path::PathBuf>) -> StoreResult<Self> {
         // One process owns the database: a second `serve` on the same data dir fails at once
         // instead of racing this one (the run cache relies on being the only writer).
         conn.pragma_update(None, "locking_mode", "EXCLUSIVE")
@@ -481,6 +483,7 @@ impl SqliteDb {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use longrun_ports::CatalogKind;
 
     async fn insert(db: &SqliteDb, id: &str) {
         db.write(|c| {
@@ -585,7 +588,7 @@ mod tests {
         assert_eq!(n, 2);
     }
 
-    fn put(c: &Connection, id: &str) -> Result<(), StoreError> {
+    fn put(c: &Connection, id: &str) -> StoreResult<()> {
         c.execute("INSERT INTO active (user_id, count) VALUES (?1, 0)", [id])
             .map(|_| ())
             .map_err(unavailable)
@@ -677,15 +680,33 @@ mod tests {
         let store = SqliteRunStore::new(db);
 
         // Assert
-        let hooks = store.entries("u1", CatalogKind::Webhook).await.unwrap();
+        let hooks = store
+            .entries(CatalogScope {
+                user_id: "u1",
+                kind: CatalogKind::Webhook,
+            })
+            .await
+            .unwrap();
         let urls: Vec<&str> = hooks
             .iter()
             .map(|(_, v)| v["url"].as_str().unwrap())
             .collect();
         assert_eq!(urls, ["https://a.example/h", "https://b.example/h"]);
-        let tools = store.entries("u1", CatalogKind::Tool).await.unwrap();
+        let tools = store
+            .entries(CatalogScope {
+                user_id: "u1",
+                kind: CatalogKind::Tool,
+            })
+            .await
+            .unwrap();
         assert_eq!(tools[0].0, "lookup");
-        let servers = store.entries("u1", CatalogKind::McpServer).await.unwrap();
+        let servers = store
+            .entries(CatalogScope {
+                user_id: "u1",
+                kind: CatalogKind::McpServer,
+            })
+            .await
+            .unwrap();
         assert_eq!(servers[0].0, "docs");
     }
 

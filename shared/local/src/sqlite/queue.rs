@@ -11,7 +11,7 @@ pub struct SqliteStepQueue {
 
 /// A receipt names one delivery: the message's seq and its receive count, so it is found by
 /// primary key and goes stale as soon as the message is delivered again.
-fn parse_receipt(receipt: &str) -> Result<(i64, u32), QueueError> {
+fn parse_receipt(receipt: &str) -> QueueResult<(i64, u32)> {
     receipt
         .split_once('-')
         .and_then(|(seq, count)| Some((seq.parse().ok()?, count.parse().ok()?)))
@@ -32,7 +32,7 @@ impl SqliteStepQueue {
     }
 
     /// Enqueues a raw body, as a broken producer might.
-    pub async fn enqueue_raw(&self, group: &str, body: &str) -> Result<(), QueueError> {
+    pub async fn enqueue_raw(&self, group: &str, body: &str) -> QueueResult<()> {
         self.db
             .write(|c| {
                 c.execute(
@@ -51,7 +51,7 @@ impl SqliteStepQueue {
         dedup_id: &str,
         delay_ms: u64,
         durable: bool,
-    ) -> Result<Enqueued, QueueError> {
+    ) -> QueueResult<Enqueued> {
         let now = self.clock.now_ms();
         let body = serde_json::to_string(msg).map_err(q_err)?;
         self.db
@@ -92,7 +92,7 @@ impl SqliteStepQueue {
 
     /// Runs that should be moving but have no live message (their send was lost in a crash),
     /// and runs whose outcome was never published. Read at start-up by `recover`.
-    pub async fn stranded(&self) -> Result<Vec<Run>, QueueError> {
+    pub async fn stranded(&self) -> QueueResult<Vec<Run>> {
         self.db
             .read(|c| {
                 query_json::<Run>(
@@ -111,7 +111,7 @@ impl SqliteStepQueue {
     /// At start-up every message in flight belongs to a worker of a process that is gone (the
     /// database is opened exclusively): they become visible now instead of after their
     /// visibility timeout. Returns how many.
-    pub async fn release_in_flight(&self) -> Result<usize, QueueError> {
+    pub async fn release_in_flight(&self) -> QueueResult<usize> {
         let now = self.clock.now_ms();
         self.db
             .write(|c| {
@@ -125,7 +125,7 @@ impl SqliteStepQueue {
     }
 
     /// Runs a worker holds a lease on; at start-up, those of a process that is gone.
-    pub async fn leased_runs(&self) -> Result<Vec<Run>, QueueError> {
+    pub async fn leased_runs(&self) -> QueueResult<Vec<Run>> {
         self.db
             .read(|c| {
                 query_json::<Run>(
@@ -138,7 +138,7 @@ impl SqliteStepQueue {
             .map_err(q_err)
     }
 
-    pub async fn dead_letters(&self) -> Result<Vec<String>, QueueError> {
+    pub async fn dead_letters(&self) -> QueueResult<Vec<String>> {
         self.db
             .read(|c| {
                 let mut st = c.prepare("SELECT body FROM queue WHERE dead = 1 ORDER BY seq")?;
@@ -157,7 +157,7 @@ impl StepQueue for SqliteStepQueue {
         msg: &StepMessage,
         dedup_id: &str,
         delay_ms: u64,
-    ) -> Result<Enqueued, QueueError> {
+    ) -> QueueResult<Enqueued> {
         self.send(msg, dedup_id, delay_ms, true).await
     }
 
@@ -166,11 +166,11 @@ impl StepQueue for SqliteStepQueue {
         msg: &StepMessage,
         dedup_id: &str,
         delay_ms: u64,
-    ) -> Result<Enqueued, QueueError> {
+    ) -> QueueResult<Enqueued> {
         self.send(msg, dedup_id, delay_ms, false).await
     }
 
-    async fn receive(&self, max: usize, visibility_ms: u64) -> Result<Vec<Delivery>, QueueError> {
+    async fn receive(&self, max: usize, visibility_ms: u64) -> QueueResult<Vec<Delivery>> {
         let now = self.clock.now_ms();
         let max_receives = self.max_receives;
         // Look before writing: an empty poll must not cost a transaction.
@@ -246,7 +246,7 @@ impl StepQueue for SqliteStepQueue {
             .await
     }
 
-    async fn ack(&self, receipt: &str) -> Result<(), QueueError> {
+    async fn ack(&self, receipt: &str) -> QueueResult<()> {
         let (seq, count) = parse_receipt(receipt)?;
         self.db
             .write_deferred(|c| {
@@ -262,7 +262,7 @@ impl StepQueue for SqliteStepQueue {
             .await
     }
 
-    async fn extend(&self, receipt: &str, visibility_ms: u64) -> Result<(), QueueError> {
+    async fn extend(&self, receipt: &str, visibility_ms: u64) -> QueueResult<()> {
         let (seq, count) = parse_receipt(receipt)?;
         let now = self.clock.now_ms();
         self.db

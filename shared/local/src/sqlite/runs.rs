@@ -41,7 +41,7 @@ impl SqliteRunStore {
     }
 
     /// The current run; call with the connection lock held (inside a db closure).
-    fn current(&self, conn: &Connection, run_id: &str) -> Result<Option<Arc<Run>>, StoreError> {
+    fn current(&self, conn: &Connection, run_id: &str) -> StoreResult<Option<Arc<Run>>> {
         if let Some(run) = self.cached(run_id) {
             return Ok(Some(run));
         }
@@ -66,12 +66,7 @@ impl SqliteRunStore {
     /// concurrent runs queue for. If another write got in first (the cached run is no longer
     /// the one the change was computed from), it starts over; without a cached run it does
     /// everything under the lock.
-    async fn apply(
-        &self,
-        durable: bool,
-        run_id: &str,
-        change: ChangeFn<'_>,
-    ) -> Result<Run, StoreError> {
+    async fn apply(&self, durable: bool, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run> {
         for _ in 0..3 {
             let Some(base) = self.cached(run_id) else {
                 break;
@@ -109,7 +104,7 @@ impl SqliteRunStore {
     }
 }
 
-fn load_run(conn: &Connection, run_id: &str) -> Result<Option<Run>, StoreError> {
+fn load_run(conn: &Connection, run_id: &str) -> StoreResult<Option<Run>> {
     let body: Option<String> = conn
         .prepare_cached("SELECT body FROM runs WHERE id = ?1")
         .and_then(|mut st| st.query_row([run_id], |r| r.get(0)).optional())
@@ -131,7 +126,7 @@ struct Prepared {
 }
 
 impl Prepared {
-    fn new(mut change: RunChange, base_seq: u64) -> Result<Self, StoreError> {
+    fn new(mut change: RunChange, base_seq: u64) -> StoreResult<Self> {
         let at = change.run.updated_at;
         let events = sequence_events(&mut change, base_seq, at);
         Ok(Prepared {
@@ -139,7 +134,7 @@ impl Prepared {
             events: events
                 .iter()
                 .map(|e| Ok((e.seq, to_json(e)?)))
-                .collect::<Result<_, StoreError>>()?,
+                .collect::<StoreResult<_>>()?,
             iteration: match &change.iteration {
                 Some(rec) => Some((rec.n, to_json(rec)?)),
                 None => None,
@@ -150,7 +145,7 @@ impl Prepared {
                     let meta = to_json(&d.meta())?;
                     Ok((d.path, d.title, d.content, meta))
                 })
-                .collect::<Result<_, StoreError>>()?,
+                .collect::<StoreResult<_>>()?,
             pad: match &change.pad {
                 Some(p) => Some((p.n, to_json(p)?)),
                 None => None,
@@ -162,7 +157,7 @@ impl Prepared {
 
     /// Checks come first and the first change is the one that may be refused (a second commit
     /// of an iteration), so a refusal changes nothing (see `SqliteDb`).
-    fn write(self, conn: &Connection) -> Result<Run, StoreError> {
+    fn write(self, conn: &Connection) -> StoreResult<Run> {
         let run = self.run;
         let user = &run.user_id;
         if let ActiveDelta::Acquire { limit } = self.active {
@@ -248,7 +243,7 @@ impl Prepared {
 
 #[async_trait]
 impl RunLog for SqliteRunStore {
-    async fn create_run(&self, change: RunChange) -> Result<Run, StoreError> {
+    async fn create_run(&self, change: RunChange) -> StoreResult<Run> {
         self.db
             .write(|conn| {
                 if self.current(conn, &change.run.id)?.is_some() {
@@ -265,7 +260,7 @@ impl RunLog for SqliteRunStore {
             .await
     }
 
-    async fn get_run(&self, run_id: &str) -> Result<Option<Run>, StoreError> {
+    async fn get_run(&self, run_id: &str) -> StoreResult<Option<Run>> {
         if let Some(run) = self.cached(run_id) {
             return Ok(Some(Run::clone(&run)));
         }
@@ -276,7 +271,7 @@ impl RunLog for SqliteRunStore {
             .map(|r| Run::clone(&r)))
     }
 
-    async fn list_runs(&self, user_id: &str, q: &RunQuery) -> Result<Vec<Run>, StoreError> {
+    async fn list_runs(&self, user_id: &str, q: &RunQuery) -> StoreResult<Vec<Run>> {
         let (before_at, before_id) = q.before.clone().unwrap_or((i64::MAX, String::new()));
         let status = q.status.map(RunStatus::as_str).unwrap_or("");
         self.db
@@ -293,24 +288,15 @@ impl RunLog for SqliteRunStore {
             .await
     }
 
-    async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> Result<Run, StoreError> {
+    async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run> {
         self.apply(true, run_id, change).await
     }
 
-    async fn update_run_deferred(
-        &self,
-        run_id: &str,
-        change: ChangeFn<'_>,
-    ) -> Result<Run, StoreError> {
+    async fn update_run_deferred(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run> {
         self.apply(false, run_id, change).await
     }
 
-    async fn events(
-        &self,
-        run_id: &str,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<Event>, StoreError> {
+    async fn events(&self, run_id: &str, after: u64, limit: usize) -> StoreResult<Vec<Event>> {
         self.db
             .read(|c| {
                 query_json(
@@ -327,7 +313,7 @@ impl RunLog for SqliteRunStore {
         run_id: &str,
         after: u32,
         limit: usize,
-    ) -> Result<Vec<IterationRecord>, StoreError> {
+    ) -> StoreResult<Vec<IterationRecord>> {
         self.db
             .read(|c| {
                 query_json(
@@ -339,7 +325,7 @@ impl RunLog for SqliteRunStore {
             .await
     }
 
-    async fn active_runs(&self, user_id: &str) -> Result<u32, StoreError> {
+    async fn active_runs(&self, user_id: &str) -> StoreResult<u32> {
         self.db
             .read(|c| {
                 c.query_row(
@@ -354,7 +340,7 @@ impl RunLog for SqliteRunStore {
             .map_err(unavailable)
     }
 
-    async fn stale_runs(&self, updated_before: i64, limit: usize) -> Result<Vec<Run>, StoreError> {
+    async fn stale_runs(&self, updated_before: i64, limit: usize) -> StoreResult<Vec<Run>> {
         self.db
             .read(|c| {
                 query_json(
@@ -371,12 +357,7 @@ impl RunLog for SqliteRunStore {
 
 #[async_trait]
 impl Workspace for SqliteRunStore {
-    async fn docs(
-        &self,
-        run_id: &str,
-        prefix: &str,
-        limit: usize,
-    ) -> Result<Vec<DocMeta>, StoreError> {
+    async fn docs(&self, run_id: &str, prefix: &str, limit: usize) -> StoreResult<Vec<DocMeta>> {
         // substr() rather than LIKE: paths may contain % and _.
         self.db
             .read(|c| {
@@ -389,7 +370,7 @@ impl Workspace for SqliteRunStore {
             .await
     }
 
-    async fn doc(&self, run_id: &str, path: &str) -> Result<Option<Doc>, StoreError> {
+    async fn doc(&self, run_id: &str, path: &str) -> StoreResult<Option<Doc>> {
         let row: Option<(String, String, String)> = self
             .db
             .read(|c| {
@@ -425,7 +406,7 @@ impl Workspace for SqliteRunStore {
         run_id: &str,
         query: &str,
         limit: usize,
-    ) -> Result<Vec<DocHit>, StoreError> {
+    ) -> StoreResult<Vec<DocHit>> {
         let needle = query.to_lowercase();
         let rows: Vec<(String, String, String)> = self
             .db
@@ -448,7 +429,7 @@ impl Workspace for SqliteRunStore {
             .collect())
     }
 
-    async fn scratchpad(&self, run_id: &str, last: usize) -> Result<Vec<PadEntry>, StoreError> {
+    async fn scratchpad(&self, run_id: &str, last: usize) -> StoreResult<Vec<PadEntry>> {
         let mut out: Vec<PadEntry> = self
             .db
             .read(|c| {
@@ -466,7 +447,7 @@ impl Workspace for SqliteRunStore {
 
 #[async_trait]
 impl Inbox for SqliteRunStore {
-    async fn put_notification(&self, n: &Notification) -> Result<bool, StoreError> {
+    async fn put_notification(&self, n: &Notification) -> StoreResult<bool> {
         let body = to_json(n)?;
         self.db
             .write(|c| {
@@ -480,11 +461,7 @@ impl Inbox for SqliteRunStore {
             .await
     }
 
-    async fn notifications(
-        &self,
-        user_id: &str,
-        limit: usize,
-    ) -> Result<Vec<Notification>, StoreError> {
+    async fn notifications(&self, user_id: &str, limit: usize) -> StoreResult<Vec<Notification>> {
         self.db
             .read(|c| {
                 query_json(
@@ -496,7 +473,7 @@ impl Inbox for SqliteRunStore {
             .await
     }
 
-    async fn mark_notification_read(&self, n: &Notification) -> Result<(), StoreError> {
+    async fn mark_notification_read(&self, n: &Notification) -> StoreResult<()> {
         self.db
             .write(|c| {
                 c.execute(
