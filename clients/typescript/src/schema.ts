@@ -1025,6 +1025,20 @@ export interface components {
             plan?: components["schemas"]["PlanStepEdit"][];
         };
         RunStatus: ("queued" | "running" | "waiting_on_user" | "waiting_on_children" | "completed" | "stopped" | "canceled" | "failed") | "paused";
+        /** @description One run in a listing (the objective cut to 200 characters) */
+        RunSummary: {
+            cost_usd: number;
+            created_at: number;
+            id: string;
+            iteration: number;
+            /** @description The run's page in the console */
+            link: string;
+            objective: string;
+            status: components["schemas"]["RunStatus"];
+            stopping_reason: components["schemas"]["StoppingReason"] | null;
+            tokens: number;
+            updated_at: number;
+        };
         /** @description A run to start: the body of `POST /v1/runs`, and what a schedule starts at each occurrence. */
         RunTemplate: {
             /** @description The tools the run may use, by name (built-in or registered); all when absent. */
@@ -1743,10 +1757,11 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        active?: number;
-                        active_limit?: number;
-                        next_cursor?: string | null;
-                        runs?: Record<string, never>[];
+                        active: number;
+                        active_limit: number;
+                        /** @description Pass as `cursor` for the next page; null on the last */
+                        next_cursor: string | null;
+                        runs: components["schemas"]["RunSummary"][];
                     };
                 };
             };
