@@ -525,6 +525,7 @@ fn build(policy: &FetchPolicy) -> Value {
     // want the equivalent `{}`.
     for s in schemas.values_mut() {
         no_true_schemas(s);
+        one_string_enum(s);
     }
     for item in paths.values_mut() {
         no_true_schemas(item);
@@ -586,5 +587,50 @@ fn no_true_schemas(v: &mut Value) {
             }
             (_, c) => no_true_schemas(c),
         }
+    }
+}
+
+/// schemars writes an enum whose variants carry doc comments as `oneOf` string `const`s (and
+/// `enum`s); generators make a union of types of that. One `enum` says the same, and the
+/// variants' descriptions move to the schema's.
+fn one_string_enum(schema: &mut Value) {
+    let Some(members) = schema.get("oneOf").and_then(Value::as_array) else {
+        return;
+    };
+    let mut values = vec![];
+    let mut notes = vec![];
+    for m in members {
+        let Some(m) = m.as_object() else { return };
+        if m.get("type") != Some(&json!("string"))
+            || m.keys()
+                .any(|k| !matches!(k.as_str(), "type" | "enum" | "const" | "description"))
+        {
+            return;
+        }
+        let these: Vec<Value> = match (m.get("const"), m.get("enum").and_then(Value::as_array)) {
+            (Some(c), None) => vec![c.clone()],
+            (None, Some(e)) => e.clone(),
+            _ => return,
+        };
+        if let Some(d) = m.get("description").and_then(Value::as_str) {
+            let names: Vec<String> = these.iter().map(|v| format!("`{}`", v.as_str().unwrap_or(""))).collect();
+            notes.push(format!("{}: {}", names.join(", "), d.replace('\n', " ")));
+        }
+        values.extend(these);
+    }
+    let Some(o) = schema.as_object_mut() else {
+        return;
+    };
+    o.remove("oneOf");
+    o.insert("type".into(), json!("string"));
+    o.insert("enum".into(), Value::Array(values));
+    if !notes.is_empty() {
+        let mut text = o
+            .get("description")
+            .and_then(Value::as_str)
+            .map(|d| format!("{d}\n\n"))
+            .unwrap_or_default();
+        text.push_str(&notes.join("\n\n"));
+        o.insert("description".into(), json!(text));
     }
 }
