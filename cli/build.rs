@@ -65,10 +65,15 @@ fn npm(web: &Path, args: &[&str]) -> Result<(), String> {
     if out.status.success() {
         return Ok(());
     }
-    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     let tail: Vec<&str> = text.lines().rev().take(15).collect();
     let tail: Vec<&str> = tail.into_iter().rev().collect();
-    Err(format!("`npm {}` failed:\n{}", args.join(" "), tail.join("\n")))
+    Err(format!(
+        "`npm {}` failed:\n{}",
+        args.join(" "),
+        tail.join("\n")
+    ))
 }
 
 /// Builds `web/dist` when it is missing or stale and npm is available; says why not otherwise.

@@ -410,7 +410,10 @@ fn serve_help_names_the_environment_it_reads() {
         "ANTHROPIC_API_KEY",
         "LONGRUN_SEARCH",
     ] {
-        assert!(help.contains(name), "{name} missing from serve --help:\n{help}");
+        assert!(
+            help.contains(name),
+            "{name} missing from serve --help:\n{help}"
+        );
     }
     assert!(help.contains("Without --model"), "{help}");
 }

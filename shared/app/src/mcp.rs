@@ -408,7 +408,10 @@ async fn read_resource(p: &Platform, user: &User, params: &Value) -> RpcResult {
             .map(|r| ("application/json", r.to_string()))
     } else if let Some(path) = what.strip_prefix("docs/") {
         let Some(path) = percent_decode(path) else {
-            return Err((INVALID_PARAMS, format!("`{uri}` is not valid percent-encoded UTF-8")));
+            return Err((
+                INVALID_PARAMS,
+                format!("`{uri}` is not valid percent-encoded UTF-8"),
+            ));
         };
         doc(p, user, id, &path).await.map(|d| {
             let text = d.get("content").and_then(Value::as_str).unwrap_or("");

@@ -613,7 +613,10 @@ fn one_string_enum(schema: &mut Value) {
             _ => return,
         };
         if let Some(d) = m.get("description").and_then(Value::as_str) {
-            let names: Vec<String> = these.iter().map(|v| format!("`{}`", v.as_str().unwrap_or(""))).collect();
+            let names: Vec<String> = these
+                .iter()
+                .map(|v| format!("`{}`", v.as_str().unwrap_or("")))
+                .collect();
             notes.push(format!("{}: {}", names.join(", "), d.replace('\n', " ")));
         }
         values.extend(these);

@@ -427,7 +427,11 @@ mod tests {
                 "link-local (cloud metadata)"
             ))
         );
-        assert!(trusting.check_registrable("http://127.0.0.1:8080/in").is_ok());
+        assert!(
+            trusting
+                .check_registrable("http://127.0.0.1:8080/in")
+                .is_ok()
+        );
         assert!(
             FetchPolicy::default()
                 .check_url(&Url::parse("http://127.0.0.1/").unwrap())
