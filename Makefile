@@ -5,14 +5,17 @@ CARGO ?= cargo
 
 ## A real multi-iteration run on the embedded platform: no cloud account, no API key.
 demo:
-	$(CARGO) run --quiet -p longrun -- demo
+	@echo "make demo: building longrun first (the first build compiles for a few minutes; cargo shows its progress)"
+	$(CARGO) run -p longrun -- demo
 
 ## Every test: unit, port conformance suites (SQLite, memory, and DynamoDB/SQS/SNS on the moto
 ## emulator, which scripts/with-moto installs into .venv and runs on a free loopback port),
 ## crash/redelivery, API, CLI (including `kill -9` of `longrun serve` under load), Lambda handlers
 ## (again with DynamoDB on DynamoDB Local), the simulator, the MCP server under the official MCP
-## TypeScript SDK client, the API fuzzed from its own OpenAPI document (schemathesis, every
-## check, 0 failures allowed), provider wire tests, and a run against a real
+## TypeScript SDK client, the OpenAPI document under Redocly's recommended rules, the Python
+## client (in sync with the document; installed into a fresh venv outside the repository and
+## run against `longrun serve`, sync and async), the API fuzzed from its own OpenAPI document
+## (schemathesis, every check, 0 failures allowed), provider wire tests, and a run against a real
 ## model (SmolLM2-135M on llama.cpp's OpenAI-compatible server, which scripts/with-llm builds
 ## once into .venv-llm and serves on loopback); then the infrastructure,
 ## offline: CDK assertions and cdk-nag, cfn-lint and checkov on the synthesized template,
@@ -25,6 +28,7 @@ test:
 	$(MAKE) test-dynamodb-local
 	$(MAKE) sim-broken
 	scripts/node-tests
+	scripts/python-client test
 	scripts/schemathesis
 	scripts/web test
 	scripts/infra check

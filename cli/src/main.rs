@@ -81,6 +81,32 @@ impl BudgetFlags {
     }
 }
 
+/// What `serve --help` says after the flags: the environment it reads.
+const SERVE_ENV: &str = "\
+Environment (flags above show theirs in [env: …]):
+  LONGRUN_TOKENS=token:user,…       bearer tokens and their users; none: one token for user
+                                    `local` is made and kept in DATA_DIR/token
+  LONGRUN_APP_BASE_URL              base of the deep links in notifications (default: the
+                                    listening address; APP_BASE_URL is a deprecated alias)
+  LONGRUN_FETCH=off                 turn the http_fetch tool off
+  LONGRUN_FETCH_ALLOW, _DENY        comma-separated hosts http_fetch may / may not reach
+  LONGRUN_FETCH_TRUSTED_PRIVATE     hosts that may resolve to private addresses (an intranet
+                                    wiki, `localhost`), or IP literals such as 127.0.0.1; also
+                                    allows http:// for tool, webhook and MCP server URLs there
+  LONGRUN_SEARCH=tavily|brave|exa   the web_search tool, with TAVILY_API_KEY, BRAVE_API_KEY
+                                    or EXA_API_KEY (LONGRUN_SEARCH_BASE_URL: another endpoint)
+  OPENAI_BASE_URL, OPENAI_API_KEY   openai:… models (any OpenAI-compatible server);
+                                    OPENAI_STRUCTURED_OUTPUT=json_schema|json_object
+  ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY
+                                    anthropic:… models
+  LONGRUN_LLM_TIMEOUT_SECS, LONGRUN_LLM_COOLDOWN_SECS
+                                    a model call's timeout; how long a failing model is skipped
+  LONGRUN_MAX_RUN_DEPTH             how deep runs may nest through spawn_run (default 16)
+  LONGRUN_SQLITE_SYNCHRONOUS        FULL (default), NORMAL or OFF: SQLite's durability
+
+Without --model, runs use the built-in demo script (script:DATA_DIR/demo-script.json): a
+scripted agent that needs no API key. Pass --model openai:gpt-4.1-mini (etc.) for a real one.";
+
 #[derive(Args)]
 struct ServeArgs {
     #[arg(long, default_value = ".longrun")]
@@ -89,7 +115,8 @@ struct ServeArgs {
     port: u16,
     #[arg(long, default_value = "127.0.0.1")]
     host: String,
-    /// provider:model; repeat to allow several (the first is the default).
+    /// provider:model; repeat to allow several (the first is the default). None: the built-in
+    /// demo script, a scripted agent that needs no API key.
     #[arg(long = "model")]
     models: Vec<String>,
     /// Active runs one user may have at once.
@@ -106,8 +133,8 @@ struct ServeArgs {
         value_delimiter = ';'
     )]
     model_limits: Vec<String>,
-    /// Base URL for deep links in notifications.
-    #[arg(long, env = "APP_BASE_URL")]
+    /// Base URL for deep links in notifications (default: the listening address).
+    #[arg(long, env = "LONGRUN_APP_BASE_URL")]
     app_base_url: Option<String>,
     /// Seconds a client may take to send a request's headers, or between pieces of its body;
     /// also how long an idle keep-alive connection stays open.
@@ -118,6 +145,7 @@ struct ServeArgs {
 #[derive(Subcommand)]
 enum Command {
     /// Run the API, the worker loop and the notifier in one process on SQLite.
+    #[command(after_help = SERVE_ENV)]
     Serve(ServeArgs),
     /// Start a run (through the API, or in-process with --embedded).
     Run {
@@ -294,22 +322,39 @@ async fn dispatch(cli: Cli) -> Result<()> {
             };
             let report = run_embedded(&data_dir, DEMO_OBJECTIVE, run, false).await?;
             print_report(&report, false)?;
+            // Full paths, so each line works pasted into any shell, wherever `longrun` is.
+            let dir = std::fs::canonicalize(&data_dir).unwrap_or(data_dir.clone());
+            let exe = std::env::current_exe()
+                .map(|e| sh_quote(&e.display().to_string()))
+                .unwrap_or_else(|_| "longrun".into());
+            let token = sh_quote(&dir.join("token").display().to_string());
+            let id = &report.run_id;
             println!("\nWhere to look:");
             println!(
                 "  data (SQLite):  {}",
-                data_dir.join("longrun.sqlite3").display()
+                dir.join("longrun.sqlite3").display()
             );
+            println!("  the API and the console on this data (leave it running):");
             println!(
-                "  browse the API: longrun serve --data-dir {} --model {model}",
-                data_dir.display()
+                "    {exe} serve --data-dir {}",
+                sh_quote(&dir.display().to_string())
             );
-            println!(
-                "  then:           longrun report {}   ·   longrun workspace {}",
-                report.run_id, report.run_id
-            );
+            println!("  then, in another terminal:");
+            println!("    LONGRUN_TOKEN=$(cat {token}) {exe} report {id}");
+            println!("    LONGRUN_TOKEN=$(cat {token}) {exe} workspace {id}");
             Ok(())
         }
         other => remote::run(other, &cli.api_url, cli.token, cli.json).await,
+    }
+}
+
+/// `s` as one shell word.
+fn sh_quote(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:,@%=".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
     }
 }
 
@@ -372,6 +417,12 @@ async fn serve(args: ServeArgs) -> Result<()> {
     let mut config = AppConfig::new(tokens, models)?.with_search_from_env()?;
     config.active_limit = active_limit;
     config.model_limits = model_limits;
+    // APP_BASE_URL was serve's name for it; the Lambdas always read LONGRUN_APP_BASE_URL.
+    let app_base_url = app_base_url.or_else(|| {
+        let old = std::env::var("APP_BASE_URL").ok()?;
+        eprintln!("warning: APP_BASE_URL is deprecated; set LONGRUN_APP_BASE_URL instead");
+        Some(old)
+    });
     config.app_base_url = app_base_url.unwrap_or_else(|| format!("http://{addr}"));
     let opts = Embedded {
         worker: WorkerConfig {
@@ -510,6 +561,9 @@ async fn wait_settled(p: &Platform, run_id: &str, quiet: bool) -> Result<Run> {
                     it.executor_results.len(),
                     truncate(&it.summary, 70)
                 );
+                for line in iteration_notes(&it) {
+                    println!("        {line}");
+                }
             }
             shown = run.iteration;
         }
@@ -520,6 +574,41 @@ async fn wait_settled(p: &Platform, run_id: &str, quiet: bool) -> Result<Run> {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// What the loop caught in an iteration: tool calls refused by their schema and the repair
+/// pass's corrected calls, and a "done" the exit gate rejected (with its reason).
+fn iteration_notes(it: &longrun_domain::IterationRecord) -> Vec<String> {
+    let mut notes = vec![];
+    for t in &it.tool_results {
+        let result = truncate(t.result.lines().next().unwrap_or(""), 80);
+        match (t.repaired, t.ok) {
+            (true, true) => notes.push(format!("↻ repaired call {} ran: {result}", t.name)),
+            (true, false) => notes.push(format!("↻ repaired call {} failed: {result}", t.name)),
+            (false, false) => notes.push(format!("✗ call {} refused: {result}", t.name)),
+            (false, true) => {}
+        }
+    }
+    let claimed = it.status_block.as_ref().is_some_and(|s| s.exit_signal);
+    if claimed && it.outcome != RunStatus::Completed {
+        let why = it
+            .hints
+            .iter()
+            .find(|h| h.contains("completion claim was rejected"))
+            .map(|h| {
+                h.trim_start_matches("Your completion claim was rejected because")
+                    .trim_start_matches(':')
+                    .trim()
+                    .trim_end_matches(" Fix these before claiming completion again.")
+                    .to_string()
+            })
+            .unwrap_or_else(|| "the exit gate's conditions are not met".into());
+        notes.push(format!(
+            "✗ premature \"done\" rejected by the exit gate: {}",
+            truncate(&why, 160)
+        ));
+    }
+    notes
 }
 
 fn truncate(s: &str, n: usize) -> String {

@@ -204,6 +204,24 @@ fn the_demo_completes_with_fan_out_repair_and_docs() {
         stdout.contains("notes/sources.md"),
         "the repaired call's doc exists: {stdout}"
     );
+    // What the README promises is on screen: the refused call and its repair, the rejected
+    // premature "done" with the gate's reason.
+    assert!(stdout.contains("✗ call doc_write refused"), "{stdout}");
+    assert!(stdout.contains("↻ repaired call doc_write ran"), "{stdout}");
+    assert!(
+        stdout.contains("premature \"done\" rejected by the exit gate: ")
+            && stdout.contains("remaining_work"),
+        "{stdout}"
+    );
+    // Every follow-up command is pasteable: the binary and the data by full path.
+    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_longrun")).unwrap();
+    let data = std::fs::canonicalize(dir.path()).unwrap();
+    let serve = format!("{} serve --data-dir {}", exe.display(), data.display());
+    assert!(stdout.contains(&serve), "{stdout}");
+    assert!(
+        stdout.contains(&format!("LONGRUN_TOKEN=$(cat {}/token)", data.display())),
+        "{stdout}"
+    );
 }
 
 #[test]

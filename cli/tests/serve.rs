@@ -369,3 +369,51 @@ async fn serve_killed_with_sigkill_under_load_ten_times_loses_and_doubles_nothin
         assert_eq!(outcomes.get(id), Some(&1), "{id}: one outcome notification");
     }
 }
+
+#[test]
+fn the_binary_cargo_builds_serves_the_console_at_the_root() {
+    // Arrange: the binary as `cargo build` made it (cli/build.rs builds web/dist when it is
+    // missing and npm is there; `make test` needs Node anyway).
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+
+    // Act
+    let page = closed_within(
+        &server.addr,
+        b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        Duration::from_secs(10),
+    )
+    .expect("the server answered and closed");
+    let page = String::from_utf8_lossy(&page);
+
+    // Assert: the built console (its bundled script), not the page saying it is missing.
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    assert!(!page.contains("not in this build"), "{page}");
+    assert!(page.contains("<script type=\"module\""), "{page}");
+    assert!(page.contains("/assets/"), "{page}");
+}
+
+#[test]
+fn serve_help_names_the_environment_it_reads() {
+    let out = Command::new(env!("CARGO_BIN_EXE_longrun"))
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    for name in [
+        "LONGRUN_TOKENS",
+        "LONGRUN_APP_BASE_URL",
+        "LONGRUN_FETCH_TRUSTED_PRIVATE",
+        "LONGRUN_ACTIVE_LIMIT",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "LONGRUN_SEARCH",
+    ] {
+        assert!(
+            help.contains(name),
+            "{name} missing from serve --help:\n{help}"
+        );
+    }
+    assert!(help.contains("Without --model"), "{help}");
+}

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = process.env.LONGRUN_BIN ?? join(root, 'target', 'debug', 'longrun');
@@ -92,6 +93,61 @@ test('an MCP client starts a run, polls it to its end and reads its report and a
   assert.ok(doc.structuredContent.content.length > 0);
   assert.equal(JSON.parse(resource.contents[0].text).summary, report.structuredContent.summary);
   assert.ok(resources.some((r) => r.uri === `longrun://runs/${runId}/report`));
+  await client.close();
+});
+
+test('a nested document is read through the docs template as the SDK expands it', async () => {
+  // Arrange: a completed demo run, which wrote notes/green.md.
+  const client = await connect(ALICE);
+  const started = await client.callTool({ name: 'start_run', arguments: { objective: 'Tea notes' } });
+  const runId = started.structuredContent.id;
+  for (let i = 0; i < 300; i++) {
+    const run = (await client.callTool({ name: 'get_run', arguments: { run_id: runId } })).structuredContent;
+    if (ENDED.includes(run.status)) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const { resourceTemplates } = await client.listResourceTemplates();
+  const docs = resourceTemplates.find((t) => t.name === 'workspace document');
+
+  // Act: the SDK's own RFC 6570 expansion, and the percent-encoded form a simple `{path}`
+  // expansion gives.
+  const uri = new UriTemplate(docs.uriTemplate).expand({ run_id: runId, path: 'notes/green.md' });
+  const expanded = await client.readResource({ uri });
+  const encoded = await client.readResource({ uri: `longrun://runs/${runId}/docs/notes%2Fgreen.md` });
+  const missing = client.readResource({ uri: `longrun://runs/${runId}/docs/notes/none.md` });
+
+  // Assert
+  assert.equal(uri, `longrun://runs/${runId}/docs/notes/green.md`);
+  assert.match(expanded.contents[0].text, /Green tea/);
+  assert.equal(encoded.contents[0].text, expanded.contents[0].text);
+  await assert.rejects(missing, /notes\/none\.md/);
+  await client.close();
+});
+
+test('list_runs pages with a cursor through every run once', async () => {
+  // Arrange: alice has the runs of the tests above, and one more.
+  const client = await connect(ALICE);
+  await client.callTool({ name: 'start_run', arguments: { objective: 'One more' } });
+  const all = (await client.callTool({ name: 'list_runs', arguments: { limit: 200 } })).structuredContent;
+
+  // Act
+  const seen = [];
+  let cursor;
+  for (let page = 0; page < 50; page++) {
+    const args = cursor ? { limit: 1, cursor } : { limit: 1 };
+    const res = (await client.callTool({ name: 'list_runs', arguments: args })).structuredContent;
+    seen.push(...res.runs.map((r) => r.id));
+    cursor = res.next_cursor;
+    if (!cursor) break;
+  }
+  const bad = await client.callTool({ name: 'list_runs', arguments: { cursor: 'nope' } });
+
+  // Assert
+  assert.ok(all.runs.length >= 3, `${all.runs.length} runs`);
+  assert.equal(all.next_cursor, null);
+  assert.deepEqual(seen, all.runs.map((r) => r.id));
+  assert.equal(bad.isError, true);
+  assert.match(bad.content[0].text, /cursor/);
   await client.close();
 });
 

@@ -41,11 +41,7 @@ export type RunEvent = Omit<Sent<S["Event"]>, "payload"> & { payload: Record<str
 export type Run = Sent<S["Run"]> & { link: string; tokens: number };
 
 /** One row of `GET /v1/runs`. */
-export interface RunSummary {
-  id: string; objective: string; status: RunStatus; iteration: number; created_at: number;
-  updated_at: number; tokens: number; cost_usd: number; stopping_reason: StoppingReason | null;
-  link: string;
-}
+export type RunSummary = Sent<S["RunSummary"]>;
 
 export interface RunPage {
   runs: RunSummary[]; next_cursor: string | null; active: number; active_limit: number;

@@ -602,7 +602,13 @@ export interface components {
             seq: number;
             type: components["schemas"]["EventKind"];
         };
-        EventKind: ("run_created" | "iteration_started" | "iteration_cost_update" | "iteration_committed" | "run_waiting" | "run_completed" | "run_stopped" | "run_canceled" | "run_failed" | "cancel_requested" | "user_responded" | "run_continued" | "pause_requested" | "run_paused" | "run_resumed" | "run_patched" | "child_spawned" | "child_finished" | "warning") | "iteration_deferred" | "waiting_for_capacity";
+        /**
+         * @description `iteration_deferred`: A claimed iteration was given back unfinished, to be tried again later.
+         *
+         *     `waiting_for_capacity`: A model call waited for the model's shared capacity (per-model limits) before it was made; the wait is not running time.
+         * @enum {string}
+         */
+        EventKind: "run_created" | "iteration_started" | "iteration_cost_update" | "iteration_committed" | "run_waiting" | "run_completed" | "run_stopped" | "run_canceled" | "run_failed" | "cancel_requested" | "user_responded" | "run_continued" | "pause_requested" | "run_paused" | "run_resumed" | "run_patched" | "child_spawned" | "child_finished" | "warning" | "iteration_deferred" | "waiting_for_capacity";
         ExecutorBrief: {
             summary: string;
             title: string;
@@ -807,7 +813,16 @@ export interface components {
             id: string;
             name: string;
         };
-        /** @description How much the agent may do without asking. */
+        /**
+         * @description How much the agent may do without asking.
+         *
+         *     `autopilot`: Plans and acts on its own.
+         *
+         *     `approve_plan`: The first plan waits for the user's approval; then autopilot.
+         *
+         *     `per_write`: Every write tool call waits for the user's approval.
+         * @enum {string}
+         */
         PermissionMode: "autopilot" | "approve_plan" | "per_write";
         PlanStep: {
             id: string;
@@ -1024,7 +1039,25 @@ export interface components {
             objective?: string | null;
             plan?: components["schemas"]["PlanStepEdit"][];
         };
-        RunStatus: ("queued" | "running" | "waiting_on_user" | "waiting_on_children" | "completed" | "stopped" | "canceled" | "failed") | "paused";
+        /**
+         * @description `paused`: Held by the user between iterations; `continue` queues it again.
+         * @enum {string}
+         */
+        RunStatus: "queued" | "running" | "waiting_on_user" | "waiting_on_children" | "completed" | "stopped" | "canceled" | "failed" | "paused";
+        /** @description One run in a listing (the objective cut to 200 characters) */
+        RunSummary: {
+            cost_usd: number;
+            created_at: number;
+            id: string;
+            iteration: number;
+            /** @description The run's page in the console */
+            link: string;
+            objective: string;
+            status: components["schemas"]["RunStatus"];
+            stopping_reason: components["schemas"]["StoppingReason"] | null;
+            tokens: number;
+            updated_at: number;
+        };
         /** @description A run to start: the body of `POST /v1/runs`, and what a schedule starts at each occurrence. */
         RunTemplate: {
             /** @description The tools the run may use, by name (built-in or registered); all when absent. */
@@ -1743,10 +1776,11 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        active?: number;
-                        active_limit?: number;
-                        next_cursor?: string | null;
-                        runs?: Record<string, never>[];
+                        active: number;
+                        active_limit: number;
+                        /** @description Pass as `cursor` for the next page; null on the last */
+                        next_cursor: string | null;
+                        runs: components["schemas"]["RunSummary"][];
                     };
                 };
             };

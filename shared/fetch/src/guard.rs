@@ -36,8 +36,9 @@ pub struct FetchPolicy {
     pub allow: Vec<String>,
     /// These hosts (and their subdomains) are never fetched.
     pub deny: Vec<String>,
-    /// Host names that may resolve to private addresses (an intranet wiki, a test server).
-    /// Never applies to IP literals or to other names resolving to the same address.
+    /// Host names that may resolve to private addresses (an intranet wiki, a test server), or
+    /// IP addresses that may be reached by their literal (`127.0.0.1`, `::1`: exactly that
+    /// address). A name never extends to other names resolving to the same address.
     pub trusted_private: Vec<String>,
 }
 
@@ -112,10 +113,10 @@ impl FetchPolicy {
             None => Err(Refusal::NoHost),
             Some(Host::Ipv4(ip)) => self
                 .check_name(&ip.to_string())
-                .and(check_ip(IpAddr::V4(ip))),
+                .and(self.check_literal(IpAddr::V4(ip))),
             Some(Host::Ipv6(ip)) => self
                 .check_name(&ip.to_string())
-                .and(check_ip(IpAddr::V6(ip))),
+                .and(self.check_literal(IpAddr::V6(ip))),
             Some(Host::Domain(name)) => {
                 let name = name.trim_end_matches('.').to_ascii_lowercase();
                 let local = name == "localhost" || name.ends_with(".localhost");
@@ -126,6 +127,15 @@ impl FetchPolicy {
                 self.check_name(&name)
             }
         }
+    }
+
+    /// An IP literal in a URL: public, or an address the deployment trusts by that literal.
+    fn check_literal(&self, ip: IpAddr) -> Result<(), Refusal> {
+        let trusted = self.trusted_private.iter().any(|t| {
+            let t = t.trim().trim_start_matches('[').trim_end_matches(']');
+            t.parse::<IpAddr>().is_ok_and(|t| t == ip)
+        });
+        if trusted { Ok(()) } else { check_ip(ip) }
     }
 
     fn check_name(&self, host: &str) -> Result<(), Refusal> {
@@ -393,6 +403,39 @@ mod tests {
         assert_eq!(
             other.check_url(&url),
             Err(Refusal::LocalName("localhost".into()))
+        );
+    }
+
+    #[test]
+    fn a_trusted_ip_literal_is_reached_and_only_that_address() {
+        let trusting = FetchPolicy {
+            trusted_private: vec!["127.0.0.1".into(), "[::1]".into()],
+            ..FetchPolicy::default()
+        };
+        let check = |u: &str| trusting.check_url(&Url::parse(u).unwrap());
+        assert_eq!(check("http://127.0.0.1:8080/wiki"), Ok(()));
+        assert_eq!(check("http://2130706433/"), Ok(()));
+        assert_eq!(check("http://[::1]:9000/"), Ok(()));
+        assert_eq!(
+            check("http://127.0.0.2/"),
+            Err(Refusal::Address("127.0.0.2".parse().unwrap(), "loopback"))
+        );
+        assert_eq!(
+            check("http://169.254.169.254/"),
+            Err(Refusal::Address(
+                "169.254.169.254".parse().unwrap(),
+                "link-local (cloud metadata)"
+            ))
+        );
+        assert!(
+            trusting
+                .check_registrable("http://127.0.0.1:8080/in")
+                .is_ok()
+        );
+        assert!(
+            FetchPolicy::default()
+                .check_url(&Url::parse("http://127.0.0.1/").unwrap())
+                .is_err()
         );
     }
 

@@ -115,7 +115,9 @@ async fn handle(p: &Platform, user: &User, m: Value) -> Option<Value> {
         "resources/templates/list" => Ok(json!({"resourceTemplates": [
             {"uriTemplate": format!("{SCHEME}{{run_id}}/report"), "name": "run report",
              "description": "The report of a run that ended or waits on you", "mimeType": "application/json"},
-            {"uriTemplate": format!("{SCHEME}{{run_id}}/docs/{{path}}"), "name": "workspace document",
+            // `{+path}`: a nested path's `/` is expanded as is (RFC 6570 reserved expansion);
+            // a client that percent-encodes it anyway is decoded on read.
+            {"uriTemplate": format!("{SCHEME}{{run_id}}/docs/{{+path}}"), "name": "workspace document",
              "description": "A document the run wrote", "mimeType": "text/markdown"},
         ]})),
         "resources/read" => read_resource(p, user, &params).await,
@@ -174,11 +176,13 @@ fn tools() -> Value {
             waits on you, its questions.",
          "inputSchema": {"type": "object", "properties": by_id(json!({})), "required": ["run_id"]},
          "annotations": read_only},
-        {"name": "list_runs", "description": "Your runs, newest first.",
+        {"name": "list_runs", "description": "Your runs, newest first, a page at a time: pass \
+            the answer's next_cursor back as cursor for the next page (null on the last).",
          "inputSchema": {"type": "object", "properties": {
             "status": {"type": "string", "enum": ["queued", "running", "waiting_on_user",
                 "waiting_on_children", "paused", "completed", "failed", "stopped", "canceled"]},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 200}}},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 200},
+            "cursor": {"type": "string", "description": "next_cursor of the previous page"}}},
          "annotations": read_only},
         {"name": "get_report", "description": "The report of a run that ended or waits on you: \
             outcome, summary, what changed, open questions.",
@@ -213,6 +217,7 @@ struct ById {
 struct ListArgs {
     status: Option<String>,
     limit: Option<usize>,
+    cursor: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -305,12 +310,28 @@ async fn list_runs(p: &Platform, user: &User, a: ListArgs) -> Result<Value, ApiE
             RunStatus::parse(s).ok_or_else(|| ApiError::BadRequest(format!("no status `{s}`")))?,
         ),
     };
+    // The same cursor as `GET /v1/runs`: `{created_at}_{id}` of the page's last run.
+    let before = match a.cursor.as_deref() {
+        None | Some("") => None,
+        Some(c) => Some(
+            c.split_once('_')
+                .filter(|(at, _)| !at.starts_with('+'))
+                .and_then(|(at, id)| Some((at.parse::<i64>().ok()?, id.to_string())))
+                .ok_or_else(|| {
+                    ApiError::BadRequest("cursor is malformed; pass next_cursor unchanged".into())
+                })?,
+        ),
+    };
+    let limit = a.limit.unwrap_or(20).clamp(1, 200);
     let query = longrun_ports::RunQuery {
         status,
-        before: None,
-        limit: a.limit.unwrap_or(20).clamp(1, 200),
+        before,
+        limit,
     };
     let runs = p.store.list_runs(&user.0, &query).await?;
+    let next_cursor = (runs.len() == limit)
+        .then(|| runs.last().map(|r| format!("{}_{}", r.created_at, r.id)))
+        .flatten();
     let runs: Vec<Value> = runs
         .iter()
         .map(|r| {
@@ -319,7 +340,7 @@ async fn list_runs(p: &Platform, user: &User, a: ListArgs) -> Result<Value, ApiE
                    "link": p.dispatch.link(&r.id)})
         })
         .collect();
-    Ok(json!({"runs": runs}))
+    Ok(json!({"runs": runs, "next_cursor": next_cursor}))
 }
 
 async fn report(p: &Platform, user: &User, id: &str) -> Result<Value, ApiError> {
@@ -388,7 +409,13 @@ async fn read_resource(p: &Platform, user: &User, params: &Value) -> RpcResult {
             .await
             .map(|r| ("application/json", r.to_string()))
     } else if let Some(path) = what.strip_prefix("docs/") {
-        doc(p, user, id, path).await.map(|d| {
+        let Some(path) = percent_decode(path) else {
+            return Err((
+                INVALID_PARAMS,
+                format!("`{uri}` is not valid percent-encoded UTF-8"),
+            ));
+        };
+        doc(p, user, id, &path).await.map(|d| {
             let text = d.get("content").and_then(Value::as_str).unwrap_or("");
             ("text/markdown", text.to_string())
         })
@@ -399,5 +426,42 @@ async fn read_resource(p: &Platform, user: &User, params: &Value) -> RpcResult {
         Ok((mime, text)) => Ok(json!({"contents": [{"uri": uri, "mimeType": mime, "text": text}]})),
         // The spec's code for a resource that does not exist.
         Err(e) => Err((-32002, format!("{uri}: {e}"))),
+    }
+}
+
+/// `notes%2Fgreen.md` → `notes/green.md`: what a client's simple template expansion sends for
+/// a nested path. `None` for a bad escape or bytes that are not UTF-8.
+fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percent_decode;
+
+    #[test]
+    fn a_percent_encoded_doc_path_is_decoded_and_a_bad_escape_refused() {
+        assert_eq!(
+            percent_decode("notes%2Fgreen.md").as_deref(),
+            Some("notes/green.md")
+        );
+        assert_eq!(percent_decode("a%20b/c.md").as_deref(), Some("a b/c.md"));
+        assert_eq!(percent_decode("plain.md").as_deref(), Some("plain.md"));
+        assert_eq!(percent_decode("bad%2"), None);
+        assert_eq!(percent_decode("bad%zz"), None);
+        assert_eq!(percent_decode("%ff"), None);
     }
 }

@@ -70,10 +70,25 @@ fn schedules(g: &mut SchemaGenerator) -> Value {
 fn webhooks(_: &mut SchemaGenerator) -> Value {
     json!({"type": "object", "properties": {"webhooks": {"type": "array", "items": {"type": "object", "properties": {"url": {"type": "string"}}}}}})
 }
-fn runs(g: &mut SchemaGenerator) -> Value {
-    json!({"type": "object", "properties": {"runs": {"type": "array", "items": {"type": "object"}},
-        "next_cursor": {"type": ["string", "null"]}, "active": {"type": "integer"}, "active_limit": {"type": "integer"}},
-        "x-item-fields": schema::<Run>(g)})
+/// One row of `GET /v1/runs` (`api::list_runs`): a run's headline, not the whole run.
+fn run_summary(g: &mut SchemaGenerator) -> Value {
+    let status = schema::<RunStatus>(g);
+    let reason = schema::<longrun_domain::StoppingReason>(g);
+    json!({"type": "object", "description": "One run in a listing (the objective cut to 200 characters)",
+        "required": ["id", "objective", "status", "iteration", "created_at", "updated_at", "tokens", "cost_usd", "stopping_reason", "link"],
+        "properties": {
+            "id": {"type": "string"}, "objective": {"type": "string"}, "status": status,
+            "iteration": {"type": "integer", "minimum": 0}, "created_at": {"type": "integer"},
+            "updated_at": {"type": "integer"}, "tokens": {"type": "integer", "minimum": 0},
+            "cost_usd": {"type": "number"},
+            "stopping_reason": {"anyOf": [reason, {"type": "null"}]},
+            "link": {"type": "string", "description": "The run's page in the console"}}})
+}
+fn runs(_: &mut SchemaGenerator) -> Value {
+    json!({"type": "object", "required": ["runs", "next_cursor", "active", "active_limit"], "properties": {
+        "runs": {"type": "array", "items": {"$ref": "#/components/schemas/RunSummary"}},
+        "next_cursor": {"type": ["string", "null"], "description": "Pass as `cursor` for the next page; null on the last"},
+        "active": {"type": "integer"}, "active_limit": {"type": "integer"}}})
 }
 
 const OPS: &[Op] = &[
@@ -503,7 +518,18 @@ fn build(policy: &FetchPolicy) -> Value {
         let entry = paths.entry(op.path).or_insert_with(|| json!({}));
         entry[op.method] = o;
     }
+    let summary = run_summary(&mut g);
     let mut schemas = g.take_definitions(true);
+    schemas.insert("RunSummary".into(), summary);
+    // schemars writes "anything" as the schema `true`; generators (openapi-python-client)
+    // want the equivalent `{}`.
+    for s in schemas.values_mut() {
+        no_true_schemas(s);
+        one_string_enum(s);
+    }
+    for item in paths.values_mut() {
+        no_true_schemas(item);
+    }
     let url = json!({"type": "string", "pattern": policy.registrable_url_pattern()});
     for name in ["RegisterTool", "Webhook", "RegisterMcpServer"] {
         if let Some(props) = schemas.get_mut(name).and_then(|t| t.get_mut("properties")) {
@@ -517,7 +543,11 @@ fn build(policy: &FetchPolicy) -> Value {
     );
     json!({
         "openapi": "3.1.0",
-        "info": {"title": "longrun API", "version": env!("CARGO_PKG_VERSION")},
+        "info": {"title": "longrun API", "version": env!("CARGO_PKG_VERSION"),
+            "description": "Long-running LLM agent runs, one bounded iteration at a time.",
+            "license": {"name": "Apache-2.0", "identifier": "Apache-2.0"}},
+        // Relative: the API is on the server that serves this document.
+        "servers": [{"url": "/", "description": "The server that serves this document"}],
         "paths": paths,
         "components": {
             "schemas": schemas,
@@ -525,4 +555,85 @@ fn build(policy: &FetchPolicy) -> Value {
         },
         "security": [{"bearer": []}],
     })
+}
+
+/// Replaces the boolean schema `true` with `{}` wherever a schema is expected (property values,
+/// items, the members of `anyOf`/`oneOf`/`allOf`); `additionalProperties: true` stays.
+fn no_true_schemas(v: &mut Value) {
+    let Some(o) = v.as_object_mut() else {
+        if let Some(a) = v.as_array_mut() {
+            a.iter_mut().for_each(no_true_schemas);
+        }
+        return;
+    };
+    for (key, child) in o.iter_mut() {
+        match (key.as_str(), child) {
+            ("properties" | "patternProperties" | "$defs", Value::Object(props)) => {
+                for p in props.values_mut() {
+                    if *p == Value::Bool(true) {
+                        *p = json!({});
+                    }
+                    no_true_schemas(p);
+                }
+            }
+            ("items" | "not" | "contains", c @ Value::Bool(true)) => *c = json!({}),
+            ("anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(members)) => {
+                for m in members.iter_mut() {
+                    if *m == Value::Bool(true) {
+                        *m = json!({});
+                    }
+                    no_true_schemas(m);
+                }
+            }
+            (_, c) => no_true_schemas(c),
+        }
+    }
+}
+
+/// schemars writes an enum whose variants carry doc comments as `oneOf` string `const`s (and
+/// `enum`s); generators make a union of types of that. One `enum` says the same, and the
+/// variants' descriptions move to the schema's.
+fn one_string_enum(schema: &mut Value) {
+    let Some(members) = schema.get("oneOf").and_then(Value::as_array) else {
+        return;
+    };
+    let mut values = vec![];
+    let mut notes = vec![];
+    for m in members {
+        let Some(m) = m.as_object() else { return };
+        if m.get("type") != Some(&json!("string"))
+            || m.keys()
+                .any(|k| !matches!(k.as_str(), "type" | "enum" | "const" | "description"))
+        {
+            return;
+        }
+        let these: Vec<Value> = match (m.get("const"), m.get("enum").and_then(Value::as_array)) {
+            (Some(c), None) => vec![c.clone()],
+            (None, Some(e)) => e.clone(),
+            _ => return,
+        };
+        if let Some(d) = m.get("description").and_then(Value::as_str) {
+            let names: Vec<String> = these
+                .iter()
+                .map(|v| format!("`{}`", v.as_str().unwrap_or("")))
+                .collect();
+            notes.push(format!("{}: {}", names.join(", "), d.replace('\n', " ")));
+        }
+        values.extend(these);
+    }
+    let Some(o) = schema.as_object_mut() else {
+        return;
+    };
+    o.remove("oneOf");
+    o.insert("type".into(), json!("string"));
+    o.insert("enum".into(), Value::Array(values));
+    if !notes.is_empty() {
+        let mut text = o
+            .get("description")
+            .and_then(Value::as_str)
+            .map(|d| format!("{d}\n\n"))
+            .unwrap_or_default();
+        text.push_str(&notes.join("\n\n"));
+        o.insert("description".into(), json!(text));
+    }
 }

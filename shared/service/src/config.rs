@@ -123,7 +123,8 @@ impl FetchConfig {
     /// `LONGRUN_FETCH=off` turns the tool off; `LONGRUN_FETCH_ALLOW` (only these hosts and
     /// their subdomains), `LONGRUN_FETCH_DENY` and `LONGRUN_FETCH_TRUSTED_PRIVATE` (names that
     /// may resolve to private addresses, e.g. an intranet wiki, or `localhost` named outright)
-    /// are comma-separated hosts.
+    /// are comma-separated hosts (the last also takes IP literals: `127.0.0.1` reaches
+    /// `http://127.0.0.1`).
     pub fn from_env() -> FetchConfig {
         let var = |k: &str| std::env::var(k).ok();
         FetchConfig {

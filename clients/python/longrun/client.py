@@ -1,0 +1,485 @@
+"""The client: the generated calls with typed problems, plus what the generator does not do —
+a resumable event stream (SSE with ``Last-Event-ID``, falling back to long-poll) and a paging
+iterator over runs. :class:`Longrun` is synchronous, :class:`AsyncLongrun` the same on asyncio."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import (
+    Any,
+    AsyncIterator,
+    Callable,
+    Dict,
+    Iterator,
+    List,
+    Optional,
+    Tuple,
+    TypeVar,
+    Union,
+)
+
+import httpx
+from urllib.parse import quote
+
+from .errors import LongrunError, Unreachable, problem_from
+from .openapi.api.default import (
+    get_runs,
+    get_runs_id,
+    get_runs_id_docs_path,
+    get_runs_id_events,
+    get_runs_id_report,
+    post_runs,
+    post_runs_id_cancel,
+    post_runs_id_continue,
+    post_runs_id_pause,
+)
+from .openapi.client import AuthenticatedClient, Client
+from .openapi.models import (
+    ContinueBody,
+    Doc,
+    Event,
+    GetRunsResponse200,
+    GetRunsStatus,
+    GetRunsIdEventsResponse200,
+    Report,
+    Run,
+    RunSummary,
+    RunTemplate,
+)
+from .openapi.types import UNSET, Response
+
+T = TypeVar("T")
+
+#: Statuses in which a run has ended.
+ENDED = ("completed", "stopped", "canceled", "failed")
+#: Statuses in which a run's log stops growing until someone acts.
+SETTLED = ENDED + ("waiting_on_user", "waiting_on_children")
+
+Body = Union[Dict[str, Any], Any]
+
+
+def _status(value: Any) -> str:
+    return str(getattr(value, "value", value))
+
+
+def _checked(resp: Response[Any]) -> Any:
+    """The parsed answer of a generated call, or its problem raised as a typed exception."""
+    status = int(resp.status_code)
+    if status >= 400:
+        raise problem_from(status, resp.content)
+    return resp.parsed
+
+
+def _as_template(body: Body) -> RunTemplate:
+    return body if isinstance(body, RunTemplate) else RunTemplate.from_dict(body)
+
+
+def _query_status(status: Optional[str]) -> Any:
+    return UNSET if status is None else GetRunsStatus(status)
+
+
+class _NoStream(Exception):
+    """The server answered the stream route with something that is not a stream (e.g. API
+    Gateway): follow the run by long-poll instead."""
+
+
+def _sse_events(lines: Iterator[str]) -> Iterator[Event]:
+    data: List[str] = []
+    for line in lines:
+        if line == "":
+            if data:
+                yield Event.from_dict(json.loads("\n".join(data)))
+                data = []
+        elif line.startswith("data:"):
+            data.append(line[5:].lstrip())
+    if data:
+        yield Event.from_dict(json.loads("\n".join(data)))
+
+
+def _stream_problem(status: int, content: bytes, content_type: str) -> Exception:
+    # A gateway without the route answers without a problem document; longrun's own 404
+    # (no such run) has one and is not retried.
+    if status in (404, 405, 501) and "problem+json" not in content_type:
+        return _NoStream()
+    return problem_from(status, content)
+
+
+class _Base:
+    def __init__(
+        self,
+        base_url: str,
+        token: Optional[str] = None,
+        *,
+        timeout: float = 60.0,
+        retry: float = 0.5,
+        httpx_args: Optional[Dict[str, Any]] = None,
+    ) -> None:
+        base_url = base_url.rstrip("/")
+        args: Dict[str, Any] = {
+            "base_url": base_url,
+            # Long-polls wait up to 30 s on the server.
+            "timeout": httpx.Timeout(timeout),
+            "raise_on_unexpected_status": False,
+            "httpx_args": httpx_args or {},
+        }
+        #: The generated client: every operation of ``longrun.openapi.api.default`` takes it.
+        self.api: Union[AuthenticatedClient, Client] = (
+            AuthenticatedClient(token=token, **args) if token else Client(**args)
+        )
+        self.retry = retry
+
+
+class Longrun(_Base):
+    """A synchronous client::
+
+        lr = Longrun("http://127.0.0.1:8080", token="lr_…")
+        run = lr.create_run({"objective": "Write a tea guide", "budgets": {"max_iterations": 5}})
+        for event in lr.events(run.id):
+            print(event.seq, event.type)
+    """
+
+    def _call(self, f: Callable[..., Response[T]], *args: Any, **kwargs: Any) -> T:
+        try:
+            return _checked(f(*args, client=self.api, **kwargs))
+        except httpx.TransportError as e:
+            raise Unreachable(0, "The API cannot be reached", str(e)) from e
+
+    def __enter__(self) -> "Longrun":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.api.get_httpx_client().close()
+
+    # Runs
+
+    def create_run(self, body: Body) -> Run:
+        """Start a run: ``{"objective": …, "budgets": {…}, "model": …}`` or a ``RunTemplate``."""
+        return self._call(post_runs.sync_detailed, body=_as_template(body))
+
+    def get_run(self, run_id: str) -> Run:
+        return self._call(get_runs_id.sync_detailed, run_id)
+
+    def list_runs_page(
+        self,
+        status: Optional[str] = None,
+        limit: Optional[int] = None,
+        cursor: Optional[str] = None,
+    ) -> GetRunsResponse200:
+        """One page of your runs, newest first; pass its ``next_cursor`` for the next one."""
+        return self._call(
+            get_runs.sync_detailed,
+            status=_query_status(status),
+            limit=UNSET if limit is None else limit,
+            cursor=UNSET if cursor is None else cursor,
+        )
+
+    def runs(self, status: Optional[str] = None, page_size: Optional[int] = None) -> Iterator[RunSummary]:
+        """Every run of yours, newest first, fetching page after page as you iterate."""
+        cursor: Optional[str] = None
+        while True:
+            page = self.list_runs_page(status, page_size, cursor)
+            yield from page.runs
+            cursor = page.next_cursor if isinstance(page.next_cursor, str) else None
+            if not cursor:
+                return
+
+    def cancel(self, run_id: str) -> Run:
+        return self._call(post_runs_id_cancel.sync_detailed, run_id)
+
+    def pause(self, run_id: str) -> Run:
+        return self._call(post_runs_id_pause.sync_detailed, run_id)
+
+    def respond(self, run_id: str, answer: str = "", approve: Optional[bool] = None) -> Run:
+        # The body is an answer, an approval or decisions (an anyOf): sent as JSON here.
+        body: Dict[str, Any] = {"answer": answer}
+        if approve is not None:
+            body["approve"] = approve
+        try:
+            res = self.api.get_httpx_client().post(f"/v1/runs/{quote(run_id, safe='')}/respond", json=body)
+        except httpx.TransportError as e:
+            raise Unreachable(0, "The API cannot be reached", str(e)) from e
+        if res.status_code >= 400:
+            raise problem_from(res.status_code, res.content)
+        return Run.from_dict(res.json())
+
+    def continue_run(self, run_id: str, budgets: Optional[Dict[str, Any]] = None) -> Run:
+        """Resume a paused run, or continue a stopped one with raised budgets."""
+        body = ContinueBody.from_dict({"budgets": budgets} if budgets else {})
+        return self._call(post_runs_id_continue.sync_detailed, run_id, body=body)
+
+    def report(self, run_id: str) -> Report:
+        return self._call(get_runs_id_report.sync_detailed, run_id)
+
+    def doc(self, run_id: str, path: str) -> Doc:
+        return self._call(get_runs_id_docs_path.sync_detailed, run_id, path)
+
+    # Events
+
+    def events_page(
+        self, run_id: str, after: int = 0, wait: Optional[int] = None, limit: Optional[int] = None
+    ) -> GetRunsIdEventsResponse200:
+        """One page of a run's log after seq ``after``; with ``wait`` (seconds) it long-polls."""
+        return self._call(
+            get_runs_id_events.sync_detailed,
+            run_id,
+            after=after,
+            wait=UNSET if wait is None else wait,
+            limit=UNSET if limit is None else limit,
+        )
+
+    def events(
+        self,
+        run_id: str,
+        after: int = 0,
+        transport: str = "auto",
+        on_state: Optional[Callable[[str], None]] = None,
+    ) -> Iterator[Event]:
+        """A run's events in order, live, until the run settles (ends or waits on someone).
+
+        ``transport``: ``sse`` (server-sent events), ``poll`` (long-poll, e.g. behind API
+        Gateway) or ``auto`` (SSE, falling back to long-poll where the server cannot stream).
+        A dropped connection or a restarted server is resumed after the last seq seen, so no
+        event is missed or yielded twice; ``on_state`` hears ``reconnecting`` and ``live``.
+        Stop early by leaving the loop; resume later with ``after=<last seq>``.
+        """
+        seq = after
+        backoff = self.retry
+        while True:
+            try:
+                batches = self._poll(run_id, seq, on_state) if transport == "poll" else self._sse(run_id, seq, on_state)
+                for e in batches:
+                    if e.seq <= seq:
+                        continue
+                    seq = e.seq
+                    backoff = self.retry
+                    yield e
+                # The stream ends when the run settles; make sure that is why it ended.
+                run = self.get_run(run_id)
+                if _status(run.status) in SETTLED and run.event_seq <= seq:
+                    return
+            except _NoStream:
+                if transport != "auto":
+                    raise LongrunError(0, "This server cannot stream events", "use transport='poll'") from None
+                transport = "poll"
+            except LongrunError as e:
+                # The run is gone or not yours, or the token is bad: retrying will not help.
+                if 400 <= e.status < 500 and e.status not in (408, 429):
+                    raise
+                self._reconnecting(on_state)
+                time.sleep(backoff)
+                backoff = min(backoff * 2, 8.0)
+            except (httpx.TransportError, httpx.StreamError):
+                self._reconnecting(on_state)
+                time.sleep(backoff)
+                backoff = min(backoff * 2, 8.0)
+
+    @staticmethod
+    def _reconnecting(on_state: Optional[Callable[[str], None]]) -> None:
+        if on_state:
+            on_state("reconnecting")
+
+    def _sse(self, run_id: str, after: int, on_state: Optional[Callable[[str], None]]) -> Iterator[Event]:
+        http = self.api.get_httpx_client()
+        headers = {"accept": "text/event-stream", "last-event-id": str(after)}
+        url = f"/v1/runs/{quote(run_id, safe='')}/stream"
+        with http.stream("GET", url, params={"after": after}, headers=headers) as res:
+            kind = res.headers.get("content-type", "")
+            if res.status_code >= 400:
+                raise _stream_problem(res.status_code, res.read(), kind)
+            if "text/event-stream" not in kind:
+                raise _NoStream()
+            if on_state:
+                on_state("live")
+            yield from _sse_events(res.iter_lines())
+
+    def _poll(self, run_id: str, after: int, on_state: Optional[Callable[[str], None]]) -> Iterator[Event]:
+        seq = after
+        while True:
+            page = self.events_page(run_id, after=seq, wait=20)
+            if on_state:
+                on_state("live")
+            for e in page.events:
+                seq = max(seq, e.seq)
+                yield e
+            if page.events:
+                continue
+            run = self.get_run(run_id)
+            if _status(run.status) in SETTLED and run.event_seq <= seq:
+                return
+
+
+class AsyncLongrun(_Base):
+    """The same client on asyncio: every call is awaited, and ``runs`` and ``events`` are
+    async iterators::
+
+        async with AsyncLongrun(url, token=token) as lr:
+            run = await lr.create_run({"objective": "…"})
+            async for event in lr.events(run.id):
+                ...
+    """
+
+    async def _call(self, f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return _checked(await f(*args, client=self.api, **kwargs))
+        except httpx.TransportError as e:
+            raise Unreachable(0, "The API cannot be reached", str(e)) from e
+
+    async def __aenter__(self) -> "AsyncLongrun":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self.api.get_async_httpx_client().aclose()
+
+    async def create_run(self, body: Body) -> Run:
+        return await self._call(post_runs.asyncio_detailed, body=_as_template(body))
+
+    async def get_run(self, run_id: str) -> Run:
+        return await self._call(get_runs_id.asyncio_detailed, run_id)
+
+    async def list_runs_page(
+        self,
+        status: Optional[str] = None,
+        limit: Optional[int] = None,
+        cursor: Optional[str] = None,
+    ) -> GetRunsResponse200:
+        return await self._call(
+            get_runs.asyncio_detailed,
+            status=_query_status(status),
+            limit=UNSET if limit is None else limit,
+            cursor=UNSET if cursor is None else cursor,
+        )
+
+    async def runs(self, status: Optional[str] = None, page_size: Optional[int] = None) -> AsyncIterator[RunSummary]:
+        cursor: Optional[str] = None
+        while True:
+            page = await self.list_runs_page(status, page_size, cursor)
+            for r in page.runs:
+                yield r
+            cursor = page.next_cursor if isinstance(page.next_cursor, str) else None
+            if not cursor:
+                return
+
+    async def cancel(self, run_id: str) -> Run:
+        return await self._call(post_runs_id_cancel.asyncio_detailed, run_id)
+
+    async def pause(self, run_id: str) -> Run:
+        return await self._call(post_runs_id_pause.asyncio_detailed, run_id)
+
+    async def respond(self, run_id: str, answer: str = "", approve: Optional[bool] = None) -> Run:
+        body: Dict[str, Any] = {"answer": answer}
+        if approve is not None:
+            body["approve"] = approve
+        try:
+            res = await self.api.get_async_httpx_client().post(f"/v1/runs/{quote(run_id, safe='')}/respond", json=body)
+        except httpx.TransportError as e:
+            raise Unreachable(0, "The API cannot be reached", str(e)) from e
+        if res.status_code >= 400:
+            raise problem_from(res.status_code, res.content)
+        return Run.from_dict(res.json())
+
+    async def continue_run(self, run_id: str, budgets: Optional[Dict[str, Any]] = None) -> Run:
+        body = ContinueBody.from_dict({"budgets": budgets} if budgets else {})
+        return await self._call(post_runs_id_continue.asyncio_detailed, run_id, body=body)
+
+    async def report(self, run_id: str) -> Report:
+        return await self._call(get_runs_id_report.asyncio_detailed, run_id)
+
+    async def doc(self, run_id: str, path: str) -> Doc:
+        return await self._call(get_runs_id_docs_path.asyncio_detailed, run_id, path)
+
+    async def events_page(
+        self, run_id: str, after: int = 0, wait: Optional[int] = None, limit: Optional[int] = None
+    ) -> GetRunsIdEventsResponse200:
+        return await self._call(
+            get_runs_id_events.asyncio_detailed,
+            run_id,
+            after=after,
+            wait=UNSET if wait is None else wait,
+            limit=UNSET if limit is None else limit,
+        )
+
+    async def events(
+        self,
+        run_id: str,
+        after: int = 0,
+        transport: str = "auto",
+        on_state: Optional[Callable[[str], None]] = None,
+    ) -> AsyncIterator[Event]:
+        """As :meth:`Longrun.events`, as an async iterator."""
+        seq = after
+        backoff = self.retry
+        while True:
+            try:
+                batches = self._poll(run_id, seq, on_state) if transport == "poll" else self._sse(run_id, seq, on_state)
+                async for e in batches:
+                    if e.seq <= seq:
+                        continue
+                    seq = e.seq
+                    backoff = self.retry
+                    yield e
+                run = await self.get_run(run_id)
+                if _status(run.status) in SETTLED and run.event_seq <= seq:
+                    return
+            except _NoStream:
+                if transport != "auto":
+                    raise LongrunError(0, "This server cannot stream events", "use transport='poll'") from None
+                transport = "poll"
+            except LongrunError as e:
+                if 400 <= e.status < 500 and e.status not in (408, 429):
+                    raise
+                if on_state:
+                    on_state("reconnecting")
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 8.0)
+            except (httpx.TransportError, httpx.StreamError):
+                if on_state:
+                    on_state("reconnecting")
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 8.0)
+
+    async def _sse(self, run_id: str, after: int, on_state: Optional[Callable[[str], None]]) -> AsyncIterator[Event]:
+        http = self.api.get_async_httpx_client()
+        headers = {"accept": "text/event-stream", "last-event-id": str(after)}
+        url = f"/v1/runs/{quote(run_id, safe='')}/stream"
+        async with http.stream("GET", url, params={"after": after}, headers=headers) as res:
+            kind = res.headers.get("content-type", "")
+            if res.status_code >= 400:
+                raise _stream_problem(res.status_code, await res.aread(), kind)
+            if "text/event-stream" not in kind:
+                raise _NoStream()
+            if on_state:
+                on_state("live")
+            data: List[str] = []
+            async for line in res.aiter_lines():
+                if line == "":
+                    if data:
+                        yield Event.from_dict(json.loads("\n".join(data)))
+                        data = []
+                elif line.startswith("data:"):
+                    data.append(line[5:].lstrip())
+
+    async def _poll(self, run_id: str, after: int, on_state: Optional[Callable[[str], None]]) -> AsyncIterator[Event]:
+        seq = after
+        while True:
+            page = await self.events_page(run_id, after=seq, wait=20)
+            if on_state:
+                on_state("live")
+            for e in page.events:
+                seq = max(seq, e.seq)
+                yield e
+            if page.events:
+                continue
+            run = await self.get_run(run_id)
+            if _status(run.status) in SETTLED and run.event_seq <= seq:
+                return
+
+
+__all__: Tuple[str, ...] = ("Longrun", "AsyncLongrun", "ENDED", "SETTLED")

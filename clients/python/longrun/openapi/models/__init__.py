@@ -1,0 +1,161 @@
+"""Contains all the data models used in inputs/outputs"""
+
+from .artifact_ref import ArtifactRef
+from .budgets import Budgets
+from .budgets_input import BudgetsInput
+from .call_decision import CallDecision
+from .child_run import ChildRun
+from .confidence import Confidence
+from .continue_body import ContinueBody
+from .create_schedule import CreateSchedule
+from .decision_type_0 import DecisionType0
+from .decision_type_1 import DecisionType1
+from .doc import Doc
+from .doc_hit import DocHit
+from .doc_meta import DocMeta
+from .event import Event
+from .event_kind import EventKind
+from .executor_brief import ExecutorBrief
+from .get_config_response_200 import GetConfigResponse200
+from .get_notifications_response_200 import GetNotificationsResponse200
+from .get_runs_id_events_response_200 import GetRunsIdEventsResponse200
+from .get_runs_id_iterations_response_200 import GetRunsIdIterationsResponse200
+from .get_runs_id_scratchpad_response_200 import GetRunsIdScratchpadResponse200
+from .get_runs_id_workspace_search_response_200 import (
+    GetRunsIdWorkspaceSearchResponse200,
+)
+from .get_runs_response_200 import GetRunsResponse200
+from .get_runs_status import GetRunsStatus
+from .get_schedules_response_200 import GetSchedulesResponse200
+from .get_webhooks_response_200 import GetWebhooksResponse200
+from .get_webhooks_response_200_webhooks_item import GetWebhooksResponse200WebhooksItem
+from .iteration_metrics import IterationMetrics
+from .iteration_record import IterationRecord
+from .last_iteration import LastIteration
+from .lease import Lease
+from .mark_read_body import MarkReadBody
+from .mcp_server_list import McpServerList
+from .mcp_server_view import McpServerView
+from .metrics import Metrics
+from .metrics_by_model import MetricsByModel
+from .model_metrics import ModelMetrics
+from .next_action import NextAction
+from .notification import Notification
+from .notification_metrics import NotificationMetrics
+from .pad_entry import PadEntry
+from .pending_call import PendingCall
+from .permission_mode import PermissionMode
+from .plan_step import PlanStep
+from .plan_step_edit import PlanStepEdit
+from .post_notifications_read_response_200 import PostNotificationsReadResponse200
+from .problem import Problem
+from .put_webhooks_response_200 import PutWebhooksResponse200
+from .put_webhooks_response_200_webhooks_item import PutWebhooksResponse200WebhooksItem
+from .register_mcp_server import RegisterMcpServer
+from .register_tool import RegisterTool
+from .register_tool_parameters import RegisterToolParameters
+from .report import Report
+from .report_metrics import ReportMetrics
+from .report_metrics_by_model import ReportMetricsByModel
+from .respond_body_type_0 import RespondBodyType0
+from .respond_body_type_1 import RespondBodyType1
+from .respond_body_type_2 import RespondBodyType2
+from .run import Run
+from .run_patch import RunPatch
+from .run_status import RunStatus
+from .run_summary import RunSummary
+from .run_template import RunTemplate
+from .schedule import Schedule
+from .source_ref import SourceRef
+from .status_block import StatusBlock
+from .step_status import StepStatus
+from .stop_type import StopType
+from .stopping_reason import StoppingReason
+from .streaks import Streaks
+from .thresholds import Thresholds
+from .tool_result_brief import ToolResultBrief
+from .user_answer import UserAnswer
+from .webhook import Webhook
+from .webhooks_body import WebhooksBody
+from .what_changed import WhatChanged
+from .what_changed_sources import WhatChangedSources
+
+__all__ = (
+    "ArtifactRef",
+    "Budgets",
+    "BudgetsInput",
+    "CallDecision",
+    "ChildRun",
+    "Confidence",
+    "ContinueBody",
+    "CreateSchedule",
+    "DecisionType0",
+    "DecisionType1",
+    "Doc",
+    "DocHit",
+    "DocMeta",
+    "Event",
+    "EventKind",
+    "ExecutorBrief",
+    "GetConfigResponse200",
+    "GetNotificationsResponse200",
+    "GetRunsIdEventsResponse200",
+    "GetRunsIdIterationsResponse200",
+    "GetRunsIdScratchpadResponse200",
+    "GetRunsIdWorkspaceSearchResponse200",
+    "GetRunsResponse200",
+    "GetRunsStatus",
+    "GetSchedulesResponse200",
+    "GetWebhooksResponse200",
+    "GetWebhooksResponse200WebhooksItem",
+    "IterationMetrics",
+    "IterationRecord",
+    "LastIteration",
+    "Lease",
+    "MarkReadBody",
+    "McpServerList",
+    "McpServerView",
+    "Metrics",
+    "MetricsByModel",
+    "ModelMetrics",
+    "NextAction",
+    "Notification",
+    "NotificationMetrics",
+    "PadEntry",
+    "PendingCall",
+    "PermissionMode",
+    "PlanStep",
+    "PlanStepEdit",
+    "PostNotificationsReadResponse200",
+    "Problem",
+    "PutWebhooksResponse200",
+    "PutWebhooksResponse200WebhooksItem",
+    "RegisterMcpServer",
+    "RegisterTool",
+    "RegisterToolParameters",
+    "Report",
+    "ReportMetrics",
+    "ReportMetricsByModel",
+    "RespondBodyType0",
+    "RespondBodyType1",
+    "RespondBodyType2",
+    "Run",
+    "RunPatch",
+    "RunStatus",
+    "RunSummary",
+    "RunTemplate",
+    "Schedule",
+    "SourceRef",
+    "StatusBlock",
+    "StepStatus",
+    "StopType",
+    "StoppingReason",
+    "Streaks",
+    "Thresholds",
+    "ToolResultBrief",
+    "UserAnswer",
+    "Webhook",
+    "WebhooksBody",
+    "WhatChanged",
+    "WhatChangedSources",
+)

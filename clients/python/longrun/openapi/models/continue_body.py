@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from attrs import define as _attrs_define
+from typing_extensions import Self
+
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.budgets_input import BudgetsInput
+
+
+T = TypeVar("T", bound="ContinueBody")
+
+
+@_attrs_define
+class ContinueBody:
+    """
+    Attributes:
+        budgets (BudgetsInput | Unset): Budget values as a user may send them: every field optional, negatives rejected
+            by validation
+            (not by the type) so the error can name the field and the value.
+    """
+
+    budgets: BudgetsInput | Unset = UNSET
+
+    def to_dict(self) -> dict[str, Any]:
+        budgets: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.budgets, Unset):
+            budgets = self.budgets.to_dict()
+
+        field_dict: dict[str, Any] = {}
+
+        field_dict.update({})
+        if budgets is not UNSET:
+            field_dict["budgets"] = budgets
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.budgets_input import BudgetsInput
+
+        d = dict(src_dict)
+        _budgets = d.pop("budgets", UNSET)
+        budgets: BudgetsInput | Unset
+        if isinstance(_budgets, Unset):
+            budgets = UNSET
+        else:
+            budgets = BudgetsInput.from_dict(_budgets)
+
+        continue_body = cls(
+            budgets=budgets,
+        )
+
+        return continue_body

@@ -1,0 +1,199 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from attrs import define as _attrs_define
+from typing_extensions import Self
+
+from ..models.permission_mode import PermissionMode
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.budgets_input import BudgetsInput
+    from ..models.thresholds import Thresholds
+
+
+T = TypeVar("T", bound="RunTemplate")
+
+
+@_attrs_define
+class RunTemplate:
+    """A run to start: the body of `POST /v1/runs`, and what a schedule starts at each occurrence.
+
+    Attributes:
+        objective (str): What the run must achieve (not blank).
+        allowed_tools (list[str] | None | Unset): The tools the run may use, by name (built-in or registered); all when
+            absent.
+        budgets (BudgetsInput | Unset): Budget values as a user may send them: every field optional, negatives rejected
+            by validation
+            (not by the type) so the error can name the field and the value.
+        model (None | str | Unset): `provider:model`; one of the server's configured models.
+        models (list[str] | Unset): Several `provider:model`s to rotate over, round robin, failing over past degraded
+            ones; the first is the run's model. Instead of `model`, or starting with it.
+        permission_mode (None | PermissionMode | Unset): `autopilot` (default), `approve_plan` or `per_write`.
+        thresholds (None | Thresholds | Unset):
+    """
+
+    objective: str
+    allowed_tools: list[str] | None | Unset = UNSET
+    budgets: BudgetsInput | Unset = UNSET
+    model: None | str | Unset = UNSET
+    models: list[str] | Unset = UNSET
+    permission_mode: None | PermissionMode | Unset = UNSET
+    thresholds: None | Thresholds | Unset = UNSET
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..models.thresholds import Thresholds
+
+        objective = self.objective
+
+        allowed_tools: list[str] | None | Unset
+        if isinstance(self.allowed_tools, Unset):
+            allowed_tools = UNSET
+        elif isinstance(self.allowed_tools, list):
+            allowed_tools = self.allowed_tools
+
+        else:
+            allowed_tools = self.allowed_tools
+
+        budgets: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.budgets, Unset):
+            budgets = self.budgets.to_dict()
+
+        model: None | str | Unset
+        if isinstance(self.model, Unset):
+            model = UNSET
+        else:
+            model = self.model
+
+        models: list[str] | Unset = UNSET
+        if not isinstance(self.models, Unset):
+            models = self.models
+
+        permission_mode: None | str | Unset
+        if isinstance(self.permission_mode, Unset):
+            permission_mode = UNSET
+        elif isinstance(self.permission_mode, PermissionMode):
+            permission_mode = self.permission_mode.value
+        else:
+            permission_mode = self.permission_mode
+
+        thresholds: dict[str, Any] | None | Unset
+        if isinstance(self.thresholds, Unset):
+            thresholds = UNSET
+        elif isinstance(self.thresholds, Thresholds):
+            thresholds = self.thresholds.to_dict()
+        else:
+            thresholds = self.thresholds
+
+        field_dict: dict[str, Any] = {}
+
+        field_dict.update(
+            {
+                "objective": objective,
+            }
+        )
+        if allowed_tools is not UNSET:
+            field_dict["allowed_tools"] = allowed_tools
+        if budgets is not UNSET:
+            field_dict["budgets"] = budgets
+        if model is not UNSET:
+            field_dict["model"] = model
+        if models is not UNSET:
+            field_dict["models"] = models
+        if permission_mode is not UNSET:
+            field_dict["permission_mode"] = permission_mode
+        if thresholds is not UNSET:
+            field_dict["thresholds"] = thresholds
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.budgets_input import BudgetsInput
+        from ..models.thresholds import Thresholds
+
+        d = dict(src_dict)
+        objective = d.pop("objective")
+
+        def _parse_allowed_tools(data: object) -> list[str] | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                allowed_tools_type_0 = cast(list[str], data)
+
+                return allowed_tools_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[str] | None | Unset, data)
+
+        allowed_tools = _parse_allowed_tools(d.pop("allowed_tools", UNSET))
+
+        _budgets = d.pop("budgets", UNSET)
+        budgets: BudgetsInput | Unset
+        if isinstance(_budgets, Unset):
+            budgets = UNSET
+        else:
+            budgets = BudgetsInput.from_dict(_budgets)
+
+        def _parse_model(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        model = _parse_model(d.pop("model", UNSET))
+
+        models = cast(list[str], d.pop("models", UNSET))
+
+        def _parse_permission_mode(data: object) -> None | PermissionMode | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                permission_mode_type_0 = PermissionMode(data)
+
+                return permission_mode_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | PermissionMode | Unset, data)
+
+        permission_mode = _parse_permission_mode(d.pop("permission_mode", UNSET))
+
+        def _parse_thresholds(data: object) -> None | Thresholds | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                thresholds_type_0 = Thresholds.from_dict(data)
+
+                return thresholds_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | Thresholds | Unset, data)
+
+        thresholds = _parse_thresholds(d.pop("thresholds", UNSET))
+
+        run_template = cls(
+            objective=objective,
+            allowed_tools=allowed_tools,
+            budgets=budgets,
+            model=model,
+            models=models,
+            permission_mode=permission_mode,
+            thresholds=thresholds,
+        )
+
+        return run_template

@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from attrs import define as _attrs_define
+from typing_extensions import Self
+
+from ..types import UNSET, Unset
+
+T = TypeVar("T", bound="Thresholds")
+
+
+@_attrs_define
+class Thresholds:
+    """Breaker thresholds, configurable per run.
+
+    Attributes:
+        no_progress_limit (int | Unset): Consecutive iterations without progress before `no_progress`. Default: 3.
+        repeated_action_limit (int | Unset): Consecutive repeats of the same action set without progress before
+            `no_progress`
+            (the first repeat only earns an anti-repetition hint). Default: 2.
+        repeated_error_limit (int | Unset): Consecutive iterations failing with the same error fingerprint before
+            `repeated_error`. Default: 5.
+    """
+
+    no_progress_limit: int | Unset = 3
+    repeated_action_limit: int | Unset = 2
+    repeated_error_limit: int | Unset = 5
+
+    def to_dict(self) -> dict[str, Any]:
+        no_progress_limit = self.no_progress_limit
+
+        repeated_action_limit = self.repeated_action_limit
+
+        repeated_error_limit = self.repeated_error_limit
+
+        field_dict: dict[str, Any] = {}
+
+        field_dict.update({})
+        if no_progress_limit is not UNSET:
+            field_dict["no_progress_limit"] = no_progress_limit
+        if repeated_action_limit is not UNSET:
+            field_dict["repeated_action_limit"] = repeated_action_limit
+        if repeated_error_limit is not UNSET:
+            field_dict["repeated_error_limit"] = repeated_error_limit
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        d = dict(src_dict)
+        no_progress_limit = d.pop("no_progress_limit", UNSET)
+
+        repeated_action_limit = d.pop("repeated_action_limit", UNSET)
+
+        repeated_error_limit = d.pop("repeated_error_limit", UNSET)
+
+        thresholds = cls(
+            no_progress_limit=no_progress_limit,
+            repeated_action_limit=repeated_action_limit,
+            repeated_error_limit=repeated_error_limit,
+        )
+
+        return thresholds

@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+from typing_extensions import Self
+
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.what_changed_sources import WhatChangedSources
+
+
+T = TypeVar("T", bound="WhatChanged")
+
+
+@_attrs_define
+class WhatChanged:
+    """
+    Attributes:
+        created (list[str]):
+        linked (list[str]): Docs the run cited as completion evidence.
+        updated (list[str]):
+        sources (WhatChangedSources | Unset): The sources of each created or updated doc that has any, by path.
+    """
+
+    created: list[str]
+    linked: list[str]
+    updated: list[str]
+    sources: WhatChangedSources | Unset = UNSET
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        created = self.created
+
+        linked = self.linked
+
+        updated = self.updated
+
+        sources: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.sources, Unset):
+            sources = self.sources.to_dict()
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "created": created,
+                "linked": linked,
+                "updated": updated,
+            }
+        )
+        if sources is not UNSET:
+            field_dict["sources"] = sources
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.what_changed_sources import WhatChangedSources
+
+        d = dict(src_dict)
+        created = cast(list[str], d.pop("created"))
+
+        linked = cast(list[str], d.pop("linked"))
+
+        updated = cast(list[str], d.pop("updated"))
+
+        _sources = d.pop("sources", UNSET)
+        sources: WhatChangedSources | Unset
+        if isinstance(_sources, Unset):
+            sources = UNSET
+        else:
+            sources = WhatChangedSources.from_dict(_sources)
+
+        what_changed = cls(
+            created=created,
+            linked=linked,
+            updated=updated,
+            sources=sources,
+        )
+
+        what_changed.additional_properties = d
+        return what_changed
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

@@ -1,0 +1,211 @@
+"""The installed client against a real `longrun serve` this file starts on a free loopback
+port: create → stream → resume → page → typed 404, with the sync client and the async one.
+Run by scripts/python-client from a folder outside the repository, with the venv the client
+was pip-installed into; only the standard library besides the client. $LONGRUN_BIN is the
+binary."""
+
+import asyncio
+import hashlib
+import hmac
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+
+import longrun
+from longrun import AsyncLongrun, Longrun, NotFound, Unauthorized, Unprocessable, verify_webhook
+from longrun.openapi.models import Event, Run, RunSummary
+
+ALICE = "lr_py_alice_token"
+BOB = "lr_py_bob_token"
+
+# Never completes: writes a note per iteration, 100 ms per planner call, so a run lasts as many
+# iterations as its budget allows.
+LOOP = {
+    "planner": [
+        {
+            "content": {
+                "status": {
+                    "exit_signal": False,
+                    "needs_user_input": False,
+                    "progress_summary": "note {{iteration}}",
+                    "remaining_work": ["more"],
+                },
+                "tool_calls": [
+                    {"name": "doc_write", "args": {"path": "notes/{{iteration}}.md", "content": "n{{iteration}}"}}
+                ],
+            },
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+            "latency_ms": 100,
+        }
+    ]
+}
+
+
+class Server:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="longrun-py-")
+        script = os.path.join(self.dir, "loop.json")
+        with open(script, "w") as f:
+            json.dump(LOOP, f)
+        args = [os.environ["LONGRUN_BIN"], "serve", "--port", "0", "--active-limit", "100",
+                "--data-dir", os.path.join(self.dir, "data"), "--model", f"script:{script}"]
+        env = dict(os.environ, LONGRUN_TOKENS=f"{ALICE}:alice,{BOB}:bob")
+        self.child = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True)
+        self.base = None
+        for line in self.child.stdout:
+            m = re.search(r"listening on (http://\S+)", line)
+            if m:
+                self.base = m.group(1)
+                break
+        if not self.base:
+            raise RuntimeError(f"longrun serve exited with {self.child.wait()}")
+        # Keep draining its output so it never blocks on a full pipe.
+        threading.Thread(target=lambda: [None for _ in self.child.stdout], daemon=True).start()
+
+    def stop(self):
+        self.child.terminate()
+        self.child.wait(timeout=20)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+server: Server
+
+
+def setUpModule():
+    global server
+    server = Server()
+
+
+def tearDownModule():
+    server.stop()
+
+
+def seqs(events):
+    return [e.seq for e in events]
+
+
+class Sync(unittest.TestCase):
+    def setUp(self):
+        self.lr = Longrun(server.base, token=ALICE, retry=0.1)
+        self.addCleanup(self.lr.close)
+
+    def test_create_stream_resume_page_and_typed_404(self):
+        # Create
+        run = self.lr.create_run({"objective": "Sync notes", "budgets": {"max_iterations": 3}})
+        self.assertIsInstance(run, Run)
+        self.assertTrue(run.id.startswith("run_"))
+
+        # Stream: the first three events, then leave.
+        first = []
+        for e in self.lr.events(run.id):
+            self.assertIsInstance(e, Event)
+            first.append(e)
+            if len(first) == 3:
+                break
+        # Resume after the last one seen: the rest, once each, until the run settles.
+        rest = list(self.lr.events(run.id, after=first[-1].seq))
+        ended = self.lr.get_run(run.id)
+        everything = seqs(first + rest)
+        self.assertEqual(everything, list(range(1, ended.event_seq + 1)))
+        self.assertEqual(ended.status.value, "stopped")
+        self.assertEqual(ended.iteration, 3)
+        # The long-poll transport yields the same log.
+        self.assertEqual(seqs(self.lr.events(run.id, transport="poll")), everything)
+        self.assertEqual(seqs(self.lr.events_page(run.id, limit=1000).events), everything)
+
+        # Page: every run once, one per page.
+        for i in range(2):
+            self.lr.create_run({"objective": f"Sync page {i}", "budgets": {"max_iterations": 1}})
+        paged = list(self.lr.runs(page_size=1))
+        listed = self.lr.list_runs_page(limit=200)
+        self.assertTrue(all(isinstance(r, RunSummary) for r in paged))
+        self.assertEqual([r.id for r in paged], [r.id for r in listed.runs])
+        self.assertGreaterEqual(len(paged), 3)
+        self.assertIn(run.id, [r.id for r in paged])
+
+        # Typed problems: no such run, another user's run, a bad token, a blank objective.
+        with self.assertRaises(NotFound) as missing:
+            self.lr.get_run("run_does_not_exist")
+        self.assertEqual(missing.exception.status, 404)
+        self.assertIn("run_does_not_exist", missing.exception.detail)
+        with Longrun(server.base, token=BOB) as bob:
+            with self.assertRaises(NotFound):
+                bob.get_run(run.id)
+            with self.assertRaises(NotFound):
+                list(bob.events(run.id))
+        with Longrun(server.base, token="lr_wrong") as stranger, self.assertRaises(Unauthorized):
+            stranger.get_run(run.id)
+        with self.assertRaises(Unprocessable) as blank:
+            self.lr.create_run({"objective": "   "})
+        self.assertIn("objective", str(blank.exception))
+        self.assertIsInstance(blank.exception, longrun.LongrunError)
+
+    def test_reading_what_a_run_wrote(self):
+        run = self.lr.create_run({"objective": "Two notes", "budgets": {"max_iterations": 2}})
+        list(self.lr.events(run.id))
+        doc = self.lr.doc(run.id, "notes/2.md")
+        self.assertEqual(doc.content, "n2")
+        report = self.lr.report(run.id)
+        self.assertEqual(report.run_id, run.id)
+        with self.assertRaises(NotFound):
+            self.lr.doc(run.id, "notes/none.md")
+
+
+class Async(unittest.TestCase):
+    def test_create_stream_resume_page_and_typed_404(self):
+        asyncio.run(self.scenario())
+
+    async def scenario(self):
+        async with AsyncLongrun(server.base, token=ALICE, retry=0.1) as lr:
+            run = await lr.create_run({"objective": "Async notes", "budgets": {"max_iterations": 3}})
+            self.assertIsInstance(run, Run)
+
+            first = []
+            async for e in lr.events(run.id):
+                first.append(e)
+                if len(first) == 2:
+                    break
+            rest = [e async for e in lr.events(run.id, after=first[-1].seq)]
+            ended = await lr.get_run(run.id)
+            everything = seqs(first + rest)
+            self.assertEqual(everything, list(range(1, ended.event_seq + 1)))
+            self.assertEqual(ended.status.value, "stopped")
+            self.assertEqual(seqs([e async for e in lr.events(run.id, transport="poll")]), everything)
+
+            await lr.create_run({"objective": "Async page", "budgets": {"max_iterations": 1}})
+            paged = [r async for r in lr.runs(page_size=2)]
+            listed = await lr.list_runs_page(limit=200)
+            self.assertEqual([r.id for r in paged], [r.id for r in listed.runs])
+            self.assertGreaterEqual(len(paged), 2)
+
+            with self.assertRaises(NotFound) as missing:
+                await lr.get_run("run_does_not_exist")
+            self.assertEqual(missing.exception.status, 404)
+            with self.assertRaises(NotFound):
+                [e async for e in lr.events("run_does_not_exist")]
+
+
+class Webhooks(unittest.TestCase):
+    def test_a_signed_delivery_verifies_and_a_changed_one_does_not(self):
+        secret = "0123456789abcdef-hook"
+        body = json.dumps({"id": "run_1#3#completed", "run_id": "run_1", "status": "completed"})
+        sign = lambda s, b: "sha256=" + hmac.new(s.encode(), b.encode(), hashlib.sha256).hexdigest()  # noqa: E731
+        self.assertTrue(verify_webhook(secret, body, sign(secret, body)))
+        self.assertTrue(verify_webhook(secret.encode(), body.encode(), sign(secret, body).upper().replace("SHA256", "sha256")))
+        self.assertFalse(verify_webhook(secret, body.replace("completed", "failed"), sign(secret, body)))
+        self.assertFalse(verify_webhook("another-secret-0123", body, sign(secret, body)))
+        for header in (None, "", "sha256=", "sha1=abc", sign(secret, body)[:-2], sign(secret, body) + "00"):
+            self.assertFalse(verify_webhook(secret, body, header), header)
+
+
+if __name__ == "__main__":
+    # Not the source tree: the client as pip installed it.
+    assert "site-packages" in longrun.__file__, longrun.__file__
+    result = unittest.main(exit=False, verbosity=2).result
+    sys.exit(0 if result.wasSuccessful() else 1)
