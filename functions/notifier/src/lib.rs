@@ -5,19 +5,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aws_lambda_events::event::sns::SnsEvent;
-use longrun_domain::{OutcomeMessage, notification_for};
+use longrun_domain::OutcomeMessage;
 use longrun_ports::Store;
+use longrun_service::OutcomeDelivery;
 use longrun_service::config::FetchConfig;
 use longrun_service::webhooks::{WebhookError, WebhookSender};
-use tracing::{info, warn};
+use tracing::warn;
 
 pub use longrun_service::webhooks::{DELIVERY_HEADER, SIGNATURE_HEADER, payload, signature};
 
 pub type NotifierError = WebhookError;
 
 pub struct NotifierHandler {
-    store: Arc<dyn Store>,
-    webhooks: WebhookSender,
+    delivery: OutcomeDelivery,
 }
 
 impl NotifierHandler {
@@ -27,16 +27,18 @@ impl NotifierHandler {
         fetch: &FetchConfig,
         backoff: Vec<Duration>,
     ) -> Result<Self, reqwest::Error> {
+        let webhooks = WebhookSender::new(fetch, backoff)?;
         Ok(NotifierHandler {
-            store,
-            webhooks: WebhookSender::new(fetch, backoff)?,
+            delivery: OutcomeDelivery::new(store.clone(), store, webhooks),
         })
     }
 
+    /// A failed delivery fails the invocation, so SNS delivers the outcome again; the inbox id
+    /// and the delivery id make the repeat land once.
     pub async fn handle(&self, event: SnsEvent) -> Result<(), NotifierError> {
         for record in event.records {
             match serde_json::from_str::<OutcomeMessage>(&record.sns.message) {
-                Ok(msg) => self.deliver(&msg).await?,
+                Ok(msg) => self.delivery.deliver(&msg).await?,
                 // It would never parse: retrying only delays the rest.
                 Err(e) => {
                     warn!(message_id = %record.sns.message_id, error = %e, "skipping an unreadable outcome")
@@ -47,10 +49,6 @@ impl NotifierHandler {
     }
 
     pub async fn deliver(&self, msg: &OutcomeMessage) -> Result<(), NotifierError> {
-        let note = notification_for(msg);
-        if self.store.put_notification(&note).await? {
-            info!(run_id = %msg.run_id, status = %msg.status, "notification recorded");
-        }
-        self.webhooks.post_all(&*self.store, msg, &note.id).await
+        self.delivery.deliver(msg).await
     }
 }

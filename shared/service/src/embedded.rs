@@ -5,10 +5,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::worker_loop::{WorkerConfig, WorkerLoop};
-use longrun_domain::{OutcomeMessage, notification_for};
+use longrun_domain::OutcomeMessage;
 use longrun_engine::EngineConfig;
 use longrun_llm::ModelRouter;
-use longrun_local::{InboxNotifier, SqliteDb, SqliteRunStore, SqliteStepQueue};
+use longrun_local::{SqliteDb, SqliteRunStore, SqliteStepQueue};
 use longrun_ports::LlmClient;
 use longrun_ports::{Clock, Faults, Notifier, NotifyError, StepQueue, Store};
 use longrun_ports::{NoFaults, SystemClock};
@@ -16,6 +16,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::config::AppConfig;
+use crate::outcome::OutcomeDelivery;
 use crate::platform::{Platform, PlatformError};
 use crate::webhooks::WebhookSender;
 
@@ -48,7 +49,7 @@ pub struct Running {
     pub platform: Platform,
     /// The embedded database, when there is one.
     pub db: Option<SqliteDb>,
-    sqlite_queue: Option<Arc<SqliteStepQueue>>,
+    sqlite: Option<(Arc<SqliteRunStore>, Arc<SqliteStepQueue>)>,
     pub worker: Arc<WorkerLoop>,
 }
 
@@ -64,7 +65,7 @@ impl Running {
             platform,
             worker,
             db: None,
-            sqlite_queue: None,
+            sqlite: None,
         }
     }
 
@@ -74,11 +75,11 @@ impl Running {
     /// At start-up it also resumes the iterations the gone process had in flight at once:
     /// their leases end and their messages become visible, instead of both running out.
     pub async fn recover(&self) -> Result<usize, longrun_engine::EngineError> {
-        let Some(queue) = &self.sqlite_queue else {
+        let Some((store, queue)) = &self.sqlite else {
             return Ok(0);
         };
         let now = self.platform.clock.now_ms();
-        for run in queue.leased_runs().await? {
+        for run in store.leased_runs().await? {
             match self
                 .platform
                 .store
@@ -90,7 +91,7 @@ impl Running {
             }
         }
         queue.release_in_flight().await?;
-        heal(&self.platform, queue).await
+        heal(&self.platform, store).await
     }
 
     /// Heals again whenever the database rolled back a group (a failed commit or fsync, a write
@@ -101,7 +102,7 @@ impl Running {
         every: std::time::Duration,
         mut shutdown: watch::Receiver<bool>,
     ) -> Option<JoinHandle<()>> {
-        let (db, queue) = (self.db.clone()?, self.sqlite_queue.clone()?);
+        let (db, (store, _)) = (self.db.clone()?, self.sqlite.clone()?);
         let platform = self.platform.clone();
         Some(tokio::spawn(async move {
             let mut healed = db.generation();
@@ -114,7 +115,7 @@ impl Running {
                 if generation == healed {
                     continue;
                 }
-                match heal(&platform, &queue).await {
+                match heal(&platform, &store).await {
                     Ok(n) => {
                         healed = generation;
                         tracing::warn!(runs = n, "healed runs after a rolled-back group");
@@ -180,23 +181,21 @@ impl Platform {
                 .unwrap_or_else(|| ":memory:".into()),
             message: e.to_string(),
         })?;
-        let store: Arc<dyn Store> = Arc::new(SqliteRunStore::new(db.clone()));
+        let sqlite_store = Arc::new(SqliteRunStore::new(db.clone()));
+        let store: Arc<dyn Store> = sqlite_store.clone();
         let sqlite_queue = Arc::new(SqliteStepQueue::new(db.clone(), opts.clock.clone()));
         let queue: Arc<dyn StepQueue> = sqlite_queue.clone();
+        let webhooks = WebhookSender::new(
+            &config.fetch,
+            vec![
+                std::time::Duration::from_millis(500),
+                std::time::Duration::from_secs(1),
+                std::time::Duration::from_secs(2),
+            ],
+        )
+        .map_err(|e| PlatformError::Setting(format!("webhook client: {e}")))?;
         let notifier = LocalNotifier {
-            inbox: InboxNotifier::new(store.clone()),
-            store: store.clone(),
-            webhooks: Arc::new(
-                WebhookSender::new(
-                    &config.fetch,
-                    vec![
-                        std::time::Duration::from_millis(500),
-                        std::time::Duration::from_secs(1),
-                        std::time::Duration::from_secs(2),
-                    ],
-                )
-                .map_err(|e| PlatformError::Setting(format!("webhook client: {e}")))?,
-            ),
+            delivery: Arc::new(OutcomeDelivery::new(store.clone(), store.clone(), webhooks)),
         };
         let llm: Arc<dyn LlmClient> = match opts.llm {
             Some(llm) => llm,
@@ -214,28 +213,28 @@ impl Platform {
         );
         let mut running = Running::new(platform, opts.worker);
         running.db = Some(db);
-        running.sqlite_queue = Some(sqlite_queue);
+        running.sqlite = Some((sqlite_store, sqlite_queue));
         Ok(running)
     }
 }
 
-/// The embedded stand-in for SNS → notifier Lambda: the inbox entry is durable before
-/// `publish` returns; the owner's webhooks are then POSTed in the background, signed and
-/// retried the same way the notifier Lambda does.
+/// The embedded stand-in for SNS → notifier Lambda, over the same `OutcomeDelivery`: the inbox
+/// entry is durable before `publish` returns (so the run is marked notified only then); the
+/// webhooks are POSTed in the background with the sender's backoff.
 struct LocalNotifier {
-    inbox: InboxNotifier,
-    store: Arc<dyn Store>,
-    webhooks: Arc<WebhookSender>,
+    delivery: Arc<OutcomeDelivery>,
 }
 
 #[async_trait::async_trait]
 impl Notifier for LocalNotifier {
     async fn publish(&self, msg: &OutcomeMessage) -> Result<(), NotifyError> {
-        self.inbox.publish(msg).await?;
-        let (store, webhooks, msg) = (self.store.clone(), self.webhooks.clone(), msg.clone());
+        self.delivery
+            .record(msg)
+            .await
+            .map_err(|e| NotifyError(format!("recording the notification: {e}")))?;
+        let (delivery, msg) = (self.delivery.clone(), msg.clone());
         tokio::spawn(async move {
-            let delivery = notification_for(&msg).id;
-            if let Err(e) = webhooks.post_all(&*store, &msg, &delivery).await {
+            if let Err(e) = delivery.post(&msg).await {
                 tracing::warn!(run_id = %msg.run_id, error = %e, "webhook delivery failed");
             }
         });
@@ -243,24 +242,16 @@ impl Notifier for LocalNotifier {
     }
 }
 
+/// What a crash (or a rolled-back group) may have lost, through the one recovery path.
 async fn heal(
     platform: &Platform,
-    queue: &SqliteStepQueue,
+    store: &SqliteRunStore,
 ) -> Result<usize, longrun_engine::EngineError> {
-    let stranded = queue.stranded().await?;
+    let stranded = store.stranded().await?;
     let now = platform.clock.now_ms();
-    for run in &stranded {
-        if run.status.is_claimable() {
-            let msg = longrun_ports::StepMessage::new(
-                &run.id,
-                run.iteration + 1,
-                longrun_ports::StepReason::Sweep,
-            );
-            let dedup = format!("{}#recover-{now}", msg.dedup_id());
-            platform.queue.enqueue(&msg, &dedup, 0).await?;
-        } else {
-            platform.dispatch.publish_outcome(run).await?;
-        }
-    }
-    Ok(stranded.len())
+    let report = platform
+        .dispatch
+        .recover(stranded, &format!("recover-{now}"))
+        .await?;
+    Ok(report.requeued.len() + report.republished.len())
 }

@@ -9,6 +9,7 @@ pub mod config;
 #[cfg(feature = "embedded")]
 pub mod embedded;
 pub mod error;
+pub mod outcome;
 pub mod platform;
 pub mod runs;
 pub mod schedules;
@@ -20,6 +21,7 @@ pub use config::{AppConfig, FetchConfig, Tokens};
 #[cfg(feature = "embedded")]
 pub use embedded::{Embedded, Running};
 pub use error::ServiceError;
+pub use outcome::OutcomeDelivery;
 pub use platform::{Platform, PlatformError};
 pub use runs::{CreateRun, create_run};
 pub use trigger::{Handled, Settle, settle, step_body};

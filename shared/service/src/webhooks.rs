@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use longrun_domain::{OutcomeMessage, Webhook};
-use longrun_ports::Store;
 use longrun_ports::StoreError;
+use longrun_ports::UserCatalog;
 use serde_json::{Value, json};
 use tracing::warn;
 
@@ -101,7 +101,7 @@ impl WebhookSender {
     /// on every retry of one outcome.
     pub async fn post_all(
         &self,
-        store: &dyn Store,
+        store: &dyn UserCatalog,
         msg: &OutcomeMessage,
         delivery: &str,
     ) -> Result<(), WebhookError> {

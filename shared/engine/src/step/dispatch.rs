@@ -96,21 +96,31 @@ impl Dispatch {
     /// makes a duplicate harmless), and an outcome never marked published is published.
     pub async fn sweep(&self, stale_ms: i64, limit: usize) -> Result<SweepReport, EngineError> {
         let now = self.clock.now_ms();
+        let runs = self.store.stale_runs(now - stale_ms, limit).await?;
+        self.recover(runs, &format!("sweep-{}", now / 60_000)).await
+    }
+
+    /// The one recovery path, for runs that may owe something: a claimable run without a live
+    /// lease gets its next step again (dedup id tagged with `tag`, so it passes the FIFO
+    /// window; the claim makes a duplicate harmless), an unpublished outcome is followed up
+    /// again. The sweeper finds such runs by staleness, `serve` by what its queue lacks.
+    pub async fn recover(&self, runs: Vec<Run>, tag: &str) -> Result<SweepReport, EngineError> {
+        let now = self.clock.now_ms();
         let mut report = SweepReport::default();
-        for run in self.store.stale_runs(now - stale_ms, limit).await? {
+        for run in runs {
             if run.status.is_claimable() {
                 if run.lease_is_live(now) {
                     report.leased += 1;
                     continue;
                 }
                 let msg = StepMessage::new(&run.id, run.iteration + 1, StepReason::Sweep);
-                let dedup = format!("{}#sweep-{}", msg.dedup_id(), now / 60_000);
+                let dedup = format!("{}#{tag}", msg.dedup_id());
                 self.queue.enqueue(&msg, &dedup, 0).await?;
-                info!(run_id = %run.id, iteration = run.iteration + 1, "sweeper re-sent a stalled step");
+                info!(run_id = %run.id, iteration = run.iteration + 1, "re-sent a stalled step");
                 report.requeued.push(run.id);
             } else if !run.notified {
                 self.follow_up(&run).await?;
-                info!(run_id = %run.id, status = %run.status, "sweeper re-published an outcome");
+                info!(run_id = %run.id, status = %run.status, "re-published an outcome");
                 report.republished.push(run.id);
             }
         }

@@ -90,24 +90,6 @@ impl SqliteStepQueue {
             .await
     }
 
-    /// Runs that should be moving but have no live message (their send was lost in a crash),
-    /// and runs whose outcome was never published. Read at start-up by `recover`.
-    pub async fn stranded(&self) -> QueueResult<Vec<Run>> {
-        self.db
-            .read(|c| {
-                query_json::<Run>(
-                    c,
-                    "SELECT body FROM runs
-                     WHERE (status IN ('queued', 'running')
-                            AND id NOT IN (SELECT group_id FROM queue WHERE dead = 0))
-                        OR (status NOT IN ('queued', 'running') AND json_extract(body, '$.notified') = 0)",
-                    &[],
-                )
-            })
-            .await
-            .map_err(q_err)
-    }
-
     /// At start-up every message in flight belongs to a worker of a process that is gone (the
     /// database is opened exclusively): they become visible now instead of after their
     /// visibility timeout. Returns how many.
@@ -122,20 +104,6 @@ impl SqliteStepQueue {
                 .map_err(q_err)
             })
             .await
-    }
-
-    /// Runs a worker holds a lease on; at start-up, those of a process that is gone.
-    pub async fn leased_runs(&self) -> QueueResult<Vec<Run>> {
-        self.db
-            .read(|c| {
-                query_json::<Run>(
-                    c,
-                    "SELECT body FROM runs WHERE status = 'running' AND json_extract(body, '$.lease') IS NOT NULL",
-                    &[],
-                )
-            })
-            .await
-            .map_err(q_err)
     }
 
     pub async fn dead_letters(&self) -> QueueResult<Vec<String>> {

@@ -19,6 +19,36 @@ struct RunCache {
 const RUN_CACHE_MAX: usize = 4096;
 
 impl SqliteRunStore {
+    /// Runs that should be moving but have no live message (their send was lost in a crash),
+    /// and runs whose outcome was never published. Read at start-up by `recover`.
+    pub async fn stranded(&self) -> StoreResult<Vec<Run>> {
+        self.db
+            .read(|c| {
+                query_json::<Run>(
+                    c,
+                    "SELECT body FROM runs
+                     WHERE (status IN ('queued', 'running')
+                            AND id NOT IN (SELECT group_id FROM queue WHERE dead = 0))
+                        OR (status NOT IN ('queued', 'running') AND json_extract(body, '$.notified') = 0)",
+                    &[],
+                )
+            })
+            .await
+    }
+
+    /// Runs a worker holds a lease on; at start-up, those of a process that is gone.
+    pub async fn leased_runs(&self) -> StoreResult<Vec<Run>> {
+        self.db
+            .read(|c| {
+                query_json::<Run>(
+                    c,
+                    "SELECT body FROM runs WHERE status = 'running' AND json_extract(body, '$.lease') IS NOT NULL",
+                    &[],
+                )
+            })
+            .await
+    }
+
     pub fn new(db: SqliteDb) -> Self {
         SqliteRunStore {
             db,
