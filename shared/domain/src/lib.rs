@@ -2,18 +2,21 @@
 
 pub mod change;
 pub mod decide;
+pub mod events;
 pub mod fingerprint;
 pub mod planner;
 pub mod record;
 pub mod report;
 pub mod run;
 pub mod schedule;
+pub mod status;
 
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 pub use change::{CommitPlan, Rejection, RunChange};
 pub use decide::{IterationFacts, Outcome, Verdict, decide};
+pub use events::RunEvent;
 pub use record::{Doc, DocMeta, Event, EventDraft, EventKind, IterationRecord, PadEntry};
 pub use report::Report;
 pub use run::{Budgets, BudgetsInput, Run, RunStatus, StopType, StoppingReason, Thresholds};
