@@ -116,9 +116,25 @@ impl std::fmt::Display for RunStatus {
 /// compares with one), change it only through [`Run::transition_to`]. Its field is private so
 /// no code can assign a status past the machine; stores still (de)serialize it as the bare
 /// status string.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct CurrentStatus(RunStatus);
+
+// The API document shows a run's status as the `RunStatus` it is on the wire.
+impl JsonSchema for CurrentStatus {
+    fn inline_schema() -> bool {
+        RunStatus::inline_schema()
+    }
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        RunStatus::schema_name()
+    }
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        RunStatus::schema_id()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        RunStatus::json_schema(generator)
+    }
+}
 
 impl CurrentStatus {
     /// Where every run starts.
@@ -277,6 +293,26 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_guarded_status_is_a_bare_status_on_the_wire_and_in_the_api_document() {
+        // Arrange
+        let run = sample_run();
+        let run_schema = schemars::schema_for!(Run);
+        let child_schema = schemars::schema_for!(crate::run::ChildRun);
+
+        // Act
+        let json = serde_json::to_value(&run).unwrap();
+        let back: Run = serde_json::from_value(json.clone()).unwrap();
+
+        // Assert
+        assert_eq!(json["status"], "running");
+        assert_eq!(back.status, Running);
+        assert_eq!(
+            run_schema.as_value()["properties"]["status"],
+            child_schema.as_value()["properties"]["status"]
+        );
     }
 
     #[test]
