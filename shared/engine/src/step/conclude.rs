@@ -1,6 +1,7 @@
 //! The end of an iteration's work: evidence checked against the staged workspace, children
-//! listed (created only once the commit landed), the verdict (pure, `longrun_domain::decide`), and everything the commit writes
-//! (run update, iteration record, scratchpad entry, report inputs) gathered in a `CommitPlan`.
+//! listed (created only once the commit landed), the verdict (pure, `longrun_domain::decide`),
+//! and everything the commit writes (run update, iteration record, scratchpad entry, report
+//! inputs) gathered in a `CommitPlan`.
 
 use longrun_domain::change::CommitPlan;
 use longrun_domain::decide::{BudgetExhausted, IterationFacts, Outcome, Progress};
@@ -38,8 +39,8 @@ impl Engine {
     ) -> Result<CommitPlan, EngineError> {
         let (evidence, evidence_docs) = evidence(&staging, &draft).await;
         let staged = staging.finish();
-        // Only listed here: the children are created after the commit (`Dispatch::start_children`),
-        // so an attempt whose commit is refused leaves none behind.
+        // Only listed here: they are created after the commit (`Dispatch::start_children`), so
+        // an attempt whose commit is refused leaves no child behind.
         let children: Vec<ChildRun> = staged
             .spawned
             .iter()

@@ -1,6 +1,6 @@
-//! What follows a commit, for the worker and the API alike: the next step, the outcome
-//! notification, children canceled with their parent, a child's end reported to its parent,
-//! and the sweeper's nudges. Never does an iteration's work.
+//! What follows a commit, for the worker and the API alike: the children it listed started,
+//! the next step, the outcome notification, children canceled with their parent, a child's end
+//! reported to its parent, and the sweeper's nudges. Never does an iteration's work.
 
 use std::sync::Arc;
 
