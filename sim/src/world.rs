@@ -213,7 +213,7 @@ impl World {
     async fn settle(&self, steps: u32) -> bool {
         for _ in 0..steps {
             let runs = check::all_runs(&self.sim.inner, &self.users).await;
-            if runs.iter().all(settled) {
+            if runs.iter().all(settled) && no_child_owed(&runs) {
                 return true;
             }
             if self.queue.is_empty() || self.sim.chance(200) {
@@ -233,6 +233,15 @@ pub(crate) fn settled(r: &Run) -> bool {
         || r.status == RunStatus::Paused
         || (r.status == RunStatus::WaitingOnChildren && r.active_children() > 0);
     at_rest && r.notified
+}
+
+/// Children are created after the commit that lists them: a crash in between leaves them owed
+/// to the redelivery of that iteration's message, so their parent is not at rest yet.
+fn no_child_owed(runs: &[Run]) -> bool {
+    let ids: std::collections::HashSet<&str> = runs.iter().map(|r| r.id.as_str()).collect();
+    runs.iter()
+        .flat_map(|r| &r.children)
+        .all(|c| ids.contains(c.id.as_str()))
 }
 
 fn template(objective: &str, budgets: BudgetsInput, mode: Option<PermissionMode>) -> RunTemplate {

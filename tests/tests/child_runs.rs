@@ -9,8 +9,8 @@ use longrun_domain::change;
 use longrun_domain::run::{BudgetsInput, RunStatus};
 use longrun_http::{CreateRun, create_run};
 use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError};
-use longrun_ports::{Clock, NoFaults};
-use longrun_tests::{TestPlatform, platform_with_llm, scripted};
+use longrun_ports::{Clock, FaultPoint, Faults, NoFaults};
+use longrun_tests::{CrashOnce, TestPlatform, platform_with_llm, scripted};
 
 /// Parents and children follow different scripts: a child's id is `{parent}-c{n}-{k}`.
 struct ByRole {
@@ -43,6 +43,30 @@ const PARENT: &str = r#"{"planner": [
     "tool_calls": [{"name": "doc_write", "args": {"path": "summary.md", "content": "three teas"}}]},
    "usage": {"input_tokens": 10, "output_tokens": 5}}]}"#;
 
+/// [`PARENT`] with its spawning answer given twice: the attempt that dies before its commit
+/// uses up the first.
+const PARENT_RETRIED: &str = r#"{"planner": [
+  {"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "split the work",
+    "remaining_work": ["collect the parts"]},
+    "tool_calls": [
+      {"name": "spawn_run", "args": {"objective": "research green tea", "budgets": {"max_tokens": 400}}},
+      {"name": "spawn_run", "args": {"objective": "research black tea", "budgets": {"max_tokens": 400}}},
+      {"name": "spawn_run", "args": {"objective": "research oolong", "budgets": {"max_tokens": 400}}},
+      {"name": "wait_for_children", "args": {}}]},
+   "usage": {"input_tokens": 10, "output_tokens": 5}},
+  {"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "split the work",
+    "remaining_work": ["collect the parts"]},
+    "tool_calls": [
+      {"name": "spawn_run", "args": {"objective": "research green tea", "budgets": {"max_tokens": 400}}},
+      {"name": "spawn_run", "args": {"objective": "research black tea", "budgets": {"max_tokens": 400}}},
+      {"name": "spawn_run", "args": {"objective": "research oolong", "budgets": {"max_tokens": 400}}},
+      {"name": "wait_for_children", "args": {}}]},
+   "usage": {"input_tokens": 10, "output_tokens": 5}},
+  {"content": {"status": {"exit_signal": true, "needs_user_input": false, "progress_summary": "merged the parts",
+    "remaining_work": [], "completion_evidence": ["summary.md"]},
+    "tool_calls": [{"name": "doc_write", "args": {"path": "summary.md", "content": "three teas"}}]},
+   "usage": {"input_tokens": 10, "output_tokens": 5}}]}"#;
+
 const CHILD_DONE: &str = r#"{"planner": [
   {"content": {"status": {"exit_signal": true, "needs_user_input": false, "progress_summary": "wrote part {{run_id}}",
     "remaining_work": [], "completion_evidence": ["part.md"]},
@@ -56,17 +80,15 @@ const CHILD_FOREVER: &str = r#"{"planner": [
    "usage": {"input_tokens": 2, "output_tokens": 1}}]}"#;
 
 fn tree(child: &str) -> TestPlatform {
+    tree_with_faults(PARENT, child, Arc::new(NoFaults))
+}
+
+fn tree_with_faults(parent: &str, child: &str, faults: Arc<dyn Faults>) -> TestPlatform {
     let llm = Arc::new(ByRole {
-        parent: scripted(PARENT),
+        parent: scripted(parent),
         child: scripted(child),
     });
-    platform_with_llm(
-        llm,
-        Arc::new(NoFaults),
-        &[("tok-alice", "alice")],
-        2,
-        |_| {},
-    )
+    platform_with_llm(llm, faults, &[("tok-alice", "alice")], 2, |_| {})
 }
 
 async fn start(t: &TestPlatform) -> String {
@@ -162,6 +184,59 @@ async fn three_children_share_the_parents_remainder_and_their_outcomes_wake_it()
         finished, 3,
         "each child's outcome is in the parent's events"
     );
+}
+
+#[tokio::test]
+async fn children_start_only_after_their_parents_commit_and_once_when_it_is_redelivered() {
+    // Arrange: the worker dies twice in the parent's first iteration: before its commit (the
+    // attempt's spawns are lost with it), then right after the retried attempt's commit.
+    let faults = Arc::new(CrashOnce::new(vec![
+        (FaultPoint::BeforeCommit, 1),
+        (FaultPoint::AfterCommit, 1),
+    ]));
+    let t = tree_with_faults(PARENT_RETRIED, CHILD_DONE, faults.clone());
+    let id = start(&t).await;
+    let first_child = change::child_id(&id, 1, 1);
+    let mut children_before_commit = None;
+
+    // Act: poll, letting leases and visibility run out whenever the queue is idle.
+    let mut parent = t.p().store.get_run(&id).await.unwrap().unwrap();
+    for _ in 0..400 {
+        parent = t.p().store.get_run(&id).await.unwrap().unwrap();
+        if parent.status.is_ended() && parent.notified {
+            break;
+        }
+        if faults.fired() == 1 && children_before_commit.is_none() {
+            children_before_commit = Some(t.p().store.get_run(&first_child).await.unwrap());
+        }
+        if t.running.worker.poll_once().await.unwrap().received == 0 {
+            t.clock.advance(31_000);
+        }
+    }
+
+    // Assert
+    assert_eq!(faults.fired(), 2, "both crashes happened");
+    assert_eq!(
+        children_before_commit,
+        Some(None),
+        "an attempt that never committed started no child"
+    );
+    assert_eq!(parent.status, RunStatus::Completed);
+    assert_eq!(parent.children.len(), 3);
+    for c in &parent.children {
+        let child = t.p().store.get_run(&c.id).await.unwrap().unwrap();
+        assert_eq!(child.status, RunStatus::Completed, "{}", c.id);
+        let created = t
+            .p()
+            .store
+            .events(&c.id, 0, 1_000)
+            .await
+            .unwrap()
+            .iter()
+            .filter(|e| e.kind == longrun_domain::EventKind::RunCreated)
+            .count();
+        assert_eq!(created, 1, "{} was created once", c.id);
+    }
 }
 
 #[tokio::test]

@@ -127,7 +127,7 @@ async fn a_real_small_model_drives_a_run_to_a_legitimate_end_with_exact_token_bo
     let reason = run.stopping_reason.clone().unwrap();
     assert!(
         matches!(
-            run.status,
+            *run.status,
             RunStatus::Completed | RunStatus::Stopped | RunStatus::WaitingOnUser
         ),
         "{:?} {reason:?}",

@@ -154,7 +154,7 @@ mod suite {
             .unwrap();
         s.update_run("r0", &|r| {
             let mut next = r.clone();
-            next.status = RunStatus::Canceled;
+            next.transition_to(RunStatus::Canceled, r.updated_at)?;
             Ok(RunChange {
                 active: ActiveDelta::Release,
                 ..RunChange::of(
@@ -417,10 +417,11 @@ mod suite {
         let finish = |status: RunStatus, notified: bool, at: i64| {
             move |r: &longrun_domain::Run| {
                 let mut next = r.clone();
-                next.status = status;
+                next.transition_to(RunStatus::Running, at)?;
+                next.transition_to(status, at)?;
                 next.notified = notified;
                 next.updated_at = at;
-                Ok(RunChange::of(next, vec![]))
+                Ok::<_, Rejection>(RunChange::of(next, vec![]))
             }
         };
         s.update_run("done", &finish(RunStatus::Completed, true, 250))
@@ -620,7 +621,7 @@ mod suite {
             .unwrap();
         s.update_run("a1", &|r| {
             let mut next = r.clone();
-            next.status = RunStatus::Running;
+            next.transition_to(RunStatus::Running, r.updated_at)?;
             Ok(RunChange::of(next, vec![]))
         })
         .await

@@ -3,6 +3,7 @@
 pub mod catalog;
 pub mod change;
 pub mod decide;
+pub mod events;
 pub mod fingerprint;
 pub mod outcome;
 pub mod planner;
@@ -10,6 +11,7 @@ pub mod record;
 pub mod report;
 pub mod run;
 pub mod schedule;
+pub mod status;
 
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -17,6 +19,7 @@ pub mod testing;
 pub use catalog::{McpServer, UserTool, Webhook};
 pub use change::{CommitPlan, Rejection, RunChange};
 pub use decide::{IterationFacts, Outcome, Verdict, decide};
+pub use events::RunEvent;
 pub use outcome::{Notification, NotificationMetrics, OutcomeMessage, notification_for};
 pub use record::{
     Doc, DocHit, DocMeta, Event, EventDraft, EventKind, IterationRecord, PadEntry, doc_hit,

@@ -122,7 +122,7 @@ pub fn build_report(
         run_id: run.id.clone(),
         title,
         objective: run.objective.clone(),
-        status: run.status,
+        status: *run.status,
         summary: summary.to_string(),
         what_changed: WhatChanged {
             created,
@@ -183,7 +183,7 @@ mod tests {
     #[test]
     fn what_changed_comes_from_committed_docs_not_from_claims() {
         let mut run = sample_run();
-        run.status = RunStatus::Completed;
+        run.transition_to(RunStatus::Completed, 10).unwrap();
         run.stopping_reason = Some(StoppingReason::new(StopType::Completed, "done"));
         let docs = [meta("a.md", 1), meta("b.md", 3)];
         let evidence = ["see b.md".to_string(), "ghost.md exists".to_string()];
@@ -197,7 +197,7 @@ mod tests {
     #[test]
     fn the_report_lists_each_source_once_with_the_docs_that_cite_it() {
         let mut run = sample_run();
-        run.status = RunStatus::Completed;
+        run.transition_to(RunStatus::Completed, 10).unwrap();
         let url = "https://example.org/tea".to_string();
         let mut a = meta("a.md", 1);
         a.sources = vec![url.clone(), "tool:price_lookup".into()];

@@ -1,4 +1,4 @@
-//! The run: its status machine, budgets, thresholds, metrics and plan.
+//! The run: its budgets, thresholds, metrics and plan (its status machine is `status`).
 
 use std::collections::BTreeMap;
 
@@ -8,116 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::DomainError;
 use crate::record::DocMeta;
 use crate::report::Report;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum RunStatus {
-    Queued,
-    Running,
-    WaitingOnUser,
-    WaitingOnChildren,
-    /// Held by the user between iterations; `continue` queues it again.
-    Paused,
-    Completed,
-    Stopped,
-    Canceled,
-    Failed,
-}
-
-impl RunStatus {
-    pub const ALL: [RunStatus; 9] = [
-        RunStatus::Queued,
-        RunStatus::Running,
-        RunStatus::WaitingOnUser,
-        RunStatus::WaitingOnChildren,
-        RunStatus::Paused,
-        RunStatus::Completed,
-        RunStatus::Stopped,
-        RunStatus::Canceled,
-        RunStatus::Failed,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Queued => "queued",
-            RunStatus::Running => "running",
-            RunStatus::WaitingOnUser => "waiting_on_user",
-            RunStatus::WaitingOnChildren => "waiting_on_children",
-            RunStatus::Paused => "paused",
-            RunStatus::Completed => "completed",
-            RunStatus::Stopped => "stopped",
-            RunStatus::Canceled => "canceled",
-            RunStatus::Failed => "failed",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<RunStatus> {
-        RunStatus::ALL.into_iter().find(|st| st.as_str() == s)
-    }
-
-    /// Ended runs hold no slot in the per-user active counter. `stopped` can still be continued.
-    pub fn is_ended(self) -> bool {
-        matches!(
-            self,
-            RunStatus::Completed | RunStatus::Stopped | RunStatus::Canceled | RunStatus::Failed
-        )
-    }
-
-    /// Final: nothing can move the run out of these.
-    pub fn is_final(self) -> bool {
-        matches!(
-            self,
-            RunStatus::Completed | RunStatus::Canceled | RunStatus::Failed
-        )
-    }
-
-    /// A worker may claim the next iteration only in these.
-    pub fn is_claimable(self) -> bool {
-        matches!(self, RunStatus::Queued | RunStatus::Running)
-    }
-
-    pub fn is_waiting(self) -> bool {
-        matches!(
-            self,
-            RunStatus::WaitingOnUser | RunStatus::WaitingOnChildren
-        )
-    }
-
-    pub fn can_transition_to(self, to: RunStatus) -> bool {
-        use RunStatus::*;
-        match self {
-            Queued => matches!(to, Running | Paused | Canceled | Failed),
-            Running => matches!(
-                to,
-                Running
-                    | WaitingOnUser
-                    | WaitingOnChildren
-                    | Paused
-                    | Completed
-                    | Stopped
-                    | Canceled
-                    | Failed
-            ),
-            WaitingOnUser | WaitingOnChildren | Paused => matches!(to, Queued | Canceled | Failed),
-            Stopped => matches!(to, Queued),
-            Completed | Canceled | Failed => false,
-        }
-    }
-
-    pub fn transition(self, to: RunStatus) -> Result<RunStatus, DomainError> {
-        if self.can_transition_to(to) {
-            Ok(to)
-        } else {
-            Err(DomainError::IllegalTransition { from: self, to })
-        }
-    }
-}
-
-impl std::fmt::Display for RunStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::status::{CurrentStatus, RunStatus};
 
 pub const DEFAULT_MAX_ITERATIONS: u32 = 25;
 pub const DEFAULT_MAX_RUNNING_MS: u64 = 60 * 60 * 1000;
@@ -429,6 +320,21 @@ pub struct ChildRun {
     pub cost_usd: f64,
 }
 
+impl ChildRun {
+    /// A child as its parent's commit lists it: queued, nothing spent yet.
+    pub fn new(id: &str, objective: &str, budgets: Budgets) -> ChildRun {
+        ChildRun {
+            id: id.to_string(),
+            objective: objective.to_string(),
+            status: RunStatus::Queued,
+            budgets,
+            summary: None,
+            tokens: 0,
+            cost_usd: 0.0,
+        }
+    }
+}
+
 /// Budgets for a child: what was asked, never more than the parent has left once its own
 /// spend and every other child's budget (`siblings`, including ones spawned moments ago)
 /// are taken off. A token or cost limit the parent has but the request leaves out gets half
@@ -648,7 +554,8 @@ pub struct Run {
     pub id: String,
     pub user_id: String,
     pub objective: String,
-    pub status: RunStatus,
+    // Changed only by `Run::transition_to` (a plain comment: the API document shows doc comments).
+    pub status: CurrentStatus,
     /// Last committed iteration (0 before the first commit).
     pub iteration: u32,
     pub model: String,
@@ -733,7 +640,7 @@ impl Run {
             id: id.to_string(),
             user_id: user_id.to_string(),
             objective: objective.to_string(),
-            status: RunStatus::Queued,
+            status: CurrentStatus::initial(),
             iteration: 0,
             model: model.to_string(),
             models: vec![],
@@ -811,35 +718,6 @@ impl Run {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn final_statuses_accept_no_transition() {
-        for from in [RunStatus::Completed, RunStatus::Canceled, RunStatus::Failed] {
-            for to in RunStatus::ALL {
-                assert!(
-                    from.transition(to).is_err(),
-                    "{from} -> {to} must be rejected"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn a_stopped_run_can_only_be_requeued() {
-        let allowed: Vec<_> = RunStatus::ALL
-            .into_iter()
-            .filter(|to| RunStatus::Stopped.can_transition_to(*to))
-            .collect();
-        assert_eq!(allowed, vec![RunStatus::Queued]);
-    }
-
-    #[test]
-    fn a_queued_run_cannot_jump_to_completed() {
-        assert!(matches!(
-            RunStatus::Queued.transition(RunStatus::Completed),
-            Err(DomainError::IllegalTransition { .. })
-        ));
-    }
 
     #[test]
     fn negative_budgets_are_rejected_with_the_field_named() {

@@ -13,6 +13,7 @@ pub fn sample_run() -> Run {
         Thresholds::default(),
         0,
     );
-    run.status = RunStatus::Running;
+    run.transition_to(RunStatus::Running, 0)
+        .expect("a queued run may start");
     run
 }

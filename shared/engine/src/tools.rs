@@ -50,7 +50,7 @@ struct StagingInner {
     carried: Vec<String>,
 }
 
-/// A child run `spawn_run` asked for; the engine creates it before the commit.
+/// A child run `spawn_run` asked for; the engine creates it once the commit listed it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChildRequest {
     pub id: String,
@@ -578,12 +578,8 @@ impl Tool for SpawnRun {
         let siblings: Vec<Budgets> = inner.spawned.iter().map(|c| c.budgets.clone()).collect();
         let budgets = carve_child_budgets(&parent, &siblings, &a.budgets, &Budgets::default())?;
         // Stable across a redelivered iteration, so the child is created once.
-        let id = format!(
-            "{}-c{}-{}",
-            parent.id,
-            st.iteration,
-            inner.spawned.len() + 1
-        );
+        let id =
+            longrun_domain::change::child_id(&parent.id, st.iteration, inner.spawned.len() + 1);
         inner.spawned.push(ChildRequest {
             id: id.clone(),
             objective,

@@ -1,6 +1,7 @@
 //! The end of an iteration's work: evidence checked against the staged workspace, children
-//! started, the verdict (pure, `longrun_domain::decide`), and everything the commit writes
-//! (run update, iteration record, scratchpad entry, report inputs) gathered in a `CommitPlan`.
+//! listed (created only once the commit landed), the verdict (pure, `longrun_domain::decide`),
+//! and everything the commit writes (run update, iteration record, scratchpad entry, report
+//! inputs) gathered in a `CommitPlan`.
 
 use longrun_domain::change::CommitPlan;
 use longrun_domain::decide::{BudgetExhausted, IterationFacts, Outcome, Progress};
@@ -38,10 +39,13 @@ impl Engine {
     ) -> Result<CommitPlan, EngineError> {
         let (evidence, evidence_docs) = evidence(&staging, &draft).await;
         let staged = staging.finish();
-        let mut children = Vec::with_capacity(staged.spawned.len());
-        for req in &staged.spawned {
-            children.push(self.dispatch.spawn_child(it.run, req).await?);
-        }
+        // Only listed here: they are created after the commit (`Dispatch::start_children`), so
+        // an attempt whose commit is refused leaves no child behind.
+        let children: Vec<ChildRun> = staged
+            .spawned
+            .iter()
+            .map(|req| ChildRun::new(&req.id, &req.objective, req.budgets.clone()))
+            .collect();
         let budget = it.budget_after(self.now());
         let judged = judge(
             it,

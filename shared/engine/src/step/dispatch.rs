@@ -1,16 +1,15 @@
-//! What follows a commit, for the worker and the API alike: the next step, the outcome
-//! notification, children canceled with their parent, a child's end reported to its parent,
-//! and the sweeper's nudges. Never does an iteration's work.
+//! What follows a commit, for the worker and the API alike: the children it listed started,
+//! the next step, the outcome notification, children canceled with their parent, a child's end
+//! reported to its parent, and the sweeper's nudges. Never does an iteration's work.
 
 use std::sync::Arc;
 
 use longrun_domain::change;
-use longrun_domain::run::{ChildRun, Run, RunStatus};
+use longrun_domain::run::{Run, RunStatus};
 use longrun_domain::{Rejection, RunChange};
 use tracing::info;
 
 use super::EngineError;
-use crate::tools::ChildRequest;
 use longrun_domain::OutcomeMessage;
 use longrun_ports::{Clock, Notifier, StepMessage, StepQueue, StepReason, Store, StoreError};
 
@@ -65,7 +64,7 @@ impl Dispatch {
             run_id: run.id.clone(),
             user_id: run.user_id.clone(),
             iteration: run.iteration,
-            status: run.status,
+            status: *run.status,
             stopping_reason: run.stopping_reason.clone(),
             summary,
             link: self.link(&run.id),
@@ -142,7 +141,7 @@ impl Dispatch {
 
     /// What must follow a committed iteration: the next message, or the outcome.
     pub async fn follow_up(&self, run: &Run) -> Result<(), EngineError> {
-        match run.status {
+        match *run.status {
             RunStatus::Running => self.enqueue_next(run, StepReason::Continue).await,
             RunStatus::Queued => self.enqueue_next(run, StepReason::Resume).await,
             // The user holds it; `continue` sends the next step.
@@ -198,54 +197,35 @@ impl Dispatch {
         }
     }
 
-    /// Creates a child `spawn_run` asked for, once: a redelivered iteration finds it exists.
-    pub(super) async fn spawn_child(
-        &self,
-        parent: &Run,
-        req: &ChildRequest,
-    ) -> Result<ChildRun, EngineError> {
-        let now = self.clock.now_ms();
-        let mut child = Run::new(
-            &req.id,
-            &parent.user_id,
-            &req.objective,
-            &parent.model,
-            req.budgets.clone(),
-            parent.thresholds.clone(),
-            now,
-        );
-        child.parent_run_id = Some(parent.id.clone());
-        child.depth = parent.depth + 1;
-        child.permission_mode = parent.permission_mode;
-        child.models = parent.models.clone();
-        child.allowed_tools = parent.allowed_tools.clone();
-        // Children are part of their parent's run, not new runs of the user's: no slot limit.
-        let created = match self.store.create_run(change::create(child, u32::MAX)).await {
-            Ok(run) => run,
-            Err(StoreError::Rejected(_)) => match self.store.get_run(&req.id).await? {
-                Some(run) if run.parent_run_id.as_deref() == Some(&parent.id) => run,
-                _ => {
-                    return Err(EngineError::Store(StoreError::Rejected(
-                        Rejection::Conflict(format!(
-                            "run {} exists and is not a child of {}",
-                            req.id, parent.id
-                        )),
-                    )));
-                }
-            },
-            Err(e) => return Err(e.into()),
-        };
-        if created.iteration == 0 && created.status == RunStatus::Queued {
-            self.enqueue_next(&created, StepReason::Start).await?;
+    /// Creates and starts the children iteration `n` of `parent` spawned, once its commit
+    /// landed. Repeatable: a child that exists is left alone (a redelivered iteration, or a
+    /// crash between the commit and this, starts only what is missing).
+    pub async fn start_children(&self, parent: &Run, n: u32) -> Result<(), EngineError> {
+        for child in change::children_to_start(parent, n) {
+            let now = self.clock.now_ms();
+            let created = match self
+                .store
+                .create_run(change::spawn_child(parent, &child, now))
+                .await
+            {
+                Ok(run) => run,
+                Err(StoreError::Rejected(_)) => match self.store.get_run(&child.id).await? {
+                    Some(run) if run.parent_run_id.as_deref() == Some(&parent.id) => run,
+                    _ => {
+                        return Err(EngineError::Store(StoreError::Rejected(
+                            Rejection::Conflict(format!(
+                                "run {} exists and is not a child of {}",
+                                child.id, parent.id
+                            )),
+                        )));
+                    }
+                },
+                Err(e) => return Err(e.into()),
+            };
+            if created.iteration == 0 && created.status == RunStatus::Queued {
+                self.enqueue_next(&created, StepReason::Start).await?;
+            }
         }
-        Ok(ChildRun {
-            id: created.id.clone(),
-            objective: created.objective.clone(),
-            status: created.status,
-            budgets: created.budgets.clone(),
-            summary: None,
-            tokens: 0,
-            cost_usd: 0.0,
-        })
+        Ok(())
     }
 }

@@ -157,6 +157,7 @@ impl Engine {
         if run.iteration >= n {
             // Redelivery of a committed iteration: heal a crash between commit and send.
             if run.iteration == n {
+                self.dispatch.start_children(&run, n).await?;
                 self.dispatch.follow_up(&run).await?;
             }
             return Ok(StepOutcome::Dropped(format!(
@@ -192,13 +193,16 @@ impl Engine {
         };
         info!(status = %run.status, tokens = run.metrics.tokens(), "iteration committed");
         self.crash(FaultPoint::AfterCommit, &run.id, n)?;
+        // Effects of the commit, only now that it landed; a crash before them is healed by
+        // the redelivery, which finds the iteration committed.
+        self.dispatch.start_children(&run, n).await?;
         self.dispatch.follow_up_deferred(&run).await?;
         self.crash(FaultPoint::AfterEnqueue, &run.id, n)?;
         Ok(StepOutcome::Done)
     }
 
     /// The iteration's work, phase by phase, against staged state; nothing is written except
-    /// live spend.
+    /// live spend (children it spawns are created after the commit).
     async fn work(
         &self,
         run: &Run,
