@@ -3,6 +3,7 @@
 
 mod http;
 mod remote;
+mod runner;
 
 mod console {
     include!(concat!(env!("OUT_DIR"), "/console_assets.rs"));
@@ -206,6 +207,8 @@ enum Command {
         run_id: String,
         path: Option<String>,
     },
+    #[command(flatten)]
+    Runner(runner::RunnerCommand),
 }
 
 // glibc's allocator was a fifth of the embedded engine's CPU (many short-lived strings and
@@ -309,6 +312,8 @@ async fn dispatch(cli: Cli) -> Result<()> {
             );
             Ok(())
         }
+        // Blocking by design (processes, files, sleeps): one job or loop per invocation.
+        Command::Runner(cmd) => tokio::task::block_in_place(|| runner::run(cmd, quiet)),
         other => remote::run(other, &cli.api_url, cli.token, cli.json).await,
     }
 }
