@@ -382,3 +382,25 @@ fn a_backend_that_fails_fast_is_degraded_and_the_next_one_runs() {
     assert_eq!(runs[1]["previous_run_id"], runs[0]["run_id"]);
     assert!(env.has("WARNING", "failed before any output"));
 }
+
+#[test]
+fn a_job_deeper_than_the_delegation_limit_is_refused() {
+    let env = setup("max_delegation_depth = 2", &[("root", "child")]);
+    std::fs::create_dir_all(env.task_dir()).unwrap();
+
+    let out = env
+        .cmd(&["job", "go deeper"])
+        .env("LONGRUN_TASK_DIR", env.task_dir())
+        .env("LONGRUN_RUN_ID", "20260101-0000000000-1")
+        .env("LONGRUN_DEPTH", "2")
+        .output()
+        .unwrap();
+
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("max_delegation_depth 2"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(env.runs().is_empty());
+}
