@@ -1,6 +1,6 @@
 //! `longrun task|job|bus|stop|config`: coding-agent CLIs kept working until done (the
 //! `longrun-runner` crate). Bad input prints one line and exits non-zero: 2 for input or config,
-//! 3 when a task ran out of restarts, 4 when it ran out of time.
+//! 3 when a task ran out of restarts, 4 when it ran out of time, 5 when its root was stopped.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -246,6 +246,7 @@ fn cmd_task(a: TaskArgs, json: bool) -> Result<i32, RunnerError> {
         TaskOutcome::BudgetExhausted { runs } => {
             (4, format!("no DONE after {runs} run(s): out of time"))
         }
+        TaskOutcome::Stopped { runs } => (5, format!("stopped after {runs} run(s)")),
     };
     if json {
         println!(

@@ -404,3 +404,29 @@ fn a_job_deeper_than_the_delegation_limit_is_refused() {
     );
     assert!(env.runs().is_empty());
 }
+
+#[test]
+fn stopping_the_root_ends_the_task_instead_of_restarting_it() {
+    let env = setup("max_restarts = 5", &[("root", "hang")]);
+    let mut task = env
+        .cmd(&["task", "p", "t", "--objective", "Wait."])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let root = loop {
+        if let Some(r) = env.runs().into_iter().find(|r| r.contains_key("pgid")) {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "the root never started");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+
+    let out = env.run(&["stop", &root["run_id"]]);
+
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(task.wait().unwrap().code(), Some(5));
+    assert_eq!(env.runs().len(), 1);
+    assert!(env.has("STOP", "SIGTERM"));
+}

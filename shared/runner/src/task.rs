@@ -1,7 +1,8 @@
 //! `longrun task`: the restart loop. DONE is checked before every (re)start; DONE ends the loop
 //! (after waiting for running children, up to `child_wait_timeout`) and the root agent is never
 //! restarted after it; otherwise the root agent is restarted, 1 s apart, within `max_restarts`
-//! and the time budget. A usage limit waits for its reset instead of costing a restart.
+//! and the time budget. A usage limit waits for its reset instead of costing a restart; a root
+//! stopped with `longrun stop` ends the task.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -32,6 +33,10 @@ pub enum TaskOutcome {
         runs: u32,
     },
     BudgetExhausted {
+        runs: u32,
+    },
+    /// `longrun stop` stopped the root agent: the user's word ends the loop, no restart.
+    Stopped {
         runs: u32,
     },
 }
@@ -186,6 +191,15 @@ pub fn run_task(
             continue;
         }
         runs += 1;
+        if out.ended == Ended::Stopped {
+            post_best_effort(
+                &dir,
+                MessageType::Info,
+                &out.run_id,
+                "root agent stopped by request; the task ends without DONE",
+            );
+            return Ok(TaskOutcome::Stopped { runs });
+        }
         if out.ended == Ended::Stuck {
             post_best_effort(
                 &dir,
