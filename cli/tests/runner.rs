@@ -430,3 +430,34 @@ fn stopping_the_root_ends_the_task_instead_of_restarting_it() {
     assert_eq!(env.runs().len(), 1);
     assert!(env.has("STOP", "SIGTERM"));
 }
+
+#[test]
+fn a_question_left_on_the_bus_holds_the_restart_until_it_is_answered() {
+    let env = setup("max_restarts = 1", &[("root", "ask")]);
+    let mut task = env
+        .cmd(&["task", "p", "t", "--objective", "Ask first."])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !env.has("INFO", "waiting for an answer") {
+        assert!(Instant::now() < deadline, "the loop never waited");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let dir = env.task_dir().display().to_string();
+
+    let post = env.run(&[
+        "bus",
+        "post",
+        "--type",
+        "ANSWER",
+        "--task-dir",
+        &dir,
+        "blue",
+    ]);
+
+    assert!(post.status.success(), "{}", stderr(&post));
+    assert_eq!(task.wait().unwrap().code(), Some(0));
+    assert_eq!(env.runs().len(), 2);
+}

@@ -151,16 +151,30 @@ impl Bus {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// The last message's type, if any (a QUESTION there means the task waits on the user).
-    pub fn last_type(&self) -> Result<Option<String>, RunnerError> {
-        Ok(self
-            .conn
+    /// The last message of the conversation, if any: lifecycle events (START, STOP, CRASH,
+    /// CHILD_DONE, SUPERVISOR_RESTART) and the loop's own notes (INFO/WARNING with no run id) are
+    /// skipped. A QUESTION there means the task waits on the user.
+    pub fn last_said(&self) -> Option<Message> {
+        self.conn
             .query_row(
-                "SELECT type FROM messages ORDER BY seq DESC LIMIT 1",
+                "SELECT seq, at, type, run_id, body FROM messages
+                 WHERE type NOT IN ('START', 'STOP', 'CRASH', 'CHILD_DONE', 'SUPERVISOR_RESTART')
+                   AND NOT (run_id = '' AND type IN ('INFO', 'WARNING'))
+                 ORDER BY seq DESC LIMIT 1",
                 [],
-                |r| r.get(0),
+                |r| {
+                    Ok(Message {
+                        seq: r.get(0)?,
+                        at: r.get(1)?,
+                        kind: r.get(2)?,
+                        run_id: r.get(3)?,
+                        body: r.get(4)?,
+                    })
+                },
             )
-            .optional()?)
+            .optional()
+            .ok()
+            .flatten()
     }
 }
 

@@ -2,13 +2,14 @@
 //! (after waiting for running children, up to `child_wait_timeout`) and the root agent is never
 //! restarted after it; otherwise the root agent is restarted, 1 s apart, within `max_restarts`
 //! and the time budget. A usage limit waits for its reset instead of costing a restart; a root
-//! stopped with `longrun stop` ends the task.
+//! stopped with `longrun stop` ends the task; a QUESTION left as the bus's last message waits for
+//! an ANSWER before the restart.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::RunnerError;
-use crate::bus::{MessageType, post_best_effort};
+use crate::bus::{Bus, MessageType, post_best_effort};
 use crate::config::RunnerConfig;
 use crate::job::{Ended, JobRequest, run_job};
 use crate::process::{AgentProcess, group_alive};
@@ -209,9 +210,41 @@ pub fn run_task(
             );
         }
         if !dir.join(DONE_FILE).exists() {
+            wait_for_answer(cfg, &dir, started)?;
             std::thread::sleep(cfg.restart_pause);
         }
     }
+}
+
+/// A QUESTION as the bus's last message means the task waits on the user: the root is restarted
+/// only after an ANSWER or USER message (or when the time budget runs out), not charged.
+fn wait_for_answer(cfg: &RunnerConfig, dir: &Path, started: Instant) -> Result<(), RunnerError> {
+    let bus = Bus::open(dir)?;
+    let Some(question) = bus
+        .last_said()
+        .filter(|m| m.kind == MessageType::Question.as_str())
+    else {
+        return Ok(());
+    };
+    post_best_effort(
+        dir,
+        MessageType::Info,
+        "",
+        &format!(
+            "waiting for an answer to #{}: `longrun bus post --type ANSWER \"…\"`",
+            question.seq
+        ),
+    );
+    while started.elapsed() < cfg.time_budget {
+        let answered = bus.poll(question.seq)?.iter().any(|m| {
+            m.kind == MessageType::Answer.as_str() || m.kind == MessageType::User.as_str()
+        });
+        if answered {
+            return Ok(());
+        }
+        std::thread::sleep(cfg.child_poll_interval);
+    }
+    Ok(())
 }
 
 /// After DONE: waits for running children up to `child_wait_timeout`; returns those orphaned.
