@@ -461,3 +461,25 @@ fn a_question_left_on_the_bus_holds_the_restart_until_it_is_answered() {
     assert_eq!(task.wait().unwrap().code(), Some(0));
     assert_eq!(env.runs().len(), 2);
 }
+
+#[test]
+fn the_command_line_beats_the_environment_which_beats_the_config_file() {
+    let env = setup("max_restarts = 5", &[("root", "never")]);
+
+    let from_env = env
+        .cmd(&["task", "p", "t", "--objective", "x"])
+        .env("LONGRUN_MAX_RESTARTS", "1")
+        .output()
+        .unwrap();
+    let after_env = env.runs().len();
+    let from_cli = env
+        .cmd(&["task", "p", "t", "--max-restarts", "0"])
+        .env("LONGRUN_MAX_RESTARTS", "1")
+        .output()
+        .unwrap();
+
+    assert_eq!(from_env.status.code(), Some(3));
+    assert_eq!(after_env, 2);
+    assert_eq!(from_cli.status.code(), Some(3));
+    assert_eq!(env.runs().len(), after_env + 1);
+}
