@@ -131,4 +131,23 @@ mod tests {
             ("claude", "gemini", "claude")
         );
     }
+
+    #[test]
+    fn lucky_follows_the_weights() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cfg = RunnerConfig {
+            selection: Selection::Lucky,
+            ..RunnerConfig::default()
+        };
+        for (name, w) in [("claude", 1e-9), ("codex", 1e9), ("gemini", 1e-9)] {
+            cfg.backends.get_mut(name).expect("backend").weight = w;
+        }
+        fastrand::seed(7);
+
+        let picks: Vec<String> = (0..20)
+            .map(|_| choose(&cfg, dir.path(), 0, &[]).expect("pick").backend)
+            .collect();
+
+        assert!(picks.iter().all(|p| p == "codex"), "{picks:?}");
+    }
 }
