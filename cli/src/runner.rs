@@ -222,6 +222,7 @@ fn cmd_task(a: TaskArgs, json: bool) -> Result<i32, RunnerError> {
         let dir = task_dir(&cfg, &a.project, &a.task)?;
         std::fs::write(dir.join(TASK_FILE), text)?;
     }
+    let (project, task_name) = (a.project.clone(), a.task.clone());
     let out = run_task(
         &cfg,
         &LocalProcess,
@@ -232,9 +233,10 @@ fn cmd_task(a: TaskArgs, json: bool) -> Result<i32, RunnerError> {
             bin_dir: bin_dir(),
         },
     )?;
+    let usage = task::task_usage(&task_dir(&cfg, &project, &task_name)?).summary();
     let (code, text) = match &out {
         TaskOutcome::Completed { runs, orphaned } if orphaned.is_empty() => {
-            (0, format!("completed after {runs} run(s)"))
+            (0, format!("completed after {runs} run(s); usage {usage}"))
         }
         TaskOutcome::Completed { runs, orphaned } => (
             0,

@@ -350,6 +350,7 @@ fn a_session_limit_waits_for_the_reset_without_costing_a_restart() {
         "{:?}",
         runs[1]
     );
+    assert!(env.has("INFO", "usage in 7, out 3 tokens, $0.5000"));
 }
 
 #[test]

@@ -135,7 +135,7 @@ pub fn launch(backend: &BackendConfig, prompt: &str, prompt_file: &Path) -> Laun
 }
 
 /// Spend one run reported, summed over its events.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -148,6 +148,28 @@ pub struct Usage {
 impl Usage {
     pub fn is_empty(&self) -> bool {
         *self == Usage::default()
+    }
+
+    pub fn add(&mut self, o: &Usage) {
+        self.input_tokens += o.input_tokens;
+        self.output_tokens += o.output_tokens;
+        self.cached_input_tokens += o.cached_input_tokens;
+        self.turns += o.turns;
+        if let Some(c) = o.cost_usd {
+            self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + c);
+        }
+    }
+
+    /// `in 1200, out 80 tokens, $0.0130` (cost only when a CLI reported one).
+    pub fn summary(&self) -> String {
+        let cost = self
+            .cost_usd
+            .map(|c| format!(", ${c:.4}"))
+            .unwrap_or_default();
+        format!(
+            "in {}, out {} tokens{cost}",
+            self.input_tokens, self.output_tokens
+        )
     }
 }
 

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::RunnerError;
+use crate::backend::Usage;
 use crate::bus::{Bus, MessageType, post_best_effort};
 use crate::config::RunnerConfig;
 use crate::job::{Ended, JobRequest, run_job};
@@ -79,6 +80,21 @@ pub fn root_prompt(task_dir: &Path, task_text: &str) -> String {
     )
 }
 
+/// Spend over every run of the task (root, restarts and children), from their run-info.
+pub fn task_usage(task_dir: &Path) -> Usage {
+    let mut total = Usage::default();
+    for (_, info) in list_runs(task_dir) {
+        if let Some(u) = info
+            .0
+            .get("usage")
+            .and_then(|v| serde_json::from_value::<Usage>(v.clone()).ok())
+        {
+            total.add(&u);
+        }
+    }
+    total
+}
+
 /// Children still running: runs with a parent, no end time, and a live process group.
 pub fn active_children(task_dir: &Path) -> Vec<String> {
     list_runs(task_dir)
@@ -111,7 +127,15 @@ pub fn run_task(
     loop {
         if dir.join(DONE_FILE).exists() {
             let orphaned = wait_for_children(cfg, &dir, root_pgid);
-            post_best_effort(&dir, MessageType::Info, "", "task complete: DONE");
+            post_best_effort(
+                &dir,
+                MessageType::Info,
+                "",
+                &format!(
+                    "task complete: DONE after {runs} run(s); usage {}",
+                    task_usage(&dir).summary()
+                ),
+            );
             return Ok(TaskOutcome::Completed { runs, orphaned });
         }
         if runs > cfg.max_restarts {
