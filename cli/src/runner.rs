@@ -318,6 +318,7 @@ fn cmd_job(a: JobArgs, json: bool) -> Result<i32, RunnerError> {
             previous_run_id: None,
             depth,
             bin_dir: bin_dir(),
+            deadline: None,
         },
     )?;
     if json {

@@ -484,3 +484,16 @@ fn the_command_line_beats_the_environment_which_beats_the_config_file() {
     assert_eq!(from_cli.status.code(), Some(3));
     assert_eq!(env.runs().len(), after_env + 1);
 }
+
+#[test]
+fn a_root_still_running_when_the_time_budget_ends_is_stopped() {
+    let env = setup("time_budget = 1", &[("root", "hang")]);
+
+    let out = env.task(&[]);
+
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(env.has("WARNING", "time budget spent"));
+    let runs = env.runs();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["ended"], "out_of_time");
+}

@@ -30,6 +30,8 @@ pub struct JobRequest {
     pub depth: u32,
     /// Put first on the agent's PATH so it can call `longrun job` and `longrun bus`.
     pub bin_dir: Option<PathBuf>,
+    /// When the task's time budget ends: a run still going then is stopped.
+    pub deadline: Option<std::time::Instant>,
 }
 
 /// How the run ended.
@@ -40,8 +42,22 @@ pub enum Ended {
     FailedFast,
     /// No output for `stuck_threshold`: its group was killed.
     Stuck,
+    /// Still running when the task's time budget ended: its group was stopped.
+    OutOfTime,
     /// `longrun stop` stopped it.
     Stopped,
+}
+
+impl Ended {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ended::Exited => "exited",
+            Ended::FailedFast => "failed_fast",
+            Ended::Stuck => "stuck",
+            Ended::OutOfTime => "out_of_time",
+            Ended::Stopped => "stopped",
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -251,6 +267,7 @@ fn run_once(
     let mut activity = Activity::new();
     let mut idle_noted = false;
     let mut stuck = false;
+    let mut out_of_time = false;
     let status = loop {
         if let Some(st) = agent.try_wait()? {
             break st;
@@ -267,6 +284,15 @@ fn run_once(
                     quiet.as_secs(),
                     agent.pgid()
                 ),
+            );
+            stop_group(agent.pgid(), cfg.stop_grace);
+        } else if !out_of_time && req.deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            out_of_time = true;
+            post_best_effort(
+                &req.task_dir,
+                MessageType::Warning,
+                &run_id,
+                &format!("time budget spent; stopping process group {}", agent.pgid()),
             );
             stop_group(agent.pgid(), cfg.stop_grace);
         } else if !idle_noted && quiet >= cfg.idle_threshold {
@@ -296,6 +322,8 @@ fn run_once(
         Ended::Stopped
     } else if stuck {
         Ended::Stuck
+    } else if out_of_time {
+        Ended::OutOfTime
     } else if !status.success() && out_len == 0 {
         Ended::FailedFast
     } else {
@@ -309,7 +337,7 @@ fn run_once(
     if let Some(s) = signal {
         info.set("signal", s);
     }
-    info.set("ended", format!("{ended:?}").to_lowercase());
+    info.set("ended", ended.as_str());
     if !usage.is_empty() {
         info.set("usage", serde_json::to_value(&usage).unwrap_or_default());
         std::fs::write(

@@ -186,6 +186,7 @@ pub fn run_task(
                 previous_run_id: previous.clone(),
                 depth: 0,
                 bin_dir: req.bin_dir.clone(),
+                deadline: Some(started + cfg.time_budget),
             },
         )?;
         previous = Some(out.run_id.clone());
