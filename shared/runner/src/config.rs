@@ -26,7 +26,7 @@ pub struct ConfigError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Selection {
     RoundRobin,
-    /// Weighted random (the seed's "I'm lucky").
+    /// Weighted random ("I'm feeling lucky").
     Lucky,
 }
 

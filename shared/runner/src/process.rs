@@ -123,7 +123,7 @@ pub fn signal_group(pgid: u32, sig: Signal) -> bool {
         .unwrap_or(false)
 }
 
-/// True while any process of the group is alive (the seed's `kill(-pgid, 0)`).
+/// True while any process of the group is alive (`kill -0 -PGID`).
 pub fn group_alive(pgid: u32) -> bool {
     signal_group(pgid, Signal::Zero)
 }
