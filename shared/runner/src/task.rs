@@ -124,6 +124,9 @@ pub fn run_task(
     // The root agent's group: background `longrun job`s it started stay in it until their own
     // run-info exists, so a live group counts as a child being started.
     let mut root_pgid: Option<u32> = None;
+    // Runs in a row that failed before any output: the pause doubles with each (capped), so a
+    // broken backend or a missing key does not become a restart storm.
+    let mut fast_failures: u32 = 0;
     loop {
         if dir.join(DONE_FILE).exists() {
             let orphaned = wait_for_children(cfg, &dir, root_pgid);
@@ -217,6 +220,11 @@ pub fn run_task(
             continue;
         }
         runs += 1;
+        fast_failures = if out.ended == Ended::FailedFast {
+            fast_failures + 1
+        } else {
+            0
+        };
         if out.ended == Ended::Stopped {
             post_best_effort(
                 &dir,
@@ -236,9 +244,27 @@ pub fn run_task(
         }
         if !dir.join(DONE_FILE).exists() {
             wait_for_answer(cfg, &dir, started)?;
-            std::thread::sleep(cfg.restart_pause);
+            let pause = backoff(cfg.restart_pause, fast_failures);
+            if fast_failures > 1 {
+                post_best_effort(
+                    &dir,
+                    MessageType::Info,
+                    "",
+                    &format!(
+                        "{fast_failures} runs in a row failed before any output; next start in {:.1}s",
+                        pause.as_secs_f64()
+                    ),
+                );
+            }
+            std::thread::sleep(pause);
         }
     }
+}
+
+/// `pause`, doubled for each fast failure after the first, at most 60 s (or `pause` if larger).
+fn backoff(pause: Duration, fast_failures: u32) -> Duration {
+    let doubled = pause.saturating_mul(1 << fast_failures.saturating_sub(1).min(16));
+    doubled.min(Duration::from_secs(60).max(pause))
 }
 
 /// A QUESTION as the bus's last message means the task waits on the user: the root is restarted
@@ -310,5 +336,19 @@ fn wait_for_children(cfg: &RunnerConfig, dir: &Path, root_pgid: Option<u32>) -> 
             );
             return ids;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_restart_pause_doubles_with_fast_failures_up_to_a_minute() {
+        let p = Duration::from_secs(1);
+
+        let pauses: Vec<u64> = [0, 1, 2, 3, 10].map(|n| backoff(p, n).as_secs()).to_vec();
+
+        assert_eq!(pauses, [1, 1, 2, 4, 60]);
     }
 }
