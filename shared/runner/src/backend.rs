@@ -72,7 +72,18 @@ pub fn launch(backend: &BackendConfig, prompt: &str, prompt_file: &Path) -> Laun
         BackendKind::Claude => {
             argv.extend(backend.command.iter().cloned());
             argv.extend(
-                ["-p", prompt, "--output-format", "stream-json", "--verbose"].map(String::from),
+                [
+                    "-p",
+                    prompt,
+                    "--output-format",
+                    "stream-json",
+                    "--verbose",
+                    // Unattended, like Codex's and Gemini's flags below: nobody is there to
+                    // approve a tool call. (As root Claude Code also wants IS_SANDBOX=1.)
+                    "--permission-mode",
+                    "bypassPermissions",
+                ]
+                .map(String::from),
             );
         }
         BackendKind::Codex => {
