@@ -497,3 +497,33 @@ fn a_root_still_running_when_the_time_budget_ends_is_stopped() {
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0]["ended"], "out_of_time");
 }
+
+#[test]
+fn a_second_loop_on_a_running_task_is_refused() {
+    let env = setup("", &[("root", "hang")]);
+    let mut first = env
+        .cmd(&["task", "p", "t", "--objective", "Wait."])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let root = loop {
+        if let Some(r) = env.runs().into_iter().find(|r| r.contains_key("pgid")) {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "the root never started");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+
+    let second = env.run(&["task", "p", "t"]);
+
+    assert_eq!(second.status.code(), Some(2));
+    assert!(
+        stderr(&second).contains("already running"),
+        "{}",
+        stderr(&second)
+    );
+    env.run(&["stop", &root["run_id"]]);
+    assert_eq!(first.wait().unwrap().code(), Some(5));
+}

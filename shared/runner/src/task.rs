@@ -118,6 +118,7 @@ pub fn run_task(
             dir.join(TASK_FILE).display()
         )));
     }
+    let _lock = TaskLock::take(&dir)?;
     let started = Instant::now();
     let mut runs: u32 = 0;
     let mut previous: Option<String> = None;
@@ -259,6 +260,63 @@ pub fn run_task(
             std::thread::sleep(pause);
         }
     }
+}
+
+/// One restart loop per task: `runs/.task.lock` holds the loop's pid while it runs. A lock whose
+/// process is gone (the loop was killed) is taken over.
+struct TaskLock(PathBuf);
+
+impl TaskLock {
+    fn take(dir: &Path) -> Result<Self, RunnerError> {
+        let runs = dir.join("runs");
+        std::fs::create_dir_all(&runs)?;
+        let path = runs.join(".task.lock");
+        for _ in 0..2 {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(mut f) => {
+                    use std::io::Write;
+                    write!(f, "{}", std::process::id())?;
+                    return Ok(TaskLock(path));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let pid = std::fs::read_to_string(&path).unwrap_or_default();
+                    let alive = pid.trim().parse::<u32>().is_ok_and(process_alive);
+                    if alive {
+                        return Err(RunnerError::Invalid(format!(
+                            "task {} is already running (loop pid {}); `longrun stop` its root run first",
+                            dir.display(),
+                            pid.trim()
+                        )));
+                    }
+                    std::fs::remove_file(&path)?;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(RunnerError::Invalid(format!(
+            "cannot take {}: another loop raced for it",
+            path.display()
+        )))
+    }
+}
+
+impl Drop for TaskLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn process_alive(pid: u32) -> bool {
+    pid > 1
+        && std::process::Command::new("kill")
+            .args(["-0", &pid.to_string()])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
 }
 
 /// `pause`, doubled for each fast failure after the first, at most 60 s (or `pause` if larger).
