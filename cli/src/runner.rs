@@ -356,7 +356,8 @@ fn print_messages(msgs: &[longrun_runner::bus::Message], json: bool) {
         if json {
             println!("{}", serde_json::to_string(m).unwrap_or_default());
         } else {
-            println!("#{} {} {} {}: {}", m.seq, m.at, m.kind, m.run_id, m.body);
+            let who = if m.run_id.is_empty() { "-" } else { &m.run_id };
+            println!("#{} {} {} {who}: {}", m.seq, m.at, m.kind, m.body);
         }
     }
 }
