@@ -1,7 +1,7 @@
 # The two commands a new user needs: `make demo` and `make test`.
 CARGO ?= cargo
 
-.PHONY: demo test test-dynamodb-local lint web bench bench-aws bench-llm bench-lambda capacity serve build synth package sim sim-broken
+.PHONY: demo test test-dynamodb-local agent-clis lint web bench bench-aws bench-llm bench-lambda capacity serve build synth package sim sim-broken
 
 ## A real multi-iteration run on the embedded platform: no cloud account, no API key.
 demo:
@@ -38,6 +38,12 @@ test:
 ## SQS/SNS still on moto.
 test-dynamodb-local:
 	scripts/with-moto scripts/with-dynamodb-local sh -c '$(CARGO) test -q -p longrun-tests --test store_conformance dynamodb && $(CARGO) test -q -p longrun-tests --test aws_lambda'
+
+## The real coding-agent CLIs (Claude Code, Codex, Gemini CLI; ~0.9 GB from npm on first use)
+## each completing one `longrun task` against fake model servers on loopback.
+agent-clis:
+	$(CARGO) build -q -p longrun
+	scripts/agent-clis
 
 ## The deterministic simulator (sim/): SEEDS seeded fault schedules from seed FROM, every
 ## invariant checked after each (`make sim SEEDS=100000` is a soak); `make sim SEED=n` replays

@@ -3,6 +3,7 @@
 
 mod http;
 mod remote;
+mod runner;
 
 mod console {
     include!(concat!(env!("OUT_DIR"), "/console_assets.rs"));
@@ -234,6 +235,8 @@ enum Command {
         run_id: String,
         path: Option<String>,
     },
+    #[command(flatten)]
+    Runner(runner::RunnerCommand),
 }
 
 // glibc's allocator was a fifth of the embedded engine's CPU (many short-lived strings and
@@ -344,6 +347,8 @@ async fn dispatch(cli: Cli) -> Result<()> {
             println!("    LONGRUN_TOKEN=$(cat {token}) {exe} workspace {id}");
             Ok(())
         }
+        // Blocking by design (processes, files, sleeps): one job or loop per invocation.
+        Command::Runner(cmd) => tokio::task::block_in_place(|| runner::run(cmd, quiet)),
         other => remote::run(other, &cli.api_url, cli.token, cli.json).await,
     }
 }

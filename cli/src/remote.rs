@@ -227,7 +227,7 @@ pub async fn run(
             Ok(())
         }
         Command::Workspace { run_id, path } => workspace(&c, &run_id, path, json).await,
-        Command::Serve { .. } | Command::Demo { .. } | Command::Openapi => {
+        Command::Serve { .. } | Command::Demo { .. } | Command::Openapi | Command::Runner(_) => {
             unreachable!("handled in main")
         }
     }

@@ -1,0 +1,529 @@
+//! `longrun task|job|bus|stop|config` end to end with a scripted fake agent
+//! (`tests/fixtures/fake-agent.sh`): each test writes its own config with short thresholds and
+//! its own projects root, and runs the real `longrun` binary.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_longrun");
+
+struct Env {
+    _dir: tempfile::TempDir,
+    config: PathBuf,
+    root: PathBuf,
+}
+
+fn fake() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/fake-agent.sh")
+        .display()
+        .to_string()
+}
+
+/// A config whose backends are fake-agent modes: `("root", "done-after 3")`; the first is the
+/// only one in `agent_order` unless `settings` sets it.
+fn setup(settings: &str, backends: &[(&str, &str)]) -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("projects");
+    let mut text = format!(
+        "projects_root = \"{}\"\nrestart_pause = 0.1\nchild_poll_interval = 0.2\nstop_grace = 1\n{settings}\n",
+        root.display()
+    );
+    if !settings.contains("agent_order") {
+        text.push_str(&format!("agent_order = [\"{}\"]\n", backends[0].0));
+    }
+    for (name, mode) in backends {
+        let args: Vec<String> = mode.split(' ').map(|a| format!("\"{a}\"")).collect();
+        text.push_str(&format!(
+            "backend \"{name}\" {{\n  type = \"command\"\n  command = [\"sh\", \"{}\", {}]\n  prompt = \"stdin\"\n}}\n",
+            fake(),
+            args.join(", ")
+        ));
+    }
+    let config = dir.path().join("config.hcl");
+    std::fs::write(&config, text).unwrap();
+    Env {
+        _dir: dir,
+        config,
+        root,
+    }
+}
+
+impl Env {
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.args(args)
+            .env("LONGRUN_CONFIG", &self.config)
+            .env_remove("LONGRUN_TASK_DIR")
+            .env_remove("LONGRUN_RUN_ID")
+            .env_remove("LONGRUN_PROJECTS_ROOT")
+            .env_remove("LONGRUN_MAX_RESTARTS")
+            .stdin(Stdio::null());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    fn task_dir(&self) -> PathBuf {
+        self.root.join("p").join("t")
+    }
+
+    /// Starts task p/t with `objective` as TASK.md.
+    fn task(&self, extra: &[&str]) -> Output {
+        let mut args = vec!["task", "p", "t", "--objective", "Do the thing."];
+        args.extend_from_slice(extra);
+        self.run(&args)
+    }
+
+    /// (type, body) of every bus message, in order.
+    fn bus(&self) -> Vec<(String, String)> {
+        let dir = self.task_dir().display().to_string();
+        let out = self.run(&["--json", "bus", "poll", "--task-dir", &dir]);
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                (
+                    v["type"].as_str().unwrap().to_string(),
+                    v["body"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    fn has(&self, kind: &str, needle: &str) -> bool {
+        self.bus()
+            .iter()
+            .any(|(k, b)| k == kind && b.contains(needle))
+    }
+
+    /// Every run's run-info as key → value, oldest first.
+    fn runs(&self) -> Vec<std::collections::BTreeMap<String, String>> {
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(self.task_dir().join("runs"))
+            .map(|rd| rd.filter_map(Result::ok).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        dirs.retain(|d| d.join("run-info.yaml").is_file());
+        dirs.sort();
+        dirs.iter()
+            .map(|d| {
+                std::fs::read_to_string(d.join("run-info.yaml"))
+                    .unwrap()
+                    .lines()
+                    .filter_map(|l| l.split_once(": "))
+                    .map(|(k, v)| {
+                        let v = serde_json::from_str::<serde_json::Value>(v)
+                            .map(|j| match j {
+                                serde_json::Value::String(s) => s,
+                                other => other.to_string(),
+                            })
+                            .unwrap_or_else(|_| v.to_string());
+                        (k.to_string(), v)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+#[test]
+fn a_task_whose_done_exists_before_start_completes_without_starting_an_agent() {
+    let env = setup("", &[("root", "never")]);
+    std::fs::create_dir_all(env.task_dir()).unwrap();
+    std::fs::write(env.task_dir().join("DONE"), "").unwrap();
+
+    let out = env.task(&[]);
+
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(env.runs().is_empty());
+}
+
+#[test]
+fn an_empty_task_md_is_refused_with_one_line_and_a_nonzero_exit() {
+    let env = setup("", &[("root", "never")]);
+    std::fs::create_dir_all(env.task_dir()).unwrap();
+    std::fs::write(env.task_dir().join("TASK.md"), "  \n").unwrap();
+
+    let out = env.run(&["task", "p", "t"]);
+
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("TASK.md"));
+}
+
+#[test]
+fn the_root_is_restarted_until_it_writes_done_and_each_run_points_at_the_one_before() {
+    let env = setup("max_restarts = 5", &[("root", "done-after 3")]);
+
+    let out = env.task(&[]);
+
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs = env.runs();
+    assert_eq!(runs.len(), 3);
+    assert_eq!(runs[0]["previous_run_id"], "");
+    assert_eq!(runs[1]["previous_run_id"], runs[0]["run_id"]);
+    assert_eq!(runs[2]["previous_run_id"], runs[1]["run_id"]);
+    assert!(env.task_dir().join("FACT-start-3.md").is_file());
+    assert!(env.task_dir().join("TASK-MESSAGE-BUS.md").is_file());
+    assert_eq!(env.bus().iter().filter(|(k, _)| k == "START").count(), 3);
+}
+
+#[test]
+fn a_task_without_done_stops_at_max_restarts_with_a_nonzero_exit() {
+    let env = setup("max_restarts = 2", &[("root", "never")]);
+
+    let out = env.task(&[]);
+
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(env.runs().len(), 3);
+    assert!(env.has("WARNING", "max_restarts 2"));
+}
+
+#[test]
+fn pattern_a_the_root_waits_for_its_children_aggregates_and_writes_done() {
+    let env = setup("", &[("root", "pattern-a 2"), ("child", "child")]);
+
+    let out = env.task(&[]);
+
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs = env.runs();
+    let root = runs.iter().find(|r| r["parent_run_id"].is_empty()).unwrap();
+    let children: Vec<_> = runs
+        .iter()
+        .filter(|r| r["parent_run_id"] == root["run_id"])
+        .collect();
+    assert_eq!(children.len(), 2);
+    assert!(children.iter().all(|c| c["depth"] == "1"));
+    let output = std::fs::read_to_string(Path::new(&root["output_path"])).unwrap();
+    for c in &children {
+        assert!(output.contains(&c["run_id"]), "{output}");
+    }
+    assert_eq!(
+        env.bus().iter().filter(|(k, _)| k == "CHILD_DONE").count(),
+        2
+    );
+}
+
+#[test]
+fn pattern_b_done_at_once_makes_the_task_wait_for_its_children() {
+    let env = setup("", &[("root", "pattern-b 2"), ("slow-child", "slow-child")]);
+
+    let out = env.task(&[]);
+
+    assert!(out.status.success(), "{}", stderr(&out));
+    let finished = std::fs::read_dir(env.task_dir())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("child-finished-")
+        })
+        .count();
+    assert_eq!(finished, 2);
+    assert!(env.has("INFO", "Waiting for"));
+    assert_eq!(
+        env.runs()
+            .iter()
+            .filter(|r| r["parent_run_id"].is_empty())
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn children_still_running_after_the_wait_timeout_are_orphaned_with_a_warning() {
+    let env = setup(
+        "child_wait_timeout = 1",
+        &[("root", "orphan"), ("hang", "hang")],
+    );
+
+    let out = env.task(&[]);
+
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(env.has("WARNING", "orphaned"));
+    // Clean up the orphan through the command under test.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let child = loop {
+        if let Some(c) = env
+            .runs()
+            .into_iter()
+            .find(|r| !r["parent_run_id"].is_empty())
+        {
+            break c;
+        }
+        assert!(Instant::now() < deadline, "the orphan never registered");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let stop = env.run(&["stop", &child["run_id"]]);
+    assert!(stop.status.success(), "{}", stderr(&stop));
+}
+
+#[test]
+fn stop_escalates_to_sigkill_when_the_agent_ignores_sigterm() {
+    let env = setup("", &[("stubborn", "stubborn")]);
+    let mut job = env
+        .cmd(&["job", "--project", "p", "--task", "t", "hold on"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let run = loop {
+        let started = env.runs().into_iter().find(|r| r.contains_key("pgid"));
+        let announced = env.has("START", "stubborn");
+        if let (Some(r), true) = (started, announced) {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "the job never started");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // The agent installs its SIGTERM trap after its first line of output.
+    while std::fs::metadata(&run["stdout_path"])
+        .map(|m| m.len())
+        .unwrap_or(0)
+        == 0
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let out = env.run(&["stop", &run["run_id"]]);
+
+    assert!(out.status.success(), "{}", stderr(&out));
+    let status = job.wait().unwrap();
+    assert!(!status.success());
+    let info = env
+        .runs()
+        .into_iter()
+        .find(|r| r["run_id"] == run["run_id"])
+        .unwrap();
+    assert_eq!(info["stop_signal"], "SIGKILL");
+    assert!(!info["end_time"].is_empty());
+    assert!(env.has("STOP", "SIGKILL"));
+}
+
+#[test]
+fn a_stuck_agent_is_killed_and_the_loop_recovers() {
+    let env = setup("stuck_threshold = 1", &[("root", "stuck-once")]);
+
+    let out = env.task(&[]);
+
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(env.has("WARNING", "stuck"));
+    let runs = env.runs();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["ended"], "stuck");
+}
+
+#[test]
+fn a_config_error_names_the_file_the_line_and_the_key() {
+    let env = setup("max_restarts = \"many\"", &[("root", "never")]);
+
+    let out = env.task(&[]);
+
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("{}:5: max_restarts:", env.config.display())),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_session_limit_waits_for_the_reset_without_costing_a_restart() {
+    let env = setup("max_restarts = 0", &[("root", "session-limit")]);
+
+    let out = env.task(&[]);
+
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(env.has("WARNING", "usage limit"));
+    let runs = env.runs();
+    assert_eq!(runs.len(), 2);
+    assert!(
+        runs[1]["usage"].contains("\"cost_usd\":0.5"),
+        "{:?}",
+        runs[1]
+    );
+    assert!(env.has("INFO", "usage in 7, out 3 tokens, $0.5000"));
+}
+
+#[test]
+fn text_that_merely_mentions_a_limit_is_an_ordinary_failure() {
+    let env = setup("max_restarts = 0", &[("root", "echo-limit")]);
+
+    let out = env.task(&[]);
+
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(!env.has("WARNING", "usage limit"));
+    assert!(env.has("CRASH", "exit 1"));
+}
+
+#[test]
+fn a_backend_that_fails_fast_is_degraded_and_the_next_one_runs() {
+    let env = setup(
+        "agent_order = [\"broken\", \"good\"]",
+        &[("broken", "crash-fast"), ("good", "done-after 1")],
+    );
+
+    let out = env.task(&[]);
+
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs = env.runs();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(
+        (runs[0]["agent"].as_str(), runs[1]["agent"].as_str()),
+        ("broken", "good")
+    );
+    assert_eq!(runs[1]["previous_run_id"], runs[0]["run_id"]);
+    assert!(env.has("WARNING", "failed before any output"));
+}
+
+#[test]
+fn a_job_deeper_than_the_delegation_limit_is_refused() {
+    let env = setup("max_delegation_depth = 2", &[("root", "child")]);
+    std::fs::create_dir_all(env.task_dir()).unwrap();
+
+    let out = env
+        .cmd(&["job", "go deeper"])
+        .env("LONGRUN_TASK_DIR", env.task_dir())
+        .env("LONGRUN_RUN_ID", "20260101-0000000000-1")
+        .env("LONGRUN_DEPTH", "2")
+        .output()
+        .unwrap();
+
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("max_delegation_depth 2"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(env.runs().is_empty());
+}
+
+#[test]
+fn stopping_the_root_ends_the_task_instead_of_restarting_it() {
+    let env = setup("max_restarts = 5", &[("root", "hang")]);
+    let mut task = env
+        .cmd(&["task", "p", "t", "--objective", "Wait."])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let root = loop {
+        if let Some(r) = env.runs().into_iter().find(|r| r.contains_key("pgid")) {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "the root never started");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+
+    let out = env.run(&["stop", &root["run_id"]]);
+
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(task.wait().unwrap().code(), Some(5));
+    assert_eq!(env.runs().len(), 1);
+    assert!(env.has("STOP", "SIGTERM"));
+}
+
+#[test]
+fn a_question_left_on_the_bus_holds_the_restart_until_it_is_answered() {
+    let env = setup("max_restarts = 1", &[("root", "ask")]);
+    let mut task = env
+        .cmd(&["task", "p", "t", "--objective", "Ask first."])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !env.has("INFO", "waiting for an answer") {
+        assert!(Instant::now() < deadline, "the loop never waited");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let dir = env.task_dir().display().to_string();
+
+    let post = env.run(&[
+        "bus",
+        "post",
+        "--type",
+        "ANSWER",
+        "--task-dir",
+        &dir,
+        "blue",
+    ]);
+
+    assert!(post.status.success(), "{}", stderr(&post));
+    assert_eq!(task.wait().unwrap().code(), Some(0));
+    assert_eq!(env.runs().len(), 2);
+}
+
+#[test]
+fn the_command_line_beats_the_environment_which_beats_the_config_file() {
+    let env = setup("max_restarts = 5", &[("root", "never")]);
+
+    let from_env = env
+        .cmd(&["task", "p", "t", "--objective", "x"])
+        .env("LONGRUN_MAX_RESTARTS", "1")
+        .output()
+        .unwrap();
+    let after_env = env.runs().len();
+    let from_cli = env
+        .cmd(&["task", "p", "t", "--max-restarts", "0"])
+        .env("LONGRUN_MAX_RESTARTS", "1")
+        .output()
+        .unwrap();
+
+    assert_eq!(from_env.status.code(), Some(3));
+    assert_eq!(after_env, 2);
+    assert_eq!(from_cli.status.code(), Some(3));
+    assert_eq!(env.runs().len(), after_env + 1);
+}
+
+#[test]
+fn a_root_still_running_when_the_time_budget_ends_is_stopped() {
+    let env = setup("time_budget = 1", &[("root", "hang")]);
+
+    let out = env.task(&[]);
+
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(env.has("WARNING", "time budget spent"));
+    let runs = env.runs();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["ended"], "out_of_time");
+}
+
+#[test]
+fn a_second_loop_on_a_running_task_is_refused() {
+    let env = setup("", &[("root", "hang")]);
+    let mut first = env
+        .cmd(&["task", "p", "t", "--objective", "Wait."])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let root = loop {
+        if let Some(r) = env.runs().into_iter().find(|r| r.contains_key("pgid")) {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "the root never started");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+
+    let second = env.run(&["task", "p", "t"]);
+
+    assert_eq!(second.status.code(), Some(2));
+    assert!(
+        stderr(&second).contains("already running"),
+        "{}",
+        stderr(&second)
+    );
+    env.run(&["stop", &root["run_id"]]);
+    assert_eq!(first.wait().unwrap().code(), Some(5));
+}

@@ -1,0 +1,412 @@
+//! `longrun task`: the restart loop. DONE is checked before every (re)start; DONE ends the loop
+//! (after waiting for running children, up to `child_wait_timeout`) and the root agent is never
+//! restarted after it; otherwise the root agent is restarted, 1 s apart, within `max_restarts`
+//! and the time budget. A usage limit waits for its reset instead of costing a restart; a root
+//! stopped with `longrun stop` ends the task; a QUESTION left as the bus's last message waits for
+//! an ANSWER before the restart.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::RunnerError;
+use crate::backend::Usage;
+use crate::bus::{Bus, MessageType, post_best_effort};
+use crate::config::RunnerConfig;
+use crate::job::{Ended, JobRequest, run_job};
+use crate::process::{AgentProcess, group_alive};
+use crate::runinfo::list_runs;
+
+#[derive(Debug, Clone)]
+pub struct TaskRequest {
+    pub project: String,
+    pub task: String,
+    pub agent: Option<String>,
+    pub bin_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskOutcome {
+    /// DONE, and every child exited (or was orphaned after the timeout: listed here).
+    Completed {
+        runs: u32,
+        orphaned: Vec<String>,
+    },
+    RestartsExhausted {
+        runs: u32,
+    },
+    BudgetExhausted {
+        runs: u32,
+    },
+    /// `longrun stop` stopped the root agent: the user's word ends the loop, no restart.
+    Stopped {
+        runs: u32,
+    },
+}
+
+pub const TASK_FILE: &str = "TASK.md";
+pub const DONE_FILE: &str = "DONE";
+
+/// `projects_root/<project>/<task>/`, created if needed; project and task must be plain names.
+pub fn task_dir(cfg: &RunnerConfig, project: &str, task: &str) -> Result<PathBuf, RunnerError> {
+    for (what, v) in [("project", project), ("task", task)] {
+        if v.is_empty() || v.starts_with('.') || v.contains('/') {
+            return Err(RunnerError::Invalid(format!(
+                "{what} must be a plain folder name, got {v:?}"
+            )));
+        }
+    }
+    let dir = cfg.projects_root.join(project).join(task);
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// The root orchestrator prompt: the contract, then TASK.md.
+pub fn root_prompt(task_dir: &Path, task_text: &str) -> String {
+    format!(
+        "You are the root agent of a longrun task. Task folder: {dir}\n\
+         \n\
+         Rules:\n\
+         - On start, read TASK_STATE.md and TASK-MESSAGE-BUS.md in the task folder.\n\
+         - Communicate only through the message bus: `longrun bus post --type INFO \"…\"`; read it with `longrun bus poll`.\n\
+         - Write facts as FACT-<name>.md with YAML front matter; keep TASK_STATE.md as a short free-text status.\n\
+         - Delegate sub-tasks with `longrun job --prompt \"…\"` (it blocks until the child ends; run it in the background to work in parallel).\n\
+         - If you delegate and need the results, wait for the children (CHILD_DONE on the bus) and aggregate BEFORE writing DONE.\n\
+         - Write your final result to output.md in your run folder ($LONGRUN_RUN_DIR).\n\
+         - Create the file DONE in the task folder ONLY when the whole task is complete, and post an INFO when you do.\n\
+         - You may be restarted: if DONE is absent when you exit, you start again with this prompt.\n\
+         \n\
+         TASK.md:\n\n{task_text}\n",
+        dir = task_dir.display()
+    )
+}
+
+/// Spend over every run of the task (root, restarts and children), from their run-info.
+pub fn task_usage(task_dir: &Path) -> Usage {
+    let mut total = Usage::default();
+    for (_, info) in list_runs(task_dir) {
+        if let Some(u) = info
+            .0
+            .get("usage")
+            .and_then(|v| serde_json::from_value::<Usage>(v.clone()).ok())
+        {
+            total.add(&u);
+        }
+    }
+    total
+}
+
+/// Children still running: runs with a parent, no end time, and a live process group.
+pub fn active_children(task_dir: &Path) -> Vec<String> {
+    list_runs(task_dir)
+        .into_iter()
+        .filter(|(_, i)| !i.str("parent_run_id").is_empty() && i.str("end_time").is_empty())
+        .filter(|(_, i)| i.int("pgid").is_some_and(|g| group_alive(g as u32)))
+        .map(|(_, i)| i.str("run_id").to_string())
+        .collect()
+}
+
+pub fn run_task(
+    cfg: &RunnerConfig,
+    procs: &dyn AgentProcess,
+    req: &TaskRequest,
+) -> Result<TaskOutcome, RunnerError> {
+    let dir = task_dir(cfg, &req.project, &req.task)?;
+    let task_text = std::fs::read_to_string(dir.join(TASK_FILE)).unwrap_or_default();
+    if task_text.trim().is_empty() {
+        return Err(RunnerError::Invalid(format!(
+            "{} is missing or empty: write the task there first",
+            dir.join(TASK_FILE).display()
+        )));
+    }
+    let _lock = TaskLock::take(&dir)?;
+    let started = Instant::now();
+    let mut runs: u32 = 0;
+    let mut previous: Option<String> = None;
+    // The root agent's group: background `longrun job`s it started stay in it until their own
+    // run-info exists, so a live group counts as a child being started.
+    let mut root_pgid: Option<u32> = None;
+    // Runs in a row that failed before any output: the pause doubles with each (capped), so a
+    // broken backend or a missing key does not become a restart storm.
+    let mut fast_failures: u32 = 0;
+    loop {
+        if dir.join(DONE_FILE).exists() {
+            let orphaned = wait_for_children(cfg, &dir, root_pgid);
+            post_best_effort(
+                &dir,
+                MessageType::Info,
+                "",
+                &format!(
+                    "task complete: DONE after {runs} run(s); usage {}",
+                    task_usage(&dir).summary()
+                ),
+            );
+            return Ok(TaskOutcome::Completed { runs, orphaned });
+        }
+        if runs > cfg.max_restarts {
+            post_best_effort(
+                &dir,
+                MessageType::Warning,
+                "",
+                &format!(
+                    "giving up: {runs} runs without DONE (max_restarts {})",
+                    cfg.max_restarts
+                ),
+            );
+            return Ok(TaskOutcome::RestartsExhausted { runs });
+        }
+        if started.elapsed() >= cfg.time_budget {
+            post_best_effort(
+                &dir,
+                MessageType::Warning,
+                "",
+                &format!(
+                    "giving up: time budget of {}s spent",
+                    cfg.time_budget.as_secs()
+                ),
+            );
+            return Ok(TaskOutcome::BudgetExhausted { runs });
+        }
+        if runs > 0 {
+            post_best_effort(
+                &dir,
+                MessageType::Info,
+                "",
+                &format!(
+                    "restarting the root agent (restart {runs} of {})",
+                    cfg.max_restarts
+                ),
+            );
+        }
+        let out = run_job(
+            cfg,
+            procs,
+            &JobRequest {
+                task_dir: dir.clone(),
+                project: req.project.clone(),
+                task: req.task.clone(),
+                agent: req.agent.clone(),
+                prompt: root_prompt(&dir, &task_text),
+                parent_run_id: None,
+                previous_run_id: previous.clone(),
+                depth: 0,
+                bin_dir: req.bin_dir.clone(),
+                deadline: Some(started + cfg.time_budget),
+            },
+        )?;
+        previous = Some(out.run_id.clone());
+        root_pgid = crate::runinfo::RunInfo::read(&out.run_dir)
+            .ok()
+            .and_then(|i| i.int("pgid"))
+            .map(|g| g as u32);
+        if let Some(limit) = &out.limit {
+            // Not charged as a restart: waiting is the cure, restarting would only hit it again.
+            let now = chrono::Utc::now().timestamp();
+            let wait = match limit.resets_at {
+                Some(t) if t > now => Duration::from_secs((t - now) as u64),
+                Some(_) => Duration::from_secs(1),
+                None => cfg.usage_limit_wait,
+            };
+            let left = cfg.time_budget.saturating_sub(started.elapsed());
+            post_best_effort(
+                &dir,
+                MessageType::Warning,
+                &out.run_id,
+                &format!(
+                    "usage limit reached on {}; waiting {}s for the reset",
+                    out.backend,
+                    wait.min(left).as_secs()
+                ),
+            );
+            std::thread::sleep(wait.min(left));
+            continue;
+        }
+        runs += 1;
+        fast_failures = if out.ended == Ended::FailedFast {
+            fast_failures + 1
+        } else {
+            0
+        };
+        if out.ended == Ended::Stopped {
+            post_best_effort(
+                &dir,
+                MessageType::Info,
+                &out.run_id,
+                "root agent stopped by request; the task ends without DONE",
+            );
+            return Ok(TaskOutcome::Stopped { runs });
+        }
+        if out.ended == Ended::Stuck {
+            post_best_effort(
+                &dir,
+                MessageType::Info,
+                &out.run_id,
+                "root agent was stuck and killed; the loop recovers by restarting it",
+            );
+        }
+        if !dir.join(DONE_FILE).exists() {
+            wait_for_answer(cfg, &dir, started)?;
+            let pause = backoff(cfg.restart_pause, fast_failures);
+            if fast_failures > 1 {
+                post_best_effort(
+                    &dir,
+                    MessageType::Info,
+                    "",
+                    &format!(
+                        "{fast_failures} runs in a row failed before any output; next start in {:.1}s",
+                        pause.as_secs_f64()
+                    ),
+                );
+            }
+            std::thread::sleep(pause);
+        }
+    }
+}
+
+/// One restart loop per task: `runs/.task.lock` holds the loop's pid while it runs. A lock whose
+/// process is gone (the loop was killed) is taken over.
+struct TaskLock(PathBuf);
+
+impl TaskLock {
+    fn take(dir: &Path) -> Result<Self, RunnerError> {
+        let runs = dir.join("runs");
+        std::fs::create_dir_all(&runs)?;
+        let path = runs.join(".task.lock");
+        for _ in 0..2 {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(mut f) => {
+                    use std::io::Write;
+                    write!(f, "{}", std::process::id())?;
+                    return Ok(TaskLock(path));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let pid = std::fs::read_to_string(&path).unwrap_or_default();
+                    let alive = pid.trim().parse::<u32>().is_ok_and(process_alive);
+                    if alive {
+                        return Err(RunnerError::Invalid(format!(
+                            "task {} is already running (loop pid {}); `longrun stop` its root run first",
+                            dir.display(),
+                            pid.trim()
+                        )));
+                    }
+                    std::fs::remove_file(&path)?;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(RunnerError::Invalid(format!(
+            "cannot take {}: another loop raced for it",
+            path.display()
+        )))
+    }
+}
+
+impl Drop for TaskLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn process_alive(pid: u32) -> bool {
+    pid > 1
+        && std::process::Command::new("kill")
+            .args(["-0", &pid.to_string()])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+}
+
+/// `pause`, doubled for each fast failure after the first, at most 60 s (or `pause` if larger).
+fn backoff(pause: Duration, fast_failures: u32) -> Duration {
+    let doubled = pause.saturating_mul(1 << fast_failures.saturating_sub(1).min(16));
+    doubled.min(Duration::from_secs(60).max(pause))
+}
+
+/// A QUESTION as the bus's last message means the task waits on the user: the root is restarted
+/// only after an ANSWER or USER message (or when the time budget runs out), not charged.
+fn wait_for_answer(cfg: &RunnerConfig, dir: &Path, started: Instant) -> Result<(), RunnerError> {
+    let bus = Bus::open(dir)?;
+    let Some(question) = bus
+        .last_said()
+        .filter(|m| m.kind == MessageType::Question.as_str())
+    else {
+        return Ok(());
+    };
+    post_best_effort(
+        dir,
+        MessageType::Info,
+        "",
+        &format!(
+            "waiting for an answer to #{}: `longrun bus post --type ANSWER \"…\"`",
+            question.seq
+        ),
+    );
+    while started.elapsed() < cfg.time_budget {
+        let answered = bus.poll(question.seq)?.iter().any(|m| {
+            m.kind == MessageType::Answer.as_str() || m.kind == MessageType::User.as_str()
+        });
+        if answered {
+            return Ok(());
+        }
+        std::thread::sleep(cfg.child_poll_interval);
+    }
+    Ok(())
+}
+
+/// After DONE: waits for running children up to `child_wait_timeout`; returns those orphaned.
+fn wait_for_children(cfg: &RunnerConfig, dir: &Path, root_pgid: Option<u32>) -> Vec<String> {
+    let pending = |dir: &Path| {
+        let mut ids = active_children(dir);
+        if let Some(g) = root_pgid.filter(|g| group_alive(*g)) {
+            ids.push(format!("root-group-{g}"));
+        }
+        ids
+    };
+    let ids = pending(dir);
+    if ids.is_empty() {
+        return ids;
+    }
+    post_best_effort(
+        dir,
+        MessageType::Info,
+        "",
+        &format!("Waiting for {} children to complete: {ids:?}", ids.len()),
+    );
+    let deadline = Instant::now() + cfg.child_wait_timeout;
+    loop {
+        std::thread::sleep(cfg.child_poll_interval);
+        let ids = pending(dir);
+        if ids.is_empty() {
+            return ids;
+        }
+        if Instant::now() >= deadline {
+            post_best_effort(
+                dir,
+                MessageType::Warning,
+                "",
+                &format!(
+                    "children still running after {}s; completing without them (orphaned): {ids:?}",
+                    cfg.child_wait_timeout.as_secs()
+                ),
+            );
+            return ids;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_restart_pause_doubles_with_fast_failures_up_to_a_minute() {
+        let p = Duration::from_secs(1);
+
+        let pauses: Vec<u64> = [0, 1, 2, 3, 10].map(|n| backoff(p, n).as_secs()).to_vec();
+
+        assert_eq!(pauses, [1, 1, 2, 4, 60]);
+    }
+}
