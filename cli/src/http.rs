@@ -25,10 +25,7 @@ pub struct ReadTimeouts {
 const DRAIN: Duration = Duration::from_secs(5);
 
 pub async fn serve(
-    listener: TcpListener,
-    app: Router,
-    timeouts: ReadTimeouts,
-    stop: impl Future<Output = ()>,
+    listener: TcpListener, app: Router, timeouts: ReadTimeouts, stop: impl Future<Output = ()>,
 ) {
     let app = app.layer(RequestBodyTimeoutLayer::new(timeouts.body));
     let graceful = GracefulShutdown::new();

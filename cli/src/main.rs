@@ -500,10 +500,7 @@ struct RunFlags<'a> {
 
 /// Runs the loop in-process until the run settles, printing progress unless `quiet`.
 async fn run_embedded(
-    data_dir: &Path,
-    objective: &str,
-    run: RunFlags<'_>,
-    quiet: bool,
+    data_dir: &Path, objective: &str, run: RunFlags<'_>, quiet: bool,
 ) -> Result<Report> {
     let config = AppConfig::new(Tokens::default(), run.models.to_vec())?.with_search_from_env()?;
     let opts = Embedded {

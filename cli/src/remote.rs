@@ -15,10 +15,7 @@ struct Client {
 
 impl Client {
     async fn call(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<Value>,
+        &self, method: reqwest::Method, path: &str, body: Option<Value>,
     ) -> Result<Value> {
         let mut req = self
             .http
@@ -146,10 +143,7 @@ async fn follow(c: &Client, id: &str, mut after: u64, json: bool) -> Result<()> 
 }
 
 pub async fn run(
-    cmd: Command,
-    api_url: &str,
-    token_flag: Option<String>,
-    json: bool,
+    cmd: Command, api_url: &str, token_flag: Option<String>, json: bool,
 ) -> Result<()> {
     let c = Client {
         http: reqwest::Client::builder()
@@ -313,11 +307,7 @@ async fn pause(c: &Client, run_id: &str, json: bool) -> Result<()> {
 /// `POST /v1/runs/{id}/{action}`, then the run's status, and `later` when the action waits
 /// for the iteration in flight.
 async fn act<'a>(
-    c: &Client,
-    run_id: &str,
-    action: &str,
-    json: bool,
-    later: impl Fn(&Value) -> Option<&'a str>,
+    c: &Client, run_id: &str, action: &str, json: bool, later: impl Fn(&Value) -> Option<&'a str>,
 ) -> Result<()> {
     let r = c
         .post(&format!("/v1/runs/{run_id}/{action}"), json!({}))
@@ -334,11 +324,7 @@ async fn act<'a>(
 }
 
 async fn edit(
-    c: &Client,
-    run_id: &str,
-    objective: Option<String>,
-    steps: &[String],
-    json: bool,
+    c: &Client, run_id: &str, objective: Option<String>, steps: &[String], json: bool,
 ) -> Result<()> {
     let plan = steps
         .iter()

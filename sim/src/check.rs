@@ -186,10 +186,7 @@ async fn children(store: &InMemoryRunStore, run: &Run, spent: &Spent, out: &mut 
 
 /// Each user's active-run counter is the runs actually holding a slot.
 async fn active_counts(
-    store: &InMemoryRunStore,
-    users: &[String],
-    runs: &[Run],
-    out: &mut Vec<String>,
+    store: &InMemoryRunStore, users: &[String], runs: &[Run], out: &mut Vec<String>,
 ) {
     for u in users {
         let counted = store.active_runs(u).await.unwrap_or_default();

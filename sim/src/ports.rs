@@ -36,9 +36,7 @@ impl SimStore {
 
     /// A write that may fail before it lands, race another actor, or land and then fail.
     async fn write<T>(
-        &self,
-        what: &str,
-        run_id: Option<&str>,
+        &self, what: &str, run_id: Option<&str>,
         write: impl std::future::Future<Output = StoreResult<T>>,
     ) -> StoreResult<T> {
         if self.sim.roll(15) {
@@ -107,10 +105,7 @@ impl RunLog for SimStore {
     }
 
     async fn iterations(
-        &self,
-        run_id: &str,
-        after: u32,
-        limit: usize,
+        &self, run_id: &str, after: u32, limit: usize,
     ) -> StoreResult<Vec<IterationRecord>> {
         self.inner.iterations(run_id, after, limit).await
     }
@@ -135,10 +130,7 @@ impl Workspace for SimStore {
     }
 
     async fn search_docs(
-        &self,
-        run_id: &str,
-        query: &str,
-        limit: usize,
+        &self, run_id: &str, query: &str, limit: usize,
     ) -> StoreResult<Vec<DocHit>> {
         self.inner.search_docs(run_id, query, limit).await
     }
@@ -190,10 +182,7 @@ impl ScheduleStore for SimStore {
 #[async_trait]
 impl UserCatalog for SimStore {
     async fn put_entry(
-        &self,
-        scope: CatalogScope<'_>,
-        key: &str,
-        value: &Value,
+        &self, scope: CatalogScope<'_>, key: &str, value: &Value,
     ) -> StoreResult<()> {
         self.inner.put_entry(scope, key, value).await
     }
@@ -204,9 +193,7 @@ impl UserCatalog for SimStore {
         self.inner.delete_entry(scope, key).await
     }
     async fn replace_entries(
-        &self,
-        scope: CatalogScope<'_>,
-        entries: &[CatalogEntry],
+        &self, scope: CatalogScope<'_>, entries: &[CatalogEntry],
     ) -> StoreResult<()> {
         self.inner.replace_entries(scope, entries).await
     }
@@ -281,10 +268,7 @@ impl SimQueue {
 #[async_trait]
 impl StepQueue for SimQueue {
     async fn enqueue(
-        &self,
-        msg: &StepMessage,
-        dedup_id: &str,
-        delay_ms: u64,
+        &self, msg: &StepMessage, dedup_id: &str, delay_ms: u64,
     ) -> QueueResult<Enqueued> {
         if self.sim.roll(10) {
             self.sim.note(format!("queue: send {dedup_id} failed"));

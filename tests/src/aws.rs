@@ -90,10 +90,7 @@ pub async fn stack(script: &str, faults: Arc<dyn Faults>, lease_ms: u64) -> Stac
 
 /// `stack` whose clients, including the stand-in for Lambda's SQS poller, count their calls.
 pub async fn stack_with(
-    script: &str,
-    faults: Arc<dyn Faults>,
-    lease_ms: u64,
-    counter: Option<CallCounter>,
+    script: &str, faults: Arc<dyn Faults>, lease_ms: u64, counter: Option<CallCounter>,
 ) -> Stack {
     let plain = clients().await;
     let table = table(&plain).await;

@@ -65,8 +65,7 @@ pub const NOTES_SCRIPT: &str = r#"{
 
 /// A `POST /v1/runs` body with these budgets, everything else the server's default.
 pub fn run_request(
-    objective: &str,
-    budgets: longrun_domain::BudgetsInput,
+    objective: &str, budgets: longrun_domain::BudgetsInput,
 ) -> longrun_http::CreateRun {
     longrun_http::CreateRun {
         objective: objective.into(),
@@ -199,11 +198,7 @@ impl TestPlatform {
     /// One request through the API router as the holder of `token`: status, content type and
     /// the JSON body (null when there is none).
     pub async fn api(
-        &self,
-        token: &str,
-        method: &str,
-        path: &str,
-        body: Option<serde_json::Value>,
+        &self, token: &str, method: &str, path: &str, body: Option<serde_json::Value>,
     ) -> (axum::http::StatusCode, String, serde_json::Value) {
         use http_body_util::BodyExt;
         use tower::ServiceExt;
@@ -252,20 +247,14 @@ impl TestPlatform {
 
 /// An embedded platform on a SQLite file with a manual clock, a scripted model and faults.
 pub fn platform(
-    script_json: &str,
-    faults: Arc<dyn Faults>,
-    tokens: &[(&str, &str)],
-    active_limit: u32,
+    script_json: &str, faults: Arc<dyn Faults>, tokens: &[(&str, &str)], active_limit: u32,
 ) -> TestPlatform {
     platform_with(script_json, faults, tokens, active_limit, |_| {})
 }
 
 /// [`platform`] with a last say over the configuration (fetch policy, resolver, …).
 pub fn platform_with(
-    script_json: &str,
-    faults: Arc<dyn Faults>,
-    tokens: &[(&str, &str)],
-    active_limit: u32,
+    script_json: &str, faults: Arc<dyn Faults>, tokens: &[(&str, &str)], active_limit: u32,
     configure: impl FnOnce(&mut AppConfig),
 ) -> TestPlatform {
     platform_with_llm(
@@ -279,10 +268,7 @@ pub fn platform_with(
 
 /// [`platform_with`] over any model client.
 pub fn platform_with_llm(
-    model: Arc<dyn LlmClient>,
-    faults: Arc<dyn Faults>,
-    tokens: &[(&str, &str)],
-    active_limit: u32,
+    model: Arc<dyn LlmClient>, faults: Arc<dyn Faults>, tokens: &[(&str, &str)], active_limit: u32,
     configure: impl FnOnce(&mut AppConfig),
 ) -> TestPlatform {
     let engine = EngineConfig {
@@ -294,12 +280,8 @@ pub fn platform_with_llm(
 
 /// [`platform_with_llm`] with the engine's settings given.
 pub fn platform_with_engine(
-    model: Arc<dyn LlmClient>,
-    faults: Arc<dyn Faults>,
-    tokens: &[(&str, &str)],
-    active_limit: u32,
-    configure: impl FnOnce(&mut AppConfig),
-    engine: EngineConfig,
+    model: Arc<dyn LlmClient>, faults: Arc<dyn Faults>, tokens: &[(&str, &str)], active_limit: u32,
+    configure: impl FnOnce(&mut AppConfig), engine: EngineConfig,
 ) -> TestPlatform {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));

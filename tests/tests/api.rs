@@ -23,11 +23,7 @@ struct App {
 
 impl App {
     async fn req(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        token: Option<&str>,
-        body: Option<Value>,
+        &self, method: reqwest::Method, path: &str, token: Option<&str>, body: Option<Value>,
     ) -> (StatusCode, Value, String) {
         let mut r = self.http.request(method, format!("{}{path}", self.base));
         if let Some(t) = token {

@@ -148,10 +148,7 @@ struct TwiceQueue(Arc<dyn StepQueue>);
 #[async_trait]
 impl StepQueue for TwiceQueue {
     async fn enqueue(
-        &self,
-        msg: &StepMessage,
-        dedup_id: &str,
-        delay_ms: u64,
+        &self, msg: &StepMessage, dedup_id: &str, delay_ms: u64,
     ) -> Result<Enqueued, QueueError> {
         let first = self.0.enqueue(msg, dedup_id, delay_ms).await?;
         self.0

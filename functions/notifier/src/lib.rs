@@ -23,9 +23,7 @@ pub struct NotifierHandler {
 impl NotifierHandler {
     /// `backoff`: the waits between webhook attempts (its length + 1 attempts in all).
     pub fn new(
-        store: Arc<dyn Store>,
-        fetch: &FetchConfig,
-        backoff: Vec<Duration>,
+        store: Arc<dyn Store>, fetch: &FetchConfig, backoff: Vec<Duration>,
     ) -> Result<Self, reqwest::Error> {
         let webhooks = WebhookSender::new(fetch, backoff)?;
         Ok(NotifierHandler {

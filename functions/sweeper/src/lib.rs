@@ -37,9 +37,7 @@ pub enum SweepError {
 }
 
 pub async fn handle(
-    p: &Platform,
-    stale_ms: i64,
-    event: EventBridgeEvent,
+    p: &Platform, stale_ms: i64, event: EventBridgeEvent,
 ) -> Result<SweepReport, SweepError> {
     if event.detail_type == START_RUN {
         return start_run(p, event).await;

@@ -31,10 +31,7 @@ pub const COMMIT_MARGIN_MS: i64 = 10_000;
 
 /// `deadline_ms`: the invocation's deadline (epoch ms), from the Lambda context.
 pub async fn handle(
-    engine: &Engine,
-    owner: &str,
-    event: SqsEvent,
-    deadline_ms: Option<i64>,
+    engine: &Engine, owner: &str, event: SqsEvent, deadline_ms: Option<i64>,
 ) -> SqsBatchResponse {
     let until = deadline_ms.map(|d| d - COMMIT_MARGIN_MS);
     let mut groups: Vec<(String, Vec<&SqsMessage>)> = vec![];
@@ -71,10 +68,7 @@ pub async fn handle(
 /// True when the record is finished with and may be deleted; the fate comes from the trigger
 /// policy `serve` uses too.
 async fn handle_record(
-    engine: &Engine,
-    owner: &str,
-    r: &SqsMessage,
-    deadline_ms: Option<i64>,
+    engine: &Engine, owner: &str, r: &SqsMessage, deadline_ms: Option<i64>,
 ) -> bool {
     let message_id = r.message_id.as_deref().unwrap_or("?");
     let body = r.body.as_deref().unwrap_or_default();

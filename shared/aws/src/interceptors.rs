@@ -111,9 +111,7 @@ impl Intercept for CallCounter {
     }
 
     fn read_before_transmit(
-        &self,
-        ctx: &BeforeTransmitInterceptorContextRef<'_>,
-        _: &RuntimeComponents,
+        &self, ctx: &BeforeTransmitInterceptorContextRef<'_>, _: &RuntimeComponents,
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         let op = operation_of(ctx);
@@ -137,9 +135,7 @@ impl Intercept for CallCounter {
     }
 
     fn read_before_deserialization(
-        &self,
-        ctx: &BeforeDeserializationInterceptorContextRef<'_>,
-        _: &RuntimeComponents,
+        &self, ctx: &BeforeDeserializationInterceptorContextRef<'_>, _: &RuntimeComponents,
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         let is_read = cfg
@@ -198,9 +194,7 @@ impl Intercept for ThrottleInjector {
     }
 
     fn modify_before_signing(
-        &self,
-        ctx: &mut BeforeTransmitInterceptorContextMut<'_>,
-        _: &RuntimeComponents,
+        &self, ctx: &mut BeforeTransmitInterceptorContextMut<'_>, _: &RuntimeComponents,
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         let every = self.every.load(Ordering::SeqCst);
@@ -219,9 +213,7 @@ impl Intercept for ThrottleInjector {
     }
 
     fn modify_before_deserialization(
-        &self,
-        ctx: &mut BeforeDeserializationInterceptorContextMut<'_>,
-        _: &RuntimeComponents,
+        &self, ctx: &mut BeforeDeserializationInterceptorContextMut<'_>, _: &RuntimeComponents,
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         if !cfg.load::<Throttled>().is_some_and(|t| t.0) {

@@ -70,9 +70,7 @@ impl AwsClients {
     }
 
     pub fn with_interceptors(
-        config: &SdkConfig,
-        counter: Option<CallCounter>,
-        throttle: Option<ThrottleInjector>,
+        config: &SdkConfig, counter: Option<CallCounter>, throttle: Option<ThrottleInjector>,
     ) -> Self {
         let mut ddb = aws_sdk_dynamodb::config::Builder::from(config);
         let mut sqs = aws_sdk_sqs::config::Builder::from(config);

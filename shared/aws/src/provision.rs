@@ -99,10 +99,7 @@ pub async fn create_table(c: &AwsClients, table: &str) -> Result<(), ProvisionEr
 /// A FIFO step queue `{name}.fifo` with a dead-letter queue after `max_receives` receives.
 /// Returns `(queue_url, dlq_url)`.
 pub async fn create_step_queue(
-    c: &AwsClients,
-    name: &str,
-    visibility_s: u32,
-    max_receives: u32,
+    c: &AwsClients, name: &str, visibility_s: u32, max_receives: u32,
 ) -> Result<(String, String), ProvisionError> {
     let dlq_url = c
         .sqs
@@ -162,9 +159,7 @@ pub async fn create_topic(c: &AwsClients, name: &str) -> Result<String, Provisio
 
 /// A standard queue subscribed to the topic (SNS envelopes, not raw). Returns its URL.
 pub async fn subscribe_queue(
-    c: &AwsClients,
-    topic_arn: &str,
-    name: &str,
+    c: &AwsClients, topic_arn: &str, name: &str,
 ) -> Result<String, ProvisionError> {
     let url = c
         .sqs

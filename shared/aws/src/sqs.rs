@@ -99,10 +99,7 @@ impl SqsStepQueue {
 #[async_trait]
 impl StepQueue for SqsStepQueue {
     async fn enqueue(
-        &self,
-        msg: &StepMessage,
-        dedup: &str,
-        delay_ms: u64,
+        &self, msg: &StepMessage, dedup: &str, delay_ms: u64,
     ) -> QueueResult<Enqueued> {
         if delay_ms > 0 {
             // FIFO queues only have a queue-wide delay.

@@ -50,10 +50,7 @@ pub struct BudgetExhausted {
 /// Checked before every LLM call. `iteration` is the one being worked on; `running_ms`
 /// includes the time already spent in it.
 pub fn check_budgets(
-    budgets: &Budgets,
-    metrics: &Metrics,
-    iteration: u32,
-    running_ms: u64,
+    budgets: &Budgets, metrics: &Metrics, iteration: u32, running_ms: u64,
 ) -> Option<BudgetExhausted> {
     if iteration > budgets.max_iterations {
         return Some(BudgetExhausted {
@@ -170,10 +167,7 @@ pub struct Verdict {
 
 /// Conditions of the exit gate that are not met; empty means the completion claim holds.
 pub fn exit_gate_failures(
-    status: &StatusBlock,
-    plan: &[PlanStep],
-    workspace_docs: usize,
-    evidence_docs: usize,
+    status: &StatusBlock, plan: &[PlanStep], workspace_docs: usize, evidence_docs: usize,
 ) -> Vec<String> {
     let mut failed = vec![];
     if !status.exit_signal {
@@ -303,10 +297,7 @@ fn failed(_: &Run, facts: &IterationFacts, _: &Streaks, _: &mut Vec<String>) -> 
 /// The exit gate: a completion claim holds only with no active child, nothing awaiting
 /// approval, and every gate condition met; a rejected claim tells the planner why.
 fn completed(
-    _: &Run,
-    facts: &IterationFacts,
-    _: &Streaks,
-    hints: &mut Vec<String>,
+    _: &Run, facts: &IterationFacts, _: &Streaks, hints: &mut Vec<String>,
 ) -> Option<Outcome> {
     let status = facts.status.as_ref().filter(|s| s.exit_signal)?;
     if facts.active_children > 0 {
@@ -342,10 +333,7 @@ fn completed(
 }
 
 fn waiting_on_user(
-    _: &Run,
-    facts: &IterationFacts,
-    _: &Streaks,
-    _: &mut Vec<String>,
+    _: &Run, facts: &IterationFacts, _: &Streaks, _: &mut Vec<String>,
 ) -> Option<Outcome> {
     let questions = facts.questions.as_ref()?;
     Some(Outcome::Wait {
@@ -354,20 +342,14 @@ fn waiting_on_user(
 }
 
 fn waiting_on_children(
-    _: &Run,
-    facts: &IterationFacts,
-    _: &Streaks,
-    _: &mut Vec<String>,
+    _: &Run, facts: &IterationFacts, _: &Streaks, _: &mut Vec<String>,
 ) -> Option<Outcome> {
     (facts.wait_for_children && facts.active_children > 0 && facts.budget.is_none())
         .then_some(Outcome::WaitChildren)
 }
 
 fn out_of_budget(
-    _: &Run,
-    facts: &IterationFacts,
-    _: &Streaks,
-    _: &mut Vec<String>,
+    _: &Run, facts: &IterationFacts, _: &Streaks, _: &mut Vec<String>,
 ) -> Option<Outcome> {
     let b = facts.budget.as_ref()?;
     let kind = match b.kind {
@@ -378,10 +360,7 @@ fn out_of_budget(
 }
 
 fn repeated_error(
-    run: &Run,
-    facts: &IterationFacts,
-    streaks: &Streaks,
-    _: &mut Vec<String>,
+    run: &Run, facts: &IterationFacts, streaks: &Streaks, _: &mut Vec<String>,
 ) -> Option<Outcome> {
     if streaks.error < run.thresholds.repeated_error_limit {
         return None;
@@ -401,10 +380,7 @@ fn repeated_error(
 }
 
 fn repeated_actions(
-    run: &Run,
-    _: &IterationFacts,
-    streaks: &Streaks,
-    _: &mut Vec<String>,
+    run: &Run, _: &IterationFacts, streaks: &Streaks, _: &mut Vec<String>,
 ) -> Option<Outcome> {
     if streaks.repeat < run.thresholds.repeated_action_limit {
         return None;
@@ -419,10 +395,7 @@ fn repeated_actions(
 }
 
 fn no_progress(
-    run: &Run,
-    _: &IterationFacts,
-    streaks: &Streaks,
-    _: &mut Vec<String>,
+    run: &Run, _: &IterationFacts, streaks: &Streaks, _: &mut Vec<String>,
 ) -> Option<Outcome> {
     if streaks.no_progress < run.thresholds.no_progress_limit {
         return None;
@@ -437,10 +410,7 @@ fn no_progress(
 }
 
 fn max_iterations(
-    run: &Run,
-    facts: &IterationFacts,
-    _: &Streaks,
-    _: &mut Vec<String>,
+    run: &Run, facts: &IterationFacts, _: &Streaks, _: &mut Vec<String>,
 ) -> Option<Outcome> {
     if facts.iteration < run.budgets.max_iterations {
         return None;

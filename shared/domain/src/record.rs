@@ -84,8 +84,7 @@ pub const MAX_SOURCE_CHARS: usize = 512;
 
 /// Adds `new` in front of `old`, without repeats, keeping at most [`MAX_DOC_SOURCES`].
 pub fn merge_sources<'a, 'b>(
-    new: impl IntoIterator<Item = &'a String>,
-    old: impl IntoIterator<Item = &'b String>,
+    new: impl IntoIterator<Item = &'a String>, old: impl IntoIterator<Item = &'b String>,
 ) -> Vec<String> {
     let mut out: Vec<String> = vec![];
     let mut add = |s: &String| {

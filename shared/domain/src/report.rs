@@ -74,11 +74,7 @@ pub struct Report {
 const MAX_LISTED: usize = 200;
 
 pub fn build_report(
-    run: &Run,
-    docs: &[DocMeta],
-    summary: &str,
-    evidence: &[String],
-    now: i64,
+    run: &Run, docs: &[DocMeta], summary: &str, evidence: &[String], now: i64,
 ) -> Report {
     let created: Vec<String> = docs
         .iter()

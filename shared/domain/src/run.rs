@@ -340,10 +340,7 @@ impl ChildRun {
 /// are taken off. A token or cost limit the parent has but the request leaves out gets half
 /// of what is left, so one child cannot starve its siblings.
 pub fn carve_child_budgets(
-    parent: &Run,
-    siblings: &[Budgets],
-    requested: &BudgetsInput,
-    defaults: &Budgets,
+    parent: &Run, siblings: &[Budgets], requested: &BudgetsInput, defaults: &Budgets,
 ) -> Result<Budgets, String> {
     let mut b = requested.resolve(defaults).map_err(|e| e.to_string())?;
     let reserved = parent.children.iter().map(|c| &c.budgets).chain(siblings);
@@ -438,9 +435,7 @@ pub const MAX_PLAN_STEPS: usize = 50;
 
 /// Applies plan updates; returns whether any step advanced (new step, or status moved forward).
 pub fn apply_plan_updates(
-    plan: &mut Vec<PlanStep>,
-    updates: &[(String, String, StepStatus)],
-    iteration: u32,
+    plan: &mut Vec<PlanStep>, updates: &[(String, String, StepStatus)], iteration: u32,
 ) -> bool {
     let mut advanced = false;
     for (id, title, status) in updates {
@@ -628,13 +623,8 @@ const RECENT_TITLE_CHARS: usize = 80;
 impl Run {
     /// A new run, queued, with nothing spent.
     pub fn new(
-        id: &str,
-        user_id: &str,
-        objective: &str,
-        model: &str,
-        budgets: Budgets,
-        thresholds: Thresholds,
-        now: i64,
+        id: &str, user_id: &str, objective: &str, model: &str, budgets: Budgets,
+        thresholds: Thresholds, now: i64,
     ) -> Run {
         Run {
             id: id.to_string(),

@@ -37,10 +37,7 @@ const PLANNER_CONTRACT: &str = r#"Answer with exactly ONE JSON object and nothin
  "executor_tasks": [{"title": "...", "instructions": "...", "tools": ["..."]}]}"#;
 
 pub fn planner_messages(
-    run: &Run,
-    iteration: u32,
-    scratchpad: &[PadEntry],
-    tools_block: &str,
+    run: &Run, iteration: u32, scratchpad: &[PadEntry], tools_block: &str,
     correction: Option<(&str, &str)>,
 ) -> Vec<ChatMessage> {
     let system = format!(
@@ -146,11 +143,7 @@ fn workspace_index(run: &Run) -> Value {
 }
 
 pub fn executor_messages(
-    objective: &str,
-    title: &str,
-    instructions: &str,
-    tools: &[ToolSpec],
-    max_calls: usize,
+    objective: &str, title: &str, instructions: &str, tools: &[ToolSpec], max_calls: usize,
 ) -> Vec<ChatMessage> {
     vec![
         ChatMessage::system(format!(
@@ -171,9 +164,7 @@ pub fn executor_messages(
 }
 
 pub fn repair_messages(
-    failed: &[(String, Value, String)],
-    tools: &[ToolSpec],
-    max: usize,
+    failed: &[(String, Value, String)], tools: &[ToolSpec], max: usize,
 ) -> Vec<ChatMessage> {
     let failures: Vec<Value> = failed
         .iter()

@@ -75,11 +75,7 @@ pub struct Staged {
 
 impl Staging {
     pub fn new(
-        store: Arc<dyn Store>,
-        run_id: &str,
-        iteration: u32,
-        plan: Vec<PlanStep>,
-        now: i64,
+        store: Arc<dyn Store>, run_id: &str, iteration: u32, plan: Vec<PlanStep>, now: i64,
     ) -> Self {
         Staging {
             run_id: run_id.to_string(),
@@ -113,10 +109,7 @@ impl Staging {
     }
 
     async fn write_doc(
-        &self,
-        path: &str,
-        title: Option<&str>,
-        content: &str,
+        &self, path: &str, title: Option<&str>, content: &str,
     ) -> Result<Value, String> {
         let staged_base = self.lock().docs.get(path).map(|(_, base)| base.clone());
         let base = match staged_base {
@@ -805,10 +798,7 @@ impl ToolRegistry {
     }
 
     pub async fn invoke(
-        &self,
-        staging: &Staging,
-        call: &ToolCall,
-        allowed: Option<&[&str]>,
+        &self, staging: &Staging, call: &ToolCall, allowed: Option<&[&str]>,
     ) -> ToolOutcome {
         let result = match self.validate(call, allowed) {
             Err(e) => Err(e),

@@ -179,9 +179,7 @@ enum FetchMethod {
 /// A client that resolves only through the guard, follows no redirects and ignores proxy
 /// settings from the environment.
 pub fn guarded_client(
-    policy: Arc<FetchPolicy>,
-    lookup: Arc<dyn HostLookup>,
-    connect_timeout: Duration,
+    policy: Arc<FetchPolicy>, lookup: Arc<dyn HostLookup>, connect_timeout: Duration,
     timeout: Duration,
 ) -> Result<reqwest::Client, reqwest::Error> {
     reqwest::Client::builder()
@@ -197,9 +195,7 @@ pub fn guarded_client(
 /// A guarded client for calls to a user's own endpoints (tools, MCP servers), with the policy
 /// it resolves through: connects within 5 s, answers within `timeout`.
 pub fn endpoint_client(
-    policy: FetchPolicy,
-    lookup: Arc<dyn HostLookup>,
-    timeout: Duration,
+    policy: FetchPolicy, lookup: Arc<dyn HostLookup>, timeout: Duration,
 ) -> Result<(reqwest::Client, Arc<FetchPolicy>), String> {
     let policy = Arc::new(policy);
     let client = guarded_client(policy.clone(), lookup, Duration::from_secs(5), timeout)
@@ -209,8 +205,7 @@ pub fn endpoint_client(
 
 /// Reads at most `limit` bytes of the body; true when there was more.
 pub async fn read_limited(
-    mut resp: reqwest::Response,
-    limit: usize,
+    mut resp: reqwest::Response, limit: usize,
 ) -> Result<(Vec<u8>, bool), reqwest::Error> {
     let mut body = Vec::new();
     while let Some(chunk) = resp.chunk().await? {
@@ -238,9 +233,7 @@ pub fn refusal_in(err: &(dyn std::error::Error + 'static)) -> Option<Refusal> {
 
 impl HttpFetch {
     pub fn new(
-        policy: FetchPolicy,
-        lookup: Arc<dyn HostLookup>,
-        settings: FetchSettings,
+        policy: FetchPolicy, lookup: Arc<dyn HostLookup>, settings: FetchSettings,
     ) -> Result<HttpFetch, FetchError> {
         let policy = Arc::new(policy);
         let client = guarded_client(
@@ -262,10 +255,7 @@ impl HttpFetch {
 
     /// Fetches `url`, following redirects, each hop checked by the guard.
     pub async fn fetch(
-        &self,
-        url: &str,
-        head: bool,
-        max_bytes: Option<usize>,
+        &self, url: &str, head: bool, max_bytes: Option<usize>,
     ) -> Result<Fetched, FetchError> {
         let limit = max_bytes
             .unwrap_or(self.settings.default_max_bytes)
@@ -322,10 +312,7 @@ impl HttpFetch {
     }
 
     async fn read(
-        &self,
-        url: Url,
-        resp: reqwest::Response,
-        limit: usize,
+        &self, url: Url, resp: reqwest::Response, limit: usize,
     ) -> Result<Fetched, FetchError> {
         let status = resp.status().as_u16();
         let content_type = resp

@@ -96,9 +96,7 @@ pub struct HttpMcpClient {
 
 impl HttpMcpClient {
     pub fn new(
-        policy: FetchPolicy,
-        lookup: Arc<dyn HostLookup>,
-        settings: McpSettings,
+        policy: FetchPolicy, lookup: Arc<dyn HostLookup>, settings: McpSettings,
     ) -> Result<HttpMcpClient, String> {
         let (client, policy) = endpoint_client(policy, lookup, settings.timeout)?;
         Ok(HttpMcpClient {
@@ -144,10 +142,7 @@ impl HttpMcpClient {
 
     /// Calls one tool with arguments already checked against its schema.
     pub async fn call_tool(
-        &self,
-        server: &McpServer,
-        tool: &str,
-        args: &Value,
+        &self, server: &McpServer, tool: &str, args: &Value,
     ) -> Result<McpCallResult, McpError> {
         self.bounded(self.settings.timeout, async {
             let mut session = self.open(server).await?;
@@ -161,9 +156,7 @@ impl HttpMcpClient {
     }
 
     async fn bounded<T>(
-        &self,
-        limit: Duration,
-        work: impl Future<Output = Result<T, McpError>>,
+        &self, limit: Duration, work: impl Future<Output = Result<T, McpError>>,
     ) -> Result<T, McpError> {
         tokio::time::timeout(limit, work)
             .await

@@ -61,9 +61,7 @@ pub struct HttpToolFactory {
 
 impl HttpToolFactory {
     pub fn new(
-        policy: FetchPolicy,
-        lookup: Arc<dyn HostLookup>,
-        settings: UserToolSettings,
+        policy: FetchPolicy, lookup: Arc<dyn HostLookup>, settings: UserToolSettings,
     ) -> Result<HttpToolFactory, String> {
         let (client, policy) = endpoint_client(policy, lookup, settings.timeout)?;
         Ok(HttpToolFactory {

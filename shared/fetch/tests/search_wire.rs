@@ -28,10 +28,7 @@ struct Canned {
 }
 
 async fn answer(
-    State(c): State<Canned>,
-    headers: HeaderMap,
-    RawQuery(query): RawQuery,
-    body: Bytes,
+    State(c): State<Canned>, headers: HeaderMap, RawQuery(query): RawQuery, body: Bytes,
 ) -> impl IntoResponse {
     let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
     c.seen.lock().unwrap().push((headers, query, body));

@@ -108,9 +108,7 @@ pub(crate) async fn owned(p: &Platform, user: &User, id: &str) -> Result<Run, Ap
 }
 
 async fn post_run(
-    State(p): State<Platform>,
-    user: User,
-    ApiJson(body): ApiJson<CreateRun>,
+    State(p): State<Platform>, user: User, ApiJson(body): ApiJson<CreateRun>,
 ) -> Result<Response, ApiError> {
     let run = create_run(&p, &user.0, body).await?;
     let location = format!("/v1/runs/{}", run.id);
@@ -133,9 +131,7 @@ struct ListQuery {
 }
 
 async fn list_runs(
-    State(p): State<Platform>,
-    user: User,
-    ApiQuery(q): ApiQuery<ListQuery>,
+    State(p): State<Platform>, user: User, ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let status = match q.status.as_deref() {
         None | Some("") => None,
@@ -192,9 +188,7 @@ async fn list_runs(
 }
 
 async fn get_run(
-    State(p): State<Platform>,
-    user: User,
-    Path(id): Path<String>,
+    State(p): State<Platform>, user: User, Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let run = owned(&p, &user, &id).await?;
     Ok(Json(run_view(&p, &run)))
@@ -210,9 +204,7 @@ struct EventsQuery {
 const POLL: Duration = Duration::from_millis(100);
 
 async fn events(
-    State(p): State<Platform>,
-    user: User,
-    Path(id): Path<String>,
+    State(p): State<Platform>, user: User, Path(id): Path<String>,
     ApiQuery(q): ApiQuery<EventsQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let run = owned(&p, &user, &id).await?;
@@ -236,10 +228,7 @@ async fn events(
 }
 
 async fn stream(
-    State(p): State<Platform>,
-    user: User,
-    Path(id): Path<String>,
-    headers: HeaderMap,
+    State(p): State<Platform>, user: User, Path(id): Path<String>, headers: HeaderMap,
     ApiQuery(q): ApiQuery<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     owned(&p, &user, &id).await?;
@@ -299,10 +288,7 @@ struct PageQuery {
 }
 
 async fn iterations(
-    State(p): State<Platform>,
-    user: User,
-    Path(id): Path<String>,
-    ApiQuery(q): ApiQuery<PageQuery>,
+    State(p): State<Platform>, user: User, Path(id): Path<String>, ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Result<Json<Value>, ApiError> {
     owned(&p, &user, &id).await?;
     let items = p
@@ -352,9 +338,7 @@ fn tree(docs: &[DocMeta]) -> Value {
 }
 
 async fn workspace(
-    State(p): State<Platform>,
-    user: User,
-    Path(id): Path<String>,
+    State(p): State<Platform>, user: User, Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     owned(&p, &user, &id).await?;
     let docs = p.store.docs(&id, "", 10_000).await?;
@@ -362,9 +346,7 @@ async fn workspace(
 }
 
 async fn doc(
-    State(p): State<Platform>,
-    user: User,
-    Path((id, path)): Path<(String, String)>,
+    State(p): State<Platform>, user: User, Path((id, path)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     owned(&p, &user, &id).await?;
     // A path no document could be written at names no document.
@@ -377,10 +359,7 @@ async fn doc(
 }
 
 async fn search(
-    State(p): State<Platform>,
-    user: User,
-    Path(id): Path<String>,
-    ApiQuery(q): ApiQuery<PageQuery>,
+    State(p): State<Platform>, user: User, Path(id): Path<String>, ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Result<Json<Value>, ApiError> {
     owned(&p, &user, &id).await?;
     let query = q.q.unwrap_or_default();
@@ -395,10 +374,7 @@ async fn search(
 }
 
 async fn scratchpad(
-    State(p): State<Platform>,
-    user: User,
-    Path(id): Path<String>,
-    ApiQuery(q): ApiQuery<PageQuery>,
+    State(p): State<Platform>, user: User, Path(id): Path<String>, ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Result<Json<Value>, ApiError> {
     owned(&p, &user, &id).await?;
     let entries = p
@@ -409,9 +385,7 @@ async fn scratchpad(
 }
 
 async fn report(
-    State(p): State<Platform>,
-    user: User,
-    Path(id): Path<String>,
+    State(p): State<Platform>, user: User, Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let run = owned(&p, &user, &id).await?;
     match run.report {
@@ -425,9 +399,7 @@ async fn report(
 }
 
 async fn cancel(
-    State(p): State<Platform>,
-    user: User,
-    Path(id): Path<String>,
+    State(p): State<Platform>, user: User, Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     owned(&p, &user, &id).await?;
     let run = cancel_run(&p, &id).await?;
@@ -435,9 +407,7 @@ async fn cancel(
 }
 
 async fn respond(
-    State(p): State<Platform>,
-    user: User,
-    Path(id): Path<String>,
+    State(p): State<Platform>, user: User, Path(id): Path<String>,
     ApiJson(body): ApiJson<RespondBody>,
 ) -> Result<Json<Value>, ApiError> {
     owned(&p, &user, &id).await?;
@@ -450,9 +420,7 @@ async fn respond(
 }
 
 async fn continue_run(
-    State(p): State<Platform>,
-    user: User,
-    Path(id): Path<String>,
+    State(p): State<Platform>, user: User, Path(id): Path<String>,
     ApiJson(body): ApiJson<ContinueBody>,
 ) -> Result<Json<Value>, ApiError> {
     owned(&p, &user, &id).await?;
@@ -461,9 +429,7 @@ async fn continue_run(
 }
 
 async fn pause(
-    State(p): State<Platform>,
-    user: User,
-    Path(id): Path<String>,
+    State(p): State<Platform>, user: User, Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     owned(&p, &user, &id).await?;
     let run = pause_run(&p, &id).await?;
@@ -471,10 +437,7 @@ async fn pause(
 }
 
 async fn patch_run(
-    State(p): State<Platform>,
-    user: User,
-    Path(id): Path<String>,
-    ApiJson(body): ApiJson<RunPatch>,
+    State(p): State<Platform>, user: User, Path(id): Path<String>, ApiJson(body): ApiJson<RunPatch>,
 ) -> Result<Json<Value>, ApiError> {
     owned(&p, &user, &id).await?;
     let run = patch_run_with(&p, &id, body).await?;
@@ -492,9 +455,7 @@ pub struct MarkReadBody {
 const INBOX: usize = 200;
 
 async fn mark_read(
-    State(p): State<Platform>,
-    user: User,
-    ApiJson(body): ApiJson<MarkReadBody>,
+    State(p): State<Platform>, user: User, ApiJson(body): ApiJson<MarkReadBody>,
 ) -> Result<Json<Value>, ApiError> {
     if body.ids.len() > INBOX {
         return Err(ApiError::Unprocessable(format!(
@@ -526,9 +487,7 @@ async fn server_config(State(p): State<Platform>, _user: User) -> Json<Value> {
 }
 
 async fn notifications(
-    State(p): State<Platform>,
-    user: User,
-    ApiQuery(q): ApiQuery<PageQuery>,
+    State(p): State<Platform>, user: User, ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let items = p
         .store
@@ -564,9 +523,7 @@ fn redacted(hooks: &[Webhook]) -> Value {
 }
 
 async fn put_webhooks(
-    State(p): State<Platform>,
-    user: User,
-    ApiJson(body): ApiJson<WebhooksBody>,
+    State(p): State<Platform>, user: User, ApiJson(body): ApiJson<WebhooksBody>,
 ) -> Result<Json<Value>, ApiError> {
     if body.webhooks.len() > MAX_WEBHOOKS {
         return Err(ApiError::Unprocessable(format!(

@@ -31,10 +31,7 @@ const INTERNAL_ERROR: i64 = -32603;
 const SCHEME: &str = "longrun://runs/";
 
 pub async fn post_mcp(
-    State(p): State<Platform>,
-    user: User,
-    headers: HeaderMap,
-    body: Bytes,
+    State(p): State<Platform>, user: User, headers: HeaderMap, body: Bytes,
 ) -> Response {
     if !same_origin(&headers) {
         return ApiError::Forbidden("Origin does not match Host".into()).into_response();

@@ -77,9 +77,7 @@ fn check(p: &Platform, body: &RegisterMcpServer) -> Result<(), ApiError> {
 }
 
 pub async fn register_mcp_server(
-    State(p): State<Platform>,
-    user: User,
-    ApiJson(body): ApiJson<RegisterMcpServer>,
+    State(p): State<Platform>, user: User, ApiJson(body): ApiJson<RegisterMcpServer>,
 ) -> Result<Response, ApiError> {
     check(&p, &body)?;
     let existing = p.store.mcp_servers(&user.0).await?;
@@ -105,8 +103,7 @@ pub async fn register_mcp_server(
 }
 
 pub async fn list_mcp_servers(
-    State(p): State<Platform>,
-    user: User,
+    State(p): State<Platform>, user: User,
 ) -> Result<Json<McpServerList>, ApiError> {
     let servers = p.store.mcp_servers(&user.0).await?;
     Ok(Json(McpServerList {
@@ -115,9 +112,7 @@ pub async fn list_mcp_servers(
 }
 
 pub async fn delete_mcp_server(
-    State(p): State<Platform>,
-    user: User,
-    Path(name): Path<String>,
+    State(p): State<Platform>, user: User, Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     if p.store.delete_mcp_server(&user.0, &name).await? {
         Ok(StatusCode::NO_CONTENT)

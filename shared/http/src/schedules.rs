@@ -29,9 +29,7 @@ pub struct CreateSchedule {
 }
 
 pub async fn post_schedule(
-    State(p): State<Platform>,
-    user: User,
-    ApiJson(body): ApiJson<CreateSchedule>,
+    State(p): State<Platform>, user: User, ApiJson(body): ApiJson<CreateSchedule>,
 ) -> Result<Response, ApiError> {
     let now = p.clock.now_ms();
     // Checked as sent (the document's pattern allows spaces around it), stored trimmed.
@@ -63,8 +61,7 @@ pub async fn post_schedule(
 }
 
 pub async fn list_schedules(
-    State(p): State<Platform>,
-    user: User,
+    State(p): State<Platform>, user: User,
 ) -> Result<Json<Value>, ApiError> {
     Ok(Json(
         json!({"schedules": p.store.schedules(&user.0).await?}),
@@ -72,9 +69,7 @@ pub async fn list_schedules(
 }
 
 pub async fn delete_schedule(
-    State(p): State<Platform>,
-    user: User,
-    Path(id): Path<String>,
+    State(p): State<Platform>, user: User, Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     if p.store.delete_schedule(&user.0, &id).await? {
         Ok(StatusCode::NO_CONTENT)

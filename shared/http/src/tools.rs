@@ -125,9 +125,7 @@ pub(crate) fn check_url(p: &Platform, url: &str) -> Result<(), ApiError> {
 }
 
 pub async fn register_tool(
-    State(p): State<Platform>,
-    user: User,
-    ApiJson(body): ApiJson<RegisterTool>,
+    State(p): State<Platform>, user: User, ApiJson(body): ApiJson<RegisterTool>,
 ) -> Result<Response, ApiError> {
     check(&p, &body)?;
     let existing = p.store.tools(&user.0).await?;
@@ -163,9 +161,7 @@ pub async fn list_tools(State(p): State<Platform>, user: User) -> Result<Json<Va
 }
 
 pub async fn delete_tool(
-    State(p): State<Platform>,
-    user: User,
-    Path(name): Path<String>,
+    State(p): State<Platform>, user: User, Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     if p.store.delete_tool(&user.0, &name).await? {
         Ok(StatusCode::NO_CONTENT)

@@ -26,10 +26,7 @@ pub struct AnthropicClient {
 impl AnthropicClient {
     /// `http` is built once at start-up, with its timeouts.
     pub fn new(
-        http: reqwest::Client,
-        base_url: &str,
-        api_key: Option<Secret>,
-        model: &str,
+        http: reqwest::Client, base_url: &str, api_key: Option<Secret>, model: &str,
     ) -> Self {
         AnthropicClient {
             http,

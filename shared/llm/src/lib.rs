@@ -45,8 +45,7 @@ impl std::fmt::Debug for Secret {
 /// The usage fields a provider sent that are not in `known` (dotted paths one level deep,
 /// e.g. `prompt_tokens_details.audio_tokens`), kept rather than dropped.
 pub(crate) fn extra_usage(
-    usage: &serde_json::Value,
-    known: &[&str],
+    usage: &serde_json::Value, known: &[&str],
 ) -> BTreeMap<String, serde_json::Value> {
     let mut extra = BTreeMap::new();
     let Some(fields) = usage.as_object() else {
@@ -335,8 +334,7 @@ pub struct ModelRouter {
 
 /// One HTTP client for every provider route, built on first need.
 fn shared_http(
-    http: &mut Option<reqwest::Client>,
-    settings: &LlmSettings,
+    http: &mut Option<reqwest::Client>, settings: &LlmSettings,
 ) -> Result<reqwest::Client, ModelError> {
     if let Some(c) = http {
         return Ok(c.clone());
@@ -403,10 +401,7 @@ impl ModelRouter {
 
     /// Routes a model spec to an already-built client (tests, embedding).
     pub fn with_client(
-        mut self,
-        spec: &str,
-        client: Arc<dyn LlmClient>,
-        retry: RetryPolicy,
+        mut self, spec: &str, client: Arc<dyn LlmClient>, retry: RetryPolicy,
     ) -> Self {
         self.routes
             .insert(spec.to_string(), Route::new(client, retry));

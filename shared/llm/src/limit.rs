@@ -215,10 +215,7 @@ impl Limiter {
 
     /// Waits for capacity; `Err(wait_ms)` when it would not come before `deadline_ms`.
     pub async fn acquire(
-        &self,
-        clock: &dyn Clock,
-        estimate: u64,
-        deadline_ms: Option<i64>,
+        &self, clock: &dyn Clock, estimate: u64, deadline_ms: Option<i64>,
     ) -> Result<Permit, u64> {
         loop {
             let freed = self.freed.notified();

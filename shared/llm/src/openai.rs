@@ -32,10 +32,7 @@ pub struct OpenAiClient {
 impl OpenAiClient {
     /// `http` is built once at start-up, with its timeouts.
     pub fn new(
-        http: reqwest::Client,
-        base_url: &str,
-        api_key: Option<Secret>,
-        model: &str,
+        http: reqwest::Client, base_url: &str, api_key: Option<Secret>, model: &str,
     ) -> Self {
         OpenAiClient {
             http,
@@ -200,8 +197,7 @@ impl LlmClient for OpenAiClient {
 /// Sends a provider request and returns its JSON body; transport failures, non-2xx answers
 /// (typed by `error_for_status`, with `Retry-After`) and non-JSON bodies become `LlmError`s.
 pub async fn send_json(
-    request: reqwest::RequestBuilder,
-    error_for_status: fn(u16, &str) -> LlmError,
+    request: reqwest::RequestBuilder, error_for_status: fn(u16, &str) -> LlmError,
 ) -> Result<Value, LlmError> {
     let resp = request.send().await.map_err(|e| {
         let kind = if e.is_timeout() {

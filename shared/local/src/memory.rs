@@ -155,10 +155,7 @@ impl RunLog for InMemoryRunStore {
     }
 
     async fn iterations(
-        &self,
-        run_id: &str,
-        after: u32,
-        limit: usize,
+        &self, run_id: &str, after: u32, limit: usize,
     ) -> StoreResult<Vec<IterationRecord>> {
         let state = self.lock();
         Ok(state
@@ -218,10 +215,7 @@ impl Workspace for InMemoryRunStore {
     }
 
     async fn search_docs(
-        &self,
-        run_id: &str,
-        query: &str,
-        limit: usize,
+        &self, run_id: &str, query: &str, limit: usize,
     ) -> StoreResult<Vec<DocHit>> {
         let state = self.lock();
         Ok(state
@@ -344,10 +338,7 @@ impl ScheduleStore for InMemoryRunStore {
 #[async_trait]
 impl UserCatalog for InMemoryRunStore {
     async fn put_entry(
-        &self,
-        scope: CatalogScope<'_>,
-        key: &str,
-        value: &Value,
+        &self, scope: CatalogScope<'_>, key: &str, value: &Value,
     ) -> StoreResult<()> {
         let CatalogScope { user_id, kind } = scope;
         self.lock()
@@ -377,9 +368,7 @@ impl UserCatalog for InMemoryRunStore {
     }
 
     async fn replace_entries(
-        &self,
-        scope: CatalogScope<'_>,
-        entries: &[CatalogEntry],
+        &self, scope: CatalogScope<'_>, entries: &[CatalogEntry],
     ) -> StoreResult<()> {
         let CatalogScope { user_id, kind } = scope;
         let mut state = self.lock();
@@ -457,10 +446,7 @@ impl InMemoryStepQueue {
 #[async_trait]
 impl StepQueue for InMemoryStepQueue {
     async fn enqueue(
-        &self,
-        msg: &StepMessage,
-        dedup_id: &str,
-        delay_ms: u64,
+        &self, msg: &StepMessage, dedup_id: &str, delay_ms: u64,
     ) -> QueueResult<Enqueued> {
         let now = self.clock.now_ms();
         let body =

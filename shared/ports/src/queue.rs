@@ -91,18 +91,12 @@ pub const DEDUP_WINDOW_MS: i64 = 5 * 60 * 1000;
 #[async_trait]
 pub trait StepQueue: Send + Sync {
     async fn enqueue(
-        &self,
-        msg: &StepMessage,
-        dedup_id: &str,
-        delay_ms: u64,
+        &self, msg: &StepMessage, dedup_id: &str, delay_ms: u64,
     ) -> QueueResult<Enqueued>;
     /// `enqueue` for a send a crash may lose harmlessly because the message that caused it is
     /// not yet acknowledged (it is redelivered and re-sends). Defaults to `enqueue`.
     async fn enqueue_deferred(
-        &self,
-        msg: &StepMessage,
-        dedup_id: &str,
-        delay_ms: u64,
+        &self, msg: &StepMessage, dedup_id: &str, delay_ms: u64,
     ) -> QueueResult<Enqueued> {
         self.enqueue(msg, dedup_id, delay_ms).await
     }

@@ -68,10 +68,7 @@ pub trait RunLog: Send + Sync {
     }
     async fn events(&self, run_id: &str, after: u64, limit: usize) -> StoreResult<Vec<Event>>;
     async fn iterations(
-        &self,
-        run_id: &str,
-        after: u32,
-        limit: usize,
+        &self, run_id: &str, after: u32, limit: usize,
     ) -> StoreResult<Vec<IterationRecord>>;
     async fn active_runs(&self, user_id: &str) -> StoreResult<u32>;
     /// Runs the sweeper may have to nudge, oldest write first: claimable (a next step is owed)
@@ -86,10 +83,7 @@ pub trait Workspace: Send + Sync {
     async fn doc(&self, run_id: &str, path: &str) -> StoreResult<Option<Doc>>;
     /// Matches as `longrun_domain::doc_hit` does.
     async fn search_docs(
-        &self,
-        run_id: &str,
-        query: &str,
-        limit: usize,
+        &self, run_id: &str, query: &str, limit: usize,
     ) -> StoreResult<Vec<DocHit>>;
     /// The last `last` scratchpad entries, oldest first.
     async fn scratchpad(&self, run_id: &str, last: usize) -> StoreResult<Vec<PadEntry>>;
@@ -153,9 +147,7 @@ pub trait UserCatalog: Send + Sync {
     async fn delete_entry(&self, scope: CatalogScope<'_>, key: &str) -> StoreResult<bool>;
     /// Replaces every entry of that kind at once (atomically where the store can).
     async fn replace_entries(
-        &self,
-        scope: CatalogScope<'_>,
-        entries: &[CatalogEntry],
+        &self, scope: CatalogScope<'_>, entries: &[CatalogEntry],
     ) -> StoreResult<()>;
 }
 

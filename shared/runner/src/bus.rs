@@ -105,10 +105,7 @@ impl Bus {
 
     /// Appends a message; returns its sequence number.
     pub fn post(
-        &mut self,
-        kind: MessageType,
-        run_id: &str,
-        body: &str,
+        &mut self, kind: MessageType, run_id: &str, body: &str,
     ) -> Result<i64, RunnerError> {
         let at = crate::now_rfc3339();
         let tx = self
@@ -139,15 +136,7 @@ impl Bus {
         let mut st = self.conn.prepare(
             "SELECT seq, at, type, run_id, body FROM messages WHERE seq > ?1 ORDER BY seq",
         )?;
-        let rows = st.query_map([after], |r| {
-            Ok(Message {
-                seq: r.get(0)?,
-                at: r.get(1)?,
-                kind: r.get(2)?,
-                run_id: r.get(3)?,
-                body: r.get(4)?,
-            })
-        })?;
+        let rows = st.query_map([after], message_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
@@ -162,15 +151,7 @@ impl Bus {
                    AND NOT (run_id = '' AND type IN ('INFO', 'WARNING'))
                  ORDER BY seq DESC LIMIT 1",
                 [],
-                |r| {
-                    Ok(Message {
-                        seq: r.get(0)?,
-                        at: r.get(1)?,
-                        kind: r.get(2)?,
-                        run_id: r.get(3)?,
-                        body: r.get(4)?,
-                    })
-                },
+                message_row,
             )
             .optional()
             .ok()
@@ -187,6 +168,17 @@ pub fn post_best_effort(task_dir: &Path, kind: MessageType, run_id: &str, body: 
             eprintln!("longrun: cannot post {} to the bus: {e}", kind.as_str());
         }
     }
+}
+
+/// A message from a `SELECT seq, at, type, run_id, body` row.
+fn message_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Message> {
+    Ok(Message {
+        seq: r.get(0)?,
+        at: r.get(1)?,
+        kind: r.get(2)?,
+        run_id: r.get(3)?,
+        body: r.get(4)?,
+    })
 }
 
 #[cfg(test)]

@@ -74,9 +74,7 @@ pub struct JobOutcome {
 /// Runs one job; when no agent was named, a backend that fails fast is marked degraded and the
 /// next one is tried (each try is its own run, chained by `previous_run_id`).
 pub fn run_job(
-    cfg: &RunnerConfig,
-    procs: &dyn AgentProcess,
-    req: &JobRequest,
+    cfg: &RunnerConfig, procs: &dyn AgentProcess, req: &JobRequest,
 ) -> Result<JobOutcome, RunnerError> {
     if req.depth > cfg.max_delegation_depth {
         return Err(RunnerError::Invalid(format!(
@@ -147,10 +145,7 @@ fn path_with(bin_dir: Option<&Path>) -> String {
 }
 
 fn run_once(
-    cfg: &RunnerConfig,
-    procs: &dyn AgentProcess,
-    req: &JobRequest,
-    choice: &select::Choice,
+    cfg: &RunnerConfig, procs: &dyn AgentProcess, req: &JobRequest, choice: &select::Choice,
     previous: Option<&str>,
 ) -> Result<JobOutcome, RunnerError> {
     let b = cfg

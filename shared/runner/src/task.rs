@@ -106,9 +106,7 @@ pub fn active_children(task_dir: &Path) -> Vec<String> {
 }
 
 pub fn run_task(
-    cfg: &RunnerConfig,
-    procs: &dyn AgentProcess,
-    req: &TaskRequest,
+    cfg: &RunnerConfig, procs: &dyn AgentProcess, req: &TaskRequest,
 ) -> Result<TaskOutcome, RunnerError> {
     let dir = task_dir(cfg, &req.project, &req.task)?;
     let task_text = std::fs::read_to_string(dir.join(TASK_FILE)).unwrap_or_default();

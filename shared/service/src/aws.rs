@@ -72,9 +72,7 @@ pub const LLM_KEY_SECRET: &str = "LONGRUN_LLM_KEY_SECRET";
 /// by the OpenAI-compatible and the Anthropic provider alike) or a JSON object of keys by
 /// provider, `{"openai": "sk-...", "anthropic": "sk-ant-..."}`.
 pub async fn with_key_secret(
-    mut settings: LlmSettings,
-    clients: &AwsClients,
-    secret: Option<&str>,
+    mut settings: LlmSettings, clients: &AwsClients, secret: Option<&str>,
 ) -> Result<LlmSettings, PlatformError> {
     let Some(name) = secret else {
         return Ok(settings);
@@ -138,12 +136,8 @@ impl Platform {
     /// The platform over the AWS adapters. `llm: None` builds the model router from the
     /// configured models and the provider environment.
     pub fn aws(
-        clients: &AwsClients,
-        settings: &AwsSettings,
-        config: AppConfig,
-        llm: Option<Arc<dyn LlmClient>>,
-        faults: Arc<dyn Faults>,
-        engine: EngineConfig,
+        clients: &AwsClients, settings: &AwsSettings, config: AppConfig,
+        llm: Option<Arc<dyn LlmClient>>, faults: Arc<dyn Faults>, engine: EngineConfig,
     ) -> Result<Platform, PlatformError> {
         let llm: Arc<dyn LlmClient> = match llm {
             Some(llm) => llm,

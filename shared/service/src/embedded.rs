@@ -98,9 +98,7 @@ impl Running {
     /// that failed half-way): that loses the group's unacknowledged writes, a next step among
     /// them, as a crash would, but the process goes on, so it does not wait for a restart.
     pub fn spawn_healer(
-        &self,
-        every: std::time::Duration,
-        mut shutdown: watch::Receiver<bool>,
+        &self, every: std::time::Duration, mut shutdown: watch::Receiver<bool>,
     ) -> Option<JoinHandle<()>> {
         let (db, (store, _)) = (self.db.clone()?, self.sqlite.clone()?);
         let platform = self.platform.clone();
@@ -128,9 +126,7 @@ impl Running {
 
     /// Starts due scheduled runs every `every` until `shutdown` turns true.
     pub fn spawn_scheduler(
-        &self,
-        every: std::time::Duration,
-        mut shutdown: watch::Receiver<bool>,
+        &self, every: std::time::Duration, mut shutdown: watch::Receiver<bool>,
     ) -> JoinHandle<()> {
         let platform = self.platform.clone();
         tokio::spawn(async move {
@@ -161,9 +157,7 @@ impl Running {
 impl Platform {
     /// SQLite in `data_dir` (or in memory with `None`), the in-process queue and notifier.
     pub fn embedded(
-        data_dir: Option<&Path>,
-        config: AppConfig,
-        opts: Embedded,
+        data_dir: Option<&Path>, config: AppConfig, opts: Embedded,
     ) -> Result<Running, PlatformError> {
         let db = match data_dir {
             Some(dir) => {
@@ -244,8 +238,7 @@ impl Notifier for LocalNotifier {
 
 /// What a crash (or a rolled-back group) may have lost, through the one recovery path.
 async fn heal(
-    platform: &Platform,
-    store: &SqliteRunStore,
+    platform: &Platform, store: &SqliteRunStore,
 ) -> Result<usize, longrun_engine::EngineError> {
     let stranded = store.stranded().await?;
     let now = platform.clock.now_ms();

@@ -20,9 +20,7 @@ pub struct OutcomeDelivery {
 
 impl OutcomeDelivery {
     pub fn new(
-        inbox: Arc<dyn Inbox>,
-        catalog: Arc<dyn UserCatalog>,
-        webhooks: WebhookSender,
+        inbox: Arc<dyn Inbox>, catalog: Arc<dyn UserCatalog>, webhooks: WebhookSender,
     ) -> Self {
         OutcomeDelivery {
             inbox,

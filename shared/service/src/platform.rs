@@ -39,13 +39,8 @@ pub struct Platform {
 impl Platform {
     #[allow(clippy::too_many_arguments)]
     pub fn assemble(
-        store: Arc<dyn Store>,
-        queue: Arc<dyn StepQueue>,
-        notifier: Arc<dyn Notifier>,
-        llm: Arc<dyn LlmClient>,
-        config: AppConfig,
-        clock: Arc<dyn Clock>,
-        faults: Arc<dyn Faults>,
+        store: Arc<dyn Store>, queue: Arc<dyn StepQueue>, notifier: Arc<dyn Notifier>,
+        llm: Arc<dyn LlmClient>, config: AppConfig, clock: Arc<dyn Clock>, faults: Arc<dyn Faults>,
         mut engine: EngineConfig,
     ) -> Platform {
         engine.app_base_url = config.app_base_url.clone();

@@ -28,10 +28,7 @@ pub async fn create_run(p: &Platform, user: &str, req: CreateRun) -> Result<Run,
 /// `create_run` under a caller-chosen id: creating the same id twice is a 409, which is how a
 /// schedule occurrence starts at most one run.
 pub async fn create_run_with_id(
-    p: &Platform,
-    user: &str,
-    req: CreateRun,
-    id: String,
+    p: &Platform, user: &str, req: CreateRun, id: String,
 ) -> Result<Run, ServiceError> {
     let run = prepare_run(p, user, req, id)?;
     if let Some(allowed) = &run.allowed_tools {
@@ -51,9 +48,7 @@ pub async fn create_run_with_id(
 /// An unknown name conflicts with the user's tools as they stand (register it, then resend),
 /// so it is a 409: the request itself is well formed.
 async fn check_tools_exist(
-    p: &Platform,
-    user: &str,
-    allowed: &[String],
+    p: &Platform, user: &str, allowed: &[String],
 ) -> Result<(), ServiceError> {
     let registered = p.store.tools(user).await?;
     let servers = p.store.mcp_servers(user).await?;
@@ -85,10 +80,7 @@ pub const MAX_ALLOWED_TOOLS: usize = 64;
 
 /// Validates a request into a new queued run; writes nothing.
 pub fn prepare_run(
-    p: &Platform,
-    user: &str,
-    req: CreateRun,
-    id: String,
+    p: &Platform, user: &str, req: CreateRun, id: String,
 ) -> Result<Run, ServiceError> {
     let objective = req.objective.trim();
     if is_blank(objective) {
@@ -169,10 +161,7 @@ pub async fn cancel_run(p: &Platform, id: &str) -> Result<Run, ServiceError> {
 }
 
 pub async fn respond_run(
-    p: &Platform,
-    id: &str,
-    answer: &str,
-    approval: change::Approval,
+    p: &Platform, id: &str, answer: &str, approval: change::Approval,
 ) -> Result<Run, ServiceError> {
     if (is_blank(answer) && approval.is_empty())
         || answer.chars().count() > change::MAX_ANSWER_CHARS
@@ -199,9 +188,7 @@ pub async fn respond_run(
 }
 
 pub async fn continue_run_with(
-    p: &Platform,
-    id: &str,
-    budgets: &BudgetsInput,
+    p: &Platform, id: &str, budgets: &BudgetsInput,
 ) -> Result<Run, ServiceError> {
     let now = p.clock.now_ms();
     let limit = p.config.active_limit;

@@ -47,11 +47,7 @@ pub struct Handled {
 /// Parses and steps one message body; `deadline_ms` (epoch ms) bounds the work, as a Lambda
 /// invocation's deadline does.
 pub async fn step_body(
-    engine: &Engine,
-    body: &str,
-    message_id: &str,
-    owner: &str,
-    deadline_ms: Option<i64>,
+    engine: &Engine, body: &str, message_id: &str, owner: &str, deadline_ms: Option<i64>,
 ) -> Handled {
     let msg = match StepMessage::parse(body) {
         Ok(m) => m,

@@ -100,10 +100,7 @@ impl WebhookSender {
     /// One signed POST of the outcome to each of its owner's webhooks; `delivery` is the same
     /// on every retry of one outcome.
     pub async fn post_all(
-        &self,
-        store: &dyn UserCatalog,
-        msg: &OutcomeMessage,
-        delivery: &str,
+        &self, store: &dyn UserCatalog, msg: &OutcomeMessage, delivery: &str,
     ) -> Result<(), WebhookError> {
         let body = serde_json::to_vec(&payload(msg)).unwrap_or_default();
         for hook in store.webhooks(&msg.user_id).await? {

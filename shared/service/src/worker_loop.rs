@@ -153,10 +153,7 @@ impl WorkerLoop {
 /// One delivery, settled by the trigger policy. Returns true when the step crashed (fault
 /// injection): the message is left in flight.
 pub async fn handle_delivery(
-    engine: &Engine,
-    queue: &dyn StepQueue,
-    d: &Delivery,
-    owner: &str,
+    engine: &Engine, queue: &dyn StepQueue, d: &Delivery, owner: &str,
 ) -> bool {
     let handled = step_body(engine, &d.body, &d.message_id, owner, None).await;
     let run_id = handled

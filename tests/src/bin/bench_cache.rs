@@ -248,10 +248,7 @@ const SONNET: (f64, f64, f64, f64) = (3.0, 0.30, 3.75, 15.0);
 const GPT_41: (f64, f64, f64, f64) = (2.0, 0.50, 2.0, 8.0);
 
 async fn measure(
-    provider: &'static str,
-    layout: &'static str,
-    client: Arc<dyn LlmClient>,
-    ledger: &Shared,
+    provider: &'static str, layout: &'static str, client: Arc<dyn LlmClient>, ledger: &Shared,
     prices: (f64, f64, f64, f64),
 ) -> Row {
     ledger.lock().unwrap().calls.clear();

@@ -38,10 +38,7 @@ fn planner(latency_ms: u64) -> String {
 }
 
 fn platform(
-    dir: &std::path::Path,
-    llm: Arc<dyn LlmClient>,
-    models: Vec<String>,
-    max_inflight: usize,
+    dir: &std::path::Path, llm: Arc<dyn LlmClient>, models: Vec<String>, max_inflight: usize,
 ) -> Running {
     let mut tokens = Tokens::default();
     tokens.insert(TOKEN, "a");

@@ -161,10 +161,7 @@ fn catalog_prefix(kind: CatalogKind) -> &'static str {
 #[async_trait]
 impl UserCatalog for DynamoDbRunStore {
     async fn put_entry(
-        &self,
-        scope: CatalogScope<'_>,
-        key: &str,
-        value: &Value,
+        &self, scope: CatalogScope<'_>, key: &str, value: &Value,
     ) -> StoreResult<()> {
         let CatalogScope { user_id, kind } = scope;
         self.client
@@ -216,9 +213,7 @@ impl UserCatalog for DynamoDbRunStore {
     }
 
     async fn replace_entries(
-        &self,
-        scope: CatalogScope<'_>,
-        entries: &[CatalogEntry],
+        &self, scope: CatalogScope<'_>, entries: &[CatalogEntry],
     ) -> StoreResult<()> {
         let CatalogScope { user_id, kind } = scope;
         let prefix = catalog_prefix(kind);

@@ -283,10 +283,7 @@ fn put_item(p: aws_sdk_dynamodb::types::builders::PutBuilder) -> StoreResult<Tra
 /// Maps a failed transaction to what the caller should do, from the per-item cancellation
 /// reasons (`ConditionalCheckFailed`, `TransactionConflict`, throttling).
 fn classify(
-    e: &SdkError<TransactWriteItemsError>,
-    slots: &[Slot],
-    change: &RunChange,
-    creating: bool,
+    e: &SdkError<TransactWriteItemsError>, slots: &[Slot], change: &RunChange, creating: bool,
 ) -> WriteFailure {
     let Some(TransactWriteItemsError::TransactionCanceledException(tc)) = e.as_service_error()
     else {

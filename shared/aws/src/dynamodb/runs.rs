@@ -143,10 +143,7 @@ impl RunLog for DynamoDbRunStore {
     }
 
     async fn iterations(
-        &self,
-        run_id: &str,
-        after: u32,
-        limit: usize,
+        &self, run_id: &str, after: u32, limit: usize,
     ) -> StoreResult<Vec<IterationRecord>> {
         self.log_entries(run_id, iter_sk(after + 1), false, limit, |log| log.rec)
             .await
@@ -228,10 +225,7 @@ impl Workspace for DynamoDbRunStore {
     }
 
     async fn search_docs(
-        &self,
-        run_id: &str,
-        query: &str,
-        limit: usize,
+        &self, run_id: &str, query: &str, limit: usize,
     ) -> StoreResult<Vec<DocHit>> {
         let items = self
             .with_prefix(run_pk(run_id), "DOC#".into(), "doc", usize::MAX, false)

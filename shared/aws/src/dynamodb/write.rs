@@ -57,10 +57,7 @@ impl DynamoDbRunStore {
     }
 
     pub(super) fn run_item(
-        &self,
-        run: &Run,
-        ver: u64,
-        tail: &[Event],
+        &self, run: &Run, ver: u64, tail: &[Event],
     ) -> StoreResult<HashMap<String, Av>> {
         let mut item = HashMap::from([
             ("PK".to_string(), s(run_pk(&run.id))),
@@ -86,10 +83,7 @@ impl DynamoDbRunStore {
     /// else changes (its events ride in its tail), else one transaction. `base` is `None` for
     /// a create.
     pub(super) async fn write(
-        &self,
-        mut change: RunChange,
-        base: Option<&Stored>,
-        release_counter: bool,
+        &self, mut change: RunChange, base: Option<&Stored>, release_counter: bool,
     ) -> Result<Stored, WriteFailure> {
         let at = change.run.updated_at;
         let base_seq = base.map_or(0, |b| b.run.event_seq);
@@ -154,9 +148,7 @@ impl DynamoDbRunStore {
 
     /// The per-user active-run counter's part of a change, if any.
     pub(super) fn counter_update(
-        &self,
-        change: &RunChange,
-        release_counter: bool,
+        &self, change: &RunChange, release_counter: bool,
     ) -> Option<aws_sdk_dynamodb::types::builders::UpdateBuilder> {
         let key = |b: aws_sdk_dynamodb::types::builders::UpdateBuilder| {
             b.table_name(&self.table)
@@ -184,11 +176,7 @@ impl DynamoDbRunStore {
 
     /// A write of the run alone: one conditional put, its events riding in its tail.
     pub(super) async fn put_alone(
-        &self,
-        run: Run,
-        ver: u64,
-        next_ver: u64,
-        events: Vec<Event>,
+        &self, run: Run, ver: u64, next_ver: u64, events: Vec<Event>,
     ) -> Result<Stored, WriteFailure> {
         let result = self
             .client
@@ -217,9 +205,7 @@ impl DynamoDbRunStore {
     /// sorts after its run's last iteration. Either way the log items' key order is seq
     /// order. A put that finds its key taken lost a race.
     pub(super) fn log_item(
-        &self,
-        change: &RunChange,
-        events: &[Event],
+        &self, change: &RunChange, events: &[Event],
     ) -> StoreResult<Option<(Slot, TransactWriteItem)>> {
         let run = &change.run;
         let committed = change
@@ -263,8 +249,7 @@ impl DynamoDbRunStore {
     /// One put per doc path; a transaction takes one operation per item, so the last write
     /// of a path wins.
     pub(super) fn doc_items(
-        &self,
-        change: &RunChange,
+        &self, change: &RunChange,
     ) -> StoreResult<Vec<(Slot, TransactWriteItem)>> {
         let pk = run_pk(&change.run.id);
         let mut docs: Vec<&Doc> = vec![];
@@ -384,13 +369,8 @@ impl DynamoDbRunStore {
     /// a time (each read item is paid for), until `visit` says stop; `keys_only` fetches just
     /// the key and `first`.
     pub(super) async fn scan_log(
-        &self,
-        run_id: &str,
-        (from, to): (String, String),
-        descending: bool,
-        page: usize,
-        keys_only: bool,
-        mut visit: impl FnMut(&HashMap<String, Av>) -> StoreResult<bool>,
+        &self, run_id: &str, (from, to): (String, String), descending: bool, page: usize,
+        keys_only: bool, mut visit: impl FnMut(&HashMap<String, Av>) -> StoreResult<bool>,
     ) -> StoreResult<()> {
         let pk = run_pk(run_id);
         let mut start: Option<HashMap<String, Av>> = None;
@@ -428,11 +408,7 @@ impl DynamoDbRunStore {
     /// Up to `limit` of what `pick` takes from the log items from `from` on (or, descending,
     /// from the newest down), skipping items without it.
     pub(super) async fn log_entries<T>(
-        &self,
-        run_id: &str,
-        from: String,
-        descending: bool,
-        limit: usize,
+        &self, run_id: &str, from: String, descending: bool, limit: usize,
         pick: impl Fn(LogItem) -> Option<T>,
     ) -> StoreResult<Vec<T>> {
         let mut out = vec![];
@@ -484,12 +460,7 @@ impl DynamoDbRunStore {
     }
 
     pub(super) async fn with_prefix(
-        &self,
-        pk: String,
-        prefix: String,
-        projection: &str,
-        limit: usize,
-        descending: bool,
+        &self, pk: String, prefix: String, projection: &str, limit: usize, descending: bool,
     ) -> StoreResult<Vec<HashMap<String, Av>>> {
         self.query_pages(
             |q| {

@@ -53,10 +53,7 @@ pub fn spawn_child(parent: &Run, spawned: &ChildRun, now: i64) -> RunChange {
 /// A child ended: the parent records its outcome and spend, tells its planner, and wakes when
 /// it was waiting and no child is left active. Repeating it changes nothing.
 pub fn child_finished(
-    parent: &Run,
-    child: &Run,
-    workspace: &[DocMeta],
-    now: i64,
+    parent: &Run, child: &Run, workspace: &[DocMeta], now: i64,
 ) -> Result<RunChange, Rejection> {
     let Some(pos) = parent.children.iter().position(|c| c.id == child.id) else {
         return Err(Rejection::Conflict(format!(

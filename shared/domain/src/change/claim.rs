@@ -6,11 +6,7 @@ use crate::run::{Lease, Run, RunPatch, RunStatus, apply_plan_updates};
 
 /// Fenced claim of iteration `n` (DESIGN §5 step 2).
 pub fn claim(
-    run: &Run,
-    n: u32,
-    owner: &str,
-    now: i64,
-    lease_ms: u64,
+    run: &Run, n: u32, owner: &str, now: i64, lease_ms: u64,
 ) -> Result<RunChange, Rejection> {
     if run.iteration >= n {
         return Err(Rejection::AlreadyCommitted {
@@ -62,12 +58,7 @@ pub fn claim(
 /// attempt worked with: only that one is applied now; an edit that arrived after the attempt
 /// began stays pending for the next iteration, whose prompt will see it.
 pub fn claimed(
-    run: &Run,
-    n: u32,
-    owner: &str,
-    now: i64,
-    lease_ms: u64,
-    seen_patch: Option<&RunPatch>,
+    run: &Run, n: u32, owner: &str, now: i64, lease_ms: u64, seen_patch: Option<&RunPatch>,
     then: impl FnOnce(&Run) -> Result<RunChange, Rejection>,
 ) -> Result<RunChange, Rejection> {
     let claim = if run.pending_patch.as_ref() == seen_patch {
@@ -89,11 +80,7 @@ pub fn claimed(
 /// Gives back the claim of iteration `n` without committing it (e.g. a model retry would
 /// outlive the worker), so the redelivered step is claimable at once, by any worker.
 pub fn release(
-    run: &Run,
-    n: u32,
-    owner: &str,
-    reason: &str,
-    now: i64,
+    run: &Run, n: u32, owner: &str, reason: &str, now: i64,
 ) -> Result<RunChange, Rejection> {
     match &run.lease {
         Some(lease) if lease.owner == owner && lease.iteration == n && run.iteration + 1 == n => {

@@ -151,10 +151,7 @@ impl CommitPlan {
     /// What the outcome does to the run beyond its status: a requested pause, a wait (for
     /// children or the user, with a report), or the end (report, the user's slot freed).
     fn settle(
-        &self,
-        run: &Run,
-        next: &mut Run,
-        record: &mut IterationRecord,
+        &self, run: &Run, next: &mut Run, record: &mut IterationRecord,
         events: &mut Vec<EventDraft>,
     ) -> ActiveDelta {
         next.pause_requested = false;

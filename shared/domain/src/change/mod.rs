@@ -111,10 +111,7 @@ pub fn create(run: Run, active_limit: u32) -> RunChange {
 /// Ends a run between iterations whose budget has nothing left for what it waited for (an
 /// answer, children's results); what arrived is kept for a `continue` with more budget.
 fn stop_out_of_budget(
-    mut next: Run,
-    mut events: Vec<EventDraft>,
-    spent: BudgetExhausted,
-    workspace: &[DocMeta],
+    mut next: Run, mut events: Vec<EventDraft>, spent: BudgetExhausted, workspace: &[DocMeta],
     now: i64,
 ) -> Result<RunChange, Rejection> {
     let kind = match spent.kind {

@@ -177,11 +177,7 @@ impl Approval {
 /// budget has no iteration left for them, end it `stopped` with the answer kept for a
 /// `continue` with more budget (no empty iteration is run to find that out).
 pub fn respond(
-    run: &Run,
-    answer: &str,
-    approval: &Approval,
-    workspace: &[DocMeta],
-    now: i64,
+    run: &Run, answer: &str, approval: &Approval, workspace: &[DocMeta], now: i64,
 ) -> Result<RunChange, Rejection> {
     if run.status != RunStatus::WaitingOnUser {
         return Err(Rejection::Conflict(format!(
@@ -271,10 +267,7 @@ fn decide_held_calls(next: &mut Run, answer: &str, approval: &Approval) {
 
 /// Continue a stopped run with raised budgets (spend never resets), or resume a paused one.
 pub fn continue_run(
-    run: &Run,
-    budgets: &BudgetsInput,
-    active_limit: u32,
-    now: i64,
+    run: &Run, budgets: &BudgetsInput, active_limit: u32, now: i64,
 ) -> Result<RunChange, Rejection> {
     if run.status == RunStatus::Paused {
         return resume(run, budgets, now);

@@ -47,10 +47,7 @@ impl<'a> Claim<'a> {
     /// `then` on `run`, claimed first when `taken` (as read before the write) says no
     /// earlier write took the claim.
     pub fn and_then(
-        &self,
-        taken: bool,
-        run: &Run,
-        now: i64,
+        &self, taken: bool, run: &Run, now: i64,
         then: impl FnOnce(&Run) -> Result<RunChange, Rejection>,
     ) -> Result<RunChange, Rejection> {
         if taken {

@@ -32,10 +32,7 @@ struct Judged {
 impl Engine {
     /// Judges the drafted iteration and gathers what its commit writes.
     pub(super) async fn conclude(
-        &self,
-        it: &Iter<'_>,
-        staging: Staging,
-        draft: Draft,
+        &self, it: &Iter<'_>, staging: Staging, draft: Draft,
     ) -> Result<CommitPlan, EngineError> {
         let (evidence, evidence_docs) = evidence(&staging, &draft).await;
         let staged = staging.finish();
@@ -74,9 +71,7 @@ impl Engine {
 
     /// The whole workspace as it will be after this commit, for the report.
     async fn workspace_after(
-        &self,
-        run: &Run,
-        staged: &Staged,
+        &self, run: &Run, staged: &Staged,
     ) -> Result<Vec<DocMeta>, EngineError> {
         let mut all = self.store().docs(&run.id, "", 10_000).await?;
         for d in &staged.docs {
@@ -112,13 +107,8 @@ async fn evidence(staging: &Staging, draft: &Draft) -> (Vec<String>, usize) {
 
 /// The facts of the iteration, judged by the domain's `decide`.
 fn judge(
-    it: &Iter<'_>,
-    draft: &Draft,
-    staged: &Staged,
-    children: &[ChildRun],
-    evidence: Vec<String>,
-    evidence_docs: usize,
-    budget: Option<BudgetExhausted>,
+    it: &Iter<'_>, draft: &Draft, staged: &Staged, children: &[ChildRun], evidence: Vec<String>,
+    evidence_docs: usize, budget: Option<BudgetExhausted>,
 ) -> Judged {
     let run = it.run;
     let status = draft.planner.as_ref().map(|p| p.status.clone());
@@ -197,13 +187,8 @@ fn summary(j: &Judged, draft: &Draft) -> String {
 
 /// Everything the commit writes, from the draft, the staged changes and the verdict.
 fn commit_plan(
-    it: &Iter<'_>,
-    draft: Draft,
-    staged: Staged,
-    children: Vec<ChildRun>,
-    j: Judged,
-    workspace: Vec<DocMeta>,
-    now: i64,
+    it: &Iter<'_>, draft: Draft, staged: Staged, children: Vec<ChildRun>, j: Judged,
+    workspace: Vec<DocMeta>, now: i64,
 ) -> CommitPlan {
     let run = it.run;
     let n = it.n;
@@ -264,12 +249,7 @@ fn commit_plan(
 
 /// The iteration's scratchpad entry: what it did, what came of it, what it changed.
 fn scratchpad_entry(
-    n: u32,
-    now: i64,
-    summary: &str,
-    draft: &Draft,
-    staged: &Staged,
-    remaining_work: &[String],
+    n: u32, now: i64, summary: &str, draft: &Draft, staged: &Staged, remaining_work: &[String],
 ) -> PadEntry {
     let mut results: Vec<String> = draft
         .tool_results

@@ -145,10 +145,7 @@ impl Engine {
     /// the time a commit needs): model retries that would outlive it are not slept through;
     /// the claim is given back and the message returns to the queue after the retry delay.
     pub async fn step_until(
-        &self,
-        msg: &StepMessage,
-        owner: &str,
-        deadline_ms: Option<i64>,
+        &self, msg: &StepMessage, owner: &str, deadline_ms: Option<i64>,
     ) -> Result<StepOutcome, EngineError> {
         let n = msg.iteration;
         let Some(run) = self.store().get_run(&msg.run_id).await? else {
@@ -204,11 +201,7 @@ impl Engine {
     /// The iteration's work, phase by phase, against staged state; nothing is written except
     /// live spend (children it spawns are created after the commit).
     async fn work(
-        &self,
-        run: &Run,
-        claim: &Claim<'_>,
-        started_at: i64,
-        deadline_ms: Option<i64>,
+        &self, run: &Run, claim: &Claim<'_>, started_at: i64, deadline_ms: Option<i64>,
     ) -> Result<CommitPlan, EngineError> {
         let staging = Staging::new(
             self.store().clone(),
@@ -251,10 +244,7 @@ impl Engine {
     /// The one fenced write of the iteration. Deferred: until message n is acknowledged, a
     /// lost commit is redone on redelivery. `Ok(Err(_))` when another attempt owns it.
     async fn commit(
-        &self,
-        run: &Run,
-        claim: &Claim<'_>,
-        plan: &CommitPlan,
+        &self, run: &Run, claim: &Claim<'_>, plan: &CommitPlan,
     ) -> Result<Result<Run, Rejection>, EngineError> {
         let taken = claim.is_taken();
         let now = self.now();

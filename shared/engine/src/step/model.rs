@@ -46,10 +46,7 @@ pub(super) struct Iter<'a> {
 
 impl<'a> Iter<'a> {
     pub fn new(
-        run: &'a Run,
-        claim: &'a Claim<'a>,
-        tools: Arc<ToolRegistry>,
-        started_at: i64,
+        run: &'a Run, claim: &'a Claim<'a>, tools: Arc<ToolRegistry>, started_at: i64,
         deadline_ms: Option<i64>,
     ) -> Self {
         Iter {
@@ -136,10 +133,7 @@ pub(super) enum Llm {
 
 impl Engine {
     pub(super) async fn call_llm(
-        &self,
-        it: &Iter<'_>,
-        role: LlmRole,
-        messages: Vec<ChatMessage>,
+        &self, it: &Iter<'_>, role: LlmRole, messages: Vec<ChatMessage>,
         json_schema: Option<Arc<serde_json::Value>>,
     ) -> Result<Llm, EngineError> {
         let call = {
@@ -216,11 +210,7 @@ impl Engine {
     /// a store that failed: the money was spent, and budgets must see it. Keyed, so a write that
     /// landed before its error counts once.
     async fn record_spend(
-        &self,
-        it: &Iter<'_>,
-        spend: &Spend,
-        key: &str,
-        claiming: bool,
+        &self, it: &Iter<'_>, spend: &Spend, key: &str, claiming: bool,
     ) -> Result<(), EngineError> {
         let mut tries = 0;
         loop {
@@ -253,10 +243,7 @@ impl Engine {
     }
 
     async fn record_unclaimed_spend(
-        &self,
-        it: &Iter<'_>,
-        spend: &Spend,
-        key: &str,
+        &self, it: &Iter<'_>, spend: &Spend, key: &str,
     ) -> Result<(), EngineError> {
         let mut tries = 0;
         loop {

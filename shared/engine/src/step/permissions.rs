@@ -18,11 +18,7 @@ pub(super) struct Admitted {
 /// Sorts the planner's calls by the run's permission mode; held writes and the plan awaiting
 /// approval become questions on the draft.
 pub(super) fn admit(
-    run: &Run,
-    n: u32,
-    tools: &ToolRegistry,
-    out: &PlannerOutput,
-    staging: &Staging,
+    run: &Run, n: u32, tools: &ToolRegistry, out: &PlannerOutput, staging: &Staging,
     draft: &mut Draft,
 ) -> Admitted {
     if run.permission_mode == PermissionMode::ApprovePlan && !run.plan_approved {
@@ -46,11 +42,7 @@ pub(super) fn admit(
 /// and a question each) and the rest returned to run now; other modes run them all. The
 /// planner's calls and the repair pass's both come through here.
 pub(super) fn hold_writes(
-    run: &Run,
-    n: u32,
-    tools: &ToolRegistry,
-    calls: Vec<ToolCall>,
-    draft: &mut Draft,
+    run: &Run, n: u32, tools: &ToolRegistry, calls: Vec<ToolCall>, draft: &mut Draft,
 ) -> Vec<ToolCall> {
     if run.permission_mode != PermissionMode::PerWrite {
         return calls;
@@ -79,9 +71,7 @@ pub(super) fn hold_writes(
 /// per_write executors only read: every write goes through the planner, where each one can be
 /// approved.
 pub(super) fn executor_tools<'a>(
-    run: &Run,
-    tools: &'a ToolRegistry,
-    task: &ExecutorTask,
+    run: &Run, tools: &'a ToolRegistry, task: &ExecutorTask,
 ) -> Vec<&'a str> {
     let read_only = run.permission_mode == PermissionMode::PerWrite;
     let named = |t: &str| task.tools.iter().any(|x| x == t);

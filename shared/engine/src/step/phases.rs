@@ -45,11 +45,7 @@ impl Engine {
     /// Writes the user decided on (per_write) are carried out or refused first. Returns the
     /// run with a hint telling the planner which, when there were any.
     pub(super) async fn pending_decisions(
-        &self,
-        run: &Run,
-        tools: &ToolRegistry,
-        staging: &Staging,
-        draft: &mut Draft,
+        &self, run: &Run, tools: &ToolRegistry, staging: &Staging, draft: &mut Draft,
     ) -> Option<Run> {
         let mut decided = vec![];
         for call in &run.pending_calls {
@@ -94,10 +90,7 @@ impl Engine {
     /// Asks the planner (unless a cancel is pending), stages its plan updates and notes its
     /// actions.
     pub(super) async fn planner(
-        &self,
-        it: &Iter<'_>,
-        staging: &Staging,
-        draft: &mut Draft,
+        &self, it: &Iter<'_>, staging: &Staging, draft: &mut Draft,
     ) -> Result<(), EngineError> {
         if draft.cancel {
             return Ok(());
@@ -132,9 +125,7 @@ impl Engine {
 
     /// Planner with one corrective retry. Returns the output or the iteration's error.
     async fn ask_planner(
-        &self,
-        it: &Iter<'_>,
-        pad: &[PadEntry],
+        &self, it: &Iter<'_>, pad: &[PadEntry],
     ) -> Result<Result<Option<PlannerOutput>, IterationError>, EngineError> {
         let mut correction: Option<(String, String)> = None;
         for attempt in 0..2 {
@@ -173,11 +164,7 @@ impl Engine {
 
     /// Runs the admitted calls of the planner; returns the ones that failed, for repair.
     pub(super) async fn tool_calls(
-        &self,
-        it: &Iter<'_>,
-        staging: &Staging,
-        admitted: &Admitted,
-        draft: &mut Draft,
+        &self, it: &Iter<'_>, staging: &Staging, admitted: &Admitted, draft: &mut Draft,
     ) -> Vec<ToolOutcome> {
         {
             let s = it.spent();
@@ -201,11 +188,7 @@ impl Engine {
 
     /// One repair pass over failed calls: at most `repair_max_calls` corrected calls.
     pub(super) async fn repair(
-        &self,
-        it: &Iter<'_>,
-        staging: &Staging,
-        failed: &[ToolOutcome],
-        draft: &mut Draft,
+        &self, it: &Iter<'_>, staging: &Staging, failed: &[ToolOutcome], draft: &mut Draft,
     ) -> Result<(), EngineError> {
         if failed.is_empty() || draft.cancel {
             return Ok(());
@@ -240,11 +223,7 @@ impl Engine {
 
     /// The planner's executor tasks, fanned out with bounded concurrency.
     pub(super) async fn executors(
-        &self,
-        it: &Iter<'_>,
-        staging: &Staging,
-        tasks: &[ExecutorTask],
-        draft: &mut Draft,
+        &self, it: &Iter<'_>, staging: &Staging, tasks: &[ExecutorTask], draft: &mut Draft,
     ) -> Result<(), EngineError> {
         if draft.cancel {
             return Ok(());
@@ -267,10 +246,7 @@ impl Engine {
     }
 
     async fn execute(
-        &self,
-        it: &Iter<'_>,
-        staging: &Staging,
-        task: &ExecutorTask,
+        &self, it: &Iter<'_>, staging: &Staging, task: &ExecutorTask,
     ) -> Result<ExecutorBrief, EngineError> {
         let allowed = permissions::executor_tools(it.run, &it.tools, task);
         let max = self.config.executor_tool_calls;
@@ -310,11 +286,7 @@ impl Engine {
     }
 
     async fn run_tools(
-        &self,
-        it: &Iter<'_>,
-        staging: &Staging,
-        calls: &[ToolCall],
-        allowed: Option<&[&str]>,
+        &self, it: &Iter<'_>, staging: &Staging, calls: &[ToolCall], allowed: Option<&[&str]>,
         limit: usize,
     ) -> Vec<ToolOutcome> {
         let mut out = Vec::with_capacity(calls.len().min(limit));

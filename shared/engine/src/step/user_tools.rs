@@ -104,9 +104,7 @@ impl Engine {
 
     /// The built-ins, plus the tools the user registered and those of the user's MCP servers.
     async fn owner_tools(
-        &self,
-        user_id: &str,
-        wants_mcp: bool,
+        &self, user_id: &str, wants_mcp: bool,
     ) -> Result<Arc<ToolRegistry>, EngineError> {
         let mut extra = self.registered_tools(user_id).await?;
         if wants_mcp {
@@ -184,11 +182,7 @@ impl Engine {
     }
 
     async fn mcp_listing(
-        &self,
-        mcp: &dyn McpConnector,
-        user_id: &str,
-        server: &McpServer,
-        now: i64,
+        &self, mcp: &dyn McpConnector, user_id: &str, server: &McpServer, now: i64,
     ) -> Vec<McpToolSpec> {
         let key = (
             user_id.to_string(),

@@ -73,10 +73,7 @@ impl ScheduleStore for SqliteRunStore {
 #[async_trait]
 impl UserCatalog for SqliteRunStore {
     async fn put_entry(
-        &self,
-        scope: CatalogScope<'_>,
-        key: &str,
-        value: &Value,
+        &self, scope: CatalogScope<'_>, key: &str, value: &Value,
     ) -> StoreResult<()> {
         let CatalogScope { user_id, kind } = scope;
         let body = to_json(value)?;
@@ -132,9 +129,7 @@ impl UserCatalog for SqliteRunStore {
     }
 
     async fn replace_entries(
-        &self,
-        scope: CatalogScope<'_>,
-        entries: &[CatalogEntry],
+        &self, scope: CatalogScope<'_>, entries: &[CatalogEntry],
     ) -> StoreResult<()> {
         let CatalogScope { user_id, kind } = scope;
         let rows = entries

@@ -241,9 +241,7 @@ fn from_json<T: DeserializeOwned>(s: &str) -> StoreResult<T> {
 // worker loop; the unary plus makes it an expression the planner does not look into.
 
 fn query_json<T: DeserializeOwned>(
-    conn: &Connection,
-    sql: &str,
-    params: &[&dyn rusqlite::ToSql],
+    conn: &Connection, sql: &str, params: &[&dyn rusqlite::ToSql],
 ) -> StoreResult<Vec<T>> {
     let mut st = conn.prepare_cached(sql).map_err(unavailable)?;
     let rows = st
@@ -376,8 +374,7 @@ impl SqliteDb {
     /// Runs `f` in the current group and waits until the group is committed. If `f` fails, the
     /// error returns at once; if it had changed rows, its group is abandoned (see `SqliteDb`).
     pub async fn write<T, E: From<GroupCommitFailed>>(
-        &self,
-        f: impl FnOnce(&Connection) -> Result<T, E>,
+        &self, f: impl FnOnce(&Connection) -> Result<T, E>,
     ) -> Result<T, E> {
         self.write_with(true, f).await
     }
@@ -386,16 +383,13 @@ impl SqliteDb {
     /// crash may lose harmlessly (a claim, a delivery, an ack): the queue redelivers and the
     /// lease is re-taken. Any later `write` makes it durable too, since groups commit in order.
     pub async fn write_deferred<T, E: From<GroupCommitFailed>>(
-        &self,
-        f: impl FnOnce(&Connection) -> Result<T, E>,
+        &self, f: impl FnOnce(&Connection) -> Result<T, E>,
     ) -> Result<T, E> {
         self.write_with(false, f).await
     }
 
     pub async fn write_with<T, E: From<GroupCommitFailed>>(
-        &self,
-        durable: bool,
-        f: impl FnOnce(&Connection) -> Result<T, E>,
+        &self, durable: bool, f: impl FnOnce(&Connection) -> Result<T, E>,
     ) -> Result<T, E> {
         let fail = |e: rusqlite::Error| GroupCommitFailed(e.to_string());
         self.inner

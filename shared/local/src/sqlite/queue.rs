@@ -46,11 +46,7 @@ impl SqliteStepQueue {
     }
 
     async fn send(
-        &self,
-        msg: &StepMessage,
-        dedup_id: &str,
-        delay_ms: u64,
-        durable: bool,
+        &self, msg: &StepMessage, dedup_id: &str, delay_ms: u64, durable: bool,
     ) -> QueueResult<Enqueued> {
         let now = self.clock.now_ms();
         let body = serde_json::to_string(msg).map_err(q_err)?;
@@ -121,19 +117,13 @@ impl SqliteStepQueue {
 #[async_trait]
 impl StepQueue for SqliteStepQueue {
     async fn enqueue(
-        &self,
-        msg: &StepMessage,
-        dedup_id: &str,
-        delay_ms: u64,
+        &self, msg: &StepMessage, dedup_id: &str, delay_ms: u64,
     ) -> QueueResult<Enqueued> {
         self.send(msg, dedup_id, delay_ms, true).await
     }
 
     async fn enqueue_deferred(
-        &self,
-        msg: &StepMessage,
-        dedup_id: &str,
-        delay_ms: u64,
+        &self, msg: &StepMessage, dedup_id: &str, delay_ms: u64,
     ) -> QueueResult<Enqueued> {
         self.send(msg, dedup_id, delay_ms, false).await
     }

@@ -339,10 +339,7 @@ impl RunLog for SqliteRunStore {
     }
 
     async fn iterations(
-        &self,
-        run_id: &str,
-        after: u32,
-        limit: usize,
+        &self, run_id: &str, after: u32, limit: usize,
     ) -> StoreResult<Vec<IterationRecord>> {
         self.db
             .read(|c| {
@@ -432,10 +429,7 @@ impl Workspace for SqliteRunStore {
     }
 
     async fn search_docs(
-        &self,
-        run_id: &str,
-        query: &str,
-        limit: usize,
+        &self, run_id: &str, query: &str, limit: usize,
     ) -> StoreResult<Vec<DocHit>> {
         let needle = query.to_lowercase();
         let rows: Vec<(String, String, String)> = self
