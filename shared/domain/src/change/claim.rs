@@ -4,7 +4,7 @@ use super::{Rejection, RunChange};
 use crate::events::{PatchApplied, RunEvent};
 use crate::run::{Lease, Run, RunPatch, RunStatus, apply_plan_updates};
 
-/// Fenced claim of iteration `n` (DESIGN §5 step 2).
+/// Fenced claim of iteration `n` (ARCHITECTURE.md, "The iteration", step 2).
 pub fn claim(
     run: &Run, n: u32, owner: &str, now: i64, lease_ms: u64,
 ) -> Result<RunChange, Rejection> {
