@@ -135,12 +135,24 @@ pub fn resume(run: &Run, budgets: &BudgetsInput, now: i64) -> Result<RunChange, 
     next.budgets = budgets
         .resolve(&run.budgets)
         .map_err(|e| Rejection::Conflict(e.to_string()))?;
+    child_keeps_its_carve(run, &next.budgets)?;
     next.transition_to(RunStatus::Queued, now)?;
     let event = RunEvent::RunResumed {
         from_iteration: run.iteration,
         reason: None,
     };
     Ok(RunChange::of(next, vec![event.into()]))
+}
+
+/// A child's budgets are carved from what its parent had left, and the parent counts the
+/// carve as spent: raising them would let the lineage spend past the parent's budget.
+fn child_keeps_its_carve(run: &Run, budgets: &crate::run::Budgets) -> Result<(), Rejection> {
+    if run.parent_run_id.is_some() && *budgets != run.budgets {
+        return Err(Rejection::Conflict(
+            "a child run's budgets are carved from its parent's and cannot be raised; raise the parent's budgets instead".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Characters, so at most 16 KiB of UTF-8.
@@ -292,6 +304,7 @@ pub fn continue_run(
             b.detail
         )));
     }
+    child_keeps_its_carve(run, &raised)?;
     let mut next = run.clone();
     next.budgets = raised;
     next.transition_to(RunStatus::Queued, now)?;
@@ -334,6 +347,30 @@ mod tests {
         assert_eq!(change.run.status, RunStatus::Running);
         assert!(change.run.cancel_requested);
         assert_eq!(change.active, ActiveDelta::None);
+    }
+
+    #[test]
+    fn a_paused_child_resumes_within_its_carve_but_cannot_raise_it() {
+        // Arrange: a child run its parent carved 2,000 tokens for, paused by the user.
+        let mut child = sample_run().with_status_for_tests(RunStatus::Paused);
+        child.parent_run_id = Some("run-parent".into());
+        child.budgets.max_tokens = Some(2_000);
+        let raised = BudgetsInput {
+            max_tokens: Some(5_000),
+            ..Default::default()
+        };
+
+        // Act
+        let refused = resume(&child, &raised, 5).unwrap_err();
+        let resumed = resume(&child, &BudgetsInput::default(), 5).unwrap();
+
+        // Assert
+        assert!(
+            refused.to_string().contains("carved from its parent"),
+            "{refused}"
+        );
+        assert_eq!(resumed.run.status, RunStatus::Queued);
+        assert_eq!(resumed.run.budgets.max_tokens, Some(2_000));
     }
 
     #[test]
