@@ -245,7 +245,7 @@ mod tests {
     }
 }
 
-/// One workspace search hit.
+// A workspace search hit.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DocHit {
     pub path: String,
