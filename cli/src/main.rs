@@ -443,6 +443,7 @@ async fn serve(args: ServeArgs) -> Result<()> {
     }
     let (stop_tx, stop_rx) = watch::channel(false);
     let handles = running.spawn(stop_rx);
+    let stop = stop_signal();
     println!(
         "longrun listening on http://{addr} (data in {})",
         data_dir.display()
@@ -453,7 +454,7 @@ async fn serve(args: ServeArgs) -> Result<()> {
         header: read_timeout,
         body: read_timeout,
     };
-    http::serve(listener, app, timeouts, stop_signal()).await;
+    http::serve(listener, app, timeouts, stop).await;
     let _ = stop_tx.send(true);
     for h in handles {
         let _ = h.await;
@@ -468,24 +469,20 @@ fn parse_mode(mode: &str) -> Result<PermissionMode> {
 }
 
 /// SIGINT or SIGTERM (what `kill`, systemd and container runtimes send): shut down cleanly.
-async fn stop_signal() {
+/// The SIGTERM handler is installed when this is called, not when the future is first polled:
+/// `serve` calls it before it says it is listening, so a SIGTERM right after that line is caught.
+fn stop_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
+    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    async move {
+        #[cfg(unix)]
+        if let Some(mut term) = term {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
             }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
+            return;
         }
-    }
-    #[cfg(not(unix))]
-    {
         let _ = tokio::signal::ctrl_c().await;
     }
 }
