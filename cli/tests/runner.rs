@@ -527,3 +527,36 @@ fn a_second_loop_on_a_running_task_is_refused() {
     env.run(&["stop", &root["run_id"]]);
     assert_eq!(first.wait().unwrap().code(), Some(5));
 }
+
+#[test]
+fn a_restarted_loop_adopts_the_live_root_instead_of_starting_a_second_one() {
+    let env = setup("", &[("root", "slow-done 3")]);
+    let mut first = env
+        .cmd(&["task", "p", "t", "--objective", "Work slowly."])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let root = loop {
+        if let Some(r) = env.runs().into_iter().find(|r| r.contains_key("pgid")) {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "the root never started");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // The loop dies; the agent, in its own process group, goes on.
+    first.kill().unwrap();
+    first.wait().unwrap();
+
+    let out = env.run(&["task", "p", "t"]);
+
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(env.has("SUPERVISOR_RESTART", &root["run_id"]));
+    let runs = env.runs();
+    assert_eq!(runs.len(), 1, "a second root was started: {runs:?}");
+    assert!(!runs[0]["end_time"].is_empty());
+    assert_eq!(runs[0]["ended"], "exited");
+    let starts = std::fs::read_to_string(env.task_dir().join(".fake-starts-slow-done")).unwrap();
+    assert_eq!(starts.trim(), "1");
+}

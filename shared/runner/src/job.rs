@@ -6,10 +6,10 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::backend::{self, Report, Usage, UsageLimit};
+use crate::backend::{self, BackendKind, Report, Usage, UsageLimit};
 use crate::bus::{MessageType, post_best_effort};
 use crate::config::RunnerConfig;
-use crate::process::{Activity, AgentProcess, Spawn, stop_group};
+use crate::process::{Activity, AdoptedAgent, AgentProcess, Spawn, stop_group};
 use crate::runinfo::{RunInfo, create_run_dir};
 use crate::{RunnerError, now_rfc3339, select};
 
@@ -144,6 +144,7 @@ fn path_with(bin_dir: Option<&Path>) -> String {
     }
 }
 
+/// One try of one backend: prepare the run folder, start the agent, watch it, record its end.
 fn run_once(
     cfg: &RunnerConfig, procs: &dyn AgentProcess, req: &JobRequest, choice: &select::Choice,
     previous: Option<&str>,
@@ -152,11 +153,98 @@ fn run_once(
         .backends
         .get(&choice.backend)
         .ok_or_else(|| RunnerError::Invalid(format!("unknown agent {:?}", choice.backend)))?;
+    let run = prepare(cfg, req, choice, b, previous)?;
+    let mut agent = match procs.start(&run.spawn) {
+        Ok(a) => a,
+        Err(e) => return failed_to_start(req, choice, run, &e.to_string()),
+    };
+    let mut info = run.info.clone();
+    info.set("pid", agent.pid());
+    info.set("pgid", agent.pgid());
+    info.write(&run.dir)?;
+    let parent = req.parent_run_id.as_deref();
+    let parent = parent.map(|p| format!(", parent {p}")).unwrap_or_default();
+    let said = format!(
+        "agent {} ({}, {}) pid {}{parent}",
+        choice.backend,
+        b.kind.as_str(),
+        choice.reason,
+        agent.pid()
+    );
+    post_best_effort(&req.task_dir, MessageType::Start, &run.id, &said);
+    let watched = watch(cfg, req, &run.id, agent.as_mut())?;
+    record_end(req, choice, b.kind, run, info, watched)
+}
+
+/// Watches a root agent a dead loop started (its run-info says where its output goes) to its
+/// end, and records that end like any other run's.
+pub fn adopt(
+    cfg: &RunnerConfig, task_dir: &Path, run_dir: PathBuf, info: &RunInfo,
+    deadline: Option<std::time::Instant>,
+) -> Result<JobOutcome, RunnerError> {
+    let id = info.str("run_id").to_string();
+    let (stdout, stderr) = (info.str("stdout_path"), info.str("stderr_path"));
+    let mut agent = AdoptedAgent {
+        pid: info.int("pid").unwrap_or(0) as u32,
+        pgid: info.int("pgid").unwrap_or(0) as u32,
+        stdout: stdout.into(),
+        stderr: stderr.into(),
+    };
+    let req = JobRequest {
+        task_dir: task_dir.to_path_buf(),
+        project: info.str("project_id").to_string(),
+        task: info.str("task_id").to_string(),
+        agent: None,
+        prompt: String::new(),
+        parent_run_id: None,
+        previous_run_id: None,
+        depth: 0,
+        bin_dir: None,
+        deadline,
+    };
+    let choice = select::Choice {
+        backend: info.str("agent").to_string(),
+        reason: "adopted".into(),
+    };
+    let kind = BackendKind::parse(info.str("agent_type")).unwrap_or(BackendKind::Command);
+    let spawn = Spawn {
+        argv: Vec::new(),
+        cwd: req.task_dir.clone(),
+        env: Vec::new(),
+        stdin: None,
+        stdout: agent.stdout.clone(),
+        stderr: agent.stderr.clone(),
+    };
+    let run = Prepared {
+        id,
+        dir: run_dir,
+        spawn,
+        info: info.clone(),
+    };
+    let mut watched = watch(cfg, &req, &run.id, &mut agent)?;
+    watched.adopted = true;
+    let info = run.info.clone();
+    record_end(&req, &choice, kind, run, info, watched)
+}
+
+/// A run folder with its prompt, the process to start, and the run-info written at the start.
+struct Prepared {
+    id: String,
+    dir: PathBuf,
+    spawn: Spawn,
+    info: RunInfo,
+}
+
+fn prepare(
+    cfg: &RunnerConfig, req: &JobRequest, choice: &select::Choice,
+    b: &crate::config::BackendConfig, previous: Option<&str>,
+) -> Result<Prepared, RunnerError> {
     let (run_id, run_dir) = create_run_dir(&req.task_dir)?;
     let prompt_file = run_dir.join("prompt.md");
     std::fs::write(&prompt_file, &req.prompt)?;
     let launch = backend::launch(b, &req.prompt, &prompt_file);
     let (stdout, stderr) = (run_dir.join("stdout.txt"), run_dir.join("stderr.txt"));
+    let parent = req.parent_run_id.clone().unwrap_or_default();
     let mut env = vec![
         ("PATH".to_string(), path_with(req.bin_dir.as_deref())),
         ("LONGRUN_RUN_ID".into(), run_id.clone()),
@@ -167,10 +255,7 @@ fn run_once(
         ),
         ("LONGRUN_PROJECT".into(), req.project.clone()),
         ("LONGRUN_TASK".into(), req.task.clone()),
-        (
-            "LONGRUN_PARENT_RUN_ID".into(),
-            req.parent_run_id.clone().unwrap_or_default(),
-        ),
+        ("LONGRUN_PARENT_RUN_ID".into(), parent.clone()),
         ("LONGRUN_DEPTH".into(), req.depth.to_string()),
         ("LONGRUN_AGENT".into(), choice.backend.clone()),
     ];
@@ -178,23 +263,12 @@ fn run_once(
         env.push(("LONGRUN_CONFIG".into(), src.display().to_string()));
     }
     env.extend(launch.env.iter().cloned());
-    let spawn = Spawn {
-        argv: launch.argv.clone(),
-        cwd: req.task_dir.clone(),
-        env,
-        stdin: launch.prompt_on_stdin.then(|| prompt_file.clone()),
-        stdout: stdout.clone(),
-        stderr: stderr.clone(),
-    };
 
     let mut info = RunInfo::default();
     info.set("run_id", run_id.clone());
     info.set("project_id", req.project.clone());
     info.set("task_id", req.task.clone());
-    info.set(
-        "parent_run_id",
-        req.parent_run_id.clone().unwrap_or_default(),
-    );
+    info.set("parent_run_id", parent);
     info.set("previous_run_id", previous.unwrap_or_default());
     info.set("agent", choice.backend.clone());
     info.set("agent_type", b.kind.as_str());
@@ -207,62 +281,65 @@ fn run_once(
     info.set("prompt_path", prompt_file.display().to_string());
     info.set("stdout_path", stdout.display().to_string());
     info.set("stderr_path", stderr.display().to_string());
-    info.set(
-        "output_path",
-        run_dir.join("output.md").display().to_string(),
-    );
-    info.set(
-        "commandline",
-        shell_words(&redacted_argv(&launch.argv, &req.prompt)),
-    );
+    let output = run_dir.join("output.md");
+    info.set("output_path", output.display().to_string());
+    let argv = redacted_argv(&launch.argv, &req.prompt);
+    info.set("commandline", shell_words(&argv));
 
-    let mut agent = match procs.start(&spawn) {
-        Ok(a) => a,
-        Err(e) => {
-            info.set("end_time", now_rfc3339());
-            info.set("error", e.to_string());
-            info.write(&run_dir)?;
-            post_best_effort(
-                &req.task_dir,
-                MessageType::Crash,
-                &run_id,
-                &format!("agent {} could not start: {e}", choice.backend),
-            );
-            return Ok(JobOutcome {
-                run_id,
-                run_dir,
-                backend: choice.backend.clone(),
-                exit_code: None,
-                ended: Ended::FailedFast,
-                usage: Usage::default(),
-                limit: None,
-            });
-        }
+    let spawn = Spawn {
+        argv: launch.argv.clone(),
+        cwd: req.task_dir.clone(),
+        env,
+        stdin: launch.prompt_on_stdin.then(|| prompt_file.clone()),
+        stdout,
+        stderr,
     };
-    info.set("pid", agent.pid());
-    info.set("pgid", agent.pgid());
-    info.write(&run_dir)?;
-    post_best_effort(
-        &req.task_dir,
-        MessageType::Start,
-        &run_id,
-        &format!(
-            "agent {} ({}, {}) pid {}{}",
-            choice.backend,
-            b.kind.as_str(),
-            choice.reason,
-            agent.pid(),
-            req.parent_run_id
-                .as_deref()
-                .map(|p| format!(", parent {p}"))
-                .unwrap_or_default()
-        ),
-    );
+    Ok(Prepared {
+        id: run_id,
+        dir: run_dir,
+        spawn,
+        info,
+    })
+}
 
+fn failed_to_start(
+    req: &JobRequest, choice: &select::Choice, run: Prepared, error: &str,
+) -> Result<JobOutcome, RunnerError> {
+    let mut info = run.info;
+    info.set("end_time", now_rfc3339());
+    info.set("error", error);
+    info.write(&run.dir)?;
+    let said = format!("agent {} could not start: {error}", choice.backend);
+    post_best_effort(&req.task_dir, MessageType::Crash, &run.id, &said);
+    Ok(JobOutcome {
+        run_id: run.id,
+        run_dir: run.dir,
+        backend: choice.backend.clone(),
+        exit_code: None,
+        ended: Ended::FailedFast,
+        usage: Usage::default(),
+        limit: None,
+    })
+}
+
+/// What watching the agent until it exited saw.
+struct Watched {
+    status: std::process::ExitStatus,
+    stuck: bool,
+    out_of_time: bool,
+    out_len: u64,
+    /// Not our child: the exit status is unknown.
+    adopted: bool,
+}
+
+/// Polls the agent until it exits: kills its group when stuck or out of time, notes idleness.
+fn watch(
+    cfg: &RunnerConfig, req: &JobRequest, run_id: &str,
+    agent: &mut dyn crate::process::RunningAgent,
+) -> Result<Watched, RunnerError> {
     let mut activity = Activity::new();
-    let mut idle_noted = false;
-    let mut stuck = false;
-    let mut out_of_time = false;
+    let (mut idle_noted, mut stuck, mut out_of_time) = (false, false, false);
+    let post = |kind, said: &str| post_best_effort(&req.task_dir, kind, run_id, said);
     let status = loop {
         if let Some(st) = agent.try_wait()? {
             break st;
@@ -270,56 +347,56 @@ fn run_once(
         let quiet = activity.observe(agent.output_len());
         if !stuck && quiet >= cfg.stuck_threshold {
             stuck = true;
-            post_best_effort(
-                &req.task_dir,
-                MessageType::Warning,
-                &run_id,
-                &format!(
-                    "stuck: no output for {}s; killing process group {}",
-                    quiet.as_secs(),
-                    agent.pgid()
-                ),
-            );
+            let (secs, group) = (quiet.as_secs(), agent.pgid());
+            let said = format!("stuck: no output for {secs}s; killing process group {group}");
+            post(MessageType::Warning, &said);
             stop_group(agent.pgid(), cfg.stop_grace);
         } else if !out_of_time && req.deadline.is_some_and(|d| std::time::Instant::now() >= d) {
             out_of_time = true;
-            post_best_effort(
-                &req.task_dir,
-                MessageType::Warning,
-                &run_id,
-                &format!("time budget spent; stopping process group {}", agent.pgid()),
-            );
+            let said = format!("time budget spent; stopping process group {}", agent.pgid());
+            post(MessageType::Warning, &said);
             stop_group(agent.pgid(), cfg.stop_grace);
         } else if !idle_noted && quiet >= cfg.idle_threshold {
             idle_noted = true;
-            post_best_effort(
-                &req.task_dir,
-                MessageType::Observation,
-                &run_id,
-                &format!("idle: no output for {}s", quiet.as_secs()),
-            );
+            let said = format!("idle: no output for {}s", quiet.as_secs());
+            post(MessageType::Observation, &said);
         }
         std::thread::sleep(Duration::from_millis(100));
     };
     let out_len = agent.output_len();
-    activity.observe(out_len);
+    Ok(Watched {
+        status,
+        stuck,
+        out_of_time,
+        out_len,
+        adopted: false,
+    })
+}
 
+/// Output, usage, how it ended: into run-info, `output.md`, `usage.json` and the bus.
+fn record_end(
+    req: &JobRequest, choice: &select::Choice, kind: BackendKind, run: Prepared, info: RunInfo,
+    w: Watched,
+) -> Result<JobOutcome, RunnerError> {
+    let run_dir = run.dir;
     let stopped = run_dir.join(STOP_REQUESTED).exists();
-    let exit_code = status.code();
-    let signal = status.signal();
-    let stdout_text = std::fs::read_to_string(&stdout).unwrap_or_default();
-    let Report { usage, limit } = backend::parse_output(b.kind, &stdout_text);
+    let (exit_code, signal) = match w.adopted {
+        true => (None, None),
+        false => (w.status.code(), w.status.signal()),
+    };
+    let stdout_text = std::fs::read_to_string(&run.spawn.stdout).unwrap_or_default();
+    let Report { usage, limit } = backend::parse_output(kind, &stdout_text);
     let output_md = run_dir.join("output.md");
     if !output_md.exists() {
         std::fs::write(&output_md, &stdout_text)?;
     }
     let ended = if stopped {
         Ended::Stopped
-    } else if stuck {
+    } else if w.stuck {
         Ended::Stuck
-    } else if out_of_time {
+    } else if w.out_of_time {
         Ended::OutOfTime
-    } else if !status.success() && out_len == 0 {
+    } else if !w.status.success() && w.out_len == 0 {
         Ended::FailedFast
     } else {
         Ended::Exited
@@ -335,10 +412,8 @@ fn run_once(
     info.set("ended", ended.as_str());
     if !usage.is_empty() {
         info.set("usage", serde_json::to_value(&usage).unwrap_or_default());
-        std::fs::write(
-            run_dir.join("usage.json"),
-            serde_json::to_string_pretty(&usage).unwrap_or_default(),
-        )?;
+        let pretty = serde_json::to_string_pretty(&usage).unwrap_or_default();
+        std::fs::write(run_dir.join("usage.json"), pretty)?;
     }
     if let Some(l) = &limit {
         info.set("usage_limit_resets_at", l.resets_at.unwrap_or(0));
@@ -348,31 +423,23 @@ fn run_once(
     let how = match (exit_code, signal) {
         (Some(c), _) => format!("exit {c}"),
         (None, Some(s)) => format!("signal {s}"),
+        _ if w.adopted => "exit status unknown (adopted after a loop restart)".into(),
         _ => "unknown status".into(),
     };
     if !stopped {
-        let kind = if status.success() {
-            MessageType::Stop
-        } else {
-            MessageType::Crash
+        let kind = match w.status.success() {
+            true => MessageType::Stop,
+            false => MessageType::Crash,
         };
-        post_best_effort(
-            &req.task_dir,
-            kind,
-            &run_id,
-            &format!("agent {} ended: {how}", choice.backend),
-        );
+        let said = format!("agent {} ended: {how}", choice.backend);
+        post_best_effort(&req.task_dir, kind, &run.id, &said);
     }
     if req.parent_run_id.is_some() {
-        post_best_effort(
-            &req.task_dir,
-            MessageType::ChildDone,
-            &run_id,
-            &format!("{how}; output {}", output_md.display()),
-        );
+        let said = format!("{how}; output {}", output_md.display());
+        post_best_effort(&req.task_dir, MessageType::ChildDone, &run.id, &said);
     }
     Ok(JobOutcome {
-        run_id,
+        run_id: run.id,
         run_dir,
         backend: choice.backend.clone(),
         exit_code,

@@ -96,6 +96,43 @@ impl RunningAgent for LocalRunning {
     }
 }
 
+/// An agent started by a loop that has since died (found in run-info after a supervisor
+/// restart): not our child, so its exit status cannot be known, only that it is gone.
+pub struct AdoptedAgent {
+    pub pid: u32,
+    pub pgid: u32,
+    pub stdout: PathBuf,
+    pub stderr: PathBuf,
+}
+
+impl RunningAgent for AdoptedAgent {
+    fn pid(&self) -> u32 {
+        self.pid
+    }
+    fn pgid(&self) -> u32 {
+        self.pgid
+    }
+    fn try_wait(&mut self) -> Result<Option<ExitStatus>, RunnerError> {
+        use std::os::unix::process::ExitStatusExt;
+        Ok((!process_alive(self.pid)).then(|| ExitStatus::from_raw(0)))
+    }
+    fn output_len(&self) -> u64 {
+        let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        len(&self.stdout) + len(&self.stderr)
+    }
+}
+
+/// True while process `pid` exists (`kill -0 PID`).
+pub fn process_alive(pid: u32) -> bool {
+    pid > 1
+        && Command::new("kill")
+            .args(["-0", &pid.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Signal {
     Term,

@@ -12,9 +12,9 @@ use crate::RunnerError;
 use crate::backend::Usage;
 use crate::bus::{Bus, MessageType, post_best_effort};
 use crate::config::RunnerConfig;
-use crate::job::{Ended, JobRequest, run_job};
-use crate::process::{AgentProcess, group_alive};
-use crate::runinfo::list_runs;
+use crate::job::{Ended, JobOutcome, JobRequest, adopt, run_job};
+use crate::process::{AgentProcess, group_alive, process_alive};
+use crate::runinfo::{RunInfo, list_runs};
 
 #[derive(Debug, Clone)]
 pub struct TaskRequest {
@@ -117,146 +117,194 @@ pub fn run_task(
         )));
     }
     let _lock = TaskLock::take(&dir)?;
-    let started = Instant::now();
-    let mut runs: u32 = 0;
-    let mut previous: Option<String> = None;
-    // The root agent's group: background `longrun job`s it started stay in it until their own
-    // run-info exists, so a live group counts as a child being started.
-    let mut root_pgid: Option<u32> = None;
-    // Runs in a row that failed before any output: the pause doubles with each (capped), so a
-    // broken backend or a missing key does not become a restart storm.
-    let mut fast_failures: u32 = 0;
+    let mut task = TaskLoop {
+        cfg,
+        req,
+        prompt: root_prompt(&dir, &task_text),
+        dir,
+        started: Instant::now(),
+        runs: 0,
+        previous: None,
+        root_pgid: None,
+        fast_failures: 0,
+    };
+    if let Some((run_dir, info)) = live_root(&task.dir)
+        && let Some(outcome) = task.adopt(run_dir, &info)?
+    {
+        return Ok(outcome);
+    }
     loop {
+        if let Some(outcome) = task.ended() {
+            return Ok(outcome);
+        }
+        task.announce_restart();
+        let out = task.start_root(procs)?;
+        if let Some(limit) = &out.limit {
+            task.wait_for_reset(&out, limit);
+            continue;
+        }
+        if let Some(outcome) = task.after_run(&out)? {
+            return Ok(outcome);
+        }
+    }
+}
+
+/// The restart loop's state between (re)starts of the root agent.
+struct TaskLoop<'a> {
+    cfg: &'a RunnerConfig,
+    req: &'a TaskRequest,
+    dir: PathBuf,
+    prompt: String,
+    started: Instant,
+    runs: u32,
+    previous: Option<String>,
+    /// The root agent's group: background `longrun job`s it started stay in it until their own
+    /// run-info exists, so a live group counts as a child being started.
+    root_pgid: Option<u32>,
+    /// Runs in a row that failed before any output: the pause doubles with each (capped), so a
+    /// broken backend or a missing key does not become a restart storm.
+    fast_failures: u32,
+}
+
+impl TaskLoop<'_> {
+    /// Checked before every (re)start: DONE, then the restart cap, then the time budget.
+    fn ended(&self) -> Option<TaskOutcome> {
+        let (cfg, dir, runs) = (self.cfg, &self.dir, self.runs);
         if dir.join(DONE_FILE).exists() {
-            let orphaned = wait_for_children(cfg, &dir, root_pgid);
-            post_best_effort(
-                &dir,
-                MessageType::Info,
-                "",
-                &format!(
-                    "task complete: DONE after {runs} run(s); usage {}",
-                    task_usage(&dir).summary()
-                ),
-            );
-            return Ok(TaskOutcome::Completed { runs, orphaned });
+            let orphaned = wait_for_children(cfg, dir, self.root_pgid);
+            let usage = task_usage(dir).summary();
+            let said = format!("task complete: DONE after {runs} run(s); usage {usage}");
+            post_best_effort(dir, MessageType::Info, "", &said);
+            return Some(TaskOutcome::Completed { runs, orphaned });
         }
         if runs > cfg.max_restarts {
-            post_best_effort(
-                &dir,
-                MessageType::Warning,
-                "",
-                &format!(
-                    "giving up: {runs} runs without DONE (max_restarts {})",
-                    cfg.max_restarts
-                ),
-            );
-            return Ok(TaskOutcome::RestartsExhausted { runs });
+            let max = cfg.max_restarts;
+            let said = format!("giving up: {runs} runs without DONE (max_restarts {max})");
+            post_best_effort(dir, MessageType::Warning, "", &said);
+            return Some(TaskOutcome::RestartsExhausted { runs });
         }
-        if started.elapsed() >= cfg.time_budget {
-            post_best_effort(
-                &dir,
-                MessageType::Warning,
-                "",
-                &format!(
-                    "giving up: time budget of {}s spent",
-                    cfg.time_budget.as_secs()
-                ),
-            );
-            return Ok(TaskOutcome::BudgetExhausted { runs });
+        if self.started.elapsed() >= cfg.time_budget {
+            let secs = cfg.time_budget.as_secs();
+            let said = format!("giving up: time budget of {secs}s spent");
+            post_best_effort(dir, MessageType::Warning, "", &said);
+            return Some(TaskOutcome::BudgetExhausted { runs });
         }
-        if runs > 0 {
-            post_best_effort(
-                &dir,
-                MessageType::Info,
-                "",
-                &format!(
-                    "restarting the root agent (restart {runs} of {})",
-                    cfg.max_restarts
-                ),
-            );
+        None
+    }
+
+    /// A loop that died (kill -9, a reboot of the terminal) left its root agent running: this
+    /// loop watches that agent to its end instead of starting a second one beside it.
+    fn adopt(
+        &mut self, run_dir: PathBuf, info: &RunInfo,
+    ) -> Result<Option<TaskOutcome>, RunnerError> {
+        let (id, pid) = (info.str("run_id"), info.int("pid").unwrap_or(0));
+        let said = format!(
+            "the task loop restarted; adopting the live root agent run {id} (pid {pid}) instead of starting another"
+        );
+        post_best_effort(&self.dir, MessageType::SupervisorRestart, id, &said);
+        let deadline = Some(self.started + self.cfg.time_budget);
+        let out = adopt(self.cfg, &self.dir, run_dir, info, deadline)?;
+        self.previous = Some(out.run_id.clone());
+        self.root_pgid = info.int("pgid").map(|g| g as u32);
+        if let Some(limit) = &out.limit {
+            self.wait_for_reset(&out, limit);
+            return Ok(None);
         }
+        self.after_run(&out)
+    }
+
+    fn announce_restart(&self) {
+        if self.runs > 0 {
+            let (runs, max) = (self.runs, self.cfg.max_restarts);
+            let said = format!("restarting the root agent (restart {runs} of {max})");
+            post_best_effort(&self.dir, MessageType::Info, "", &said);
+        }
+    }
+
+    fn start_root(
+        &mut self, procs: &dyn AgentProcess,
+    ) -> Result<crate::job::JobOutcome, RunnerError> {
+        let req = self.req;
         let out = run_job(
-            cfg,
+            self.cfg,
             procs,
             &JobRequest {
-                task_dir: dir.clone(),
+                task_dir: self.dir.clone(),
                 project: req.project.clone(),
                 task: req.task.clone(),
                 agent: req.agent.clone(),
-                prompt: root_prompt(&dir, &task_text),
+                prompt: self.prompt.clone(),
                 parent_run_id: None,
-                previous_run_id: previous.clone(),
+                previous_run_id: self.previous.clone(),
                 depth: 0,
                 bin_dir: req.bin_dir.clone(),
-                deadline: Some(started + cfg.time_budget),
+                deadline: Some(self.started + self.cfg.time_budget),
             },
         )?;
-        previous = Some(out.run_id.clone());
-        root_pgid = crate::runinfo::RunInfo::read(&out.run_dir)
+        self.previous = Some(out.run_id.clone());
+        self.root_pgid = crate::runinfo::RunInfo::read(&out.run_dir)
             .ok()
             .and_then(|i| i.int("pgid"))
             .map(|g| g as u32);
-        if let Some(limit) = &out.limit {
-            // Not charged as a restart: waiting is the cure, restarting would only hit it again.
-            let now = chrono::Utc::now().timestamp();
-            let wait = match limit.resets_at {
-                Some(t) if t > now => Duration::from_secs((t - now) as u64),
-                Some(_) => Duration::from_secs(1),
-                None => cfg.usage_limit_wait,
-            };
-            let left = cfg.time_budget.saturating_sub(started.elapsed());
-            post_best_effort(
-                &dir,
-                MessageType::Warning,
-                &out.run_id,
-                &format!(
-                    "usage limit reached on {}; waiting {}s for the reset",
-                    out.backend,
-                    wait.min(left).as_secs()
-                ),
-            );
-            std::thread::sleep(wait.min(left));
-            continue;
-        }
-        runs += 1;
-        fast_failures = if out.ended == Ended::FailedFast {
-            fast_failures + 1
-        } else {
-            0
+        Ok(out)
+    }
+
+    /// A usage limit is not charged as a restart: waiting is the cure, restarting would only hit
+    /// it again.
+    fn wait_for_reset(&self, out: &JobOutcome, limit: &crate::backend::UsageLimit) {
+        let now = chrono::Utc::now().timestamp();
+        let wait = match limit.resets_at {
+            Some(t) if t > now => Duration::from_secs((t - now) as u64),
+            Some(_) => Duration::from_secs(1),
+            None => self.cfg.usage_limit_wait,
         };
-        if out.ended == Ended::Stopped {
-            post_best_effort(
-                &dir,
-                MessageType::Info,
-                &out.run_id,
-                "root agent stopped by request; the task ends without DONE",
-            );
-            return Ok(TaskOutcome::Stopped { runs });
-        }
-        if out.ended == Ended::Stuck {
-            post_best_effort(
-                &dir,
-                MessageType::Info,
-                &out.run_id,
-                "root agent was stuck and killed; the loop recovers by restarting it",
-            );
+        let wait = wait.min(self.cfg.time_budget.saturating_sub(self.started.elapsed()));
+        let said = format!(
+            "usage limit reached on {}; waiting {}s for the reset",
+            out.backend,
+            wait.as_secs()
+        );
+        post_best_effort(&self.dir, MessageType::Warning, &out.run_id, &said);
+        std::thread::sleep(wait);
+    }
+
+    /// Counts the run; a stop ends the task, anything else short of DONE pauses before a restart
+    /// (after the user's answer, when the root left a question).
+    fn after_run(
+        &mut self, out: &crate::job::JobOutcome,
+    ) -> Result<Option<TaskOutcome>, RunnerError> {
+        let dir = &self.dir;
+        self.runs += 1;
+        self.fast_failures = match out.ended {
+            Ended::FailedFast => self.fast_failures + 1,
+            _ => 0,
+        };
+        match out.ended {
+            Ended::Stopped => {
+                let said = "root agent stopped by request; the task ends without DONE";
+                post_best_effort(dir, MessageType::Info, &out.run_id, said);
+                return Ok(Some(TaskOutcome::Stopped { runs: self.runs }));
+            }
+            Ended::Stuck => {
+                let said = "root agent was stuck and killed; the loop recovers by restarting it";
+                post_best_effort(dir, MessageType::Info, &out.run_id, said);
+            }
+            _ => {}
         }
         if !dir.join(DONE_FILE).exists() {
-            wait_for_answer(cfg, &dir, started)?;
-            let pause = backoff(cfg.restart_pause, fast_failures);
-            if fast_failures > 1 {
-                post_best_effort(
-                    &dir,
-                    MessageType::Info,
-                    "",
-                    &format!(
-                        "{fast_failures} runs in a row failed before any output; next start in {:.1}s",
-                        pause.as_secs_f64()
-                    ),
+            wait_for_answer(self.cfg, dir, self.started)?;
+            let pause = backoff(self.cfg.restart_pause, self.fast_failures);
+            if self.fast_failures > 1 {
+                let said = format!(
+                    "{} runs in a row failed before any output; next start in {:.1}s",
+                    self.fast_failures,
+                    pause.as_secs_f64()
                 );
+                post_best_effort(dir, MessageType::Info, "", &said);
             }
             std::thread::sleep(pause);
         }
+        Ok(None)
     }
 }
 
@@ -308,15 +356,6 @@ impl Drop for TaskLock {
     }
 }
 
-fn process_alive(pid: u32) -> bool {
-    pid > 1
-        && std::process::Command::new("kill")
-            .args(["-0", &pid.to_string()])
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-}
-
 /// `pause`, doubled for each fast failure after the first, at most 60 s (or `pause` if larger).
 fn backoff(pause: Duration, fast_failures: u32) -> Duration {
     let doubled = pause.saturating_mul(1 << fast_failures.saturating_sub(1).min(16));
@@ -352,6 +391,16 @@ fn wait_for_answer(cfg: &RunnerConfig, dir: &Path, started: Instant) -> Result<(
         std::thread::sleep(cfg.child_poll_interval);
     }
     Ok(())
+}
+
+/// The root run a dead loop left behind: no parent, no end, its process still alive. The task
+/// lock is held, so whichever loop started it is gone.
+fn live_root(dir: &Path) -> Option<(PathBuf, RunInfo)> {
+    list_runs(dir).into_iter().rev().find(|(_, i)| {
+        i.str("parent_run_id").is_empty()
+            && i.str("end_time").is_empty()
+            && i.int("pid").is_some_and(|p| process_alive(p as u32))
+    })
 }
 
 /// After DONE: waits for running children up to `child_wait_timeout`; returns those orphaned.
