@@ -1,7 +1,7 @@
 # The two commands a new user needs: `make demo` and `make test`.
 CARGO ?= cargo
 
-.PHONY: demo test test-dynamodb-local agent-clis lint web bench bench-aws bench-llm bench-lambda capacity serve build synth package sim sim-broken
+.PHONY: demo test test-dynamodb-local agent-clis lint web bench bench-runner bench-aws bench-llm bench-lambda capacity serve build synth package sim sim-broken
 
 ## A real multi-iteration run on the embedded platform: no cloud account, no API key.
 demo:
@@ -89,6 +89,12 @@ capacity:
 bench-llm:
 	scripts/with-llm $(CARGO) run --release -p longrun-tests --bin bench_llm -- BENCHMARKS.md
 	$(CARGO) run -p longrun-tests --bin bench_cache -- BENCHMARKS.md
+
+## The runner's own cost per restart and 100 tasks at once, each side by side with a shell
+## `while` loop over the same fake agent; updates BENCHMARKS.md.
+bench-runner:
+	$(CARGO) build --release -q -p longrun
+	$(CARGO) run --release -q -p longrun-tests --bin bench_runner -- target/release/longrun BENCHMARKS.md
 
 ## The Lambda binaries: zipped sizes and the worker's peak RSS for one iteration (release build).
 bench-lambda:

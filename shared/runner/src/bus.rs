@@ -92,7 +92,7 @@ impl Bus {
         let conn = Connection::open(task_dir.join(BUS_DB))?;
         conn.busy_timeout(Duration::from_secs(10))?;
         conn.execute_batch(
-            "PRAGMA journal_mode=WAL;
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;
              CREATE TABLE IF NOT EXISTS messages (
                  seq INTEGER PRIMARY KEY AUTOINCREMENT,
                  at TEXT NOT NULL, type TEXT NOT NULL, run_id TEXT NOT NULL, body TEXT NOT NULL);",
@@ -162,12 +162,36 @@ impl Bus {
 /// Posts without failing the caller: the bus is an audit trail, and a run must not die because
 /// it could not be written (the error goes to stderr).
 pub fn post_best_effort(task_dir: &Path, kind: MessageType, run_id: &str, body: &str) {
-    if let Err(e) = Bus::open(task_dir).and_then(|mut b| b.post(kind, run_id, body)) {
+    if let Err(e) = post_cached(task_dir, kind, run_id, body) {
         #[allow(clippy::print_stderr)]
         {
             eprintln!("longrun: cannot post {} to the bus: {e}", kind.as_str());
         }
     }
+}
+
+/// The loop posts several messages per restart: one connection per task folder is kept open,
+/// since closing the last one checkpoints the WAL (two fsyncs) every time.
+fn post_cached(
+    task_dir: &Path, kind: MessageType, run_id: &str, body: &str,
+) -> Result<i64, RunnerError> {
+    static OPEN: std::sync::Mutex<Vec<(PathBuf, Bus)>> = std::sync::Mutex::new(Vec::new());
+    let mut open = OPEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !open.iter().any(|(d, _)| d == task_dir) {
+        // A loop touches one task and its runs: a handful of folders at most.
+        if open.len() >= 8 {
+            open.remove(0);
+        }
+        open.push((task_dir.to_path_buf(), Bus::open(task_dir)?));
+    }
+    let bus = open
+        .iter_mut()
+        .find(|(d, _)| d == task_dir)
+        .map(|(_, b)| b)
+        .ok_or_else(|| RunnerError::Invalid("bus cache".into()))?;
+    bus.post(kind, run_id, body)
 }
 
 /// A message from a `SELECT seq, at, type, run_id, body` row.

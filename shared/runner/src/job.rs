@@ -339,6 +339,7 @@ fn watch(
 ) -> Result<Watched, RunnerError> {
     let mut activity = Activity::new();
     let (mut idle_noted, mut stuck, mut out_of_time) = (false, false, false);
+    let mut poll = Duration::from_millis(5);
     let post = |kind, said: &str| post_best_effort(&req.task_dir, kind, run_id, said);
     let status = loop {
         if let Some(st) = agent.try_wait()? {
@@ -361,7 +362,10 @@ fn watch(
             let said = format!("idle: no output for {}s", quiet.as_secs());
             post(MessageType::Observation, &said);
         }
-        std::thread::sleep(Duration::from_millis(100));
+        // 5 ms doubling to 100 ms: an agent that exits at once is seen at once, a long one costs
+        // ten checks a second.
+        std::thread::sleep(poll);
+        poll = (poll * 2).min(Duration::from_millis(100));
     };
     let out_len = agent.output_len();
     Ok(Watched {
