@@ -4,6 +4,7 @@
 //!   pause, against `while [ ! -f DONE ]; do agent; done` doing the same N starts;
 //! - 100 tasks at once, each agent working 2 s per start and writing DONE at its 3rd start,
 //!   1 s between starts in both loops.
+//!
 //! Usage: bench_runner LONGRUN_BIN [BENCHMARKS.md]. Updates the "Runner" section.
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
 
