@@ -222,6 +222,8 @@ enum Command {
         #[arg(long)]
         reject: bool,
     },
+    /// Tell a run that has not ended something: its next iteration's planner reads it.
+    Message { run_id: String, text: String },
     /// Continue a stopped run with raised budgets, or resume a paused one.
     Continue {
         run_id: String,

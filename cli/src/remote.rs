@@ -199,6 +199,19 @@ pub async fn run(
             });
             Ok(())
         }
+        Command::Message { run_id, text } => {
+            let r = c
+                .post(
+                    &format!("/v1/runs/{run_id}/messages"),
+                    json!({"text": text}),
+                )
+                .await?;
+            print(&r, json, |r| {
+                let status = r["status"].as_str().unwrap_or("");
+                format!("{run_id} ({status}) reads it at its next iteration")
+            });
+            Ok(())
+        }
         Command::Pause { run_id } => pause(&c, &run_id, json).await,
         Command::Edit {
             run_id,

@@ -417,3 +417,45 @@ fn serve_help_names_the_environment_it_reads() {
     }
     assert!(help.contains("Without --model"), "{help}");
 }
+
+#[test]
+fn a_message_from_the_cli_lands_in_the_runs_log_for_its_next_iteration() {
+    // Arrange: a run paused before its first iteration.
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let cli = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_longrun"))
+            .args(["--json", "--api-url", &server.url("")])
+            .args(args)
+            .env("LONGRUN_TOKEN", TOKEN)
+            .output()
+            .unwrap()
+    };
+    let started = cli(&["run", "Tea notes", "--max-iterations", "50"]);
+    let run: Value = serde_json::from_slice(&started.stdout).unwrap();
+    let id = run["id"].as_str().unwrap().to_string();
+    cli(&["pause", &id]);
+
+    // Act
+    let told = cli(&["message", &id, "Only green teas, please."]);
+    let blank = cli(&["message", &id, "  "]);
+
+    // Assert
+    assert!(
+        told.status.success(),
+        "{}",
+        String::from_utf8_lossy(&told.stderr)
+    );
+    let events = reqwest_get_json(&server, &format!("/v1/runs/{id}/events"));
+    let posted: Vec<&Value> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "message_posted")
+        .collect();
+    assert_eq!(posted.len(), 1);
+    assert_eq!(posted[0]["payload"]["text"], "Only green teas, please.");
+    assert!(!blank.status.success());
+    let err = String::from_utf8_lossy(&blank.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+}

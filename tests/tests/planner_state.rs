@@ -76,3 +76,89 @@ async fn web_search_is_offered_to_the_planner_only_where_the_deployment_configur
         "absent when search is off"
     );
 }
+
+/// Alice's run of three note-writing iterations, with tokens for alice and bob.
+async fn alice_notes() -> (longrun_tests::TestPlatform, String) {
+    let tokens = [("tok-alice", "alice"), ("tok-bob", "bob")];
+    let t = platform(NOTES, Arc::new(NoFaults), &tokens, 5);
+    let id = create_run(t.p(), "alice", notes_run(3)).await.unwrap().id;
+    (t, id)
+}
+
+#[tokio::test]
+async fn a_message_posted_to_a_running_run_reaches_its_next_planner_and_only_that_one() {
+    // Arrange
+    let (t, id) = alice_notes().await;
+    t.running.worker.poll_once().await.unwrap();
+
+    // Act
+    let path = format!("/v1/runs/{id}/messages");
+    let body = serde_json::json!({"text": "Prefer green tea over black."});
+    let (status, _, run) = t.api("tok-alice", "POST", &path, Some(body)).await;
+    t.drive(&id, 200).await;
+
+    // Assert
+    assert_eq!(status, 200, "{run}");
+    assert_eq!(run["status"], "running", "a running run takes the message");
+    let said = "Prefer green tea over black.";
+    assert!(!t.llm.planner_prompt(&id, 1).unwrap().contains(said));
+    assert!(t.llm.planner_prompt(&id, 2).unwrap().contains(said));
+    assert!(
+        !t.llm.planner_prompt(&id, 3).unwrap().contains(said),
+        "shown once, then consumed"
+    );
+    let (_, _, events) = t
+        .api("tok-alice", "GET", &format!("/v1/runs/{id}/events"), None)
+        .await;
+    let posted = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "message_posted")
+        .expect("the message is in the run's log");
+    assert_eq!(posted["payload"]["for_iteration"], 2);
+}
+
+#[tokio::test]
+async fn a_message_over_mcp_reaches_the_next_planner_like_one_over_http() {
+    // Arrange
+    let (t, id) = alice_notes().await;
+    t.running.worker.poll_once().await.unwrap();
+    let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "post_message", "arguments": {"run_id": id, "text": "Cite the sources."}}});
+
+    // Act
+    let (status, _, reply) = t.api("tok-alice", "POST", "/mcp", Some(call)).await;
+    t.drive(&id, 200).await;
+
+    // Assert
+    assert_eq!(status, 200);
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+    assert!(
+        t.llm
+            .planner_prompt(&id, 2)
+            .unwrap()
+            .contains("Cite the sources.")
+    );
+}
+
+#[tokio::test]
+async fn messages_are_refused_to_other_users_when_blank_and_once_the_run_ended() {
+    // Arrange
+    let (t, id) = alice_notes().await;
+    let path = format!("/v1/runs/{id}/messages");
+    let text = |s: &str| Some(serde_json::json!({ "text": s }));
+
+    // Act
+    let (bob, _, _) = t.api("tok-bob", "POST", &path, text("hi")).await;
+    let (blank, blank_type, _) = t.api("tok-alice", "POST", &path, text(" \n ")).await;
+    t.drive(&id, 200).await;
+    let (ended, _, problem) = t.api("tok-alice", "POST", &path, text("too late")).await;
+
+    // Assert
+    assert_eq!(bob, 404, "another user's run does not exist for them");
+    assert!(blank.is_client_error(), "{blank}");
+    assert_eq!(blank_type, "application/problem+json");
+    assert_eq!(ended, 409, "{problem}");
+    assert!(problem["detail"].as_str().unwrap().contains("continue"));
+}

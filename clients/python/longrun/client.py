@@ -33,6 +33,7 @@ from .openapi.api.default import (
     post_runs,
     post_runs_id_cancel,
     post_runs_id_continue,
+    post_runs_id_messages,
     post_runs_id_pause,
 )
 from .openapi.client import AuthenticatedClient, Client
@@ -43,6 +44,7 @@ from .openapi.models import (
     GetRunsResponse200,
     GetRunsStatus,
     GetRunsIdEventsResponse200,
+    MessageBody,
     Report,
     Run,
     RunSummary,
@@ -206,6 +208,10 @@ class Longrun(_Base):
         if res.status_code >= 400:
             raise problem_from(res.status_code, res.content)
         return Run.from_dict(res.json())
+
+    def message(self, run_id: str, text: str) -> Run:
+        """Tell a run that has not ended something: its next iteration's planner reads it."""
+        return self._call(post_runs_id_messages.sync_detailed, run_id, body=MessageBody(text=text))
 
     def continue_run(self, run_id: str, budgets: Optional[Dict[str, Any]] = None) -> Run:
         """Resume a paused run, or continue a stopped one with raised budgets."""
@@ -384,6 +390,9 @@ class AsyncLongrun(_Base):
         if res.status_code >= 400:
             raise problem_from(res.status_code, res.content)
         return Run.from_dict(res.json())
+
+    async def message(self, run_id: str, text: str) -> Run:
+        return await self._call(post_runs_id_messages.asyncio_detailed, run_id, body=MessageBody(text=text))
 
     async def continue_run(self, run_id: str, budgets: Optional[Dict[str, Any]] = None) -> Run:
         body = ContinueBody.from_dict({"budgets": budgets} if budgets else {})

@@ -155,6 +155,10 @@ class Sync(unittest.TestCase):
         self.assertEqual(report.run_id, run.id)
         with self.assertRaises(NotFound):
             self.lr.doc(run.id, "notes/none.md")
+        # A message reaches runs that have not ended; this one has.
+        with self.assertRaises(longrun.Conflict) as late:
+            self.lr.message(run.id, "one more thing")
+        self.assertIn("continue", late.exception.detail)
 
 
 class Async(unittest.TestCase):

@@ -170,6 +170,8 @@ export class LongrunClient {
   }
 
   respond(id: string, body: RespondBody) { return this.post<Run>(`/v1/runs/${enc(id)}/respond`, body); }
+  /** Tell a run that has not ended something: its next iteration's planner reads it. */
+  message(id: string, text: string) { return this.post<Run>(`/v1/runs/${enc(id)}/messages`, { text }); }
   cancel(id: string) { return this.post<Run>(`/v1/runs/${enc(id)}/cancel`); }
   pause(id: string) { return this.post<Run>(`/v1/runs/${enc(id)}/pause`); }
   /** Resume a paused run, or continue a stopped one with raised budgets. */

@@ -225,6 +225,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/runs/{id}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Tell a run something: its next iteration's planner reads it (any status but ended) */
+        post: operations["post_runs_id_messages"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/runs/{id}/pause": {
         parameters: {
             query?: never;
@@ -606,9 +623,11 @@ export interface components {
          * @description `iteration_deferred`: A claimed iteration was given back unfinished, to be tried again later.
          *
          *     `waiting_for_capacity`: A model call waited for the model's shared capacity (per-model limits) before it was made; the wait is not running time.
+         *
+         *     `message_posted`: The user posted a message to the run; the next planner prompt carries it.
          * @enum {string}
          */
-        EventKind: "run_created" | "iteration_started" | "iteration_cost_update" | "iteration_committed" | "run_waiting" | "run_completed" | "run_stopped" | "run_canceled" | "run_failed" | "cancel_requested" | "user_responded" | "run_continued" | "pause_requested" | "run_paused" | "run_resumed" | "run_patched" | "child_spawned" | "child_finished" | "warning" | "iteration_deferred" | "waiting_for_capacity";
+        EventKind: "run_created" | "iteration_started" | "iteration_cost_update" | "iteration_committed" | "run_waiting" | "run_completed" | "run_stopped" | "run_canceled" | "run_failed" | "cancel_requested" | "user_responded" | "run_continued" | "pause_requested" | "run_paused" | "run_resumed" | "run_patched" | "child_spawned" | "child_finished" | "warning" | "iteration_deferred" | "waiting_for_capacity" | "message_posted";
         ExecutorBrief: {
             summary: string;
             title: string;
@@ -686,6 +705,10 @@ export interface components {
             has_secret: boolean;
             name: string;
             url: string;
+        };
+        /** @description A message to a run that has not ended; its next iteration's planner reads it. */
+        MessageBody: {
+            text: string;
         };
         Metrics: {
             by_model: {
@@ -996,6 +1019,11 @@ export interface components {
              * @default []
              */
             pending_calls?: components["schemas"]["PendingCall"][];
+            /**
+             * @description Messages the user posted to the run (`POST /v1/runs/{id}/messages`), not yet shown to a
+             *     planner: the next iteration's prompt carries them, whatever the run's status.
+             */
+            pending_messages?: components["schemas"]["UserAnswer"][];
             /**
              * @description The user's edits, applied when the next iteration is claimed.
              * @default null
@@ -2413,6 +2441,86 @@ export interface operations {
                     "application/json": {
                         iterations?: components["schemas"]["IterationRecord"][];
                     };
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    post_runs_id_messages: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MessageBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Run"];
                 };
             };
             /** @description Problem details (RFC 7807) */

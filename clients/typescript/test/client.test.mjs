@@ -57,7 +57,7 @@ test('long-poll yields the same events as the stream', async () => {
   assert.deepEqual(later.map((e) => e.seq), streamed.slice(4).map((e) => e.seq));
 });
 
-test('runs are listed page after page, newest first, and steered by pause, patch, continue and cancel', async () => {
+test('runs are listed page after page, newest first, and steered by pause, patch, continue, a message and cancel', async () => {
   // Arrange
   const bob = new LongrunClient({ baseUrl: server.base, token: BOB });
   const ids = [];
@@ -68,13 +68,22 @@ test('runs are listed page after page, newest first, and steered by pause, patch
   for await (const r of bob.listRuns({ pageSize: 2 })) listed.push(r.id);
   const paused = await bob.pause(ids[0]);
   const patched = await bob.patch(ids[0], { objective: 'bob 0, edited' });
+  // A running run pauses after the iteration in flight commits: only then can it be resumed.
+  let held = paused;
+  for (let i = 0; i < 200 && held.status !== 'paused'; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    held = await bob.getRun(ids[0]);
+  }
   const resumed = await bob.continue(ids[0]);
+  const told = await bob.message(ids[1], 'Focus on oolong.');
   const canceled = await Promise.all(ids.map((id) => bob.cancel(id)));
 
   // Assert
   assert.deepEqual(listed, [...ids].reverse());
   assert.ok(['paused', 'running', 'queued'].includes(paused.status));
   assert.equal(patched.id, ids[0]);
+  assert.equal(held.status, 'paused');
+  assert.equal(told.id, ids[1]);
   assert.notEqual(resumed.status, 'paused');
   for (const r of canceled) assert.ok(r.status === 'canceled' || r.cancel_requested, r.status);
 });

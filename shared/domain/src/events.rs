@@ -99,6 +99,11 @@ pub enum RunEvent {
         approve: Option<bool>,
         decisions: Vec<CallDecided>,
     },
+    MessagePosted {
+        text: String,
+        /// The first iteration whose planner sees it.
+        for_iteration: u32,
+    },
     RunContinued {
         budgets: Budgets,
         from_iteration: u32,
@@ -168,6 +173,7 @@ impl RunEvent {
             RunEvent::RunPatched { .. } => EventKind::RunPatched,
             RunEvent::RunResumed { .. } => EventKind::RunResumed,
             RunEvent::UserResponded { .. } => EventKind::UserResponded,
+            RunEvent::MessagePosted { .. } => EventKind::MessagePosted,
             RunEvent::RunContinued { .. } => EventKind::RunContinued,
             RunEvent::ChildFinished { .. } => EventKind::ChildFinished,
         }

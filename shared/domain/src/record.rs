@@ -26,6 +26,8 @@ pub enum EventKind {
     RunFailed,
     CancelRequested,
     UserResponded,
+    /// The user posted a message to the run; the next planner prompt carries it.
+    MessagePosted,
     RunContinued,
     PauseRequested,
     RunPaused,

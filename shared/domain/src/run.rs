@@ -600,6 +600,10 @@ pub struct Run {
     pub depth: u32,
     /// Answers from the user not yet shown to the planner.
     pub pending_answers: Vec<UserAnswer>,
+    /// Messages the user posted to the run (`POST /v1/runs/{id}/messages`), not yet shown to a
+    /// planner: the next iteration's prompt carries them, whatever the run's status.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_messages: Vec<UserAnswer>,
     /// Open questions while `waiting_on_user`.
     pub questions: Vec<String>,
     /// Guidance for the next planner prompt (failed exit-gate conditions, anti-repetition).
@@ -654,6 +658,7 @@ impl Run {
             parent_run_id: None,
             depth: 0,
             pending_answers: vec![],
+            pending_messages: vec![],
             questions: vec![],
             hints: vec![],
             remaining_work: vec![],

@@ -27,7 +27,7 @@ use crate::error::{ApiError, ApiJson, ApiQuery};
 use longrun_service::Platform;
 pub use longrun_service::runs::{
     CreateRun, MAX_ALLOWED_TOOLS, cancel_run, continue_run_with, create_run, create_run_with_id,
-    patch_run_with, pause_run, prepare_run, respond_run,
+    patch_run_with, pause_run, post_message, prepare_run, respond_run,
 };
 
 /// The caller, from `Authorization: Bearer <token>`, or from a [`VerifiedUser`] that the
@@ -81,6 +81,14 @@ pub struct RespondBody {
     /// Per held write: `{"id": "c3.1", "approve": false, "reason": "…"}`.
     #[serde(default)]
     pub decisions: Vec<change::CallDecision>,
+}
+
+/// A message to a run that has not ended; its next iteration's planner reads it.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MessageBody {
+    #[schemars(length(min = 1, max = 4000), extend("pattern" = "\\S"))]
+    pub text: String,
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -419,6 +427,15 @@ async fn respond(
     Ok(Json(run_view(&p, &run)))
 }
 
+async fn message(
+    State(p): State<Platform>, user: User, Path(id): Path<String>,
+    ApiJson(body): ApiJson<MessageBody>,
+) -> Result<Json<Value>, ApiError> {
+    owned(&p, &user, &id).await?;
+    let run = post_message(&p, &id, &body.text).await?;
+    Ok(Json(run_view(&p, &run)))
+}
+
 async fn continue_run(
     State(p): State<Platform>, user: User, Path(id): Path<String>,
     ApiJson(body): ApiJson<ContinueBody>,
@@ -585,6 +602,7 @@ pub fn routes(p: Platform) -> Router {
         .route("/v1/runs/{id}/report", get(report))
         .route("/v1/runs/{id}/cancel", post(cancel))
         .route("/v1/runs/{id}/respond", post(respond))
+        .route("/v1/runs/{id}/messages", post(message))
         .route("/v1/runs/{id}/continue", post(continue_run))
         .route("/v1/config", get(server_config))
         .route("/v1/notifications", get(notifications))

@@ -196,6 +196,12 @@ fn tools() -> Value {
             "answer": {"type": "string"}, "approve": {"type": "boolean"}})),
             "required": ["run_id"]},
          "annotations": {"readOnlyHint": false}},
+        {"name": "post_message", "description": "Tell a run that has not ended something (a \
+            correction, a new fact, a priority): its next iteration's planner reads it.",
+         "inputSchema": {"type": "object", "properties": by_id(json!({
+            "text": {"type": "string", "minLength": 1, "maxLength": 4000}})),
+            "required": ["run_id", "text"]},
+         "annotations": {"readOnlyHint": false}},
         {"name": "cancel", "description": "Cancel a run: at once when it is not iterating, before \
             its next model call when it is.",
          "inputSchema": {"type": "object", "properties": by_id(json!({})), "required": ["run_id"]},
@@ -222,6 +228,13 @@ struct ListArgs {
 struct DocArgs {
     run_id: String,
     path: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MessageArgs {
+    run_id: String,
+    text: String,
 }
 
 #[derive(Deserialize)]
@@ -273,6 +286,16 @@ async fn call_tool(p: &Platform, user: &User, params: &Value) -> RpcResult {
         "respond" => {
             let a: RespondArgs = args(name, a)?;
             respond(p, user, a).await
+        }
+        "post_message" => {
+            let a: MessageArgs = args(name, a)?;
+            match api::owned(p, user, &a.run_id).await {
+                Ok(_) => api::post_message(p, &a.run_id, &a.text)
+                    .await
+                    .map(|run| api::run_view(p, &run))
+                    .map_err(ApiError::from),
+                Err(e) => Err(e),
+            }
         }
         "cancel" => {
             let a: ById = args(name, a)?;

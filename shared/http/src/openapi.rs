@@ -13,7 +13,7 @@ use longrun_domain::RunStatus;
 use longrun_fetch::FetchPolicy;
 
 use crate::api::CURSOR_PATTERN;
-use crate::api::{ContinueBody, CreateRun, MarkReadBody, RespondBody, WebhooksBody};
+use crate::api::{ContinueBody, CreateRun, MarkReadBody, MessageBody, RespondBody, WebhooksBody};
 use crate::config::AppConfig;
 use crate::mcp_servers::{McpServerList, McpServerView, RegisterMcpServer};
 use crate::schedules::CreateSchedule;
@@ -193,6 +193,14 @@ const OPS: &[Op] = &[
         path: "/v1/runs/{id}/respond",
         summary: "Answer a waiting run's questions",
         body: Some(schema::<RespondBody>),
+        ok: 200,
+        response: Some(schema::<Run>),
+    },
+    Op {
+        method: "post",
+        path: "/v1/runs/{id}/messages",
+        summary: "Tell a run something: its next iteration's planner reads it (any status but ended)",
+        body: Some(schema::<MessageBody>),
         ok: 200,
         response: Some(schema::<Run>),
     },

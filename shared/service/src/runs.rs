@@ -200,6 +200,22 @@ pub async fn continue_run_with(
     Ok(run)
 }
 
+/// A message to a run that has not ended: its next iteration's planner reads it. Nothing is
+/// enqueued: a queued or running run gets to its next iteration anyway, and a waiting or paused
+/// one shows it once it goes on.
+pub async fn post_message(p: &Platform, id: &str, text: &str) -> Result<Run, ServiceError> {
+    if is_blank(text) || text.chars().count() > change::MAX_MESSAGE_CHARS {
+        return Err(ServiceError::Invalid(format!(
+            "text must be 1 to {} characters",
+            change::MAX_MESSAGE_CHARS
+        )));
+    }
+    let (text, now) = (text.trim(), p.clock.now_ms());
+    Ok(p.store
+        .update_run(id, &|r| change::post_message(r, text, now))
+        .await?)
+}
+
 /// Pause: a queued run at once, a running one after the iteration in flight commits.
 pub async fn pause_run(p: &Platform, id: &str) -> Result<Run, ServiceError> {
     let now = p.clock.now_ms();

@@ -19,6 +19,9 @@ pub struct CommitPlan {
     pub remaining_work: Vec<String>,
     pub last_iteration: LastIteration,
     pub answers_consumed: bool,
+    /// How many of the run's pending messages the planner was shown: those are dropped, any
+    /// posted while the iteration ran stay for the next one.
+    pub messages_consumed: usize,
     pub running_ms: u64,
     pub record: IterationRecord,
     pub docs: Vec<Doc>,
@@ -129,6 +132,8 @@ impl CommitPlan {
         if self.answers_consumed {
             next.pending_answers.clear();
         }
+        let seen = self.messages_consumed.min(next.pending_messages.len());
+        next.pending_messages.drain(..seen);
         (next, spawned)
     }
 
@@ -252,6 +257,7 @@ pub(super) mod tests {
             remaining_work: vec![],
             last_iteration: LastIteration::default(),
             answers_consumed: false,
+            messages_consumed: 0,
             running_ms: 0,
             record: IterationRecord {
                 run_id: run.id.clone(),
@@ -303,6 +309,28 @@ pub(super) mod tests {
         });
         let plan = continue_plan(&run, "me");
         assert_eq!(plan.apply(&run).unwrap_err(), Rejection::LeaseLost);
+    }
+
+    #[test]
+    fn messages_posted_while_an_iteration_ran_wait_for_the_next_one() {
+        // Arrange: the planner of iteration 1 saw one message; a second came in meanwhile.
+        let run = claim(&sample_run(), 1, "me", 0, 1_000).unwrap().run;
+        let seen = crate::change::post_message(&run, "first", 1).unwrap().run;
+        let mut plan = continue_plan(&seen, "me");
+        plan.messages_consumed = 1;
+        let later = crate::change::post_message(&seen, "second", 2).unwrap().run;
+
+        // Act
+        let committed = plan.apply(&later).unwrap();
+
+        // Assert
+        let left: Vec<&str> = committed
+            .run
+            .pending_messages
+            .iter()
+            .map(|m| m.text.as_str())
+            .collect();
+        assert_eq!(left, ["second"]);
     }
 
     #[test]

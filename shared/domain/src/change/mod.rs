@@ -27,8 +27,9 @@ pub use claim::{claim, claimed, expire_lease, release};
 pub use commit::CommitPlan;
 pub use spend::{record_spend, record_spend_once};
 pub use user::{
-    Approval, CallDecision, MAX_ANSWER_CHARS, MAX_PATCH_OBJECTIVE_BYTES, continue_run, patch,
-    request_cancel, request_pause, respond, resume,
+    Approval, CallDecision, MAX_ANSWER_CHARS, MAX_MESSAGE_CHARS, MAX_PATCH_OBJECTIVE_BYTES,
+    MAX_PENDING_MESSAGES, continue_run, patch, post_message, request_cancel, request_pause,
+    respond, resume,
 };
 
 /// How a change moves the owner's active-run counter.

@@ -123,6 +123,37 @@ pub fn patch(run: &Run, edit: RunPatch, now: i64) -> Result<RunChange, Rejection
     Ok(RunChange::of(next, vec![event.into()]))
 }
 
+pub const MAX_MESSAGE_CHARS: usize = 4_000;
+/// Messages waiting for the next planner: a bound, so a client in a loop cannot grow the run.
+pub const MAX_PENDING_MESSAGES: usize = 20;
+
+/// A message from the user to a run that has not ended: kept on the run until a planner has
+/// seen it (the iteration in flight, if any, started without it, so the next one shows it).
+pub fn post_message(run: &Run, text: &str, now: i64) -> Result<RunChange, Rejection> {
+    if run.status.is_ended() {
+        return Err(Rejection::Conflict(format!(
+            "run is {}; messages reach runs that have not ended (continue it first)",
+            run.status
+        )));
+    }
+    if run.pending_messages.len() >= MAX_PENDING_MESSAGES {
+        return Err(Rejection::Conflict(format!(
+            "{MAX_PENDING_MESSAGES} messages already wait for the run's next iteration"
+        )));
+    }
+    let mut next = run.clone();
+    next.pending_messages.push(UserAnswer {
+        text: text.to_string(),
+        at: now,
+    });
+    next.updated_at = now;
+    let event = RunEvent::MessagePosted {
+        text: text.to_string(),
+        for_iteration: run.iteration + 1,
+    };
+    Ok(RunChange::of(next, vec![event.into()]))
+}
+
 /// A paused run goes back to the queue, where it left off; budgets given are raised too.
 pub fn resume(run: &Run, budgets: &BudgetsInput, now: i64) -> Result<RunChange, Rejection> {
     if run.status != RunStatus::Paused {
@@ -339,6 +370,37 @@ mod tests {
         assert_eq!(change.run.status, RunStatus::Canceled);
         assert_eq!(change.active, ActiveDelta::Release);
         assert!(change.run.report.is_some());
+    }
+
+    #[test]
+    fn a_message_waits_on_the_run_and_is_logged_for_the_next_iteration() {
+        let run = sample_run().with_status_for_tests(RunStatus::Paused);
+
+        let change = post_message(&run, "use metric units", 7).unwrap();
+
+        assert_eq!(
+            change.run.status,
+            RunStatus::Paused,
+            "a message moves nothing"
+        );
+        assert_eq!(change.run.pending_messages[0].text, "use metric units");
+        assert_eq!(change.events[0].kind, EventKind::MessagePosted);
+        assert_eq!(change.events[0].payload["for_iteration"], run.iteration + 1);
+    }
+
+    #[test]
+    fn a_message_to_an_ended_run_or_past_the_pending_bound_is_refused() {
+        let ended = sample_run().with_status_for_tests(RunStatus::Completed);
+        let mut full = sample_run();
+        for i in 0..MAX_PENDING_MESSAGES {
+            full = post_message(&full, &format!("m{i}"), 1).unwrap().run;
+        }
+
+        let to_ended = post_message(&ended, "hello", 1);
+        let one_more = post_message(&full, "one more", 1);
+
+        assert!(matches!(to_ended, Err(Rejection::Conflict(m)) if m.contains("continue it")));
+        assert!(matches!(one_more, Err(Rejection::Conflict(_))));
     }
 
     #[test]

@@ -193,6 +193,11 @@ fn commit_plan(
     let run = it.run;
     let n = it.n;
     let running_ms = it.running_ms(now);
+    // The planner was shown the messages of the run as claimed; later ones wait for the next.
+    let messages_consumed = match draft.planner {
+        Some(_) => run.pending_messages.len(),
+        None => 0,
+    };
     let summary = summary(&j, &draft);
     let last_iteration = LastIteration {
         iteration: n,
@@ -233,6 +238,7 @@ fn commit_plan(
         remaining_work: j.remaining_work,
         last_iteration,
         answers_consumed: j.progress.answers_consumed,
+        messages_consumed,
         running_ms,
         record,
         docs: staged.docs,

@@ -36,6 +36,7 @@ from .lease import Lease
 from .mark_read_body import MarkReadBody
 from .mcp_server_list import McpServerList
 from .mcp_server_view import McpServerView
+from .message_body import MessageBody
 from .metrics import Metrics
 from .metrics_by_model import MetricsByModel
 from .model_metrics import ModelMetrics
@@ -115,6 +116,7 @@ __all__ = (
     "MarkReadBody",
     "McpServerList",
     "McpServerView",
+    "MessageBody",
     "Metrics",
     "MetricsByModel",
     "ModelMetrics",

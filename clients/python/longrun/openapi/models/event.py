@@ -25,6 +25,8 @@ class Event:
 
             `waiting_for_capacity`: A model call waited for the model's shared capacity (per-model limits) before it was
             made; the wait is not running time.
+
+            `message_posted`: The user posted a message to the run; the next planner prompt carries it.
     """
 
     at: int

@@ -9,6 +9,7 @@ class EventKind(StrEnum):
     ITERATION_COST_UPDATE = "iteration_cost_update"
     ITERATION_DEFERRED = "iteration_deferred"
     ITERATION_STARTED = "iteration_started"
+    MESSAGE_POSTED = "message_posted"
     PAUSE_REQUESTED = "pause_requested"
     RUN_CANCELED = "run_canceled"
     RUN_COMPLETED = "run_completed"

@@ -70,6 +70,9 @@ class Run:
             Default: False.
         pending_calls (list[PendingCall] | Unset): Under `per_write`: writes waiting for (or carrying) the user's
             decision.
+        pending_messages (list[UserAnswer] | Unset): Messages the user posted to the run (`POST
+            /v1/runs/{id}/messages`), not yet shown to a
+            planner: the next iteration's prompt carries them, whatever the run's status.
         pending_patch (None | RunPatch | Unset): The user's edits, applied when the next iteration is claimed.
         permission_mode (PermissionMode | Unset): How much the agent may do without asking.
 
@@ -119,6 +122,7 @@ class Run:
     parent_run_id: None | str | Unset = UNSET
     pause_requested: bool | Unset = False
     pending_calls: list[PendingCall] | Unset = UNSET
+    pending_messages: list[UserAnswer] | Unset = UNSET
     pending_patch: None | RunPatch | Unset = UNSET
     permission_mode: PermissionMode | Unset = UNSET
     plan_approved: bool | Unset = False
@@ -240,6 +244,13 @@ class Run:
                 pending_calls_item = pending_calls_item_data.to_dict()
                 pending_calls.append(pending_calls_item)
 
+        pending_messages: list[dict[str, Any]] | Unset = UNSET
+        if not isinstance(self.pending_messages, Unset):
+            pending_messages = []
+            for pending_messages_item_data in self.pending_messages:
+                pending_messages_item = pending_messages_item_data.to_dict()
+                pending_messages.append(pending_messages_item)
+
         pending_patch: dict[str, Any] | None | Unset
         if isinstance(self.pending_patch, Unset):
             pending_patch = UNSET
@@ -326,6 +337,8 @@ class Run:
             field_dict["pause_requested"] = pause_requested
         if pending_calls is not UNSET:
             field_dict["pending_calls"] = pending_calls
+        if pending_messages is not UNSET:
+            field_dict["pending_messages"] = pending_messages
         if pending_patch is not UNSET:
             field_dict["pending_patch"] = pending_patch
         if permission_mode is not UNSET:
@@ -504,6 +517,15 @@ class Run:
 
                 pending_calls.append(pending_calls_item)
 
+        _pending_messages = d.pop("pending_messages", UNSET)
+        pending_messages: list[UserAnswer] | Unset = UNSET
+        if _pending_messages is not UNSET:
+            pending_messages = []
+            for pending_messages_item_data in _pending_messages:
+                pending_messages_item = UserAnswer.from_dict(pending_messages_item_data)
+
+                pending_messages.append(pending_messages_item)
+
         def _parse_pending_patch(data: object) -> None | RunPatch | Unset:
             if data is None:
                 return data
@@ -606,6 +628,7 @@ class Run:
             parent_run_id=parent_run_id,
             pause_requested=pause_requested,
             pending_calls=pending_calls,
+            pending_messages=pending_messages,
             pending_patch=pending_patch,
             permission_mode=permission_mode,
             plan_approved=plan_approved,
