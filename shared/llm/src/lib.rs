@@ -105,6 +105,9 @@ pub struct LlmSettings {
     pub openai_api_key: Option<Secret>,
     pub anthropic_base_url: String,
     pub anthropic_api_key: Option<Secret>,
+    /// Perplexity speaks the OpenAI chat completions API at its own address (`perplexity:sonar`).
+    pub perplexity_base_url: String,
+    pub perplexity_api_key: Option<Secret>,
     pub timeout: Duration,
     pub retry: RetryPolicy,
     pub prices: PriceTable,
@@ -144,6 +147,8 @@ impl Default for LlmSettings {
             openai_api_key: None,
             anthropic_base_url: "https://api.anthropic.com".into(),
             anthropic_api_key: None,
+            perplexity_base_url: "https://api.perplexity.ai".into(),
+            perplexity_api_key: None,
             timeout: Duration::from_secs(120),
             retry: RetryPolicy::PROVIDER,
             prices: PriceTable::default(),
@@ -157,7 +162,8 @@ impl Default for LlmSettings {
 
 impl LlmSettings {
     /// `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_STRUCTURED_OUTPUT` (tool | json_schema |
-    /// json_object), `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`, `LONGRUN_LLM_TIMEOUT_SECS`,
+    /// json_object), `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`, `PERPLEXITY_BASE_URL`,
+    /// `PERPLEXITY_API_KEY`, `LONGRUN_LLM_TIMEOUT_SECS`,
     /// `LONGRUN_LLM_COOLDOWN_SECS`. Model limits come from the app's configuration, which
     /// validates them at start-up.
     pub fn from_env() -> Self {
@@ -173,6 +179,13 @@ impl LlmSettings {
             s.anthropic_base_url = url;
         }
         s.anthropic_api_key = std::env::var("ANTHROPIC_API_KEY")
+            .ok()
+            .filter(|k| !k.is_empty())
+            .map(Secret::new);
+        if let Ok(url) = std::env::var("PERPLEXITY_BASE_URL") {
+            s.perplexity_base_url = url;
+        }
+        s.perplexity_api_key = std::env::var("PERPLEXITY_API_KEY")
             .ok()
             .filter(|k| !k.is_empty())
             .map(Secret::new);
@@ -374,6 +387,17 @@ impl ModelRouter {
                         model,
                     )
                     .structured(settings.openai_structured),
+                ),
+                // Perplexity answers JSON through `response_format`; it has no forced tool call.
+                "perplexity" => Arc::new(
+                    OpenAiClient::new(
+                        shared_http(&mut http, settings)?,
+                        &settings.perplexity_base_url,
+                        settings.perplexity_api_key.clone(),
+                        model,
+                    )
+                    .structured(Structured::JsonSchema)
+                    .provider("perplexity"),
                 ),
                 "anthropic" => Arc::new(AnthropicClient::new(
                     shared_http(&mut http, settings)?,

@@ -27,6 +27,8 @@ pub struct OpenAiClient {
     api_key: Option<Secret>,
     model: String,
     structured: Structured,
+    /// The price table's provider: OpenAI-compatible servers price their own models.
+    provider: String,
 }
 
 impl OpenAiClient {
@@ -40,7 +42,13 @@ impl OpenAiClient {
             api_key,
             model: model.to_string(),
             structured: Structured::Tool,
+            provider: "openai".into(),
         }
+    }
+
+    pub fn provider(mut self, provider: &str) -> Self {
+        self.provider = provider.to_string();
+        self
     }
 
     pub fn structured(mut self, structured: Structured) -> Self {
@@ -185,7 +193,7 @@ impl LlmClient for OpenAiClient {
         Ok(ChatResponse {
             content: content_of(&v)?,
             usage: usage_from(&v),
-            provider: "openai".into(),
+            provider: self.provider.clone(),
             model: self.model.clone(),
             latency_ms: started.elapsed().as_millis() as u64,
             cost_usd: v["usage"]["cost"].as_f64(),

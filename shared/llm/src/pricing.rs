@@ -56,6 +56,13 @@ const TABLE: &[(&str, Price)] = &[
         "anthropic:claude-haiku-4-5",
         Price::new(1.00, 5.00, 0.10, 1.25),
     ),
+    // Per-token prices only: Perplexity's per-request search fee is not a token price.
+    ("perplexity:sonar", Price::new(1.00, 1.00, 0.0, 0.0)),
+    ("perplexity:sonar-pro", Price::new(3.00, 15.00, 0.0, 0.0)),
+    (
+        "perplexity:sonar-reasoning-pro",
+        Price::new(2.00, 8.00, 0.0, 0.0),
+    ),
     ("gemini:gemini-2.5-pro", Price::new(1.25, 10.00, 0.31, 0.0)),
     (
         "gemini:gemini-2.5-flash",

@@ -282,3 +282,35 @@ fn openai_gets_a_cache_key_per_run_and_no_server_gets_the_cache_marks() {
         "OpenAI caches prefixes by itself: the marks stay ours"
     );
 }
+
+#[tokio::test]
+async fn perplexity_is_an_openai_compatible_preset_answering_through_a_json_schema() {
+    // Arrange: Perplexity serves chat completions at its root, not under /v1.
+    let (base, server) = serve("/chat/completions", vec![(200, vec![], OK.into(), 0)]).await;
+    let settings = LlmSettings {
+        perplexity_base_url: base,
+        perplexity_api_key: Some(Secret::new("pplx-test")),
+        ..Default::default()
+    };
+    let router = ModelRouter::build(&["perplexity:sonar".into()], &settings).unwrap();
+
+    // Act
+    let resp = router.chat(&req("perplexity:sonar")).await.unwrap();
+
+    // Assert
+    assert_eq!(resp.content, r#"{"status": {}}"#);
+    // sonar: 200 × $1 + 300 × $1 per 1M (cached input is not billed by this table) = $0.0005,
+    // priced as Perplexity's model, not as an OpenAI one.
+    assert!(
+        (resp.cost_usd.unwrap() - 0.0005).abs() < 1e-12,
+        "{:?}",
+        resp.cost_usd
+    );
+    let seen = server.seen.lock().unwrap();
+    let (headers, body) = &seen[0];
+    assert_eq!(headers["authorization"], "Bearer pplx-test");
+    assert_eq!(body["model"], "sonar");
+    assert_eq!(body["response_format"]["type"], "json_schema");
+    assert!(body.get("tools").is_none(), "no forced tool call");
+    assert!(body.get("prompt_cache_key").is_none());
+}

@@ -83,12 +83,16 @@ pub async fn with_key_secret(
     match serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&value) {
         Ok(keys) => {
             let key = |p: &str| keys.get(p).and_then(|k| k.as_str()).map(Secret::new);
-            if keys.keys().any(|p| p != "openai" && p != "anthropic") {
+            if keys
+                .keys()
+                .any(|p| !["openai", "anthropic", "perplexity"].contains(&p.as_str()))
+            {
                 return Err(PlatformError::Setting(format!(
-                    "secret `{name}` may hold keys for `openai` and `anthropic` only"
+                    "secret `{name}` may hold keys for `openai`, `anthropic` and `perplexity` only"
                 )));
             }
             settings.openai_api_key = key("openai").or(settings.openai_api_key);
+            settings.perplexity_api_key = key("perplexity").or(settings.perplexity_api_key);
             settings.anthropic_api_key = key("anthropic").or(settings.anthropic_api_key);
         }
         Err(_) => {
