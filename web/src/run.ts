@@ -49,6 +49,7 @@ export const runPage: Page = (ctx, root, params) => {
   const warning = h("div", { class: "warning-slot" });
   const waiting = h("div", { class: "waiting-slot" });
   const cont = h("div", { class: "continue-slot" });
+  const tell = h("div", { class: "tell-slot" });
   const overview = h("dl", { class: "facts" });
   const cost = h("div", { class: "cost" });
   const report = h("div", {});
@@ -75,7 +76,7 @@ export const runPage: Page = (ctx, root, params) => {
         title,
         h("div", { class: "run-status" }, badge, liveDot),
         controls),
-      warning, waiting, cont,
+      warning, waiting, cont, tell,
       h("div", { class: "cols" },
         section("overview", "Overview", overview),
         section("cost", "Cost", cost)),
@@ -164,6 +165,7 @@ export const runPage: Page = (ctx, root, params) => {
       : null);
     renderWaiting(run);
     renderContinue(run);
+    renderTell(run);
     renderOverview(run);
     renderCost(run);
     renderReport(run);
@@ -237,6 +239,33 @@ export const runPage: Page = (ctx, root, params) => {
          h("button", { type: "button", onclick: () => act("respond", { answer: answer.value.trim(), approve: false }) }, "Reject")]
       : null);
     if (!waiting.contains(answerForm)) replace(waiting, answerForm);
+  }
+
+  // Built once so a half-typed message survives refreshes.
+  const note = h("textarea", { id: "tell", rows: 2 });
+  const tellBtn = h("button", { type: "submit" }, "Send message");
+  const told = h("span", { class: "muted", role: "status" });
+  const tellForm = h("form", { class: "card tell", "aria-labelledby": "tell-h" },
+    h("h2", { id: "tell-h" }, "Tell the run"),
+    h("p", { class: "muted" }, "A correction, a new fact, a priority: the run's next iteration reads it."),
+    h("div", { class: "field" }, h("label", { for: "tell" }, "Message"), note),
+    h("div", { class: "row" }, tellBtn, told));
+  tellForm.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const text = note.value.trim();
+    if (!text) { ctx.fail(new Error("Write a message first.")); note.focus(); return; }
+    tellBtn.disabled = true;
+    if (await act("messages", { text })) {
+      note.value = "";
+      told.textContent = "Sent: the next iteration reads it.";
+    }
+    tellBtn.disabled = false;
+  });
+
+  function renderTell(run: Run) {
+    // A waiting run has its answer form; an ended one takes no messages.
+    if (ENDED.includes(run.status) || run.status === "waiting_on_user") { replace(tell); return; }
+    if (!tell.contains(tellForm)) replace(tell, tellForm);
   }
 
   const contForm = h("form", { class: "card continue", "aria-labelledby": "continue-h" });

@@ -290,6 +290,14 @@ test("a second run, followed by long-poll as behind API Gateway, is canceled mid
   assert.ok(polls.length >= 1, "the page long-polls the event log");
   assert.deepEqual(streams, [], "and never opens the SSE stream");
 
+  // Told something while it runs: the message is in the run's log for its next iteration.
+  const runId = page.url().split("/").pop();
+  await page.getByLabel("Message").fill("Log in metric units.");
+  await page.getByRole("button", { name: "Send message" }).click();
+  await page.getByText("Sent: the next iteration reads it.").waitFor();
+  const log = await (await fetch(`${base}/v1/runs/${runId}/events?after=0`, { headers: { authorization: `Bearer ${TOKEN}` } })).json();
+  assert.ok(log.events.some((e) => e.type === "message_posted" && e.payload.text === "Log in metric units."));
+
   await page.getByRole("button", { name: "Cancel run" }).click();
   await page.getByRole("button", { name: "Yes, cancel" }).click();
   await page.locator('.run-status [data-status="canceled"]').waitFor({ timeout: 20_000 });
