@@ -91,10 +91,11 @@ bench-llm:
 	$(CARGO) run -p longrun-tests --bin bench_cache -- BENCHMARKS.md
 
 ## The runner's own cost per restart and 100 tasks at once, each side by side with a shell
-## `while` loop over the same fake agent; updates BENCHMARKS.md.
+## `while` loop over the same fake agent; updates BENCHMARKS.md. The dev build (dependencies
+## optimised): the runner's cost is processes and files, not compute.
 bench-runner:
-	$(CARGO) build --release -q -p longrun
-	$(CARGO) run --release -q -p longrun-tests --bin bench_runner -- target/release/longrun BENCHMARKS.md
+	$(CARGO) build -q -p longrun
+	$(CARGO) run -q -p longrun-tests --bin bench_runner -- target/debug/longrun BENCHMARKS.md
 
 ## The Lambda binaries: zipped sizes and the worker's peak RSS for one iteration (release build).
 bench-lambda:

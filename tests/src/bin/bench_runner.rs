@@ -130,8 +130,9 @@ fn main() {
     let ideal = 3.0 * 2.0 + 2.0 * 1.0;
     let section = format!(
         "{SECTION}\n\n\
-         Reproduce with `make bench-runner` (`cargo build --release -p longrun` then \
-         `cargo run --release -p longrun-tests --bin bench_runner -- target/release/longrun BENCHMARKS.md`). \
+         Reproduce with `make bench-runner` (`cargo build -p longrun` then \
+         `cargo run -p longrun-tests --bin bench_runner -- target/debug/longrun BENCHMARKS.md`; the dev build, \
+         whose dependencies are optimised: the runner's cost is processes and files, not compute). \
          The agent is `cli/tests/fixtures/fake-agent.sh` in mode `work`; the shell loop is \
          `while [ ! -f DONE ]; do sh fake-agent.sh …; sleep $pause; done` over the same agent, \
          measured in the same run.\n\n\
