@@ -73,7 +73,14 @@ pub struct JobArgs {
     prompt_file: Option<PathBuf>,
     #[arg(long)]
     agent: Option<String>,
-    /// Without LONGRUN_TASK_DIR (i.e. outside an agent): the task to run in.
+    #[command(flatten)]
+    at: NamedTask,
+}
+
+/// `--project P --task T` (both or neither), and where projects live.
+#[derive(Args, Clone, Default)]
+pub struct NamedTask {
+    /// The task's project, where LONGRUN_TASK_DIR does not say (outside an agent).
     #[arg(long, requires = "task")]
     project: Option<String>,
     #[arg(long, requires = "project")]
@@ -87,12 +94,8 @@ pub struct BusWhere {
     /// The task folder (default: LONGRUN_TASK_DIR, or --project/--task).
     #[arg(long)]
     task_dir: Option<PathBuf>,
-    #[arg(long, requires = "task")]
-    project: Option<String>,
-    #[arg(long, requires = "project")]
-    task: Option<String>,
     #[command(flatten)]
-    common: Common,
+    named: NamedTask,
 }
 
 #[derive(Subcommand)]
@@ -264,7 +267,7 @@ fn cmd_task(a: TaskArgs, json: bool) -> Result<i32, RunnerError> {
 }
 
 fn cmd_job(a: JobArgs, json: bool) -> Result<i32, RunnerError> {
-    let cfg = load(&a.common)?;
+    let cfg = load(&a.at.common)?;
     let prompt = match (&a.prompt, &a.prompt_file) {
         (Some(p), _) => p.clone(),
         (None, Some(f)) => std::fs::read_to_string(f)?,
@@ -279,7 +282,7 @@ fn cmd_job(a: JobArgs, json: bool) -> Result<i32, RunnerError> {
             "the prompt is empty: pass it as an argument, --prompt-file or on stdin".into(),
         ));
     }
-    let (dir, project, task_name) = match (&a.project, &a.task) {
+    let (dir, project, task_name) = match (&a.at.project, &a.at.task) {
         (Some(p), Some(t)) => (task_dir(&cfg, p, t)?, p.clone(), t.clone()),
         _ => {
             let d = env_nonempty("LONGRUN_TASK_DIR").ok_or_else(|| {
@@ -337,8 +340,8 @@ fn bus_dir(at: &BusWhere) -> Result<PathBuf, RunnerError> {
     if let Some(d) = &at.task_dir {
         return Ok(d.clone());
     }
-    if let (Some(p), Some(t)) = (&at.project, &at.task) {
-        let cfg = load(&at.common)?;
+    if let (Some(p), Some(t)) = (&at.named.project, &at.named.task) {
+        let cfg = load(&at.named.common)?;
         return task::task_dir(&cfg, p, t);
     }
     env_nonempty("LONGRUN_TASK_DIR")
