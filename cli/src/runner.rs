@@ -322,6 +322,7 @@ fn cmd_job(a: JobArgs, json: bool) -> Result<i32, RunnerError> {
             depth,
             bin_dir: bin_dir(),
             deadline: None,
+            resume: None,
         },
     )?;
     if json {

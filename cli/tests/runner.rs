@@ -560,3 +560,28 @@ fn a_restarted_loop_adopts_the_live_root_instead_of_starting_a_second_one() {
     let starts = std::fs::read_to_string(env.task_dir().join(".fake-starts-slow-done")).unwrap();
     assert_eq!(starts.trim(), "1");
 }
+
+#[test]
+fn a_restarted_root_resumes_the_cli_session_its_previous_run_reported() {
+    // Arrange: a `claude`-type backend whose program is the fake agent.
+    let env = setup("", &[("root", "never")]);
+    let text = std::fs::read_to_string(&env.config).unwrap().replace(
+        "type = \"command\"\n  command = [\"sh\", ",
+        "type = \"claude\"\n  command = [\"sh\", ",
+    );
+    let text = text.replace("\"never\"]", "\"claude-session\"]");
+    std::fs::write(&env.config, text).unwrap();
+
+    // Act
+    let out = env.task(&[]);
+
+    // Assert
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let first = std::fs::read_to_string(env.task_dir().join(".args-1")).unwrap();
+    let second = std::fs::read_to_string(env.task_dir().join(".args-2")).unwrap();
+    assert!(!first.contains("--resume"), "{first}");
+    assert!(second.contains("--resume s-1"), "{second}");
+    let runs = env.runs();
+    assert_eq!(runs[0]["session_id"], "s-1");
+    assert_eq!(runs[1]["resumed_session"], "s-1");
+}

@@ -64,8 +64,11 @@ pub struct Launch {
     pub env: Vec<(String, String)>,
 }
 
-/// The argv for one run of `backend` with `prompt` (also saved at `prompt_file`).
-pub fn launch(backend: &BackendConfig, prompt: &str, prompt_file: &Path) -> Launch {
+/// The argv for one run of `backend` with `prompt` (also saved at `prompt_file`), resuming CLI
+/// session `resume` where the CLI can.
+pub fn launch(
+    backend: &BackendConfig, prompt: &str, prompt_file: &Path, resume: Option<&str>,
+) -> Launch {
     let mut argv: Vec<String> = Vec::new();
     let mut prompt_on_stdin = false;
     match backend.kind {
@@ -85,6 +88,9 @@ pub fn launch(backend: &BackendConfig, prompt: &str, prompt_file: &Path) -> Laun
                 ]
                 .map(String::from),
             );
+            if let Some(id) = resume {
+                argv.extend(["--resume".to_string(), id.to_string()]);
+            }
         }
         BackendKind::Codex => {
             argv.extend(backend.command.iter().cloned());
@@ -122,8 +128,11 @@ pub fn launch(backend: &BackendConfig, prompt: &str, prompt_file: &Path) -> Laun
         }
     }
     argv.extend(backend.args.iter().cloned());
-    // Codex takes the prompt last, after any `-c` settings.
+    // Codex takes the prompt last, after any `-c` settings (and `resume <id>`).
     if backend.kind == BackendKind::Codex {
+        if let Some(id) = resume {
+            argv.extend(["resume".to_string(), id.to_string()]);
+        }
         argv.push(prompt.to_string());
     }
     let mut env: Vec<(String, String)> = backend
@@ -195,6 +204,8 @@ pub struct UsageLimit {
 pub struct Report {
     pub usage: Usage,
     pub limit: Option<UsageLimit>,
+    /// The CLI's own session id (Claude's `session_id`, Codex's `thread_id`), to resume it.
+    pub session: Option<String>,
 }
 
 fn u(v: &Value, key: &str) -> u64 {
@@ -210,6 +221,14 @@ pub fn parse_output(kind: BackendKind, stdout: &str) -> Report {
             continue;
         };
         let ty = ev.get("type").and_then(Value::as_str).unwrap_or("");
+        let session = match (kind, ty) {
+            (BackendKind::Claude, _) => ev.get("session_id"),
+            (BackendKind::Codex, "thread.started") => ev.get("thread_id"),
+            _ => None,
+        };
+        if let Some(id) = session.and_then(Value::as_str).filter(|s| !s.is_empty()) {
+            r.session = Some(id.to_string());
+        }
         match (kind, ty) {
             (BackendKind::Claude | BackendKind::Command, "result") => {
                 if let Some(usage) = ev.get("usage") {
@@ -298,6 +317,34 @@ mod tests {
     }
 
     #[test]
+    fn the_session_a_cli_reports_is_resumed_by_its_own_flag() {
+        let cfg = crate::config::RunnerConfig::default();
+        let claude_out = r#"{"type":"system","subtype":"init","session_id":"c-123"}
+{"type":"result","subtype":"success","session_id":"c-123","num_turns":1}"#;
+        let codex_out = r#"{"type":"thread.started","thread_id":"t-456"}
+{"type":"turn.completed","usage":{"input_tokens":1,"output_tokens":1}}"#;
+
+        let claude = parse_output(BackendKind::Claude, claude_out).session;
+        let codex = parse_output(BackendKind::Codex, codex_out).session;
+        let c = launch(
+            &cfg.backends["claude"],
+            "go on",
+            Path::new("/p"),
+            claude.as_deref(),
+        );
+        let x = launch(
+            &cfg.backends["codex"],
+            "go on",
+            Path::new("/p"),
+            codex.as_deref(),
+        );
+
+        assert_eq!(c.argv[c.argv.len() - 2..], ["--resume", "c-123"]);
+        assert_eq!(x.argv[x.argv.len() - 3..], ["resume", "t-456", "go on"]);
+        assert_eq!(parse_output(BackendKind::Command, claude_out).session, None);
+    }
+
+    #[test]
     fn codex_turns_are_summed() {
         let out = r#"{"type":"turn.completed","usage":{"input_tokens":10,"cached_input_tokens":2,"output_tokens":3,"reasoning_output_tokens":1}}
 {"type":"turn.completed","usage":{"input_tokens":5,"cached_input_tokens":0,"output_tokens":1,"reasoning_output_tokens":0}}"#;
@@ -334,7 +381,7 @@ mod tests {
         b.command = vec!["sh".into(), "agent.sh".into(), "{prompt_file}".into()];
         b.prompt_via = PromptVia::Stdin;
 
-        let l = launch(&b, "do it", Path::new("/t/prompt.md"));
+        let l = launch(&b, "do it", Path::new("/t/prompt.md"), None);
 
         assert_eq!(l.argv, ["sh", "agent.sh", "/t/prompt.md"]);
         assert!(l.prompt_on_stdin);

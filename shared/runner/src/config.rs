@@ -89,6 +89,8 @@ pub struct RunnerConfig {
     pub selection: Selection,
     pub agent_order: Vec<String>,
     pub max_delegation_depth: u32,
+    /// A restarted root resumes its CLI session (Claude `--resume`, Codex `exec resume`).
+    pub resume_sessions: bool,
     pub backends: BTreeMap<String, BackendConfig>,
 }
 
@@ -184,6 +186,12 @@ pub const KEYS: &[KeySpec] = &[
         kind: "integer 1..=16",
         default: "16",
         doc: "How deep `longrun job` may nest.",
+    },
+    KeySpec {
+        key: "resume_sessions",
+        kind: "true | false",
+        default: "true",
+        doc: "A restarted root agent resumes its own CLI session where the CLI can (Claude Code, Codex); a stuck or failed run starts afresh.",
     },
 ];
 
@@ -339,6 +347,7 @@ impl Default for RunnerConfig {
             selection: Selection::RoundRobin,
             agent_order: vec!["claude".into(), "codex".into(), "gemini".into()],
             max_delegation_depth: 16,
+            resume_sessions: true,
             backends,
         }
     }
@@ -554,6 +563,17 @@ impl Parser<'_> {
         Ok(Duration::from_secs_f64(n))
     }
 
+    fn boolean(&self, attr: &Attribute) -> Result<bool, ConfigError> {
+        match &attr.value {
+            Expression::Bool(b) => Ok(*b.value()),
+            _ => Err(self.err(
+                self.line(attr.span()),
+                attr.key.value().as_str(),
+                "must be true or false",
+            )),
+        }
+    }
+
     fn string(&self, attr: &Attribute) -> Result<String, ConfigError> {
         match &attr.value {
             Expression::String(s) => Ok(s.value().to_string()),
@@ -609,6 +629,7 @@ impl Parser<'_> {
                 }
             }
             "agent_order" => cfg.agent_order = self.strings(attr)?,
+            "resume_sessions" => cfg.resume_sessions = self.boolean(attr)?,
             "max_delegation_depth" => {
                 let n = self.number(attr, 1.0)?;
                 if n > 16.0 {

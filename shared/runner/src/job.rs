@@ -32,6 +32,9 @@ pub struct JobRequest {
     pub bin_dir: Option<PathBuf>,
     /// When the task's time budget ends: a run still going then is stopped.
     pub deadline: Option<std::time::Instant>,
+    /// (backend, CLI session) to resume: the previous root run's, used only when the same
+    /// backend is chosen again.
+    pub resume: Option<(String, String)>,
 }
 
 /// How the run ended.
@@ -69,6 +72,8 @@ pub struct JobOutcome {
     pub ended: Ended,
     pub usage: Usage,
     pub limit: Option<UsageLimit>,
+    /// The CLI session it ran in, if the CLI reported one.
+    pub session: Option<String>,
 }
 
 /// Runs one job; when no agent was named, a backend that fails fast is marked degraded and the
@@ -201,6 +206,7 @@ pub fn adopt(
         depth: 0,
         bin_dir: None,
         deadline,
+        resume: None,
     };
     let choice = select::Choice {
         backend: info.str("agent").to_string(),
@@ -242,7 +248,12 @@ fn prepare(
     let (run_id, run_dir) = create_run_dir(&req.task_dir)?;
     let prompt_file = run_dir.join("prompt.md");
     std::fs::write(&prompt_file, &req.prompt)?;
-    let launch = backend::launch(b, &req.prompt, &prompt_file);
+    let resume = req
+        .resume
+        .as_ref()
+        .filter(|(name, _)| *name == choice.backend);
+    let resume = resume.map(|(_, session)| session.as_str());
+    let launch = backend::launch(b, &req.prompt, &prompt_file, resume);
     let (stdout, stderr) = (run_dir.join("stdout.txt"), run_dir.join("stderr.txt"));
     let parent = req.parent_run_id.clone().unwrap_or_default();
     let mut env = vec![
@@ -285,6 +296,9 @@ fn prepare(
     info.set("output_path", output.display().to_string());
     let argv = redacted_argv(&launch.argv, &req.prompt);
     info.set("commandline", shell_words(&argv));
+    if let Some(s) = resume {
+        info.set("resumed_session", s);
+    }
 
     let spawn = Spawn {
         argv: launch.argv.clone(),
@@ -319,6 +333,7 @@ fn failed_to_start(
         ended: Ended::FailedFast,
         usage: Usage::default(),
         limit: None,
+        session: None,
     })
 }
 
@@ -389,7 +404,11 @@ fn record_end(
         false => (w.status.code(), w.status.signal()),
     };
     let stdout_text = std::fs::read_to_string(&run.spawn.stdout).unwrap_or_default();
-    let Report { usage, limit } = backend::parse_output(kind, &stdout_text);
+    let Report {
+        usage,
+        limit,
+        session,
+    } = backend::parse_output(kind, &stdout_text);
     let output_md = run_dir.join("output.md");
     if !output_md.exists() {
         std::fs::write(&output_md, &stdout_text)?;
@@ -422,6 +441,9 @@ fn record_end(
     if let Some(l) = &limit {
         info.set("usage_limit_resets_at", l.resets_at.unwrap_or(0));
     }
+    if let Some(s) = &session {
+        info.set("session_id", s.clone());
+    }
     info.write(&run_dir)?;
 
     let how = match (exit_code, signal) {
@@ -450,6 +472,7 @@ fn record_end(
         ended,
         usage,
         limit,
+        session,
     })
 }
 

@@ -127,6 +127,7 @@ pub fn run_task(
         previous: None,
         root_pgid: None,
         fast_failures: 0,
+        session: None,
     };
     if let Some((run_dir, info)) = live_root(&task.dir)
         && let Some(outcome) = task.adopt(run_dir, &info)?
@@ -164,6 +165,9 @@ struct TaskLoop<'a> {
     /// Runs in a row that failed before any output: the pause doubles with each (capped), so a
     /// broken backend or a missing key does not become a restart storm.
     fast_failures: u32,
+    /// (backend, CLI session) the next start resumes; cleared by a stuck or failed run, so a
+    /// session that went wrong is not carried on.
+    session: Option<(String, String)>,
 }
 
 impl TaskLoop<'_> {
@@ -239,9 +243,14 @@ impl TaskLoop<'_> {
                 depth: 0,
                 bin_dir: req.bin_dir.clone(),
                 deadline: Some(self.started + self.cfg.time_budget),
+                resume: self.session.clone().filter(|_| self.cfg.resume_sessions),
             },
         )?;
         self.previous = Some(out.run_id.clone());
+        self.session = match out.ended {
+            Ended::Exited | Ended::Stopped => out.session.clone().map(|s| (out.backend.clone(), s)),
+            Ended::FailedFast | Ended::Stuck | Ended::OutOfTime => None,
+        };
         self.root_pgid = crate::runinfo::RunInfo::read(&out.run_dir)
             .ok()
             .and_then(|i| i.int("pgid"))
