@@ -141,6 +141,10 @@ struct ServeArgs {
     /// also how long an idle keep-alive connection stays open.
     #[arg(long, env = "LONGRUN_READ_TIMEOUT", default_value_t = 30)]
     read_timeout: u64,
+    /// Seconds iterations in flight get to finish after SIGTERM; the rest are handed back to
+    /// the next start (under the 30 s most orchestrators wait before SIGKILL).
+    #[arg(long, env = "LONGRUN_DRAIN_GRACE", default_value_t = 20)]
+    drain_grace: u64,
 }
 
 #[derive(Subcommand)]
@@ -383,6 +387,7 @@ async fn serve(args: ServeArgs) -> Result<()> {
         model_limits,
         app_base_url,
         read_timeout,
+        drain_grace,
     } = args;
     let data_dir = data_dir.as_path();
     let model_limits = ModelLimits::parse(model_limits.iter().map(String::as_str))?;
@@ -458,8 +463,16 @@ async fn serve(args: ServeArgs) -> Result<()> {
     };
     http::serve(listener, app, timeouts, stop).await;
     let _ = stop_tx.send(true);
-    for h in handles {
-        let _ = h.await;
+    let drained = tokio::time::timeout(Duration::from_secs(drain_grace), async {
+        for h in handles {
+            let _ = h.await;
+        }
+    })
+    .await;
+    if drained.is_err() {
+        // Exiting ends them: their leases and messages are released when the next process
+        // starts (`Running::recover`), which redoes those iterations at once.
+        println!("iterations still in flight after {drain_grace} s; handed back to the next start");
     }
     Ok(())
 }

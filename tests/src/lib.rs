@@ -305,6 +305,7 @@ pub fn platform_with_engine(
                 visibility_ms: 30_000,
                 ..Default::default()
             },
+            outbox: Default::default(),
         },
     )
     .unwrap();

@@ -990,14 +990,10 @@ async fn serve_posts_a_signed_webhook_for_each_outcome() {
 
     // Act
     let run = t.drive(&id, 400).await;
-    let mut hooks = vec![];
-    for _ in 0..500 {
-        hooks = received.lock().unwrap().clone();
-        if !hooks.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let outbox = t.running.outbox.clone().unwrap();
+    let attempted = outbox.deliver_due().await.unwrap();
+    let hooks = received.lock().unwrap().clone();
+    let log = outbox_log(&t, &id).await;
 
     // Assert: the outcome, signed with the owner's secret, with its metrics and delivery id.
     assert_eq!(run.status, longrun_domain::RunStatus::Completed);
@@ -1014,6 +1010,22 @@ async fn serve_posts_a_signed_webhook_for_each_outcome() {
     assert_eq!(v["metrics"]["iterations"], run.iteration);
     assert_eq!(v["metrics"]["tokens"], run.metrics.tokens());
     assert!(v["metrics"]["duration_ms"].is_u64());
+    assert_eq!(attempted, 1);
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0].state, longrun_domain::DeliveryState::Delivered);
+    assert_eq!(
+        headers["x-longrun-delivery"].to_str().unwrap(),
+        log[0].id,
+        "the delivery id is the one recorded"
+    );
+}
+
+async fn outbox_log(
+    t: &longrun_tests::TestPlatform, run_id: &str,
+) -> Vec<longrun_domain::WebhookDelivery> {
+    use longrun_ports::WebhookOutbox;
+    let store = longrun_local::SqliteRunStore::new(t.running.db.clone().unwrap());
+    store.deliveries("alice", run_id).await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,6 +5,7 @@ pub mod change;
 pub mod decide;
 pub mod events;
 pub mod fingerprint;
+pub mod outbox;
 pub mod outcome;
 pub mod planner;
 pub mod record;
@@ -20,6 +21,7 @@ pub use catalog::{McpServer, UserTool, Webhook};
 pub use change::{CommitPlan, Rejection, RunChange};
 pub use decide::{IterationFacts, Outcome, Verdict, decide};
 pub use events::RunEvent;
+pub use outbox::{Attempt, DeliveryState, RetryPolicy, WebhookDelivery};
 pub use outcome::{Notification, NotificationMetrics, OutcomeMessage, notification_for};
 pub use record::{
     Doc, DocHit, DocMeta, Event, EventDraft, EventKind, IterationRecord, PadEntry, doc_hit,

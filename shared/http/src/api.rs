@@ -50,8 +50,7 @@ impl FromRequestParts<Platform> for User {
             .headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim)
+            .and_then(bearer_token)
             .ok_or(ApiError::Unauthorized)?;
         p.config
             .tokens
@@ -59,6 +58,14 @@ impl FromRequestParts<Platform> for User {
             .map(|u| User(u.to_string()))
             .ok_or(ApiError::Unauthorized)
     }
+}
+
+/// The token of an `Authorization: Bearer <token>` header; the scheme is case-insensitive
+/// (RFC 9110 §11.1), so `bearer` and `BEARER` are the same.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim_start().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
 /// An answer, an approval, or decisions: at least one.
@@ -637,4 +644,19 @@ pub fn routes(p: Platform) -> Router {
             crate::error::method_not_allowed_as_problem,
         ))
         .with_state(p)
+}
+
+#[cfg(test)]
+mod auth_tests {
+    use super::bearer_token;
+
+    #[test]
+    fn the_bearer_scheme_is_matched_in_any_case_and_other_schemes_are_not() {
+        assert_eq!(bearer_token("Bearer lr_a"), Some("lr_a"));
+        assert_eq!(bearer_token("bearer lr_a"), Some("lr_a"));
+        assert_eq!(bearer_token("BEARER  lr_a "), Some("lr_a"));
+        assert_eq!(bearer_token("Basic lr_a"), None);
+        assert_eq!(bearer_token("Bearer "), None);
+        assert_eq!(bearer_token("Bearerlr_a"), None);
+    }
 }

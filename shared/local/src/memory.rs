@@ -8,14 +8,15 @@ use longrun_domain::change::ActiveDelta;
 use longrun_domain::doc_hit;
 use longrun_domain::outcome::owes_follow_up;
 use longrun_domain::run::Run;
+use longrun_domain::{DeliveryState, DocHit, Notification, WebhookDelivery, sequence_events};
 use longrun_domain::{
     Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange, Schedule,
 };
-use longrun_domain::{DocHit, Notification, sequence_events};
 use longrun_ports::{CatalogEntry, CatalogScope, QueueResult, StoreResult};
 use longrun_ports::{
     CatalogKind, ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, Enqueued, Inbox, QueueError, RunLog,
-    RunQuery, ScheduleStore, StepMessage, StepQueue, StoreError, UserCatalog, Workspace,
+    RunQuery, ScheduleStore, StepMessage, StepQueue, StoreError, UserCatalog, WebhookOutbox,
+    Workspace,
 };
 use serde_json::Value;
 
@@ -31,6 +32,8 @@ struct State {
     /// The user catalog: (user, kind, key) → entry.
     catalog: BTreeMap<(String, CatalogKind, String), serde_json::Value>,
     schedules: HashMap<String, Schedule>,
+    /// The webhook outbox: (delivery id, hook) → delivery; a lease is its `next_at`.
+    outbox: BTreeMap<(String, u32), WebhookDelivery>,
 }
 
 #[derive(Default)]
@@ -273,6 +276,61 @@ impl Inbox for InMemoryRunStore {
             kept.read = true;
         }
         Ok(())
+    }
+}
+
+#[async_trait]
+impl WebhookOutbox for InMemoryRunStore {
+    async fn put_outcome(
+        &self, n: &Notification, deliveries: &[WebhookDelivery],
+    ) -> StoreResult<bool> {
+        let mut state = self.lock();
+        if state.notifications.contains_key(&n.id) {
+            return Ok(false);
+        }
+        state.notifications.insert(n.id.clone(), n.clone());
+        for d in deliveries {
+            state.outbox.insert((d.id.clone(), d.hook), d.clone());
+        }
+        Ok(true)
+    }
+
+    async fn take_due(
+        &self, now: i64, lease_until: i64, limit: usize,
+    ) -> StoreResult<Vec<WebhookDelivery>> {
+        let mut state = self.lock();
+        let mut due: Vec<&mut WebhookDelivery> = state
+            .outbox
+            .values_mut()
+            .filter(|d| d.state == DeliveryState::Pending && d.next_at <= now)
+            .collect();
+        due.sort_by_key(|d| d.next_at);
+        Ok(due
+            .into_iter()
+            .take(limit)
+            .map(|d| {
+                let taken = d.clone();
+                d.next_at = lease_until;
+                taken
+            })
+            .collect())
+    }
+
+    async fn record_attempt(&self, d: &WebhookDelivery) -> StoreResult<()> {
+        self.lock().outbox.insert((d.id.clone(), d.hook), d.clone());
+        Ok(())
+    }
+
+    async fn deliveries(&self, user_id: &str, run_id: &str) -> StoreResult<Vec<WebhookDelivery>> {
+        let mut out: Vec<WebhookDelivery> = self
+            .lock()
+            .outbox
+            .values()
+            .filter(|d| d.run_id == run_id && d.user_id == user_id)
+            .cloned()
+            .collect();
+        out.sort_by(|a, b| (a.created_at, &a.id, a.hook).cmp(&(b.created_at, &b.id, b.hook)));
+        Ok(out)
     }
 }
 

@@ -7,6 +7,7 @@ pub mod clock;
 pub mod faults;
 pub mod llm;
 pub mod notify;
+pub mod outbox;
 pub mod queue;
 pub mod store;
 pub mod tools;
@@ -17,6 +18,7 @@ pub use llm::{
     ChatMessage, ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, LlmRole, Usage,
 };
 pub use notify::{Notifier, NotifyError};
+pub use outbox::WebhookOutbox;
 pub use queue::{
     DEDUP_WINDOW_MS, Delivery, Enqueued, QueueError, QueueResult, StepMessage, StepQueue,
     StepReason,

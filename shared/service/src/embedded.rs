@@ -1,5 +1,5 @@
 //! The embedded platform (`longrun serve`, `run --embedded`, tests): SQLite store and queue,
-//! the in-process worker loop, the notifier (inbox, then webhooks) and the scheduler.
+//! the in-process worker loop, the notifier (inbox and webhook outbox) and the scheduler.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -16,7 +16,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::config::AppConfig;
-use crate::outcome::OutcomeDelivery;
+use crate::outbox::{Outbox, OutboxConfig};
 use crate::platform::{Platform, PlatformError};
 use crate::webhooks::WebhookSender;
 
@@ -27,6 +27,7 @@ pub struct Embedded {
     pub faults: Arc<dyn Faults>,
     pub engine: EngineConfig,
     pub worker: WorkerConfig,
+    pub outbox: OutboxConfig,
 }
 
 impl Default for Embedded {
@@ -40,6 +41,7 @@ impl Default for Embedded {
                 ..EngineConfig::default()
             },
             worker: WorkerConfig::default(),
+            outbox: OutboxConfig::default(),
         }
     }
 }
@@ -51,6 +53,8 @@ pub struct Running {
     pub db: Option<SqliteDb>,
     sqlite: Option<(Arc<SqliteRunStore>, Arc<SqliteStepQueue>)>,
     pub worker: Arc<WorkerLoop>,
+    /// Outcome webhooks, when the platform's notifier records them in an outbox.
+    pub outbox: Option<Arc<Outbox>>,
 }
 
 impl Running {
@@ -66,6 +70,7 @@ impl Running {
             worker,
             db: None,
             sqlite: None,
+            outbox: None,
         }
     }
 
@@ -91,6 +96,7 @@ impl Running {
             }
         }
         queue.release_in_flight().await?;
+        store.release_outbox_leases(now).await?;
         heal(&self.platform, store).await
     }
 
@@ -142,12 +148,16 @@ impl Running {
         })
     }
 
-    /// Starts the worker loop, the scheduler and the healer; they stop when `shutdown` turns
-    /// true.
+    /// Starts the worker loop, the scheduler, the healer and the webhook outbox; they stop when
+    /// `shutdown` turns true.
     pub fn spawn(&mut self, shutdown: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
         let mut handles =
             vec![self.spawn_scheduler(std::time::Duration::from_secs(15), shutdown.clone())];
         handles.extend(self.spawn_healer(std::time::Duration::from_secs(1), shutdown.clone()));
+        if let Some(outbox) = self.outbox.clone() {
+            let shutdown = shutdown.clone();
+            handles.push(tokio::spawn(async move { outbox.run(shutdown).await }));
+        }
         let worker = self.worker.clone();
         handles.push(tokio::spawn(async move { worker.run(shutdown).await }));
         handles
@@ -179,17 +189,18 @@ impl Platform {
         let store: Arc<dyn Store> = sqlite_store.clone();
         let sqlite_queue = Arc::new(SqliteStepQueue::new(db.clone(), opts.clock.clone()));
         let queue: Arc<dyn StepQueue> = sqlite_queue.clone();
-        let webhooks = WebhookSender::new(
-            &config.fetch,
-            vec![
-                std::time::Duration::from_millis(500),
-                std::time::Duration::from_secs(1),
-                std::time::Duration::from_secs(2),
-            ],
-        )
-        .map_err(|e| PlatformError::Setting(format!("webhook client: {e}")))?;
+        // One attempt per call: the outbox keeps the backoff, durably.
+        let webhooks = WebhookSender::new(&config.fetch, vec![])
+            .map_err(|e| PlatformError::Setting(format!("webhook client: {e}")))?;
+        let outbox = Arc::new(Outbox::new(
+            sqlite_store.clone(),
+            store.clone(),
+            webhooks,
+            opts.clock.clone(),
+            opts.outbox,
+        ));
         let notifier = LocalNotifier {
-            delivery: Arc::new(OutcomeDelivery::new(store.clone(), store.clone(), webhooks)),
+            outbox: outbox.clone(),
         };
         let llm: Arc<dyn LlmClient> = match opts.llm {
             Some(llm) => llm,
@@ -208,31 +219,26 @@ impl Platform {
         let mut running = Running::new(platform, opts.worker);
         running.db = Some(db);
         running.sqlite = Some((sqlite_store, sqlite_queue));
+        running.outbox = Some(outbox);
         Ok(running)
     }
 }
 
-/// The embedded stand-in for SNS → notifier Lambda, over the same `OutcomeDelivery`: the inbox
-/// entry is durable before `publish` returns (so the run is marked notified only then); the
-/// webhooks are POSTed in the background with the sender's backoff.
+/// The embedded stand-in for SNS → notifier Lambda: the inbox entry and the outcome's webhook
+/// deliveries are durable, in one write, before `publish` returns (so the run is marked
+/// notified only then); the outbox's loop POSTs them.
 struct LocalNotifier {
-    delivery: Arc<OutcomeDelivery>,
+    outbox: Arc<Outbox>,
 }
 
 #[async_trait::async_trait]
 impl Notifier for LocalNotifier {
     async fn publish(&self, msg: &OutcomeMessage) -> Result<(), NotifyError> {
-        self.delivery
+        self.outbox
             .record(msg)
             .await
-            .map_err(|e| NotifyError(format!("recording the notification: {e}")))?;
-        let (delivery, msg) = (self.delivery.clone(), msg.clone());
-        tokio::spawn(async move {
-            if let Err(e) = delivery.post(&msg).await {
-                tracing::warn!(run_id = %msg.run_id, error = %e, "webhook delivery failed");
-            }
-        });
-        Ok(())
+            .map(|_| ())
+            .map_err(|e| NotifyError(format!("recording the notification: {e}")))
     }
 }
 

@@ -9,6 +9,7 @@ pub mod config;
 #[cfg(feature = "embedded")]
 pub mod embedded;
 pub mod error;
+pub mod outbox;
 pub mod outcome;
 pub mod platform;
 pub mod runs;
@@ -21,6 +22,7 @@ pub use config::{AppConfig, FetchConfig, Tokens};
 #[cfg(feature = "embedded")]
 pub use embedded::{Embedded, Running};
 pub use error::ServiceError;
+pub use outbox::{Outbox, OutboxConfig};
 pub use outcome::OutcomeDelivery;
 pub use platform::{Platform, PlatformError};
 pub use runs::{CreateRun, create_run};

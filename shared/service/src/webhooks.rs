@@ -6,7 +6,7 @@ use longrun_ports::CatalogExt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use longrun_domain::{OutcomeMessage, Webhook};
+use longrun_domain::{Attempt, OutcomeMessage, Webhook};
 use longrun_ports::StoreError;
 use longrun_ports::UserCatalog;
 use serde_json::{Value, json};
@@ -120,30 +120,10 @@ impl WebhookSender {
             {
                 tokio::time::sleep(*wait).await;
             }
-            let sent = self
-                .http
-                .post(&hook.url)
-                .header("content-type", "application/json")
-                .header(SIGNATURE_HEADER, &sig)
-                .header(DELIVERY_HEADER, delivery)
-                .body(body.to_vec())
-                .send()
-                .await;
-            match sent {
-                Ok(r) if r.status().is_success() => return Ok(()),
-                // A 4xx other than 429 will not change on retry.
-                Ok(r) if r.status().is_client_error() && r.status().as_u16() != 429 => {
-                    warn!(url = %hook.url, status = %r.status(), "webhook refused the delivery");
-                    return Ok(());
-                }
-                Ok(r) => last = format!("HTTP {}", r.status()),
-                // A URL the guard refuses (stored before it was checked, or a name that now
-                // resolves to a private address) is never retried.
-                Err(e) if longrun_fetch::refusal_in(&e).is_some() => {
-                    warn!(url = %hook.url, error = %e.without_url(), "webhook refused by the SSRF guard");
-                    return Ok(());
-                }
-                Err(e) => last = e.without_url().to_string(),
+            match self.attempt(&hook.url, &sig, delivery, body).await {
+                // A refusal will not change on retry.
+                Attempt::Delivered | Attempt::Refused(_) => return Ok(()),
+                Attempt::Failed(why) => last = why,
             }
         }
         Err(WebhookError::Failed {
@@ -151,5 +131,35 @@ impl WebhookSender {
             attempts,
             last,
         })
+    }
+
+    /// One signed POST of `body` (already signed: `sig`) under the delivery id.
+    pub async fn attempt(&self, url: &str, sig: &str, delivery: &str, body: &[u8]) -> Attempt {
+        let sent = self
+            .http
+            .post(url)
+            .header("content-type", "application/json")
+            .header(SIGNATURE_HEADER, sig)
+            .header(DELIVERY_HEADER, delivery)
+            .body(body.to_vec())
+            .send()
+            .await;
+        match sent {
+            Ok(r) if r.status().is_success() => Attempt::Delivered,
+            // A 4xx other than 429 will not change on retry.
+            Ok(r) if r.status().is_client_error() && r.status().as_u16() != 429 => {
+                warn!(url = %url, status = %r.status(), "webhook refused the delivery");
+                Attempt::Refused(format!("HTTP {}", r.status()))
+            }
+            Ok(r) => Attempt::Failed(format!("HTTP {}", r.status())),
+            // A URL the guard refuses (stored before it was checked, or a name that now
+            // resolves to a private address) is never retried.
+            Err(e) if longrun_fetch::refusal_in(&e).is_some() => {
+                let e = e.without_url();
+                warn!(url = %url, error = %e, "webhook refused by the SSRF guard");
+                Attempt::Refused(format!("refused by the SSRF guard: {e}"))
+            }
+            Err(e) => Attempt::Failed(e.without_url().to_string()),
+        }
     }
 }

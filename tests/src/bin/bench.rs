@@ -43,6 +43,7 @@ fn platform(dir: &std::path::Path, batch: usize) -> longrun_http::Running {
                 idle_sleep: Duration::from_millis(1),
                 ..Default::default()
             },
+            outbox: Default::default(),
         },
     )
     .unwrap()

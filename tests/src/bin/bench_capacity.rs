@@ -57,6 +57,7 @@ fn platform(
                 idle_sleep: Duration::from_millis(5),
                 ..Default::default()
             },
+            outbox: Default::default(),
         },
     )
     .unwrap()

@@ -29,6 +29,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 mod catalog;
+mod outbox;
 mod queue;
 mod runs;
 
@@ -316,6 +317,7 @@ impl SqliteDb {
         conn.execute_batch(SCHEMA).map_err(unavailable)?;
         add_fair_key(&conn).map_err(unavailable)?;
         fold_catalog(&conn).map_err(unavailable)?;
+        outbox::migrate(&conn).map_err(unavailable)?;
         Ok(SqliteDb {
             inner: Arc::new(Inner {
                 generation: std::sync::atomic::AtomicU64::new(0),

@@ -1,0 +1,197 @@
+//! Outcome webhooks as durable records: one delivery per outcome and webhook, recorded with the
+//! inbox entry, and what each attempt's result does to it (retry later, delivered, given up).
+//! Pure: the sender and the stores act on what these functions return.
+
+use serde::{Deserialize, Serialize};
+
+/// Where a delivery stands. `Pending` is attempted (again) once `next_at` has passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeliveryState {
+    Pending,
+    Delivered,
+    /// Refused for good by the receiver (a 4xx other than 429, a URL the SSRF guard refuses) or
+    /// out of attempts; kept with the last error so the owner can see why.
+    GivenUp,
+}
+
+impl DeliveryState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryState::Pending => "pending",
+            DeliveryState::Delivered => "delivered",
+            DeliveryState::GivenUp => "given_up",
+        }
+    }
+}
+
+/// One outcome on its way to one of its owner's webhooks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WebhookDelivery {
+    /// The outcome's notification id: sent as the delivery header on every attempt, and the
+    /// same for every webhook of the outcome, so each receiver can drop repeats.
+    pub id: String,
+    /// The webhook's place in its owner's list when the outcome was recorded.
+    pub hook: u32,
+    pub user_id: String,
+    pub run_id: String,
+    pub url: String,
+    /// The body's signature under the webhook's secret, computed when recorded: the secret
+    /// stays in the catalog, and every attempt sends the same bytes.
+    pub signature: String,
+    pub body: String,
+    pub state: DeliveryState,
+    pub attempts: u32,
+    /// When it is due next (pending), or when it settled.
+    pub next_at: i64,
+    pub created_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+/// What one attempt came to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Attempt {
+    Delivered,
+    /// Will not change on retry.
+    Refused(String),
+    /// May work later: a 5xx, a 429, a timeout, a connection refused.
+    Failed(String),
+}
+
+/// How long to wait between attempts, and how many to make.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RetryPolicy {
+    pub first_wait_ms: i64,
+    pub max_wait_ms: i64,
+    pub max_attempts: u32,
+}
+
+impl Default for RetryPolicy {
+    /// 1 s doubling to 5 min, 12 attempts: about 23 minutes of trying, enough for a receiver
+    /// restart or a short outage, short enough that the log says "given up" the same hour.
+    fn default() -> Self {
+        RetryPolicy {
+            first_wait_ms: 1_000,
+            max_wait_ms: 300_000,
+            max_attempts: 12,
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait after the `attempts`-th failed attempt.
+    pub fn wait_after(&self, attempts: u32) -> i64 {
+        let doublings = attempts.saturating_sub(1).min(30);
+        self.first_wait_ms
+            .saturating_mul(1_i64 << doublings)
+            .min(self.max_wait_ms)
+    }
+}
+
+impl WebhookDelivery {
+    /// The delivery after an attempt that ended at `now`.
+    pub fn after(&self, attempt: &Attempt, now: i64, policy: &RetryPolicy) -> WebhookDelivery {
+        let mut next = self.clone();
+        next.attempts = self.attempts.saturating_add(1);
+        next.next_at = now;
+        match attempt {
+            Attempt::Delivered => {
+                next.state = DeliveryState::Delivered;
+            }
+            Attempt::Refused(why) => {
+                next.state = DeliveryState::GivenUp;
+                next.last_error = Some(why.clone());
+            }
+            Attempt::Failed(why) => {
+                next.last_error = Some(why.clone());
+                if next.attempts >= policy.max_attempts {
+                    next.state = DeliveryState::GivenUp;
+                } else {
+                    next.next_at = now.saturating_add(policy.wait_after(next.attempts));
+                }
+            }
+        }
+        next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pending() -> WebhookDelivery {
+        WebhookDelivery {
+            id: "r1#3#completed".into(),
+            hook: 0,
+            user_id: "u".into(),
+            run_id: "r1".into(),
+            url: "https://hooks.example/h".into(),
+            signature: "sha256=00".into(),
+            body: "{}".into(),
+            state: DeliveryState::Pending,
+            attempts: 0,
+            next_at: 0,
+            created_at: 0,
+            last_error: None,
+        }
+    }
+
+    #[test]
+    fn a_failed_attempt_is_retried_later_with_a_doubling_wait_capped_by_the_policy() {
+        // Arrange
+        let policy = RetryPolicy {
+            first_wait_ms: 1_000,
+            max_wait_ms: 3_000,
+            max_attempts: 10,
+        };
+        let failed = Attempt::Failed("HTTP 503".into());
+
+        // Act
+        let first = pending().after(&failed, 100, &policy);
+        let second = first.after(&failed, 2_000, &policy);
+        let third = second.after(&failed, 5_000, &policy);
+
+        // Assert
+        assert_eq!(first.state, DeliveryState::Pending);
+        assert_eq!(
+            [first.next_at, second.next_at, third.next_at],
+            [1_100, 4_000, 8_000]
+        );
+        assert_eq!(third.attempts, 3);
+        assert_eq!(third.last_error.as_deref(), Some("HTTP 503"));
+    }
+
+    #[test]
+    fn a_delivery_out_of_attempts_is_given_up_and_keeps_its_last_error() {
+        // Arrange
+        let policy = RetryPolicy {
+            max_attempts: 2,
+            ..RetryPolicy::default()
+        };
+        let failed = Attempt::Failed("connection refused".into());
+
+        // Act
+        let last = pending()
+            .after(&failed, 0, &policy)
+            .after(&failed, 10, &policy);
+
+        // Assert
+        assert_eq!(last.state, DeliveryState::GivenUp);
+        assert_eq!(last.attempts, 2);
+        assert_eq!(last.last_error.as_deref(), Some("connection refused"));
+    }
+
+    #[test]
+    fn a_refusal_gives_up_at_once_and_a_success_settles_the_delivery() {
+        let policy = RetryPolicy::default();
+
+        let refused = pending().after(&Attempt::Refused("HTTP 410".into()), 5, &policy);
+        let delivered = pending().after(&Attempt::Delivered, 5, &policy);
+
+        assert_eq!(refused.state, DeliveryState::GivenUp);
+        assert_eq!(refused.attempts, 1);
+        assert_eq!(delivered.state, DeliveryState::Delivered);
+        assert_eq!(delivered.last_error, None);
+    }
+}
