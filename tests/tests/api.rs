@@ -976,6 +976,7 @@ async fn serve_posts_a_signed_webhook_for_each_outcome() {
         .unwrap();
     let req = longrun_http::CreateRun {
         objective: "write notes".into(),
+        completion_criteria: vec![],
         budgets: Default::default(),
         thresholds: None,
         model: None,
