@@ -1379,7 +1379,9 @@ async fn a_run_with_criteria_completes_only_once_its_claim_proves_every_one() {
         )
         .await;
     let id = run["id"].as_str().unwrap().to_string();
-    let done = app.wait_status(&id, &["completed", "stopped", "failed"]).await;
+    let done = app
+        .wait_status(&id, &["completed", "stopped", "failed"])
+        .await;
     let (_, iterations) = app.get(&format!("/v1/runs/{id}/iterations"), ALICE).await;
 
     // Assert
