@@ -528,6 +528,7 @@ async fn run_embedded(
     let p = running.platform.clone();
     let req = CreateRun {
         objective: objective.to_string(),
+        completion_criteria: vec![],
         budgets: run.budgets.input(),
         thresholds: None,
         model: None,

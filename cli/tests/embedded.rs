@@ -103,7 +103,7 @@ fn retryable_errors_are_retried_then_count_as_iteration_errors() {
 #[test]
 fn a_transient_error_followed_by_success_completes() {
     let script = r#"{"planner": [{"error": {"kind": "server", "message": "503"}},
-        {"content": {"status": {"exit_signal": true, "needs_user_input": false, "progress_summary": "ok", "remaining_work": [], "completion_evidence": []},
+        {"content": {"status": {"exit_signal": true, "needs_user_input": false, "progress_summary": "ok", "remaining_work": [], "completion_evidence": ["a.md"]},
                      "tool_calls": [{"name": "doc_write", "args": {"path": "a.md", "content": "A"}}]}}]}"#;
     let (_, report, _) = run_script(script, &[]);
     assert_report(&report, "completed", "completed");
@@ -120,6 +120,34 @@ fn unknown_tools_and_bad_arguments_without_repair_end_in_no_progress() {
         "repair": [{"content": "no idea"}]}"#;
     let (_, report, _) = run_script(script, &[]);
     assert_report(&report, "stopped", "no_progress");
+}
+
+#[test]
+fn a_planner_calling_a_missing_tool_every_iteration_stops_as_repeated_error_naming_it() {
+    // Progress every iteration (a new note) and a different action set each time: only the
+    // tool breaker can stop it before the iteration cap.
+    let script = r#"{"planner": [{"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "noting", "remaining_work": ["x"]},
+        "tool_calls": [{"name": "web_magic", "args": {"q": "{{iteration}}"}},
+                       {"name": "doc_write", "args": {"path": "n{{iteration}}.md", "content": "n"}}]}}],
+        "repair": [{"content": "no idea"}]}"#;
+
+    let (_, report, _) = run_script(script, &[]);
+
+    assert_report(&report, "stopped", "repeated_error");
+    assert_eq!(report["metrics"]["iterations"], 3);
+    let detail = report["stopping_reason"]["detail"].as_str().unwrap();
+    assert!(detail.contains("called tool `web_magic`"), "{detail}");
+    assert!(detail.contains("unknown tool `web_magic`"), "{detail}");
+}
+
+#[test]
+fn a_completion_claim_citing_a_document_never_written_does_not_complete() {
+    let script = r#"{"planner": [{"content": {"status": {"exit_signal": true, "needs_user_input": false, "progress_summary": "done", "remaining_work": [], "completion_evidence": ["ghost.md"]},
+        "tool_calls": [{"name": "doc_write", "args": {"path": "n{{iteration}}.md", "content": "n"}}]}}]}"#;
+
+    let (_, report, _) = run_script(script, &["--max-iterations", "2"]);
+
+    assert_report(&report, "stopped", "max_iterations");
 }
 
 #[test]

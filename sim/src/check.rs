@@ -4,6 +4,7 @@ use longrun_ports::prelude::*;
 use std::collections::BTreeMap;
 
 use longrun_domain::EventKind;
+use longrun_domain::evidence::{ClaimEvidence, DocFound, judge_evidence};
 use longrun_domain::run::{Run, RunStatus};
 use longrun_http::Platform;
 use longrun_local::InMemoryRunStore;
@@ -36,6 +37,7 @@ pub(crate) async fn all(sim: &Sim, p: &Platform, users: &[String], settled: bool
         books(run, &mine, &mut out);
         budgets(run, &mine, &mut out);
         outcome(store, run, &mut out).await;
+        completed_with_evidence(store, run, &mut out).await;
         children(store, run, &mine, &mut out).await;
         if !settled && !world::settled(run) {
             out.push(format!(
@@ -157,6 +159,42 @@ async fn outcome(store: &InMemoryRunStore, run: &Run, out: &mut Vec<String>) {
         out.push(format!(
             "{}: marked notified, but the inbox has no {id} (it has {ids:?})",
             run.id
+        ));
+    }
+}
+
+/// Completed ⇒ accepted evidence: the committed claim of a completed run names documents
+/// the committed workspace holds (non-empty, written by one of the run's iterations) or done
+/// plan steps, and maps every criterion of the run to them.
+async fn completed_with_evidence(store: &InMemoryRunStore, run: &Run, out: &mut Vec<String>) {
+    if run.status != RunStatus::Completed {
+        return;
+    }
+    let last = store
+        .iterations(&run.id, run.iteration.saturating_sub(1), 1)
+        .await
+        .unwrap_or_default();
+    let Some(status) = last.first().and_then(|i| i.status_block.clone()) else {
+        out.push(format!("{}: completed without a status block", run.id));
+        return;
+    };
+    let mut claim = ClaimEvidence::of(&status.completion_evidence, &status.criteria_evidence);
+    for path in claim.doc_paths() {
+        let found = match store.doc(&run.id, &path).await.ok().flatten() {
+            Some(d) => DocFound::Present {
+                blank: d.content.trim().is_empty(),
+                updated_iteration: d.updated_iteration,
+            },
+            None => DocFound::Missing,
+        };
+        claim.docs.push((path, found));
+    }
+    let problems = judge_evidence(&run.completion_criteria, &claim, &run.plan, run.iteration);
+    if !status.exit_signal || claim.references.is_empty() || !problems.is_empty() {
+        let problems: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+        out.push(format!(
+            "{}: completed on a claim that is not accepted (exit_signal {}, evidence {:?}): {problems:?}",
+            run.id, status.exit_signal, status.completion_evidence
         ));
     }
 }

@@ -459,6 +459,44 @@ const ERRORS: [LlmErrorKind; 7] = [
     LlmErrorKind::Malformed,
 ];
 
+/// A completion claim, honest or not: the exit gate must turn down every dishonest one
+/// (no evidence, a doc that does not exist or is empty, a criterion left unmapped).
+fn claim(roll: u64, n: u32, criteria: usize) -> Value {
+    let map = |upto: usize, evidence: &str| -> Value {
+        (1..=upto)
+            .map(|i| json!({"criterion": format!("c{i}"), "evidence": [evidence]}))
+            .collect()
+    };
+    let earlier = format!("notes/{}.md", n.saturating_sub(1));
+    let (calls, evidence, mapped) = match roll {
+        0..=5 => (
+            vec![write("final.md", "final")],
+            vec![],
+            map(criteria, "final.md"),
+        ),
+        6..=8 => (vec![], vec!["missing.md"], map(criteria, "missing.md")),
+        9..=10 => (
+            vec![write("empty.md", " ")],
+            vec!["empty.md"],
+            map(criteria, "empty.md"),
+        ),
+        11..=12 => (
+            vec![write("final.md", "final")],
+            vec!["final.md"],
+            map(criteria.saturating_sub(1), "final.md"),
+        ),
+        13..=15 => (vec![], vec![earlier.as_str()], map(criteria, &earlier)),
+        _ => (
+            vec![write("final.md", "final")],
+            vec!["final.md"],
+            map(criteria, "final.md"),
+        ),
+    };
+    let mut st = status(true, false, "done", &evidence);
+    st["criteria_evidence"] = mapped;
+    json!({"status": st, "tool_calls": calls})
+}
+
 fn status(exit: bool, ask: bool, summary: &str, evidence: &[&str]) -> Value {
     json!({
         "exit_signal": exit,
@@ -475,7 +513,7 @@ fn write(path: &str, content: &str) -> Value {
 }
 
 impl SimLlm {
-    fn planner(&self, n: u32) -> Result<String, LlmErrorKind> {
+    fn planner(&self, n: u32, criteria: usize) -> Result<String, LlmErrorKind> {
         let roll = self.sim.range(0, 99);
         let note = format!("notes/{n}.md");
         let out = match roll {
@@ -488,8 +526,7 @@ impl SimLlm {
                 }
                 out
             }
-            45..=59 => json!({"status": status(true, false, "done", &["final.md"]),
-                "tool_calls": [write("final.md", "final")]}),
+            45..=59 => claim(self.sim.range(0, 39), n, criteria),
             60..=64 => json!({"status": status(false, true, "need a choice", &[])}),
             65..=70 => {
                 let mut calls = vec![json!({"name": "spawn_run", "args": {
@@ -511,10 +548,10 @@ impl SimLlm {
         Ok(out.to_string())
     }
 
-    fn answer(&self, req: &ChatRequest) -> Result<String, LlmErrorKind> {
+    fn answer(&self, req: &ChatRequest, criteria: usize) -> Result<String, LlmErrorKind> {
         let n = req.iteration;
         match req.role {
-            LlmRole::Planner => self.planner(n),
+            LlmRole::Planner => self.planner(n, criteria),
             LlmRole::Executor if self.sim.chance(100) => Ok("not json".into()),
             LlmRole::Executor => Ok(json!({"tool_calls": [write(&format!("exec/{n}.md"), "e")],
                 "summary": "ok"})
@@ -531,7 +568,9 @@ impl SimLlm {
 impl LlmClient for SimLlm {
     async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let sim = &self.sim;
-        if let Some(run) = sim.inner.get_run(&req.run_id).await.ok().flatten()
+        let run = sim.inner.get_run(&req.run_id).await.ok().flatten();
+        let criteria = run.as_ref().map_or(0, |r| r.completion_criteria.len());
+        if let Some(run) = run
             && run.status == RunStatus::Canceled
         {
             sim.violation(format!(
@@ -554,7 +593,7 @@ impl LlmClient for SimLlm {
         } else if sim.roll(60) {
             crate::world::interleave(sim, &req.run_id).await;
         }
-        let content = self.answer(req).map_err(|kind| {
+        let content = self.answer(req, criteria).map_err(|kind| {
             sim.note(format!(
                 "model: {kind:?} for {}#{}",
                 req.run_id, req.iteration

@@ -195,7 +195,11 @@ impl World {
             1 => Some(PermissionMode::PerWrite),
             _ => None,
         };
-        let req = template("research the topic", budgets, mode);
+        let mut req = template("research the topic", budgets, mode);
+        // Some runs name criteria their completion claim must map to evidence.
+        req.completion_criteria = (1..=self.sim.below(3))
+            .map(|i| format!("criterion {i}"))
+            .collect();
         match longrun_http::api::create_run_with_id(&self.p, &user, req, id.clone()).await {
             Ok(_) => self.sim.note(format!("{user} created {id}")),
             Err(e) => self.sim.note(format!("{user} could not create {id}: {e}")),
@@ -247,6 +251,7 @@ fn no_child_owed(runs: &[Run]) -> bool {
 fn template(objective: &str, budgets: BudgetsInput, mode: Option<PermissionMode>) -> RunTemplate {
     RunTemplate {
         objective: objective.into(),
+        completion_criteria: vec![],
         budgets,
         thresholds: None,
         model: None,

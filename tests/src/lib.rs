@@ -69,6 +69,7 @@ pub fn run_request(
 ) -> longrun_http::CreateRun {
     longrun_http::CreateRun {
         objective: objective.into(),
+        completion_criteria: vec![],
         budgets,
         thresholds: None,
         model: None,

@@ -976,6 +976,7 @@ async fn serve_posts_a_signed_webhook_for_each_outcome() {
         .unwrap();
     let req = longrun_http::CreateRun {
         objective: "write notes".into(),
+        completion_criteria: vec![],
         budgets: Default::default(),
         thresholds: None,
         model: None,
@@ -1361,4 +1362,72 @@ async fn an_integer_sent_as_a_whole_float_is_accepted_and_a_fraction_is_refused(
         "{}",
         fraction.1
     );
+}
+
+/// Iteration 1 claims completion proving only the first criterion; iteration 2 proves both.
+const CRITERIA: &str = r#"{"planner": [
+  {"content": {"status": {"exit_signal": true, "needs_user_input": false, "progress_summary": "guide written",
+    "remaining_work": [], "completion_evidence": ["guide.md"],
+    "criteria_evidence": [{"criterion": "c1", "evidence": ["guide.md covers three teas"]}]},
+    "tool_calls": [{"name": "doc_write", "args": {"path": "guide.md", "content": "green, black, oolong"}}]}},
+  {"content": {"status": {"exit_signal": true, "needs_user_input": false, "progress_summary": "sources added",
+    "remaining_work": [], "completion_evidence": ["guide.md", "sources.md"],
+    "criteria_evidence": [{"criterion": "c1", "evidence": ["guide.md"]},
+                          {"criterion": "cites a source for each", "evidence": ["sources.md"]}]},
+    "tool_calls": [{"name": "doc_write", "args": {"path": "sources.md", "content": "three sources"}}]}}]}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_with_criteria_completes_only_once_its_claim_proves_every_one() {
+    // Arrange
+    let app = spawn_app(CRITERIA, 3, true).await;
+    let criteria = json!(["covers three teas", "cites a source for each"]);
+
+    // Act
+    let (s, run) = app
+        .post(
+            "/v1/runs",
+            ALICE,
+            json!({"objective": "a tea guide", "completion_criteria": criteria}),
+        )
+        .await;
+    let id = run["id"].as_str().unwrap().to_string();
+    let done = app
+        .wait_status(&id, &["completed", "stopped", "failed"])
+        .await;
+    let (_, iterations) = app.get(&format!("/v1/runs/{id}/iterations"), ALICE).await;
+
+    // Assert
+    assert_eq!(s, StatusCode::CREATED, "{run}");
+    assert_eq!(run["completion_criteria"], criteria);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["iteration"], 2);
+    let hints = iterations.to_string();
+    assert!(
+        hints.contains(r#"criterion c2 (\"cites a source for each\") is not mapped"#),
+        "{hints}"
+    );
+}
+
+#[tokio::test]
+async fn criteria_that_are_blank_or_too_many_are_refused_with_the_field_named() {
+    let app = spawn_app(LOOP, 3, false).await;
+    let many: Vec<String> = (0..21).map(|i| format!("criterion {i}")).collect();
+    for (criteria, needle) in [
+        (json!(["fine", "  "]), "completion_criteria[1]"),
+        (json!(many), "at most 20"),
+    ] {
+        let (s, problem) = app
+            .post(
+                "/v1/runs",
+                ALICE,
+                json!({"objective": "x", "completion_criteria": criteria}),
+            )
+            .await;
+
+        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{problem}");
+        assert!(
+            problem["detail"].as_str().unwrap().contains(needle),
+            "{needle} not in {problem}"
+        );
+    }
 }

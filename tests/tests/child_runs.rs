@@ -94,6 +94,7 @@ fn tree_with_faults(parent: &str, child: &str, faults: Arc<dyn Faults>) -> TestP
 async fn start(t: &TestPlatform) -> String {
     let req = CreateRun {
         objective: "compare three teas".into(),
+        completion_criteria: vec![],
         budgets: BudgetsInput {
             max_tokens: Some(1_000),
             ..Default::default()

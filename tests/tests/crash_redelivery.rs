@@ -24,6 +24,7 @@ use longrun_tests::{
 async fn start(t: &TestPlatform) -> String {
     let req = longrun_http::CreateRun {
         objective: "write notes".into(),
+        completion_criteria: vec![],
         budgets: Default::default(),
         thresholds: None,
         permission_mode: None,

@@ -44,6 +44,7 @@ fn platform_over(llm: Arc<dyn LlmClient>) -> TestPlatform {
 async fn start(t: &TestPlatform, models: &[&str]) -> String {
     let req = CreateRun {
         objective: "write notes".into(),
+        completion_criteria: vec![],
         budgets: Default::default(),
         thresholds: None,
         model: None,
@@ -85,6 +86,7 @@ async fn models_outside_the_servers_list_are_refused_at_creation() {
     let t = platform_over(router(&[(MODEL, NOTES_SCRIPT)]));
     let req = CreateRun {
         objective: "x".into(),
+        completion_criteria: vec![],
         budgets: Default::default(),
         thresholds: None,
         model: Some(MODEL.into()),
@@ -97,6 +99,7 @@ async fn models_outside_the_servers_list_are_refused_at_creation() {
 
     let req = CreateRun {
         objective: "x".into(),
+        completion_criteria: vec![],
         budgets: Default::default(),
         thresholds: None,
         model: None,

@@ -108,6 +108,7 @@ async fn a_real_small_model_drives_a_run_to_a_legitimate_end_with_exact_token_bo
     );
     let req = CreateRun {
         objective: "Write a three-line note about green tea to notes/tea.md.".into(),
+        completion_criteria: vec![],
         budgets: BudgetsInput {
             max_iterations: Some(3),
             ..Default::default()

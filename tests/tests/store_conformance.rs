@@ -562,6 +562,7 @@ mod suite {
             cron: "0 * * * *".into(),
             template: RunTemplate {
                 objective: "hourly".into(),
+                completion_criteria: vec![],
                 budgets: Default::default(),
                 thresholds: None,
                 model: None,

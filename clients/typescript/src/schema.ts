@@ -562,6 +562,17 @@ export interface components {
             /** @description The run each occurrence starts (the body of `POST /v1/runs`). */
             template: components["schemas"]["RunTemplate"];
         };
+        /** @description One criterion mapped to its evidence in a completion claim (`criteria_evidence`). */
+        CriterionEvidence: {
+            /** @description The criterion: its id as the prompt lists it (`c1`, `c2`, …) or its exact text. */
+            criterion: string;
+            /**
+             * @description Evidence items for it, as in `completion_evidence`: each names documents by path or
+             *     plan steps as `plan:ID`.
+             * @default []
+             */
+            evidence?: string[];
+        };
         Decision: {
             /** @constant */
             decision: "approved";
@@ -976,6 +987,11 @@ export interface components {
              * @default []
              */
             children?: components["schemas"]["ChildRun"][];
+            /**
+             * @description Plain-language conditions the result must meet: a completion claim must map each one
+             *     (`c1`, `c2`, … in order) to accepted evidence.
+             */
+            completion_criteria?: string[];
             /** Format: int64 */
             created_at: number;
             /** Format: uint32 */
@@ -1101,6 +1117,12 @@ export interface components {
              */
             budgets?: components["schemas"]["BudgetsInput"];
             /**
+             * @description Plain-language conditions the result must meet (at most 20, each 1 to 500
+             *     characters). The run completes only when the planner's claim maps every criterion to
+             *     evidence: documents this run wrote that are not empty, or plan steps that are done.
+             */
+            completion_criteria?: string[];
+            /**
              * @description `provider:model`; one of the server's configured models.
              * @default null
              */
@@ -1144,10 +1166,20 @@ export interface components {
         StatusBlock: {
             /** @default [] */
             blocking_questions?: string[];
-            /** @default [] */
+            /**
+             * @description What proves the objective met: each item names workspace documents by path or plan
+             *     steps as `plan:ID`. A claim is accepted only when every one it names exists in this
+             *     run, documents are non-empty and were written by this run, and plan steps are done.
+             * @default []
+             */
             completion_evidence?: string[];
             /** @default null */
             confidence?: components["schemas"]["Confidence"] | null;
+            /**
+             * @description Each of the run's `completion_criteria` mapped to its evidence; required for every
+             *     criterion when the run has any.
+             */
+            criteria_evidence?: components["schemas"]["CriterionEvidence"][];
             exit_signal: boolean;
             needs_user_input: boolean;
             /** @default null */
@@ -1174,6 +1206,13 @@ export interface components {
             no_progress: number;
             /** Format: uint32 */
             repeat: number;
+            /**
+             * Format: uint32
+             * @description Consecutive iterations with a tool call refused before it ran (unknown tool, bad
+             *     arguments) and not repaired.
+             * @default 0
+             */
+            tool_failure?: number;
         };
         /** @description Breaker thresholds, configurable per run. */
         Thresholds: {
@@ -1185,9 +1224,10 @@ export interface components {
             no_progress_limit?: number;
             /**
              * Format: uint32
-             * @description Consecutive repeats of the same action set without progress before `no_progress`
-             *     (the first repeat only earns an anti-repetition hint).
-             * @default 2
+             * @description Consecutive repeats of the same action set without progress before `no_progress`:
+             *     1 (the default) stops on the second identical set in a row; with more, the repeats
+             *     before the last each earn an anti-repetition hint.
+             * @default 1
              */
             repeated_action_limit?: number;
             /**
@@ -1196,6 +1236,14 @@ export interface components {
              * @default 5
              */
             repeated_error_limit?: number;
+            /**
+             * Format: uint32
+             * @description Consecutive iterations whose tool calls named a tool that does not exist (or is not
+             *     allowed) or gave arguments its schema refuses, with no call of that tool succeeding
+             *     after repair, before `repeated_error`.
+             * @default 3
+             */
+            repeated_tool_failure_limit?: number;
         };
         ToolResultBrief: {
             name: string;

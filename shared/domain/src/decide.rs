@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::evidence::{ClaimEvidence, EvidenceProblem, judge_evidence};
 use crate::planner::StatusBlock;
 use crate::run::{Budgets, Metrics, PlanStep, Run, RunStatus, StopType, StoppingReason, Streaks};
 
@@ -29,6 +30,25 @@ pub struct IterationError {
     pub message: String,
     /// Non-retryable (auth, quota): the run fails at once.
     pub fatal: bool,
+}
+
+/// Why a tool call was refused before it ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolFailureKind {
+    /// No tool of that name exists, or the run or task may not use it.
+    UnknownTool,
+    /// The arguments do not match the tool's schema.
+    InvalidArguments,
+}
+
+/// A tool call refused before it ran, that no later call of the same tool in the iteration
+/// (the repair pass included) made good.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolFailure {
+    pub tool: String,
+    pub kind: ToolFailureKind,
+    pub message: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,14 +132,15 @@ pub struct IterationFacts {
     /// Fingerprint of the action set (tool names + args, executor tasks); `None` on error.
     pub action_fingerprint: Option<String>,
     pub error: Option<IterationError>,
+    /// A tool call refused before it ran and not repaired (the first, when several were).
+    pub tool_failure: Option<ToolFailure>,
     pub budget: Option<BudgetExhausted>,
     pub cancel_requested: bool,
     /// Questions for the user (`needs_user_input` or the `ask_user` tool).
     pub questions: Option<Vec<String>>,
-    /// Committed workspace docs including this iteration's.
-    pub workspace_docs: usize,
-    /// Completion-evidence items naming an existing workspace doc path.
-    pub evidence_docs: usize,
+    /// The completion claim's evidence, each document it names looked up in the workspace
+    /// as it will be after this commit.
+    pub claim: ClaimEvidence,
     /// Work waits for the user's approval (a plan, or writes), so the run cannot be complete.
     pub awaiting_approval: bool,
     /// Child runs still active after this iteration (including ones it spawned).
@@ -166,8 +187,9 @@ pub struct Verdict {
 }
 
 /// Conditions of the exit gate that are not met; empty means the completion claim holds.
+/// `evidence` is what `judge_evidence` found wrong with the claim's evidence.
 pub fn exit_gate_failures(
-    status: &StatusBlock, plan: &[PlanStep], workspace_docs: usize, evidence_docs: usize,
+    status: &StatusBlock, plan: &[PlanStep], evidence: &[EvidenceProblem],
 ) -> Vec<String> {
     let mut failed = vec![];
     if !status.exit_signal {
@@ -193,12 +215,7 @@ pub fn exit_gate_failures(
             open.join(", ")
         ));
     }
-    if workspace_docs == 0 && evidence_docs == 0 {
-        failed.push(
-            "no committed artifact and no completion_evidence item names an existing workspace doc path"
-                .to_string(),
-        );
-    }
+    failed.extend(evidence.iter().map(|p| p.to_string()));
     failed
 }
 
@@ -207,7 +224,7 @@ pub fn exit_gate_failures(
 type Rule = fn(&Run, &IterationFacts, &Streaks, &mut Vec<String>) -> Option<Outcome>;
 
 /// The stop rules in the order they are tried; the first that decides wins.
-const RULES: [Rule; 10] = [
+const RULES: [Rule; 11] = [
     canceled,
     failed,
     completed,
@@ -215,6 +232,7 @@ const RULES: [Rule; 10] = [
     waiting_on_children,
     out_of_budget,
     repeated_error,
+    repeated_tool_failure,
     repeated_actions,
     no_progress,
     max_iterations,
@@ -271,6 +289,11 @@ fn next_streaks(run: &Run, facts: &IterationFacts) -> Streaks {
         && facts.action_fingerprint.is_some()
         && facts.action_fingerprint == streaks.last_action_fingerprint;
     streaks.repeat = if repeated { streaks.repeat + 1 } else { 0 };
+    streaks.tool_failure = if facts.tool_failure.is_some() {
+        streaks.tool_failure + 1
+    } else {
+        0
+    };
     if facts.action_fingerprint.is_some() {
         streaks.last_action_fingerprint = facts.action_fingerprint.clone();
     }
@@ -297,7 +320,7 @@ fn failed(_: &Run, facts: &IterationFacts, _: &Streaks, _: &mut Vec<String>) -> 
 /// The exit gate: a completion claim holds only with no active child, nothing awaiting
 /// approval, and every gate condition met; a rejected claim tells the planner why.
 fn completed(
-    _: &Run, facts: &IterationFacts, _: &Streaks, hints: &mut Vec<String>,
+    run: &Run, facts: &IterationFacts, _: &Streaks, hints: &mut Vec<String>,
 ) -> Option<Outcome> {
     let status = facts.status.as_ref().filter(|s| s.exit_signal)?;
     if facts.active_children > 0 {
@@ -311,12 +334,13 @@ fn completed(
     if facts.awaiting_approval {
         return None;
     }
-    let failures = exit_gate_failures(
-        status,
+    let evidence = judge_evidence(
+        &run.completion_criteria,
+        &facts.claim,
         &facts.plan,
-        facts.workspace_docs,
-        facts.evidence_docs,
+        facts.iteration,
     );
+    let failures = exit_gate_failures(status, &facts.plan, &evidence);
     if failures.is_empty() {
         let detail = if status.progress_summary.trim().is_empty() {
             "objective met".to_string()
@@ -379,16 +403,46 @@ fn repeated_error(
     )
 }
 
+/// Tool calls refused before they ran (a tool that does not exist, arguments its schema
+/// refuses), iteration after iteration, despite the repair pass.
+fn repeated_tool_failure(
+    run: &Run, facts: &IterationFacts, streaks: &Streaks, _: &mut Vec<String>,
+) -> Option<Outcome> {
+    let f = facts.tool_failure.as_ref()?;
+    if streaks.tool_failure < run.thresholds.repeated_tool_failure_limit {
+        return None;
+    }
+    let what = match f.kind {
+        ToolFailureKind::UnknownTool => format!("called tool `{}`, which it cannot use", f.tool),
+        ToolFailureKind::InvalidArguments => {
+            format!("gave tool `{}` arguments its schema refuses", f.tool)
+        }
+    };
+    finish(
+        StopType::RepeatedError,
+        format!(
+            "{} iterations in a row {what}, and repair did not fix it: {}",
+            streaks.tool_failure, f.message
+        ),
+    )
+}
+
 fn repeated_actions(
     run: &Run, _: &IterationFacts, streaks: &Streaks, _: &mut Vec<String>,
 ) -> Option<Outcome> {
     if streaks.repeat < run.thresholds.repeated_action_limit {
         return None;
     }
+    // The previous iteration's verdict gave the hint only if it already saw a repeat.
+    let hinted = if run.streaks.repeat > 0 {
+        ", even after an anti-repetition hint"
+    } else {
+        ""
+    };
     finish(
         StopType::NoProgress,
         format!(
-            "repeated the same actions {} times without progress, even after an anti-repetition hint",
+            "the same action set {} iterations in a row without progress{hinted}",
             streaks.repeat + 1
         ),
     )
@@ -441,12 +495,20 @@ fn carry_on_hints(run: &Run, facts: &IterationFacts, streaks: &Streaks) -> Vec<S
     if let Some(err) = &facts.error {
         hints.push(format!("The last iteration failed: {}", err.message));
     }
+    if let Some(f) = &facts.tool_failure {
+        hints.push(format!(
+            "Your call to `{}` was refused before it ran ({} iteration(s) in a row; the run stops \
+             after {}): {}. Use only the listed tools, with arguments that match their schemas.",
+            f.tool, streaks.tool_failure, run.thresholds.repeated_tool_failure_limit, f.message
+        ));
+    }
     hints
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::evidence::{CriterionEvidence, DocFound};
     use crate::run::{Budgets, Lease, Metrics, StepStatus, Thresholds};
     use crate::testing::sample_run;
 
@@ -457,18 +519,36 @@ mod tests {
             blocking_questions: vec![],
             progress_summary: "did things".into(),
             remaining_work: remaining.iter().map(|s| s.to_string()).collect(),
-            completion_evidence: vec![],
+            completion_evidence: vec!["report.md".into()],
+            criteria_evidence: vec![],
             next_action_hint: None,
             confidence: None,
         }
     }
 
+    /// The claim's evidence with every document it names written by iteration 1.
+    fn claim_of(st: &StatusBlock) -> ClaimEvidence {
+        let mut claim = ClaimEvidence::of(&st.completion_evidence, &st.criteria_evidence);
+        claim.docs = claim
+            .doc_paths()
+            .into_iter()
+            .map(|p| {
+                let found = DocFound::Present {
+                    blank: false,
+                    updated_iteration: 1,
+                };
+                (p, found)
+            })
+            .collect();
+        claim
+    }
+
     fn facts(iteration: u32, st: StatusBlock) -> IterationFacts {
         IterationFacts {
             iteration,
+            claim: claim_of(&st),
             status: Some(st),
             action_fingerprint: Some(format!("a{iteration}")),
-            workspace_docs: 1,
             progress: Progress {
                 docs_changed: 1,
                 ..Default::default()
@@ -484,27 +564,79 @@ mod tests {
     }
 
     #[test]
-    fn a_completion_claim_without_evidence_keeps_the_run_going_and_says_why() {
-        let mut f = facts(2, status(true, &[]));
-        f.workspace_docs = 0;
+    fn a_completion_claim_with_empty_evidence_keeps_the_run_going_and_says_why() {
+        let mut st = status(true, &[]);
+        st.completion_evidence = vec![];
+        let f = facts(2, st);
+
         let v = decide(&sample_run(), &f);
+
         assert_eq!(v.outcome, Outcome::Continue);
         assert!(
-            v.hints[0].contains("no committed artifact"),
+            v.hints[0].contains("completion_evidence names no workspace document"),
             "{:?}",
             v.hints
         );
     }
 
     #[test]
-    fn evidence_naming_an_existing_doc_satisfies_the_artifact_condition() {
+    fn a_claim_citing_a_missing_doc_is_rejected_with_its_path() {
         let mut f = facts(2, status(true, &[]));
-        f.workspace_docs = 0;
-        f.evidence_docs = 1;
-        assert_eq!(
-            decide(&sample_run(), &f).outcome.status(),
-            RunStatus::Completed
+        f.claim.docs.clear();
+
+        let v = decide(&sample_run(), &f);
+
+        assert_eq!(v.outcome, Outcome::Continue);
+        assert!(
+            v.hints[0].contains("`report.md` does not exist"),
+            "{:?}",
+            v.hints
         );
+    }
+
+    #[test]
+    fn a_claim_citing_an_empty_or_stale_doc_is_rejected() {
+        for (blank, updated_iteration, reason) in [
+            (true, 1, "is empty"),
+            (false, 0, "not written or updated by this run"),
+        ] {
+            let mut f = facts(2, status(true, &[]));
+            f.claim.docs[0].1 = DocFound::Present {
+                blank,
+                updated_iteration,
+            };
+
+            let v = decide(&sample_run(), &f);
+
+            assert_eq!(v.outcome, Outcome::Continue);
+            assert!(v.hints[0].contains(reason), "{:?}", v.hints);
+        }
+    }
+
+    #[test]
+    fn a_run_with_criteria_completes_only_when_each_is_mapped_to_evidence() {
+        let mut run = sample_run();
+        run.completion_criteria = vec!["covers three teas".into(), "cites sources".into()];
+        let mut st = status(true, &[]);
+        st.criteria_evidence = vec![CriterionEvidence {
+            criterion: "c1".into(),
+            evidence: vec!["report.md".into()],
+        }];
+
+        let partial = decide(&run, &facts(2, st.clone()));
+        st.criteria_evidence.push(CriterionEvidence {
+            criterion: "c2".into(),
+            evidence: vec!["sources.md lists them".into()],
+        });
+        let full = decide(&run, &facts(2, st));
+
+        assert_eq!(partial.outcome, Outcome::Continue);
+        assert!(
+            partial.hints[0].contains("criterion c2 (\"cites sources\")"),
+            "{:?}",
+            partial.hints
+        );
+        assert_eq!(full.outcome.status(), RunStatus::Completed);
     }
 
     #[test]
@@ -577,28 +709,119 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_repeated_action_set_earns_a_hint_then_a_stop() {
-        let mut run = sample_run();
+    /// Decides `n` iterations with the same action set and no progress.
+    fn repeat_actions(mut run: Run, n: u32) -> Vec<Verdict> {
         run.thresholds.no_progress_limit = 10;
-        let mut outcomes = vec![];
-        for i in 1..=3 {
+        let mut verdicts = vec![];
+        for i in 1..=n {
             let mut f = facts(i, status(false, &["x"]));
             f.progress = Progress::default();
             f.action_fingerprint = Some("same".into());
             let v = decide(&run, &f);
             run.streaks = v.streaks.clone();
-            outcomes.push(v);
+            verdicts.push(v);
         }
-        assert_eq!(outcomes[0].outcome, Outcome::Continue);
+        verdicts
+    }
+
+    #[test]
+    fn the_second_identical_action_set_in_a_row_stops_without_claiming_a_hint() {
+        let v = repeat_actions(sample_run(), 2);
+
+        assert_eq!(v[0].outcome, Outcome::Continue);
+        let Outcome::Finish(r) = &v[1].outcome else {
+            panic!("{:?}", v[1].outcome)
+        };
+        assert_eq!(r.kind, StopType::NoProgress);
+        assert_eq!(
+            r.detail,
+            "the same action set 2 iterations in a row without progress"
+        );
+    }
+
+    #[test]
+    fn a_higher_repeat_limit_earns_a_hint_first_and_the_stop_says_so() {
+        let mut run = sample_run();
+        run.thresholds.repeated_action_limit = 2;
+
+        let v = repeat_actions(run, 3);
+
+        assert_eq!(v[1].outcome, Outcome::Continue);
+        assert!(v[1].hints.iter().any(|h| h.contains("ANTI-REPETITION")));
+        let Outcome::Finish(r) = &v[2].outcome else {
+            panic!("{:?}", v[2].outcome)
+        };
         assert!(
-            outcomes[1]
+            r.detail.ends_with("even after an anti-repetition hint"),
+            "{}",
+            r.detail
+        );
+    }
+
+    fn unknown_tool(i: u32) -> IterationFacts {
+        let mut f = facts(i, status(false, &["x"]));
+        f.tool_failure = Some(ToolFailure {
+            tool: "rm_rf".into(),
+            kind: ToolFailureKind::UnknownTool,
+            message: "unknown tool `rm_rf`; available: doc_write".into(),
+        });
+        f
+    }
+
+    #[test]
+    fn three_iterations_calling_a_missing_tool_stop_as_repeated_error_naming_it() {
+        let mut run = sample_run();
+        let mut verdicts = vec![];
+        for i in 1..=3 {
+            let v = decide(&run, &unknown_tool(i));
+            run.streaks = v.streaks.clone();
+            verdicts.push(v);
+        }
+
+        assert_eq!(verdicts[1].outcome, Outcome::Continue);
+        assert!(
+            verdicts[1]
                 .hints
                 .iter()
-                .any(|h| h.contains("ANTI-REPETITION"))
+                .any(|h| h.contains("`rm_rf` was refused"))
         );
+        let Outcome::Finish(r) = &verdicts[2].outcome else {
+            panic!("{:?}", verdicts[2].outcome)
+        };
+        assert_eq!(r.kind, StopType::RepeatedError);
         assert!(
-            matches!(outcomes[2].outcome, Outcome::Finish(ref r) if r.kind == StopType::NoProgress)
+            r.detail
+                .starts_with("3 iterations in a row called tool `rm_rf`"),
+            "{}",
+            r.detail
+        );
+        assert!(r.detail.contains("unknown tool `rm_rf`"), "{}", r.detail);
+    }
+
+    #[test]
+    fn the_tool_failure_limit_is_per_run_and_a_clean_iteration_resets_it() {
+        let mut run = sample_run();
+        run.thresholds.repeated_tool_failure_limit = 2;
+        let first = decide(&run, &unknown_tool(1));
+        run.streaks = first.streaks.clone();
+        let clean = decide(&run, &facts(2, status(false, &["x"])));
+        run.streaks = clean.streaks.clone();
+        let again = decide(&run, &unknown_tool(3));
+        run.streaks = again.streaks.clone();
+        let mut bad_args = unknown_tool(4);
+        if let Some(f) = bad_args.tool_failure.as_mut() {
+            f.kind = ToolFailureKind::InvalidArguments;
+        }
+
+        let stop = decide(&run, &bad_args);
+
+        assert_eq!(clean.streaks.tool_failure, 0);
+        assert_eq!(again.outcome, Outcome::Continue);
+        assert!(
+            matches!(stop.outcome, Outcome::Finish(ref r) if r.kind == StopType::RepeatedError
+                && r.detail.contains("arguments its schema refuses")),
+            "{:?}",
+            stop.outcome
         );
     }
 

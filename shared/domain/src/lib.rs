@@ -4,6 +4,7 @@ pub mod catalog;
 pub mod change;
 pub mod decide;
 pub mod events;
+pub mod evidence;
 pub mod fingerprint;
 pub mod outbox;
 pub mod outcome;

@@ -33,8 +33,15 @@ pub struct StatusBlock {
     pub progress_summary: String,
     #[serde(default)]
     pub remaining_work: Vec<String>,
+    /// What proves the objective met: each item names workspace documents by path or plan
+    /// steps as `plan:ID`. A claim is accepted only when every one it names exists in this
+    /// run, documents are non-empty and were written by this run, and plan steps are done.
     #[serde(default)]
     pub completion_evidence: Vec<String>,
+    /// Each of the run's `completion_criteria` mapped to its evidence; required for every
+    /// criterion when the run has any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub criteria_evidence: Vec<crate::evidence::CriterionEvidence>,
     #[serde(default)]
     pub next_action_hint: Option<NextAction>,
     #[serde(default)]

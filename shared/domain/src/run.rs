@@ -121,11 +121,18 @@ pub struct Thresholds {
     #[serde(default = "default_repeated_error")]
     #[schemars(range(min = 1, max = 1000))]
     pub repeated_error_limit: u32,
-    /// Consecutive repeats of the same action set without progress before `no_progress`
-    /// (the first repeat only earns an anti-repetition hint).
+    /// Consecutive repeats of the same action set without progress before `no_progress`:
+    /// 1 (the default) stops on the second identical set in a row; with more, the repeats
+    /// before the last each earn an anti-repetition hint.
     #[serde(default = "default_repeat")]
     #[schemars(range(min = 1, max = 1000))]
     pub repeated_action_limit: u32,
+    /// Consecutive iterations whose tool calls named a tool that does not exist (or is not
+    /// allowed) or gave arguments its schema refuses, with no call of that tool succeeding
+    /// after repair, before `repeated_error`.
+    #[serde(default = "default_tool_failure")]
+    #[schemars(range(min = 1, max = 1000))]
+    pub repeated_tool_failure_limit: u32,
 }
 
 fn default_no_progress() -> u32 {
@@ -135,7 +142,10 @@ fn default_repeated_error() -> u32 {
     5
 }
 fn default_repeat() -> u32 {
-    2
+    1
+}
+fn default_tool_failure() -> u32 {
+    3
 }
 
 impl Default for Thresholds {
@@ -144,6 +154,7 @@ impl Default for Thresholds {
             no_progress_limit: default_no_progress(),
             repeated_error_limit: default_repeated_error(),
             repeated_action_limit: default_repeat(),
+            repeated_tool_failure_limit: default_tool_failure(),
         }
     }
 }
@@ -156,6 +167,10 @@ impl Thresholds {
             (
                 "thresholds.repeated_action_limit",
                 self.repeated_action_limit,
+            ),
+            (
+                "thresholds.repeated_tool_failure_limit",
+                self.repeated_tool_failure_limit,
             ),
         ] {
             if v == 0 || v > 1000 {
@@ -471,6 +486,10 @@ pub struct Streaks {
     pub last_error_fingerprint: Option<String>,
     pub repeat: u32,
     pub last_action_fingerprint: Option<String>,
+    /// Consecutive iterations with a tool call refused before it ran (unknown tool, bad
+    /// arguments) and not repaired.
+    #[serde(default)]
+    pub tool_failure: u32,
 }
 
 /// A fenced claim on one iteration. Only the owner may commit iteration `iteration`.
@@ -554,6 +573,10 @@ pub struct Run {
     /// Last committed iteration (0 before the first commit).
     pub iteration: u32,
     pub model: String,
+    /// Plain-language conditions the result must meet: a completion claim must map each one
+    /// (`c1`, `c2`, … in order) to accepted evidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub completion_criteria: Vec<String>,
     /// Models the run rotates over (round robin, failing over past degraded ones) when more
     /// than one was asked for; the first is `model`. Empty: `model` alone.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -637,6 +660,7 @@ impl Run {
             status: CurrentStatus::initial(),
             iteration: 0,
             model: model.to_string(),
+            completion_criteria: vec![],
             models: vec![],
             budgets,
             thresholds,

@@ -18,6 +18,15 @@ pub struct RunTemplate {
     /// What the run must achieve (not blank).
     #[schemars(length(min = 1), regex(pattern = r"\S"))]
     pub objective: String,
+    /// Plain-language conditions the result must meet (at most 20, each 1 to 500
+    /// characters). The run completes only when the planner's claim maps every criterion to
+    /// evidence: documents this run wrote that are not empty, or plan steps that are done.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(
+        length(max = 20),
+        inner(length(min = 1, max = 500), regex(pattern = r"\S"))
+    )]
+    pub completion_criteria: Vec<String>,
     #[serde(default)]
     pub budgets: BudgetsInput,
     #[serde(default)]

@@ -30,7 +30,8 @@ pub fn tools_block(tools: &[ToolSpec]) -> String {
 
 const PLANNER_CONTRACT: &str = r#"Answer with exactly ONE JSON object and nothing else:
 {"status": {"exit_signal": false, "needs_user_input": false, "blocking_questions": [],
-            "progress_summary": "...", "remaining_work": ["..."], "completion_evidence": ["..."],
+            "progress_summary": "...", "remaining_work": ["..."], "completion_evidence": ["notes/a.md shows ..."],
+            "criteria_evidence": [{"criterion": "c1", "evidence": ["notes/a.md", "plan:s1"]}],
             "next_action_hint": "replan|execute|ask_user|stop", "confidence": "low|medium|high"},
  "plan_updates": [{"id": "s1", "title": "...", "status": "pending|in_progress|done|blocked"}],
  "tool_calls": [{"name": "...", "args": {}}],
@@ -44,8 +45,10 @@ pub fn planner_messages(
         "You are the planner of a long-running agent run. Each call is ONE bounded iteration: \
          plan, call tools, delegate executor tasks. The platform, not you, decides when the run ends: \
          completion is accepted only when exit_signal is true, needs_user_input is false, remaining_work \
-         is empty, no plan step is pending or in_progress, and the work left a workspace document \
-         (name its path in completion_evidence).\n\n{PLANNER_CONTRACT}\n\nTools:\n{tools_block}\n\n\
+         is empty, no plan step is pending or in_progress, and completion_evidence names the proof: \
+         workspace documents by path (each must exist, be non-empty and have been written by this run) \
+         or plan steps as plan:ID (each must be done). When the state lists completion_criteria, \
+         criteria_evidence must map every criterion (c1, c2, ...) to such evidence.\n\n{PLANNER_CONTRACT}\n\nTools:\n{tools_block}\n\n\
          Executor tasks run in parallel and may use only doc_write, doc_read, doc_list, doc_search, \
          and the server.tool tools their task names in tools.\n\
          The state's workspace lists the documents written most recently, newest first; doc_list has the rest.\n\
@@ -62,7 +65,7 @@ pub fn planner_messages(
         .unwrap_or_default();
     let mut messages = vec![
         ChatMessage::system(system).cached(),
-        ChatMessage::user(json!({"objective": objective}).to_string()).cached(),
+        ChatMessage::user(objective_block(objective, run).to_string()).cached(),
         ChatMessage::user(state.to_string()),
     ];
     if let Some((bad_answer, error)) = correction {
@@ -72,6 +75,22 @@ pub fn planner_messages(
         )));
     }
     messages
+}
+
+/// The objective and, when the run has any, its completion criteria by the ids a claim maps
+/// them with (`c1`, `c2`, …): the same bytes on every iteration.
+fn objective_block(objective: Value, run: &Run) -> Value {
+    let mut block = json!({"objective": objective});
+    if !run.completion_criteria.is_empty() {
+        let criteria: serde_json::Map<String, Value> = run
+            .completion_criteria
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (format!("c{}", i + 1), Value::String(clip(c, MAX_FIELD))))
+            .collect();
+        block["completion_criteria"] = criteria.into();
+    }
+    block
 }
 
 /// The structured state the planner reasons over.

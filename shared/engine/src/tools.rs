@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
+use longrun_domain::decide::ToolFailureKind;
 use longrun_domain::planner::ToolCall;
 use longrun_domain::record::{MAX_DOC_BYTES, MAX_SOURCE_CHARS, merge_sources, normalize_doc_path};
 use longrun_domain::run::{
@@ -631,6 +632,9 @@ pub struct ToolOutcome {
     pub name: String,
     pub args: Value,
     pub result: Result<Value, String>,
+    /// Refused before it ran: the tool does not exist (or may not be used here), or its
+    /// arguments do not match its schema.
+    pub refused: Option<ToolFailureKind>,
 }
 
 /// Cheap to clone: a run's iteration adds its owner's tools to a copy of the built-ins.
@@ -751,6 +755,14 @@ impl ToolRegistry {
 
     /// Checks the call against the tool's schema; the error names every violation.
     pub fn validate(&self, call: &ToolCall, allowed: Option<&[&str]>) -> Result<(), String> {
+        self.check(call, allowed).map_err(|(_, e)| e)
+    }
+
+    /// `validate`, saying which way a refused call failed.
+    fn check(
+        &self, call: &ToolCall, allowed: Option<&[&str]>,
+    ) -> Result<(), (ToolFailureKind, String)> {
+        let unknown = |e: String| (ToolFailureKind::UnknownTool, e);
         let Some(entry) = self.tools.get(call.name.as_str()) else {
             let names: Vec<&str> = self
                 .tools
@@ -758,20 +770,20 @@ impl ToolRegistry {
                 .map(String::as_str)
                 .filter(|n| allowed.is_none_or(|a| a.contains(n)))
                 .collect();
-            return Err(format!(
+            return Err(unknown(format!(
                 "unknown tool `{}`; available: {}",
                 call.name,
                 names.join(", ")
-            ));
+            )));
         };
         if let Some(allowed) = allowed
             && !allowed.contains(&call.name.as_str())
         {
-            return Err(format!(
+            return Err(unknown(format!(
                 "tool `{}` is not allowed here; allowed: {}",
                 call.name,
                 allowed.join(", ")
-            ));
+            )));
         }
         let errors: Vec<String> = entry
             .validator
@@ -789,10 +801,13 @@ impl ToolRegistry {
         if errors.is_empty() {
             Ok(())
         } else {
-            Err(format!(
-                "arguments for `{}` do not match its schema: {}",
-                call.name,
-                errors.join("; ")
+            Err((
+                ToolFailureKind::InvalidArguments,
+                format!(
+                    "arguments for `{}` do not match its schema: {}",
+                    call.name,
+                    errors.join("; ")
+                ),
             ))
         }
     }
@@ -800,23 +815,27 @@ impl ToolRegistry {
     pub async fn invoke(
         &self, staging: &Staging, call: &ToolCall, allowed: Option<&[&str]>,
     ) -> ToolOutcome {
-        let result = match self.validate(call, allowed) {
-            Err(e) => Err(e),
-            Ok(()) => match self.tools.get(call.name.as_str()) {
-                Some(entry) => {
-                    let result = entry.tool.call(staging, call.args.clone()).await;
-                    if let Ok(out) = &result {
-                        staging.note_sources(entry.tool.sources(&call.args, out));
+        let (result, refused) = match self.check(call, allowed) {
+            Err((kind, e)) => (Err(e), Some(kind)),
+            Ok(()) => (
+                match self.tools.get(call.name.as_str()) {
+                    Some(entry) => {
+                        let result = entry.tool.call(staging, call.args.clone()).await;
+                        if let Ok(out) = &result {
+                            staging.note_sources(entry.tool.sources(&call.args, out));
+                        }
+                        result
                     }
-                    result
-                }
-                None => Err(format!("unknown tool `{}`", call.name)),
-            },
+                    None => Err(format!("unknown tool `{}`", call.name)),
+                },
+                None,
+            ),
         };
         ToolOutcome {
             name: call.name.clone(),
             args: call.args.clone(),
             result,
+            refused,
         }
     }
 }

@@ -129,6 +129,7 @@ pub fn prepare_run(
     let now = p.clock.now_ms();
     let mut run = Run::new(&id, user, objective, &model, budgets, thresholds, now);
     run.permission_mode = req.permission_mode.unwrap_or_default();
+    run.completion_criteria = completion_criteria(req.completion_criteria)?;
     if let Some(allowed) = req.allowed_tools {
         if allowed.len() > MAX_ALLOWED_TOOLS || allowed.iter().any(|n| is_blank(n)) {
             return Err(ServiceError::Invalid(format!(
@@ -141,6 +142,29 @@ pub fn prepare_run(
         run.models = models;
     }
     Ok(run)
+}
+
+/// At most this many completion criteria, each at most `MAX_CRITERION_CHARS` characters.
+pub const MAX_CRITERIA: usize = 20;
+pub const MAX_CRITERION_CHARS: usize = 500;
+
+/// The request's criteria, trimmed, or why they cannot be accepted.
+fn completion_criteria(criteria: Vec<String>) -> Result<Vec<String>, ServiceError> {
+    if criteria.len() > MAX_CRITERIA {
+        return Err(ServiceError::Invalid(format!(
+            "completion_criteria lists {} criteria; at most {MAX_CRITERIA} are allowed",
+            criteria.len()
+        )));
+    }
+    for (i, c) in criteria.iter().enumerate() {
+        let chars = c.chars().count();
+        if is_blank(c) || chars > MAX_CRITERION_CHARS {
+            return Err(ServiceError::Invalid(format!(
+                "completion_criteria[{i}] must be 1 to {MAX_CRITERION_CHARS} characters and not blank, got {chars}"
+            )));
+        }
+    }
+    Ok(criteria.into_iter().map(|c| c.trim().to_string()).collect())
 }
 
 // The run actions, after the caller's ownership is checked (by the API or MCP); the

@@ -34,6 +34,7 @@ async fn main() {
     let s = stack_with(SCRIPT, Arc::new(NoFaults), 30_000, Some(counter.clone())).await;
     let req = CreateRun {
         objective: "benchmark".into(),
+        completion_criteria: vec![],
         budgets: BudgetsInput {
             max_iterations: Some(ITERATIONS as i64),
             ..Default::default()

@@ -5,11 +5,13 @@
 
 use longrun_domain::change::CommitPlan;
 use longrun_domain::decide::{BudgetExhausted, IterationFacts, Outcome, Progress};
+use longrun_domain::evidence::{ClaimEvidence, DocFound};
 use longrun_domain::fingerprint;
 use longrun_domain::planner::StatusBlock;
+use longrun_domain::record::normalize_doc_path;
 use longrun_domain::record::{IterationMetrics, IterationRecord, PadEntry};
 use longrun_domain::run::{ChildRun, LastIteration, Run};
-use longrun_domain::{DocMeta, StopType, Verdict, decide};
+use longrun_domain::{DocMeta, StopType, Verdict, decide, is_blank};
 use serde_json::json;
 
 use super::model::Iter;
@@ -34,7 +36,7 @@ impl Engine {
     pub(super) async fn conclude(
         &self, it: &Iter<'_>, staging: Staging, draft: Draft,
     ) -> Result<CommitPlan, EngineError> {
-        let (evidence, evidence_docs) = evidence(&staging, &draft).await;
+        let (evidence, claim) = evidence(&staging, &draft).await;
         let staged = staging.finish();
         // Only listed here: they are created after the commit (`Dispatch::start_children`), so
         // an attempt whose commit is refused leaves no child behind.
@@ -44,15 +46,7 @@ impl Engine {
             .map(|req| ChildRun::new(&req.id, &req.objective, req.budgets.clone()))
             .collect();
         let budget = it.budget_after(self.now());
-        let judged = judge(
-            it,
-            &draft,
-            &staged,
-            &children,
-            evidence,
-            evidence_docs,
-            budget,
-        );
+        let judged = judge(it, &draft, &staged, &children, evidence, claim, budget);
         let workspace = if matches!(judged.verdict.outcome, Outcome::Continue) {
             vec![]
         } else {
@@ -85,30 +79,33 @@ impl Engine {
     }
 }
 
-/// The planner's completion evidence, and how many items name a doc that will exist after
-/// this commit.
-async fn evidence(staging: &Staging, draft: &Draft) -> (Vec<String>, usize) {
-    let evidence = draft
-        .planner
-        .as_ref()
-        .map(|p| p.status.completion_evidence.clone())
-        .unwrap_or_default();
-    let mut found = 0;
-    for item in &evidence {
-        for token in path_like_tokens(item) {
-            if staging.doc_exists(&token).await {
-                found += 1;
-                break;
-            }
+/// The planner's completion evidence, and the claim it makes with every document it names
+/// looked up in the workspace as this commit will leave it.
+async fn evidence(staging: &Staging, draft: &Draft) -> (Vec<String>, ClaimEvidence) {
+    let Some(status) = draft.planner.as_ref().map(|p| &p.status) else {
+        return (vec![], ClaimEvidence::default());
+    };
+    let mut claim = ClaimEvidence::of(&status.completion_evidence, &status.criteria_evidence);
+    if status.exit_signal {
+        for path in claim.doc_paths() {
+            let doc = match normalize_doc_path(&path) {
+                Ok(p) => staging.read_doc(&p).await.ok().flatten(),
+                Err(_) => None,
+            };
+            let found = doc.map_or(DocFound::Missing, |d| DocFound::Present {
+                blank: is_blank(&d.content),
+                updated_iteration: d.updated_iteration,
+            });
+            claim.docs.push((path, found));
         }
     }
-    (evidence, found)
+    (status.completion_evidence.clone(), claim)
 }
 
 /// The facts of the iteration, judged by the domain's `decide`.
 fn judge(
     it: &Iter<'_>, draft: &Draft, staged: &Staged, children: &[ChildRun], evidence: Vec<String>,
-    evidence_docs: usize, budget: Option<BudgetExhausted>,
+    claim: ClaimEvidence, budget: Option<BudgetExhausted>,
 ) -> Judged {
     let run = it.run;
     let status = draft.planner.as_ref().map(|p| p.status.clone());
@@ -149,11 +146,11 @@ fn judge(
         progress: progress.clone(),
         action_fingerprint,
         error: draft.error.clone(),
+        tool_failure: draft.tool_failure(),
         budget: budget.clone(),
         cancel_requested: draft.cancel,
         questions: (!questions.is_empty()).then_some(questions),
-        workspace_docs: run.metrics.docs as usize + staged.created.len(),
-        evidence_docs,
+        claim,
         awaiting_approval: !draft.approval_questions.is_empty(),
         active_children: run.active_children() + children.len(),
         wait_for_children: staged.wait_for_children,
@@ -291,33 +288,5 @@ fn scratchpad_entry(
         plan_changes: staged.plan_changes.clone(),
         remaining_work: remaining_work.to_vec(),
         sources: staged.sources.clone(),
-    }
-}
-
-/// Words of an evidence item that look like workspace paths (`notes/a.md`, `report.md`).
-fn path_like_tokens(item: &str) -> Vec<String> {
-    item.split(|c: char| {
-        c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '"' | '\'' | '`' | '[' | ']')
-    })
-    .map(|t| {
-        t.trim_matches(|c: char| matches!(c, '.' | ':' | '!' | '?'))
-            .trim_start_matches('/')
-    })
-    .filter(|t| !t.is_empty() && (t.contains('/') || t.contains('.')))
-    .map(str::to_string)
-    .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn evidence_paths_are_found_inside_prose() {
-        assert_eq!(
-            path_like_tokens("Wrote `notes/summary.md` and report.md."),
-            vec!["notes/summary.md", "report.md"]
-        );
-        assert!(path_like_tokens("all done").is_empty());
     }
 }

@@ -3,7 +3,7 @@
 //! stage changes in `Staging`; nothing here writes to the store but a model call's spend.
 
 use futures_util::StreamExt;
-use longrun_domain::decide::IterationError;
+use longrun_domain::decide::{IterationError, ToolFailure};
 use longrun_domain::fingerprint;
 use longrun_domain::planner::{
     ExecutorOutput, ExecutorTask, PlannerOutput, RepairOutput, ToolCall, parse_contract,
@@ -39,6 +39,35 @@ pub(super) struct Draft {
     /// and for the plan (approve_plan).
     pub pending_calls: Vec<PendingCall>,
     pub approval_questions: Vec<String>,
+    /// The planner's and the repair pass's calls refused before they ran, and the tools whose
+    /// calls ran: a refusal counts against the breaker only if its tool never ran.
+    pub refused: Vec<ToolFailure>,
+    pub ran: Vec<String>,
+}
+
+impl Draft {
+    /// Notes which calls were refused before they ran and which tools ran.
+    fn note_outcomes(&mut self, outcomes: &[ToolOutcome]) {
+        for o in outcomes {
+            match (o.refused, &o.result) {
+                (Some(kind), Err(message)) => self.refused.push(ToolFailure {
+                    tool: o.name.clone(),
+                    kind,
+                    message: clip(message, 500),
+                }),
+                (None, Ok(_)) => self.ran.push(o.name.clone()),
+                _ => {}
+            }
+        }
+    }
+
+    /// The first refusal no later call of the same tool made good.
+    pub fn tool_failure(&self) -> Option<ToolFailure> {
+        self.refused
+            .iter()
+            .find(|f| !self.ran.contains(&f.tool))
+            .cloned()
+    }
 }
 
 impl Engine {
@@ -61,6 +90,7 @@ impl Engine {
                     name: call.name.clone(),
                     args: call.args.clone(),
                     result: Err(format!("rejected by the user: {reason}")),
+                    refused: None,
                 },
                 None => continue,
             };
@@ -183,6 +213,7 @@ impl Engine {
         draft
             .tool_results
             .extend(outcomes.iter().map(|o| brief_of(o, false)));
+        draft.note_outcomes(&outcomes);
         outcomes.into_iter().filter(|o| o.result.is_err()).collect()
     }
 
@@ -218,6 +249,7 @@ impl Engine {
         draft
             .tool_results
             .extend(repaired.iter().map(|o| brief_of(o, true)));
+        draft.note_outcomes(&repaired);
         Ok(())
     }
 
@@ -296,6 +328,7 @@ impl Engine {
                     name: call.name.clone(),
                     args: call.args.clone(),
                     result: Err(format!("skipped: at most {limit} tool calls per turn")),
+                    refused: None,
                 });
                 continue;
             }
@@ -304,6 +337,7 @@ impl Engine {
                     name: call.name.clone(),
                     args: call.args.clone(),
                     result: Err(e),
+                    refused: None,
                 });
                 continue;
             }

@@ -8,6 +8,7 @@ from .child_run import ChildRun
 from .confidence import Confidence
 from .continue_body import ContinueBody
 from .create_schedule import CreateSchedule
+from .criterion_evidence import CriterionEvidence
 from .decision_type_0 import DecisionType0
 from .decision_type_1 import DecisionType1
 from .doc import Doc
@@ -90,6 +91,7 @@ __all__ = (
     "Confidence",
     "ContinueBody",
     "CreateSchedule",
+    "CriterionEvidence",
     "DecisionType0",
     "DecisionType1",
     "Doc",

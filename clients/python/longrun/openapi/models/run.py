@@ -60,6 +60,9 @@ class Run:
             tool. Children
             inherit it.
         children (list[ChildRun] | Unset): Runs this run spawned, with the budgets carved out for them.
+        completion_criteria (list[str] | Unset): Plain-language conditions the result must meet: a completion claim must
+            map each one
+            (`c1`, `c2`, … in order) to accepted evidence.
         ended_at (int | None | Unset):
         last_iteration (LastIteration | None | Unset):
         lease (Lease | None | Unset):
@@ -115,6 +118,7 @@ class Run:
     user_id: str
     allowed_tools: list[str] | None | Unset = UNSET
     children: list[ChildRun] | Unset = UNSET
+    completion_criteria: list[str] | Unset = UNSET
     ended_at: int | None | Unset = UNSET
     last_iteration: LastIteration | None | Unset = UNSET
     lease: Lease | None | Unset = UNSET
@@ -202,6 +206,10 @@ class Run:
             for children_item_data in self.children:
                 children_item = children_item_data.to_dict()
                 children.append(children_item)
+
+        completion_criteria: list[str] | Unset = UNSET
+        if not isinstance(self.completion_criteria, Unset):
+            completion_criteria = self.completion_criteria
 
         ended_at: int | None | Unset
         if isinstance(self.ended_at, Unset):
@@ -323,6 +331,8 @@ class Run:
             field_dict["allowed_tools"] = allowed_tools
         if children is not UNSET:
             field_dict["children"] = children
+        if completion_criteria is not UNSET:
+            field_dict["completion_criteria"] = completion_criteria
         if ended_at is not UNSET:
             field_dict["ended_at"] = ended_at
         if last_iteration is not UNSET:
@@ -451,6 +461,8 @@ class Run:
                 children_item = ChildRun.from_dict(children_item_data)
 
                 children.append(children_item)
+
+        completion_criteria = cast(list[str], d.pop("completion_criteria", UNSET))
 
         def _parse_ended_at(data: object) -> int | None | Unset:
             if data is None:
@@ -621,6 +633,7 @@ class Run:
             user_id=user_id,
             allowed_tools=allowed_tools,
             children=children,
+            completion_criteria=completion_criteria,
             ended_at=ended_at,
             last_iteration=last_iteration,
             lease=lease,

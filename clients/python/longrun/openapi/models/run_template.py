@@ -28,6 +28,10 @@ class RunTemplate:
         budgets (BudgetsInput | Unset): Budget values as a user may send them: every field optional, negatives rejected
             by validation
             (not by the type) so the error can name the field and the value.
+        completion_criteria (list[str] | Unset): Plain-language conditions the result must meet (at most 20, each 1 to
+            500
+            characters). The run completes only when the planner's claim maps every criterion to
+            evidence: documents this run wrote that are not empty, or plan steps that are done.
         model (None | str | Unset): `provider:model`; one of the server's configured models.
         models (list[str] | Unset): Several `provider:model`s to rotate over, round robin, failing over past degraded
             ones; the first is the run's model. Instead of `model`, or starting with it.
@@ -38,6 +42,7 @@ class RunTemplate:
     objective: str
     allowed_tools: list[str] | None | Unset = UNSET
     budgets: BudgetsInput | Unset = UNSET
+    completion_criteria: list[str] | Unset = UNSET
     model: None | str | Unset = UNSET
     models: list[str] | Unset = UNSET
     permission_mode: None | PermissionMode | Unset = UNSET
@@ -60,6 +65,10 @@ class RunTemplate:
         budgets: dict[str, Any] | Unset = UNSET
         if not isinstance(self.budgets, Unset):
             budgets = self.budgets.to_dict()
+
+        completion_criteria: list[str] | Unset = UNSET
+        if not isinstance(self.completion_criteria, Unset):
+            completion_criteria = self.completion_criteria
 
         model: None | str | Unset
         if isinstance(self.model, Unset):
@@ -98,6 +107,8 @@ class RunTemplate:
             field_dict["allowed_tools"] = allowed_tools
         if budgets is not UNSET:
             field_dict["budgets"] = budgets
+        if completion_criteria is not UNSET:
+            field_dict["completion_criteria"] = completion_criteria
         if model is not UNSET:
             field_dict["model"] = model
         if models is not UNSET:
@@ -140,6 +151,8 @@ class RunTemplate:
             budgets = UNSET
         else:
             budgets = BudgetsInput.from_dict(_budgets)
+
+        completion_criteria = cast(list[str], d.pop("completion_criteria", UNSET))
 
         def _parse_model(data: object) -> None | str | Unset:
             if data is None:
@@ -190,6 +203,7 @@ class RunTemplate:
             objective=objective,
             allowed_tools=allowed_tools,
             budgets=budgets,
+            completion_criteria=completion_criteria,
             model=model,
             models=models,
             permission_mode=permission_mode,

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -10,6 +10,10 @@ from typing_extensions import Self
 from ..models.confidence import Confidence
 from ..models.next_action import NextAction
 from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.criterion_evidence import CriterionEvidence
+
 
 T = TypeVar("T", bound="StatusBlock")
 
@@ -22,8 +26,14 @@ class StatusBlock:
         needs_user_input (bool):
         progress_summary (str):
         blocking_questions (list[str] | Unset):
-        completion_evidence (list[str] | Unset):
+        completion_evidence (list[str] | Unset): What proves the objective met: each item names workspace documents by
+            path or plan
+            steps as `plan:ID`. A claim is accepted only when every one it names exists in this
+            run, documents are non-empty and were written by this run, and plan steps are done.
         confidence (Confidence | None | Unset):
+        criteria_evidence (list[CriterionEvidence] | Unset): Each of the run's `completion_criteria` mapped to its
+            evidence; required for every
+            criterion when the run has any.
         next_action_hint (NextAction | None | Unset):
         remaining_work (list[str] | Unset):
     """
@@ -34,6 +44,7 @@ class StatusBlock:
     blocking_questions: list[str] | Unset = UNSET
     completion_evidence: list[str] | Unset = UNSET
     confidence: Confidence | None | Unset = UNSET
+    criteria_evidence: list[CriterionEvidence] | Unset = UNSET
     next_action_hint: NextAction | None | Unset = UNSET
     remaining_work: list[str] | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -60,6 +71,13 @@ class StatusBlock:
             confidence = self.confidence.value
         else:
             confidence = self.confidence
+
+        criteria_evidence: list[dict[str, Any]] | Unset = UNSET
+        if not isinstance(self.criteria_evidence, Unset):
+            criteria_evidence = []
+            for criteria_evidence_item_data in self.criteria_evidence:
+                criteria_evidence_item = criteria_evidence_item_data.to_dict()
+                criteria_evidence.append(criteria_evidence_item)
 
         next_action_hint: None | str | Unset
         if isinstance(self.next_action_hint, Unset):
@@ -88,6 +106,8 @@ class StatusBlock:
             field_dict["completion_evidence"] = completion_evidence
         if confidence is not UNSET:
             field_dict["confidence"] = confidence
+        if criteria_evidence is not UNSET:
+            field_dict["criteria_evidence"] = criteria_evidence
         if next_action_hint is not UNSET:
             field_dict["next_action_hint"] = next_action_hint
         if remaining_work is not UNSET:
@@ -97,6 +117,8 @@ class StatusBlock:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.criterion_evidence import CriterionEvidence
+
         d = dict(src_dict)
         exit_signal = d.pop("exit_signal")
 
@@ -125,6 +147,17 @@ class StatusBlock:
 
         confidence = _parse_confidence(d.pop("confidence", UNSET))
 
+        _criteria_evidence = d.pop("criteria_evidence", UNSET)
+        criteria_evidence: list[CriterionEvidence] | Unset = UNSET
+        if _criteria_evidence is not UNSET:
+            criteria_evidence = []
+            for criteria_evidence_item_data in _criteria_evidence:
+                criteria_evidence_item = CriterionEvidence.from_dict(
+                    criteria_evidence_item_data
+                )
+
+                criteria_evidence.append(criteria_evidence_item)
+
         def _parse_next_action_hint(data: object) -> NextAction | None | Unset:
             if data is None:
                 return data
@@ -151,6 +184,7 @@ class StatusBlock:
             blocking_questions=blocking_questions,
             completion_evidence=completion_evidence,
             confidence=confidence,
+            criteria_evidence=criteria_evidence,
             next_action_hint=next_action_hint,
             remaining_work=remaining_work,
         )

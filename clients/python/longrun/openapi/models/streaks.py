@@ -22,6 +22,8 @@ class Streaks:
         repeat (int):
         last_action_fingerprint (None | str | Unset):
         last_error_fingerprint (None | str | Unset):
+        tool_failure (int | Unset): Consecutive iterations with a tool call refused before it ran (unknown tool, bad
+            arguments) and not repaired. Default: 0.
     """
 
     error: int
@@ -29,6 +31,7 @@ class Streaks:
     repeat: int
     last_action_fingerprint: None | str | Unset = UNSET
     last_error_fingerprint: None | str | Unset = UNSET
+    tool_failure: int | Unset = 0
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -50,6 +53,8 @@ class Streaks:
         else:
             last_error_fingerprint = self.last_error_fingerprint
 
+        tool_failure = self.tool_failure
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -63,6 +68,8 @@ class Streaks:
             field_dict["last_action_fingerprint"] = last_action_fingerprint
         if last_error_fingerprint is not UNSET:
             field_dict["last_error_fingerprint"] = last_error_fingerprint
+        if tool_failure is not UNSET:
+            field_dict["tool_failure"] = tool_failure
 
         return field_dict
 
@@ -97,12 +104,15 @@ class Streaks:
             d.pop("last_error_fingerprint", UNSET)
         )
 
+        tool_failure = d.pop("tool_failure", UNSET)
+
         streaks = cls(
             error=error,
             no_progress=no_progress,
             repeat=repeat,
             last_action_fingerprint=last_action_fingerprint,
             last_error_fingerprint=last_error_fingerprint,
+            tool_failure=tool_failure,
         )
 
         streaks.additional_properties = d

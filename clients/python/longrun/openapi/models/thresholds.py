@@ -18,15 +18,21 @@ class Thresholds:
     Attributes:
         no_progress_limit (int | Unset): Consecutive iterations without progress before `no_progress`. Default: 3.
         repeated_action_limit (int | Unset): Consecutive repeats of the same action set without progress before
-            `no_progress`
-            (the first repeat only earns an anti-repetition hint). Default: 2.
+            `no_progress`:
+            1 (the default) stops on the second identical set in a row; with more, the repeats
+            before the last each earn an anti-repetition hint. Default: 1.
         repeated_error_limit (int | Unset): Consecutive iterations failing with the same error fingerprint before
             `repeated_error`. Default: 5.
+        repeated_tool_failure_limit (int | Unset): Consecutive iterations whose tool calls named a tool that does not
+            exist (or is not
+            allowed) or gave arguments its schema refuses, with no call of that tool succeeding
+            after repair, before `repeated_error`. Default: 3.
     """
 
     no_progress_limit: int | Unset = 3
-    repeated_action_limit: int | Unset = 2
+    repeated_action_limit: int | Unset = 1
     repeated_error_limit: int | Unset = 5
+    repeated_tool_failure_limit: int | Unset = 3
 
     def to_dict(self) -> dict[str, Any]:
         no_progress_limit = self.no_progress_limit
@@ -34,6 +40,8 @@ class Thresholds:
         repeated_action_limit = self.repeated_action_limit
 
         repeated_error_limit = self.repeated_error_limit
+
+        repeated_tool_failure_limit = self.repeated_tool_failure_limit
 
         field_dict: dict[str, Any] = {}
 
@@ -44,6 +52,8 @@ class Thresholds:
             field_dict["repeated_action_limit"] = repeated_action_limit
         if repeated_error_limit is not UNSET:
             field_dict["repeated_error_limit"] = repeated_error_limit
+        if repeated_tool_failure_limit is not UNSET:
+            field_dict["repeated_tool_failure_limit"] = repeated_tool_failure_limit
 
         return field_dict
 
@@ -56,10 +66,13 @@ class Thresholds:
 
         repeated_error_limit = d.pop("repeated_error_limit", UNSET)
 
+        repeated_tool_failure_limit = d.pop("repeated_tool_failure_limit", UNSET)
+
         thresholds = cls(
             no_progress_limit=no_progress_limit,
             repeated_action_limit=repeated_action_limit,
             repeated_error_limit=repeated_error_limit,
+            repeated_tool_failure_limit=repeated_tool_failure_limit,
         )
 
         return thresholds
