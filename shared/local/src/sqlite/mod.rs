@@ -30,6 +30,7 @@ use tokio::sync::watch;
 
 mod catalog;
 mod queue;
+mod ready;
 mod runs;
 
 pub use queue::SqliteStepQueue;
@@ -167,6 +168,9 @@ struct Inner {
     wal_path: Option<std::path::PathBuf>,
     wal_file: std::sync::OnceLock<std::fs::File>,
     wal_syncs: std::sync::atomic::AtomicU64,
+    /// The queue's index of group heads; locked only while holding `conn`, so it moves in step
+    /// with the rows (and is rebuilt when the generation says they were rolled back).
+    ready: std::sync::Mutex<ready::ReadyIndex>,
 }
 
 impl Inner {
@@ -331,6 +335,7 @@ impl SqliteDb {
                 wal_path,
                 wal_file: std::sync::OnceLock::new(),
                 wal_syncs: std::sync::atomic::AtomicU64::new(0),
+                ready: std::sync::Mutex::default(),
             }),
         })
     }
@@ -345,6 +350,12 @@ impl SqliteDb {
         self.inner
             .generation
             .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The queue's index of group heads. Lock it only inside a `read` or `write` closure (with
+    /// the connection held), never the other way round.
+    fn ready_index(&self) -> std::sync::MutexGuard<'_, ready::ReadyIndex> {
+        self.inner.ready.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// (writes, groups committed) so far: how well group commit amortizes fsyncs.
