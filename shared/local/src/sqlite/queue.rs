@@ -1,7 +1,7 @@
 //! `SqliteStepQueue`: the FIFO step queue in the same database, fair across users.
 
-use super::*;
 use super::ready::{Head, ReadyIndex};
+use super::*;
 
 /// FIFO step queue in the same database.
 pub struct SqliteStepQueue {
@@ -449,7 +449,10 @@ mod tests {
         }
 
         async fn new() -> World {
-            let w = World::open(tempfile::tempdir().unwrap(), Arc::new(ManualClock::new(1_000)));
+            let w = World::open(
+                tempfile::tempdir().unwrap(),
+                Arc::new(ManualClock::new(1_000)),
+            );
             for (run, user) in RUNS {
                 if let Some(user) = user {
                     w.db.write(|c| {
@@ -608,7 +611,10 @@ mod tests {
             "a1 is blocked by its head in flight, c1 is delayed"
         );
         w.clock.advance(5_000);
-        assert_eq!(bodies(w.queue.receive(10, 10_000).await.unwrap()), [delayed]);
+        assert_eq!(
+            bodies(w.queue.receive(10, 10_000).await.unwrap()),
+            [delayed]
+        );
         w.queue.ack(&first[0].receipt).await.unwrap();
         assert_eq!(
             bodies(w.queue.receive(10, 10_000).await.unwrap()),

@@ -81,7 +81,12 @@ impl ReadyIndex {
 
     /// A head's visibility moved (extend): it waits for its new time.
     pub fn set_visible_at(&mut self, seq: i64, at: i64) {
-        let Some(head) = self.groups.get(&seq).and_then(|g| self.heads.get(g)).cloned() else {
+        let Some(head) = self
+            .groups
+            .get(&seq)
+            .and_then(|g| self.heads.get(g))
+            .cloned()
+        else {
             return;
         };
         self.detach(&head);
@@ -106,7 +111,12 @@ impl ReadyIndex {
                 break;
             }
             self.waiting.pop_first();
-            let Some(head) = self.groups.get(&seq).and_then(|g| self.heads.get(g)).cloned() else {
+            let Some(head) = self
+                .groups
+                .get(&seq)
+                .and_then(|g| self.heads.get(g))
+                .cloned()
+            else {
                 continue;
             };
             if head.receive_count >= max_receives {
@@ -265,7 +275,10 @@ mod tests {
 
         // Assert: turn 1 c (never), b, a; turn 2 b, a; turn 3 a.
         assert_eq!(groups(&got), ["c1", "b1", "a1", "b2", "a2", "a3"]);
-        assert!(got.iter().all(|h| h.receive_count == 1 && h.visible_at == 100));
+        assert!(
+            got.iter()
+                .all(|h| h.receive_count == 1 && h.visible_at == 100)
+        );
         assert!(!idx.any_due(99));
         assert!(idx.any_due(100));
     }
