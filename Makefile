@@ -1,7 +1,7 @@
 # The two commands a new user needs: `make demo` and `make test`.
 CARGO ?= cargo
 
-.PHONY: demo test test-dynamodb-local agent-clis lint web bench bench-runner bench-aws bench-llm bench-lambda capacity serve build synth package sim sim-broken
+.PHONY: demo test test-dynamodb-local agent-clis lint web bench bench-runner bench-store bench-aws bench-llm bench-lambda capacity serve build synth package sim sim-broken
 
 ## A real multi-iteration run on the embedded platform: no cloud account, no API key.
 demo:
@@ -75,6 +75,11 @@ web:
 bench:
 	$(CARGO) run --release -p longrun-tests --bin bench -- BENCHMARKS.md
 	$(CARGO) run --release -p longrun-tests --bin bench_capacity -- BENCHMARKS.md
+
+## The API on an empty store and on one filled with a year of ended runs (100,000), start-up
+## recovery, bytes per iteration; updates BENCHMARKS.md.
+bench-store:
+	$(CARGO) run --release -p longrun-tests --bin bench_store -- BENCHMARKS.md 100000
 
 ## AWS requests, capacity units and cost per iteration on the emulator; updates BENCHMARKS.md.
 bench-aws:

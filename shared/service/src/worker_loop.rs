@@ -113,8 +113,8 @@ impl WorkerLoop {
                 .saturating_sub(inflight.len())
                 .min(self.config.batch);
             // Near the in-flight bound, slots free one by one: they are filled a batch at a
-            // time (or after `idle_sleep`), not with one receive per finished step — a receive
-            // looks at every ready run to pick fairly.
+            // time (or after `idle_sleep`), not with one receive per finished step — each
+            // receive is a write on the one connection the API reads through.
             let due = free == self.config.batch
                 || inflight.is_empty()
                 || last_receive.elapsed() >= self.config.idle_sleep;

@@ -18,35 +18,53 @@ struct RunCache {
 
 const RUN_CACHE_MAX: usize = 4096;
 
+// The reads of tables that grow with the store, named so a test can check that each one is a
+// search of an index, never a scan or a sort (`EXPLAIN QUERY PLAN`), however many ended runs
+// the store holds.
+
+const GET_RUN: &str = "SELECT body FROM runs WHERE id = ?1";
+
+// A statement per shape, each a range of one index: `?2 = '' OR status = ?2` made the planner
+// walk all of a user's runs to find a few queued ones. The cursor is a row value, so a deep
+// page starts at its place in the index instead of scanning down to it (an empty id sorts
+// before every id, so it means "created strictly before").
+const LIST_RUNS: &str = "SELECT body FROM runs WHERE user_id = ?1 AND ?2 = ''
+       AND (created_at, id) < (?3, ?4)
+     ORDER BY created_at DESC, id DESC LIMIT +?5";
+const LIST_RUNS_WITH_STATUS: &str = "SELECT body FROM runs WHERE user_id = ?1 AND status = ?2
+       AND (created_at, id) < (?3, ?4)
+     ORDER BY created_at DESC, id DESC LIMIT +?5";
+
+const EVENTS: &str =
+    "SELECT body FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT +?3";
+const ITERATIONS: &str =
+    "SELECT body FROM iterations WHERE run_id = ?1 AND n > ?2 ORDER BY n LIMIT +?3";
+const NOTIFICATIONS: &str =
+    "SELECT body FROM notifications WHERE user_id = ?1 ORDER BY at DESC, id DESC LIMIT +?2";
+
+// The OR term is `runs_unsettled`'s condition, written the same way, so these read only the
+// runs that are active or not yet notified (a full store holds mostly ended, notified ones).
+const STALE_RUNS: &str = "SELECT body FROM runs WHERE updated_at < ?1
+       AND (status IN ('queued', 'running') OR json_extract(body, '$.notified') = 0)
+     ORDER BY updated_at, id LIMIT +?2";
+const STRANDED: &str = "SELECT body FROM runs
+     WHERE (status IN ('queued', 'running') OR json_extract(body, '$.notified') = 0)
+       AND (status NOT IN ('queued', 'running')
+            OR NOT EXISTS (SELECT 1 FROM queue WHERE group_id = runs.id AND dead = 0))";
+// The IN term is `runs_active`'s, so ended runs are not read.
+const LEASED: &str = "SELECT body FROM runs WHERE status IN ('queued', 'running')
+       AND status = 'running' AND json_extract(body, '$.lease') IS NOT NULL";
+
 impl SqliteRunStore {
     /// Runs that should be moving but have no live message (their send was lost in a crash),
     /// and runs whose outcome was never published. Read at start-up by `recover`.
     pub async fn stranded(&self) -> StoreResult<Vec<Run>> {
-        self.db
-            .read(|c| {
-                query_json::<Run>(
-                    c,
-                    "SELECT body FROM runs
-                     WHERE (status IN ('queued', 'running')
-                            AND id NOT IN (SELECT group_id FROM queue WHERE dead = 0))
-                        OR (status NOT IN ('queued', 'running') AND json_extract(body, '$.notified') = 0)",
-                    &[],
-                )
-            })
-            .await
+        self.db.read(|c| query_json::<Run>(c, STRANDED, &[])).await
     }
 
     /// Runs a worker holds a lease on; at start-up, those of a process that is gone.
     pub async fn leased_runs(&self) -> StoreResult<Vec<Run>> {
-        self.db
-            .read(|c| {
-                query_json::<Run>(
-                    c,
-                    "SELECT body FROM runs WHERE status = 'running' AND json_extract(body, '$.lease') IS NOT NULL",
-                    &[],
-                )
-            })
-            .await
+        self.db.read(|c| query_json::<Run>(c, LEASED, &[])).await
     }
 
     pub fn new(db: SqliteDb) -> Self {
@@ -136,7 +154,7 @@ impl SqliteRunStore {
 
 fn load_run(conn: &Connection, run_id: &str) -> StoreResult<Option<Run>> {
     let body: Option<String> = conn
-        .prepare_cached("SELECT body FROM runs WHERE id = ?1")
+        .prepare_cached(GET_RUN)
         .and_then(|mut st| st.query_row([run_id], |r| r.get(0)).optional())
         .map_err(unavailable)?;
     body.map(|b| from_json(&b)).transpose()
@@ -304,14 +322,16 @@ impl RunLog for SqliteRunStore {
     async fn list_runs(&self, user_id: &str, q: &RunQuery) -> StoreResult<Vec<Run>> {
         let (before_at, before_id) = q.before.clone().unwrap_or((i64::MAX, String::new()));
         let status = q.status.map(RunStatus::as_str).unwrap_or("");
+        let sql = if status.is_empty() {
+            LIST_RUNS
+        } else {
+            LIST_RUNS_WITH_STATUS
+        };
         self.db
             .read(|c| {
                 query_json(
                     c,
-                    "SELECT body FROM runs WHERE user_id = ?1
-                       AND (?2 = '' OR status = ?2)
-                       AND (created_at < ?3 OR (created_at = ?3 AND ?4 != '' AND id < ?4))
-                     ORDER BY created_at DESC, id DESC LIMIT +?5",
+                    sql,
                     &[&user_id, &status, &before_at, &before_id, &(q.limit as i64)],
                 )
             })
@@ -328,13 +348,7 @@ impl RunLog for SqliteRunStore {
 
     async fn events(&self, run_id: &str, after: u64, limit: usize) -> StoreResult<Vec<Event>> {
         self.db
-            .read(|c| {
-                query_json(
-                    c,
-                    "SELECT body FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT +?3",
-                    &[&run_id, &(after as i64), &(limit as i64)],
-                )
-            })
+            .read(|c| query_json(c, EVENTS, &[&run_id, &(after as i64), &(limit as i64)]))
             .await
     }
 
@@ -342,13 +356,7 @@ impl RunLog for SqliteRunStore {
         &self, run_id: &str, after: u32, limit: usize,
     ) -> StoreResult<Vec<IterationRecord>> {
         self.db
-            .read(|c| {
-                query_json(
-                    c,
-                    "SELECT body FROM iterations WHERE run_id = ?1 AND n > ?2 ORDER BY n LIMIT +?3",
-                    &[&run_id, &after, &(limit as i64)],
-                )
-            })
+            .read(|c| query_json(c, ITERATIONS, &[&run_id, &after, &(limit as i64)]))
             .await
     }
 
@@ -369,15 +377,7 @@ impl RunLog for SqliteRunStore {
 
     async fn stale_runs(&self, updated_before: i64, limit: usize) -> StoreResult<Vec<Run>> {
         self.db
-            .read(|c| {
-                query_json(
-                    c,
-                    "SELECT body FROM runs WHERE updated_at < ?1
-                       AND (status IN ('queued', 'running') OR json_extract(body, '$.notified') = 0)
-                     ORDER BY updated_at, id LIMIT +?2",
-                    &[&updated_before, &(limit as i64)],
-                )
-            })
+            .read(|c| query_json(c, STALE_RUNS, &[&updated_before, &(limit as i64)]))
             .await
     }
 }
@@ -487,13 +487,7 @@ impl Inbox for SqliteRunStore {
 
     async fn notifications(&self, user_id: &str, limit: usize) -> StoreResult<Vec<Notification>> {
         self.db
-            .read(|c| {
-                query_json(
-                    c,
-                    "SELECT body FROM notifications WHERE user_id = ?1 ORDER BY at DESC, id DESC LIMIT +?2",
-                    &[&user_id, &(limit as i64)],
-                )
-            })
+            .read(|c| query_json(c, NOTIFICATIONS, &[&user_id, &(limit as i64)]))
             .await
     }
 
@@ -509,5 +503,62 @@ impl Inbox for SqliteRunStore {
                 .map_err(unavailable)
             })
             .await
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn no_read_of_a_growing_table_scans_or_sorts_it() {
+        // Arrange: the schema as opened, without statistics (plans must not hinge on ANALYZE).
+        let db = SqliteDb::open_in_memory().unwrap();
+        let statements = [
+            GET_RUN,
+            LIST_RUNS,
+            LIST_RUNS_WITH_STATUS,
+            EVENTS,
+            ITERATIONS,
+            NOTIFICATIONS,
+            STALE_RUNS,
+            STRANDED,
+            LEASED,
+        ];
+
+        // Act
+        let plans: Vec<(String, String)> = db
+            .read(|c| {
+                statements
+                    .iter()
+                    .map(|sql| {
+                        let mut st = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+                        // Unbound parameters: the plan must hold for any value.
+                        let unbound = vec![rusqlite::types::Null; st.parameter_count()];
+                        let steps: Vec<String> = st
+                            .query_map(rusqlite::params_from_iter(unbound), |r| r.get(3))
+                            .unwrap()
+                            .collect::<Result<_, _>>()
+                            .unwrap();
+                        (sql.to_string(), steps.join("; "))
+                    })
+                    .collect()
+            })
+            .await;
+
+        // Assert: every step is a search of an index, or a walk of a partial index of the runs
+        // in progress (`runs_active`, `runs_unsettled`), which is as small as the work under way.
+        for (sql, plan) in plans {
+            let scans_a_table = plan.split("; ").any(|step| {
+                step.starts_with("SCAN")
+                    && !step.ends_with("USING INDEX runs_unsettled")
+                    && !step.ends_with("USING INDEX runs_active")
+            });
+            assert!(
+                !scans_a_table && !plan.contains("TEMP B-TREE"),
+                "{sql}\n=> {plan}"
+            );
+        }
     }
 }
