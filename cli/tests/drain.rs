@@ -3,37 +3,24 @@
 #![allow(clippy::unwrap_used)]
 #![cfg(unix)]
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+mod support;
+
 const TOKEN: &str = "lr_drain_test_token";
 
 fn start(data_dir: &Path, script: &Path) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_longrun"))
-        .args(["serve", "--port", "0", "--drain-grace", "1", "--model"])
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_longrun"));
+    cmd.args(["serve", "--port", "0", "--drain-grace", "1", "--model"])
         .arg(format!("script:{}", script.display()))
         .arg("--data-dir")
         .arg(data_dir)
-        .env("LONGRUN_TOKENS", format!("{TOKEN}:alice"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let addr = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find_map(|l| {
-            l.split_once("listening on http://")
-                .and_then(|(_, rest)| rest.split_whitespace().next().map(str::to_string))
-        })
-        .expect("the server never said it was listening");
-    std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
-    (child, addr)
+        .env("LONGRUN_TOKENS", format!("{TOKEN}:alice"));
+    support::spawn_serve(cmd)
 }
 
 /// The demo script with `latency_ms` on every planner answer.

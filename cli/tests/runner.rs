@@ -95,6 +95,18 @@ impl Env {
             .collect()
     }
 
+    /// The run-info of the first run whose agent has started (it has a pgid).
+    fn wait_for_root(&self) -> std::collections::BTreeMap<String, String> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(r) = self.runs().into_iter().find(|r| r.contains_key("pgid")) {
+                return r;
+            }
+            assert!(Instant::now() < deadline, "the root never started");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     fn has(&self, kind: &str, needle: &str) -> bool {
         self.bus()
             .iter()
@@ -415,14 +427,7 @@ fn stopping_the_root_ends_the_task_instead_of_restarting_it() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let root = loop {
-        if let Some(r) = env.runs().into_iter().find(|r| r.contains_key("pgid")) {
-            break r;
-        }
-        assert!(Instant::now() < deadline, "the root never started");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let root = env.wait_for_root();
 
     let out = env.run(&["stop", &root["run_id"]]);
 
@@ -507,14 +512,7 @@ fn a_second_loop_on_a_running_task_is_refused() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let root = loop {
-        if let Some(r) = env.runs().into_iter().find(|r| r.contains_key("pgid")) {
-            break r;
-        }
-        assert!(Instant::now() < deadline, "the root never started");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let root = env.wait_for_root();
 
     let second = env.run(&["task", "p", "t"]);
 
@@ -537,14 +535,7 @@ fn a_restarted_loop_adopts_the_live_root_instead_of_starting_a_second_one() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let root = loop {
-        if let Some(r) = env.runs().into_iter().find(|r| r.contains_key("pgid")) {
-            break r;
-        }
-        assert!(Instant::now() < deadline, "the root never started");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let root = env.wait_for_root();
     // The loop dies; the agent, in its own process group, goes on.
     first.kill().unwrap();
     first.wait().unwrap();

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+mod support;
+
 const TOKEN: &str = "lr_serve_test_token";
 
 /// A `longrun serve` child process on a free loopback port.
@@ -21,33 +23,19 @@ struct Server {
 
 impl Server {
     fn start(data_dir: &Path, extra: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_longrun"))
-            .args([
-                "serve",
-                "--port",
-                "0",
-                "--active-limit",
-                "1000",
-                "--data-dir",
-            ])
-            .arg(data_dir)
-            .args(extra)
-            .env("LONGRUN_TOKENS", format!("{TOKEN}:alice"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let addr = lines
-            .by_ref()
-            .map_while(Result::ok)
-            .find_map(|l| {
-                l.split_once("listening on http://")
-                    .and_then(|(_, rest)| rest.split_whitespace().next().map(str::to_string))
-            })
-            .expect("the server never said it was listening");
-        // Keep draining stdout so the server never blocks on a full pipe.
-        std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_longrun"));
+        cmd.args([
+            "serve",
+            "--port",
+            "0",
+            "--active-limit",
+            "1000",
+            "--data-dir",
+        ])
+        .arg(data_dir)
+        .args(extra)
+        .env("LONGRUN_TOKENS", format!("{TOKEN}:alice"));
+        let (child, addr) = support::spawn_serve(cmd);
         Server { child, addr }
     }
 

@@ -5,14 +5,16 @@
 #![cfg(unix)]
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
+
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Value, json};
+
+mod support;
 
 const TOKEN: &str = "lr_webhook_test_token";
 
@@ -23,25 +25,12 @@ struct Server {
 
 impl Server {
     fn start(data_dir: &Path) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_longrun"))
-            .args(["serve", "--port", "0", "--data-dir"])
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_longrun"));
+        cmd.args(["serve", "--port", "0", "--data-dir"])
             .arg(data_dir)
             .env("LONGRUN_TOKENS", format!("{TOKEN}:alice"))
-            .env("LONGRUN_FETCH_TRUSTED_PRIVATE", "localhost")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let addr = lines
-            .by_ref()
-            .map_while(Result::ok)
-            .find_map(|l| {
-                l.split_once("listening on http://")
-                    .and_then(|(_, rest)| rest.split_whitespace().next().map(str::to_string))
-            })
-            .expect("the server never said it was listening");
-        std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
+            .env("LONGRUN_FETCH_TRUSTED_PRIVATE", "localhost");
+        let (child, addr) = support::spawn_serve(cmd);
         Server { child, addr }
     }
 

@@ -1,0 +1,26 @@
+//! What the `longrun serve` process tests share.
+#![allow(clippy::unwrap_used, dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+/// Starts `serve` as configured by `cmd` (on `--port 0`) and returns it with the address it
+/// printed; its stdout keeps being drained so it never blocks on a full pipe.
+pub fn spawn_serve(mut cmd: Command) -> (Child, String) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.split_once("listening on http://")
+                .and_then(|(_, rest)| rest.split_whitespace().next().map(str::to_string))
+        })
+        .expect("the server never said it was listening");
+    std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
+    (child, addr)
+}
