@@ -81,12 +81,7 @@ impl ReadyIndex {
 
     /// A head's visibility moved (extend): it waits for its new time.
     pub fn set_visible_at(&mut self, seq: i64, at: i64) {
-        let Some(head) = self
-            .groups
-            .get(&seq)
-            .and_then(|g| self.heads.get(g))
-            .cloned()
-        else {
+        let Some(head) = self.head_of(seq) else {
             return;
         };
         self.detach(&head);
@@ -111,12 +106,7 @@ impl ReadyIndex {
                 break;
             }
             self.waiting.pop_first();
-            let Some(head) = self
-                .groups
-                .get(&seq)
-                .and_then(|g| self.heads.get(g))
-                .cloned()
-            else {
+            let Some(head) = self.head_of(seq) else {
                 continue;
             };
             if head.receive_count >= max_receives {
@@ -193,6 +183,14 @@ impl ReadyIndex {
     }
 
     /// Takes a head out of `waiting` or `ready`, wherever it is.
+    /// The head whose message is `seq`, if that message heads its group.
+    fn head_of(&self, seq: i64) -> Option<Head> {
+        self.groups
+            .get(&seq)
+            .and_then(|g| self.heads.get(g))
+            .cloned()
+    }
+
     fn detach(&mut self, head: &Head) {
         if self.waiting.remove(&(head.visible_at, head.seq)) {
             return;
