@@ -176,6 +176,10 @@ enum Command {
         /// Only this tool (built-in or registered); repeat for several. Default: every tool.
         #[arg(long = "tool", value_name = "NAME")]
         tools: Vec<String>,
+        /// Run this coding agent (claude, codex, gemini, command, or a backend of the runner
+        /// config) as the run's iterations instead of the planner.
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
     },
     /// Print the OpenAPI document the API serves at /v1/openapi.json.
     Openapi,
@@ -284,6 +288,7 @@ async fn dispatch(cli: Cli) -> Result<()> {
             data_dir,
             tools,
             mode,
+            agent,
             ..
         } => {
             let dir;
@@ -305,6 +310,7 @@ async fn dispatch(cli: Cli) -> Result<()> {
                 models: &models,
                 mode,
                 tools: &tools,
+                agent,
             };
             let report = run_embedded(&data_dir, &objective, run, quiet).await?;
             print_report(&report, cli.json)
@@ -328,6 +334,7 @@ async fn dispatch(cli: Cli) -> Result<()> {
                 models: std::slice::from_ref(&model),
                 mode: None,
                 tools: &[],
+                agent: None,
             };
             let report = run_embedded(&data_dir, DEMO_OBJECTIVE, run, false).await?;
             print_report(&report, false)?;
@@ -436,11 +443,14 @@ async fn serve(args: ServeArgs) -> Result<()> {
         Some(old)
     });
     config.app_base_url = app_base_url.unwrap_or_else(|| format!("http://{addr}"));
+    // Agent runs: the runner config names the backends; a config error stops serve here.
+    let agents = runner::agent_host().map_err(|e| anyhow::anyhow!("{e}"))?;
     let opts = Embedded {
         worker: WorkerConfig {
             max_inflight,
             ..WorkerConfig::default()
         },
+        agents: Some(Arc::new(agents)),
         ..Embedded::default()
     };
     let mut running = Platform::embedded(Some(data_dir), config, opts)?;
@@ -508,6 +518,7 @@ struct RunFlags<'a> {
     models: &'a [String],
     mode: Option<PermissionMode>,
     tools: &'a [String],
+    agent: Option<String>,
 }
 
 /// Runs the loop in-process until the run settles, printing progress unless `quiet`.
@@ -519,6 +530,12 @@ async fn run_embedded(
         worker: WorkerConfig {
             idle_sleep: Duration::from_millis(5),
             ..WorkerConfig::default()
+        },
+        agents: match run.agent {
+            Some(_) => Some(Arc::new(
+                runner::agent_host().map_err(|e| anyhow::anyhow!("{e}"))?,
+            )),
+            None => None,
         },
         ..Embedded::default()
     };
@@ -532,6 +549,7 @@ async fn run_embedded(
         budgets: run.budgets.input(),
         thresholds: None,
         model: None,
+        agent: run.agent.clone(),
         models: run.models.to_vec(),
         permission_mode: run.mode,
         allowed_tools: (!run.tools.is_empty()).then(|| run.tools.to_vec()),

@@ -160,9 +160,13 @@ pub async fn run(
             follow: f,
             mode,
             tools,
+            agent,
             ..
         } => {
             let mut body = json!({"objective": objective, "budgets": budgets.input()});
+            if let Some(a) = agent {
+                body["agent"] = json!(a);
+            }
             if !tools.is_empty() {
                 body["allowed_tools"] = json!(tools);
             }

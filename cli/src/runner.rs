@@ -147,6 +147,12 @@ pub fn run(cmd: RunnerCommand, json: bool) -> ! {
     std::process::exit(code)
 }
 
+/// `serve`'s agent host: the runner config from its file and environment (no CLI flags).
+pub fn agent_host() -> Result<longrun_runner::host::LocalAgentHost, RunnerError> {
+    let cfg = RunnerConfig::load(&config::default_path(), Overrides::from_env()?)?;
+    Ok(longrun_runner::host::LocalAgentHost::new(cfg, bin_dir()))
+}
+
 fn load(common: &Common) -> Result<RunnerConfig, RunnerError> {
     load_with(common, Overrides::default())
 }
@@ -323,6 +329,7 @@ fn cmd_job(a: JobArgs, json: bool) -> Result<i32, RunnerError> {
             bin_dir: bin_dir(),
             deadline: None,
             resume: None,
+            labels: vec![],
         },
     )?;
     if json {

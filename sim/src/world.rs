@@ -54,6 +54,7 @@ fn assemble(sim: &Arc<Sim>, queue: Arc<SimQueue>) -> Option<Platform> {
         sim.clock.clone(),
         Arc::new(SimFaults { sim: sim.clone() }),
         engine,
+        None,
     ))
 }
 
@@ -250,6 +251,7 @@ fn no_child_owed(runs: &[Run]) -> bool {
 
 fn template(objective: &str, budgets: BudgetsInput, mode: Option<PermissionMode>) -> RunTemplate {
     RunTemplate {
+        agent: None,
         objective: objective.into(),
         completion_criteria: vec![],
         budgets,

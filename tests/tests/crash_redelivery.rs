@@ -185,6 +185,7 @@ async fn every_message_delivered_twice_commits_each_iteration_once() {
         clock.clone() as Arc<dyn Clock>,
         Arc::new(NoFaults),
         EngineConfig::default(),
+        None,
     );
     let running = longrun_http::Running::new(platform, WorkerConfig::default());
     let t = TestPlatform {

@@ -561,6 +561,7 @@ mod suite {
             user_id: user.into(),
             cron: "0 * * * *".into(),
             template: RunTemplate {
+                agent: None,
                 objective: "hourly".into(),
                 completion_criteria: vec![],
                 budgets: Default::default(),

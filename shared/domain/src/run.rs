@@ -573,6 +573,11 @@ pub struct Run {
     /// Last committed iteration (0 before the first commit).
     pub iteration: u32,
     pub model: String,
+    /// An agent run: its iterations are this coding agent's processes (`claude`, `codex`,
+    /// `gemini`, `command`, or a backend the host configures) in the run's task folder,
+    /// instead of planner calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     /// Plain-language conditions the result must meet: a completion claim must map each one
     /// (`c1`, `c2`, … in order) to accepted evidence.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -661,6 +666,7 @@ impl Run {
             iteration: 0,
             model: model.to_string(),
             completion_criteria: vec![],
+            agent: None,
             models: vec![],
             budgets,
             thresholds,

@@ -34,6 +34,13 @@ pub struct RunTemplate {
     /// `provider:model`; one of the server's configured models.
     #[serde(default)]
     pub model: Option<String>,
+    /// Run a coding agent instead of the planner: each iteration is one process of this
+    /// agent (`claude`, `codex`, `gemini`, `command`, or another backend the server
+    /// configures) in the run's task folder, with the objective as its TASK.md. Only where
+    /// the server can start processes (`longrun serve`); a Lambda deployment answers 422.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64), regex(pattern = r"^[A-Za-z0-9_.-]+$"))]
+    pub agent: Option<String>,
     /// Several `provider:model`s to rotate over, round robin, failing over past degraded
     /// ones; the first is the run's model. Instead of `model`, or starting with it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

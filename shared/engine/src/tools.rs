@@ -109,7 +109,7 @@ impl Staging {
         matches!(self.read_doc(path).await, Ok(Some(_)))
     }
 
-    async fn write_doc(
+    pub async fn write_doc(
         &self, path: &str, title: Option<&str>, content: &str,
     ) -> Result<Value, String> {
         let staged_base = self.lock().docs.get(path).map(|(_, base)| base.clone());

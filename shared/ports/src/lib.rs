@@ -3,6 +3,7 @@
 //! this crate and the domain only, never on the engine. Each store trait has a conformance suite
 //! in `tests/` that every adapter passes.
 
+pub mod agent;
 pub mod clock;
 pub mod faults;
 pub mod llm;
@@ -12,6 +13,7 @@ pub mod queue;
 pub mod store;
 pub mod tools;
 
+pub use agent::{AgentError, AgentHost, AgentTurn};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use faults::{FaultPoint, Faults, NoFaults};
 pub use llm::{

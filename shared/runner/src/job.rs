@@ -35,6 +35,8 @@ pub struct JobRequest {
     /// (backend, CLI session) to resume: the previous root run's, used only when the same
     /// backend is chosen again.
     pub resume: Option<(String, String)>,
+    /// Extra run-info keys (`serve` keys an iteration of an agent run to its one process).
+    pub labels: Vec<(String, String)>,
 }
 
 /// How the run ended.
@@ -207,6 +209,7 @@ pub fn adopt(
         bin_dir: None,
         deadline,
         resume: None,
+        labels: vec![],
     };
     let choice = select::Choice {
         backend: info.str("agent").to_string(),
@@ -298,6 +301,9 @@ fn prepare(
     info.set("commandline", shell_words(&argv));
     if let Some(s) = resume {
         info.set("resumed_session", s);
+    }
+    for (k, v) in &req.labels {
+        info.set(k, v.clone());
     }
 
     let spawn = Spawn {

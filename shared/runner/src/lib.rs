@@ -1,11 +1,13 @@
 //! The runner: coding-agent CLIs (Claude Code, Codex, Gemini, any command) run as processes in a
 //! task folder and kept working until the task is really done — one run (`job`), the restart
 //! loop (`task`), `stop`, the task's message bus and the runner config. Depends on no adapter
-//! and on no engine: it starts processes and reads files in the task folder.
+//! and on no engine: it starts processes and reads files in the task folder. `host` is the
+//! `AgentHost` port's adapter, by which `serve` runs agent runs.
 
 pub mod backend;
 pub mod bus;
 pub mod config;
+pub mod host;
 pub mod job;
 pub mod process;
 pub mod runinfo;

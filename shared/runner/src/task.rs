@@ -244,6 +244,7 @@ impl TaskLoop<'_> {
                 bin_dir: req.bin_dir.clone(),
                 deadline: Some(self.started + self.cfg.time_budget),
                 resume: self.session.clone().filter(|_| self.cfg.resume_sessions),
+                labels: vec![],
             },
         )?;
         self.previous = Some(out.run_id.clone());
@@ -413,7 +414,9 @@ fn live_root(dir: &Path) -> Option<(PathBuf, RunInfo)> {
 }
 
 /// After DONE: waits for running children up to `child_wait_timeout`; returns those orphaned.
-fn wait_for_children(cfg: &RunnerConfig, dir: &Path, root_pgid: Option<u32>) -> Vec<String> {
+pub(crate) fn wait_for_children(
+    cfg: &RunnerConfig, dir: &Path, root_pgid: Option<u32>,
+) -> Vec<String> {
     let pending = |dir: &Path| {
         let mut ids = active_children(dir);
         if let Some(g) = root_pgid.filter(|g| group_alive(*g)) {

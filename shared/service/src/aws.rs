@@ -168,6 +168,8 @@ impl Platform {
             Arc::new(SystemClock),
             faults,
             engine,
+            // Lambda cannot keep a coding agent's process: agent runs are refused (422).
+            None,
         ))
     }
 

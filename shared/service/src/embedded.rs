@@ -9,7 +9,7 @@ use longrun_domain::OutcomeMessage;
 use longrun_engine::EngineConfig;
 use longrun_llm::ModelRouter;
 use longrun_local::{SqliteDb, SqliteRunStore, SqliteStepQueue};
-use longrun_ports::LlmClient;
+use longrun_ports::{AgentHost, LlmClient};
 use longrun_ports::{Clock, Faults, Notifier, NotifyError, StepQueue, Store};
 use longrun_ports::{NoFaults, SystemClock};
 use tokio::sync::watch;
@@ -28,6 +28,8 @@ pub struct Embedded {
     pub engine: EngineConfig,
     pub worker: WorkerConfig,
     pub outbox: OutboxConfig,
+    /// Starts agent runs' processes; `None`: agent runs are refused.
+    pub agents: Option<Arc<dyn AgentHost>>,
 }
 
 impl Default for Embedded {
@@ -42,6 +44,7 @@ impl Default for Embedded {
             },
             worker: WorkerConfig::default(),
             outbox: OutboxConfig::default(),
+            agents: None,
         }
     }
 }
@@ -215,6 +218,7 @@ impl Platform {
             opts.clock,
             opts.faults,
             opts.engine,
+            opts.agents,
         );
         let mut running = Running::new(platform, opts.worker);
         running.db = Some(db);

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use longrun_engine::tools::SpawnRun;
 use longrun_engine::{Dispatch, Engine, EngineConfig, ToolRegistry};
 use longrun_fetch::{HttpFetch, HttpMcpClient, HttpToolFactory, UserToolSettings, WebSearch};
-use longrun_ports::LlmClient;
+use longrun_ports::{AgentHost, LlmClient};
 use longrun_ports::{Clock, Faults, Notifier, StepQueue, Store};
 use longrun_ports::{McpConnector, ToolFactory};
 
@@ -41,7 +41,7 @@ impl Platform {
     pub fn assemble(
         store: Arc<dyn Store>, queue: Arc<dyn StepQueue>, notifier: Arc<dyn Notifier>,
         llm: Arc<dyn LlmClient>, config: AppConfig, clock: Arc<dyn Clock>, faults: Arc<dyn Faults>,
-        mut engine: EngineConfig,
+        mut engine: EngineConfig, agents: Option<Arc<dyn AgentHost>>,
     ) -> Platform {
         engine.app_base_url = config.app_base_url.clone();
         let dispatch = Dispatch {
@@ -95,6 +95,7 @@ impl Platform {
             user_tool_specs: Default::default(),
             mcp: mcp.clone().map(|c| c as Arc<dyn McpConnector>),
             mcp_cache: Default::default(),
+            agents,
             faults,
             config: engine,
         });

@@ -119,7 +119,10 @@ pub fn prepare_run(
                 p.config.models.join(", ")
             )));
         }
-        if budgets.max_cost_usd.is_some() && !p.config.priced_models.contains(model) {
+        if budgets.max_cost_usd.is_some()
+            && req.agent.is_none()
+            && !p.config.priced_models.contains(model)
+        {
             return Err(ServiceError::Invalid(format!(
                 "budgets.max_cost_usd cannot be enforced: no price is known for model `{model}`"
             )));
@@ -130,6 +133,7 @@ pub fn prepare_run(
     let mut run = Run::new(&id, user, objective, &model, budgets, thresholds, now);
     run.permission_mode = req.permission_mode.unwrap_or_default();
     run.completion_criteria = completion_criteria(req.completion_criteria)?;
+    run.agent = req.agent.map(|a| agent(p, a)).transpose()?;
     if let Some(allowed) = req.allowed_tools {
         if allowed.len() > MAX_ALLOWED_TOOLS || allowed.iter().any(|n| is_blank(n)) {
             return Err(ServiceError::Invalid(format!(
@@ -142,6 +146,23 @@ pub fn prepare_run(
         run.models = models;
     }
     Ok(run)
+}
+
+/// The agent an agent run names, if this deployment can start it.
+fn agent(p: &Platform, name: String) -> Result<String, ServiceError> {
+    let Some(host) = &p.engine.agents else {
+        return Err(ServiceError::Invalid(format!(
+            "agent runs need a host that can start processes, and this deployment cannot (it runs on AWS Lambda): run agent `{name}` with `longrun serve` or `longrun task` instead"
+        )));
+    };
+    let agents = host.agents();
+    if !agents.contains(&name) {
+        return Err(ServiceError::Invalid(format!(
+            "agent `{name}` is not configured on this server; choose one of: {}",
+            agents.join(", ")
+        )));
+    }
+    Ok(name)
 }
 
 /// At most this many completion criteria, each at most `MAX_CRITERION_CHARS` characters.
@@ -180,6 +201,12 @@ pub async fn cancel_run(p: &Platform, id: &str) -> Result<Run, ServiceError> {
     if run.status == RunStatus::Canceled {
         // Ends its children too, and tells its parent.
         p.dispatch.follow_up(&run).await?;
+    }
+    if let (Some(_), Some(host)) = (&run.agent, &p.engine.agents) {
+        // The iteration in flight ends when its process does; its commit records the cancel.
+        if let Err(e) = host.stop(&run).await {
+            tracing::warn!(run_id = %run.id, error = %e, "stopping the agent's processes failed");
+        }
     }
     Ok(run)
 }

@@ -132,7 +132,9 @@ fn judge(
             ));
         }
     }
-    let action_fingerprint = draft.planner.as_ref().map(|p| {
+    // An agent run's iterations have no planner actions: each is one process by design.
+    let planner = draft.planner.as_ref().filter(|_| run.agent.is_none());
+    let action_fingerprint = planner.map(|p| {
         fingerprint::of_json(&json!({
             "tools": p.tool_calls.iter().map(|c| json!([c.name, c.args])).collect::<Vec<_>>(),
             "executors": p.executor_tasks.iter().map(|t| json!([t.title, t.instructions])).collect::<Vec<_>>(),

@@ -7,6 +7,7 @@
 //! the verdict and the commit plan; `dispatch` what follows a commit; `user_tools` the tools a
 //! run may call.
 
+mod agent;
 mod claim;
 mod conclude;
 mod dispatch;
@@ -27,8 +28,8 @@ use self::model::Iter;
 use self::phases::Draft;
 use crate::tools::{Staging, ToolRegistry};
 use longrun_ports::LlmClient;
+use longrun_ports::{AgentHost, McpConnector, ToolFactory};
 use longrun_ports::{FaultPoint, Faults, NotifyError, QueueError, StepMessage, Store, StoreError};
-use longrun_ports::{McpConnector, ToolFactory};
 
 pub use self::dispatch::{Dispatch, SweepReport};
 pub use self::user_tools::{McpCache, UserToolCache};
@@ -116,6 +117,9 @@ pub struct Engine {
     /// Lists and calls users' MCP servers; without it runs have no MCP tools.
     pub mcp: Option<Arc<dyn McpConnector>>,
     pub mcp_cache: McpCache,
+    /// Starts the coding-agent processes of agent runs; `None` where no process can be
+    /// started (Lambda), and agent runs are refused at creation.
+    pub agents: Option<Arc<dyn AgentHost>>,
     pub faults: Arc<dyn Faults>,
     pub config: EngineConfig,
 }
@@ -203,6 +207,9 @@ impl Engine {
     async fn work(
         &self, run: &Run, claim: &Claim<'_>, started_at: i64, deadline_ms: Option<i64>,
     ) -> Result<CommitPlan, EngineError> {
+        if run.agent.is_some() {
+            return self.agent_work(run, claim, started_at).await;
+        }
         let staging = Staging::new(
             self.store().clone(),
             &run.id,

@@ -27,6 +27,17 @@ pub(super) struct Spent {
     pub budget: Option<BudgetExhausted>,
 }
 
+impl Spent {
+    /// A recorded spend, counted against the run's budgets and in the iteration's metrics.
+    pub fn add(&mut self, spend: &Spend) {
+        self.run.add_spend(spend);
+        self.queued_ms += spend.queued_ms;
+        self.iteration.input_tokens += spend.input_tokens;
+        self.iteration.output_tokens += spend.output_tokens;
+        self.iteration.cost_usd += spend.cost_usd.unwrap_or(0.0);
+    }
+}
+
 /// What every phase of one iteration shares: the run as claimed, the claim, its tools and
 /// its spend so far.
 pub(super) struct Iter<'a> {
@@ -195,12 +206,8 @@ impl Engine {
         }
         {
             let mut s = it.spent();
-            s.run.add_spend(&spend);
+            s.add(&spend);
             s.iteration.llm_calls += 1;
-            s.queued_ms += spend.queued_ms;
-            s.iteration.input_tokens += spend.input_tokens;
-            s.iteration.output_tokens += spend.output_tokens;
-            s.iteration.cost_usd += spend.cost_usd.unwrap_or(0.0);
         }
         self.crash(FaultPoint::AfterLlmCall, &it.run.id, it.n)?;
         Ok(Llm::Answer(resp))
@@ -209,7 +216,7 @@ impl Engine {
     /// Writes a call's spend (taking the claim with it on the attempt's first write), retrying
     /// a store that failed: the money was spent, and budgets must see it. Keyed, so a write that
     /// landed before its error counts once.
-    async fn record_spend(
+    pub(super) async fn record_spend(
         &self, it: &Iter<'_>, spend: &Spend, key: &str, claiming: bool,
     ) -> Result<(), EngineError> {
         let mut tries = 0;

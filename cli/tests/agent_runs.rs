@@ -1,0 +1,282 @@
+//! Agent runs on `longrun serve`: a run that names an agent has coding-agent processes as its
+//! iterations (the scripted fake agent here), under the same loop, budgets, waits and cancel
+//! as any run.
+#![allow(clippy::unwrap_used)]
+#![cfg(unix)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+mod support;
+
+const TOKEN: &str = "lr_agent_runs_token";
+
+struct Serve {
+    child: Child,
+    addr: String,
+    client: reqwest::Client,
+    projects: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `serve` with a runner config whose backends are fake-agent modes, e.g.
+/// `("fake", "command", "done-after 2")`.
+fn serve(backends: &[(&str, &str, &str)]) -> Serve {
+    let dir = tempfile::tempdir().unwrap();
+    let projects = dir.path().join("projects");
+    let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-agent.sh");
+    let mut text = format!(
+        "projects_root = \"{}\"\nchild_poll_interval = 0.2\nstop_grace = 1\nusage_limit_wait = 1\n",
+        projects.display()
+    );
+    text.push_str(&format!("agent_order = [\"{}\"]\n", backends[0].0));
+    for (name, kind, mode) in backends {
+        let args: Vec<String> = mode.split(' ').map(|a| format!("\"{a}\"")).collect();
+        text.push_str(&format!(
+            "backend \"{name}\" {{\n  type = \"{kind}\"\n  command = [\"sh\", \"{}\", {}]\n  prompt = \"stdin\"\n}}\n",
+            fake.display(),
+            args.join(", ")
+        ));
+    }
+    let config = dir.path().join("config.hcl");
+    std::fs::write(&config, text).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_longrun"));
+    cmd.args(["serve", "--port", "0", "--data-dir"])
+        .arg(dir.path().join("data"))
+        .env("LONGRUN_TOKENS", format!("{TOKEN}:alice"))
+        .env("LONGRUN_CONFIG", &config)
+        .env_remove("LONGRUN_TASK_DIR")
+        .env_remove("LONGRUN_RUN_ID");
+    let (child, addr) = support::spawn_serve(cmd);
+    Serve {
+        child,
+        addr,
+        client: reqwest::Client::new(),
+        projects,
+        _dir: dir,
+    }
+}
+
+impl Serve {
+    async fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut req = self
+            .client
+            .request(method, format!("http://{}{path}", self.addr))
+            .bearer_auth(TOKEN);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn create(&self, body: Value) -> String {
+        let (status, run) = self
+            .send(reqwest::Method::POST, "/v1/runs", Some(body))
+            .await;
+        assert_eq!(status, 201, "{run}");
+        run["id"].as_str().unwrap().to_string()
+    }
+
+    async fn run(&self, id: &str) -> Value {
+        self.send(reqwest::Method::GET, &format!("/v1/runs/{id}"), None)
+            .await
+            .1
+    }
+
+    /// The run once its status is one of `statuses` (60 s at most).
+    async fn until(&self, id: &str, statuses: &[&str]) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let run = self.run(id).await;
+            if statuses.contains(&run["status"].as_str().unwrap_or("")) {
+                return run;
+            }
+            assert!(Instant::now() < deadline, "run stuck: {run}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    fn task_dir(&self, id: &str) -> PathBuf {
+        self.projects.join("alice").join(id)
+    }
+
+    /// The run-info of each agent process of the run, oldest first, as `key: value` maps.
+    fn agent_runs(&self, id: &str) -> Vec<std::collections::BTreeMap<String, String>> {
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(self.task_dir(id).join("runs"))
+            .map(|rd| rd.filter_map(Result::ok).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        dirs.retain(|d| d.join("run-info.yaml").is_file());
+        dirs.sort();
+        dirs.iter()
+            .map(|d| {
+                let text = std::fs::read_to_string(d.join("run-info.yaml")).unwrap();
+                text.lines()
+                    .filter_map(|l| l.split_once(": "))
+                    .map(|(k, v)| (k.to_string(), v.trim_matches('"').to_string()))
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_run_restarts_its_agent_until_done_one_process_per_iteration() {
+    // Arrange: an agent that writes DONE at its second start.
+    let s = serve(&[("fake", "command", "done-after 2")]);
+
+    // Act
+    let id = s
+        .create(json!({"objective": "write the notes", "agent": "fake"}))
+        .await;
+    let run = s.until(&id, &["completed", "stopped", "failed"]).await;
+
+    // Assert: completed in two iterations, each one agent process, chained.
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["iteration"], 2);
+    assert_eq!(run["agent"], "fake");
+    let procs = s.agent_runs(&id);
+    assert_eq!(procs.len(), 2, "{procs:?}");
+    assert_eq!(procs[0]["longrun_iteration"], "1");
+    assert_eq!(procs[1]["longrun_iteration"], "2");
+    assert_eq!(procs[1]["previous_run_id"], procs[0]["run_id"]);
+    let task = std::fs::read_to_string(s.task_dir(&id).join("TASK.md")).unwrap();
+    assert_eq!(task, "write the notes");
+    let (status, doc) = s
+        .send(
+            reqwest::Method::GET,
+            &format!("/v1/runs/{id}/docs/output.md"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    assert!(
+        doc["content"]
+            .as_str()
+            .unwrap()
+            .contains("working, start 2")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_limit_waits_for_its_reset_uncharged_and_the_reported_cost_is_spend() {
+    // Arrange: a claude-type agent whose first start hits its session limit (reset in 1 s) and
+    // whose second reports $0.50 and writes DONE.
+    let s = serve(&[("claude", "claude", "session-limit")]);
+
+    // Act
+    let id = s
+        .create(json!({"objective": "limited", "agent": "claude"}))
+        .await;
+    let run = s.until(&id, &["completed", "stopped", "failed"]).await;
+
+    // Assert: one iteration (the limited attempt is not one), the agent's cost is the run's.
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["iteration"], 1);
+    assert_eq!(s.agent_runs(&id).len(), 2);
+    assert!(
+        (run["metrics"]["cost_usd"].as_f64().unwrap() - 0.5).abs() < 1e-9,
+        "{run}"
+    );
+    assert_eq!(run["metrics"]["input_tokens"], 7, "{run}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_on_the_bus_waits_on_the_user_and_the_answer_reaches_the_agent() {
+    // Arrange: an agent that asks a question at its first start, and is done once answered.
+    let s = serve(&[("fake", "command", "ask")]);
+    let id = s
+        .create(json!({"objective": "ask me", "agent": "fake"}))
+        .await;
+    let waiting = s
+        .until(&id, &["waiting_on_user", "completed", "failed"])
+        .await;
+    assert_eq!(waiting["status"], "waiting_on_user", "{waiting}");
+    assert_eq!(waiting["questions"], json!(["which colour?"]));
+
+    // Act
+    let (status, body) = s
+        .send(
+            reqwest::Method::POST,
+            &format!("/v1/runs/{id}/respond"),
+            Some(json!({"answer": "blue"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let run = s.until(&id, &["completed", "stopped", "failed"]).await;
+
+    // Assert
+    assert_eq!(run["status"], "completed", "{run}");
+    assert!(s.task_dir(&id).join("DONE").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn canceling_an_agent_run_stops_its_process_group() {
+    // Arrange: an agent that works for a minute.
+    let s = serve(&[("fake", "command", "slow-done 60")]);
+    let id = s
+        .create(json!({"objective": "slow", "agent": "fake"}))
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while s
+        .agent_runs(&id)
+        .first()
+        .is_none_or(|i| !i.contains_key("pid"))
+    {
+        assert!(Instant::now() < deadline, "the agent never started");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Act
+    let started = Instant::now();
+    let (status, body) = s
+        .send(
+            reqwest::Method::POST,
+            &format!("/v1/runs/{id}/cancel"),
+            None,
+        )
+        .await;
+    assert!(status == 200 || status == 202, "{status} {body}");
+    let run = s.until(&id, &["canceled", "completed", "failed"]).await;
+
+    // Assert: canceled long before the agent would have ended, and its run-info says stopped.
+    assert_eq!(run["status"], "canceled", "{run}");
+    assert!(started.elapsed() < Duration::from_secs(50));
+    let procs = s.agent_runs(&id);
+    assert_eq!(procs[0]["ended"], "stopped", "{procs:?}");
+    assert!(!s.task_dir(&id).join("DONE").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_the_server_does_not_configure_is_refused_with_the_ones_it_does() {
+    // Arrange
+    let s = serve(&[("fake", "command", "never")]);
+
+    // Act
+    let (status, problem) = s
+        .send(
+            reqwest::Method::POST,
+            "/v1/runs",
+            Some(json!({"objective": "x", "agent": "nobody"})),
+        )
+        .await;
+
+    // Assert
+    assert_eq!(status, 422, "{problem}");
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("nobody") && detail.contains("fake"),
+        "{detail}"
+    );
+}

@@ -1,0 +1,65 @@
+//! Agent runs: a run whose iterations are coding-agent processes (Claude Code, Codex, Gemini,
+//! any command) instead of planner calls. The host starts one process per iteration in the
+//! run's task folder and reports how it ended; where no process can be started (Lambda) there
+//! is no host and creating an agent run is refused.
+
+use longrun_domain::run::Run;
+
+/// What one iteration's agent process came to.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AgentTurn {
+    /// The agent run's own id (`YYYYMMDD-HHMMSSMMMM-PID`); empty when no process was started
+    /// (DONE was already there).
+    pub agent_run_id: String,
+    /// The backend that ran (`claude`, `codex`, …) and the model it reported, if any.
+    pub backend: String,
+    pub exit_code: Option<i32>,
+    /// `exited`, `stuck`, `stopped`, `out_of_time`, `failed_fast`, or `done_before_start`.
+    pub ended: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cached_tokens: u64,
+    pub cost_usd: Option<f64>,
+    /// DONE was in the task folder when the process ended (children waited for first).
+    pub done: bool,
+    /// Children still running when `child_wait_timeout` passed: left running.
+    pub orphaned: Vec<String>,
+    /// The bus's last entry is a QUESTION: the run waits for the user's answer.
+    pub question: Option<String>,
+    /// The agent's `output.md` (or its stdout when it wrote none), clipped.
+    pub output: String,
+    /// A usage or session limit hit: epoch ms when it resets. Nothing is charged for the turn.
+    pub limited_until_ms: Option<i64>,
+    /// Bus entries the turn posted, oldest first (`TYPE: text`), for the run's log.
+    pub said: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The run names an agent the host does not know, or its task folder cannot be used.
+    #[error("{0}")]
+    Invalid(String),
+    #[error("agent host: {0}")]
+    Io(String),
+}
+
+impl AgentError {
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, AgentError::Io(_))
+    }
+}
+
+#[async_trait::async_trait]
+pub trait AgentHost: Send + Sync {
+    /// The agents runs may name.
+    fn agents(&self) -> Vec<String>;
+
+    /// Iteration `n` of an agent run: the one process of that iteration, started once — a
+    /// redelivered iteration adopts the live process (or reads the ended one's record) rather
+    /// than starting a second. The run's pending answers and messages are posted to the bus
+    /// (as ANSWER and USER) before a new process starts. Blocks until the process ends.
+    async fn turn(&self, run: &Run, n: u32) -> Result<AgentTurn, AgentError>;
+
+    /// Stops the run's live agent processes (SIGTERM, then SIGKILL after the grace).
+    async fn stop(&self, run: &Run) -> Result<(), AgentError>;
+}

@@ -1,0 +1,282 @@
+//! `serve`'s agent host: iteration n of an agent run is one agent process in the run's task
+//! folder (`projects_root/<user>/<run id>/`), keyed to (run, n) in its run-info. A redelivered
+//! iteration finds that key: it adopts the live process, or reads the ended one's record,
+//! and never starts a second agent for the same iteration.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use longrun_domain::clip;
+use longrun_domain::run::Run;
+use longrun_ports::{AgentError, AgentHost, AgentTurn};
+use tokio::sync::OnceCell;
+
+use crate::RunnerError;
+use crate::backend::Usage;
+use crate::bus::{Bus, MessageType, post_best_effort};
+use crate::config::RunnerConfig;
+use crate::job::{JobRequest, adopt, run_job, stop_run};
+use crate::process::{LocalProcess, process_alive};
+use crate::runinfo::{RunInfo, list_runs};
+use crate::task::{DONE_FILE, TASK_FILE, root_prompt, wait_for_children};
+
+/// Run-info keys that tie an agent process to the longrun run and iteration it serves.
+pub const RUN_KEY: &str = "longrun_run_id";
+pub const ITERATION_KEY: &str = "longrun_iteration";
+
+/// At most this much of an agent's output is carried into the run's workspace.
+const OUTPUT_CHARS: usize = 20_000;
+/// At most this many bus entries of one turn are carried into the run's log.
+const SAID_MAX: usize = 50;
+
+type Pending = Arc<OnceCell<Result<AgentTurn, String>>>;
+
+pub struct LocalAgentHost {
+    cfg: Arc<RunnerConfig>,
+    /// Put first on the agents' PATH so they can call `longrun job` and `longrun bus`.
+    bin_dir: Option<PathBuf>,
+    /// Turns in progress in this process: a second delivery of the same iteration waits for
+    /// the first's process instead of watching it twice.
+    in_flight: Mutex<HashMap<(String, u32), Pending>>,
+}
+
+impl LocalAgentHost {
+    pub fn new(cfg: RunnerConfig, bin_dir: Option<PathBuf>) -> Self {
+        LocalAgentHost {
+            cfg: Arc::new(cfg),
+            bin_dir,
+            in_flight: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// `projects_root/<user>/<run id>/`.
+    pub fn task_dir(&self, run: &Run) -> PathBuf {
+        task_dir(&self.cfg, run)
+    }
+
+    fn pending(&self, key: &(String, u32)) -> Pending {
+        let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        map.entry(key.clone()).or_default().clone()
+    }
+
+    fn forget(&self, key: &(String, u32)) {
+        let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        map.remove(key);
+    }
+}
+
+fn task_dir(cfg: &RunnerConfig, run: &Run) -> PathBuf {
+    cfg.projects_root
+        .join(folder_name(&run.user_id))
+        .join(folder_name(&run.id))
+}
+
+/// A user or run id as one plain folder name.
+fn folder_name(s: &str) -> String {
+    let name: String = s
+        .chars()
+        .map(
+            |c| match c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                true => c,
+                false => '_',
+            },
+        )
+        .collect();
+    match name.is_empty() || name.starts_with('.') {
+        true => format!("u{name}"),
+        false => name,
+    }
+}
+
+fn agent_error(e: RunnerError) -> AgentError {
+    match e {
+        RunnerError::Invalid(m) => AgentError::Invalid(m),
+        e @ RunnerError::Config(_) => AgentError::Invalid(e.to_string()),
+        other => AgentError::Io(other.to_string()),
+    }
+}
+
+#[async_trait::async_trait]
+impl AgentHost for LocalAgentHost {
+    fn agents(&self) -> Vec<String> {
+        self.cfg.backends.keys().cloned().collect()
+    }
+
+    async fn turn(&self, run: &Run, n: u32) -> Result<AgentTurn, AgentError> {
+        let key = (run.id.clone(), n);
+        let pending = self.pending(&key);
+        let (cfg, bin_dir, run2) = (self.cfg.clone(), self.bin_dir.clone(), run.clone());
+        let result = pending
+            .get_or_init(|| async move {
+                tokio::task::spawn_blocking(move || turn(&cfg, bin_dir, &run2, n))
+                    .await
+                    .map_err(|e| format!("agent turn panicked: {e}"))
+                    .and_then(|r| r.map_err(|e| e.to_string()))
+            })
+            .await
+            .clone();
+        self.forget(&key);
+        result.map_err(AgentError::Io)
+    }
+
+    async fn stop(&self, run: &Run) -> Result<(), AgentError> {
+        let (cfg, dir, id) = (self.cfg.clone(), self.task_dir(run), run.id.clone());
+        tokio::task::spawn_blocking(move || {
+            for (run_dir, info) in list_runs(&dir) {
+                if info.str(RUN_KEY) == id && info.str("end_time").is_empty() {
+                    stop_run(&cfg, &run_dir)?;
+                }
+            }
+            Ok::<_, RunnerError>(())
+        })
+        .await
+        .map_err(|e| AgentError::Io(e.to_string()))?
+        .map_err(agent_error)
+    }
+}
+
+/// The one process of iteration `n`: found (ended or live) or started, then read.
+fn turn(
+    cfg: &RunnerConfig, bin_dir: Option<PathBuf>, run: &Run, n: u32,
+) -> Result<AgentTurn, RunnerError> {
+    let dir = task_dir(cfg, run);
+    std::fs::create_dir_all(&dir)?;
+    if !dir.join(TASK_FILE).exists() {
+        std::fs::write(dir.join(TASK_FILE), &run.objective)?;
+    }
+    let said_before = Bus::open(&dir)?.poll(0)?.last().map_or(0, |m| m.seq);
+    let runs = list_runs(&dir);
+    let now = chrono::Utc::now().timestamp();
+    // A process that hit a usage limit ended the attempt, not the iteration: once the limit
+    // has reset, the iteration starts a new one.
+    let mine = runs.iter().rev().find(|(_, i)| {
+        i.str(RUN_KEY) == run.id
+            && i.str(ITERATION_KEY) == n.to_string()
+            && i.int("usage_limit_resets_at").is_none_or(|at| at > now)
+    });
+    let run_dir = match mine {
+        Some((run_dir, info)) if !info.str("end_time").is_empty() => run_dir.clone(),
+        Some((run_dir, info)) if info.int("pid").is_some_and(|p| process_alive(p as u32)) => {
+            let said = format!(
+                "iteration {n} was redelivered; adopting its live agent run {} instead of starting another",
+                info.str("run_id")
+            );
+            post_best_effort(
+                &dir,
+                MessageType::SupervisorRestart,
+                info.str("run_id"),
+                &said,
+            );
+            adopt(cfg, &dir, run_dir.clone(), info, None)?.run_dir
+        }
+        _ => {
+            if dir.join(DONE_FILE).exists() {
+                return Ok(AgentTurn {
+                    ended: "done_before_start".into(),
+                    done: true,
+                    orphaned: wait_for_children(cfg, &dir, None),
+                    ..AgentTurn::default()
+                });
+            }
+            tell_agent(&dir, run);
+            let previous = runs
+                .iter()
+                .rev()
+                .find(|(_, i)| i.str(RUN_KEY) == run.id)
+                .map(|(_, i)| i.str("run_id").to_string());
+            let req = JobRequest {
+                task_dir: dir.clone(),
+                project: folder_name(&run.user_id),
+                task: folder_name(&run.id),
+                agent: run.agent.clone(),
+                prompt: root_prompt(&dir, &run.objective),
+                parent_run_id: None,
+                previous_run_id: previous,
+                depth: 0,
+                bin_dir,
+                deadline: None,
+                resume: None,
+                labels: vec![
+                    (RUN_KEY.into(), run.id.clone()),
+                    (ITERATION_KEY.into(), n.to_string()),
+                ],
+            };
+            run_job(cfg, &LocalProcess, &req)?.run_dir
+        }
+    };
+    read_turn(cfg, &dir, &run_dir, said_before)
+}
+
+/// What the user said since the last turn, on the bus before the agent starts.
+fn tell_agent(dir: &Path, run: &Run) {
+    for a in &run.pending_answers {
+        post_best_effort(dir, MessageType::Answer, "", &a.text);
+    }
+    for m in &run.pending_messages {
+        post_best_effort(dir, MessageType::User, "", &m.text);
+    }
+}
+
+/// An ended agent run, as the iteration's result: its usage, DONE (children waited for), a
+/// question left on the bus, its output and what it said.
+fn read_turn(
+    cfg: &RunnerConfig, dir: &Path, run_dir: &Path, said_before: i64,
+) -> Result<AgentTurn, RunnerError> {
+    let info = RunInfo::read(run_dir)?;
+    let usage: Usage = info
+        .0
+        .get("usage")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
+    let limited_until_ms = info.int("usage_limit_resets_at").map(|at| match at {
+        at if at > 0 => at * 1000,
+        _ => chrono::Utc::now().timestamp_millis() + cfg.usage_limit_wait.as_millis() as i64,
+    });
+    let done = dir.join(DONE_FILE).exists();
+    let orphaned = match done {
+        true => wait_for_children(cfg, dir, info.int("pgid").map(|g| g as u32)),
+        false => vec![],
+    };
+    let bus = Bus::open(dir)?;
+    let question = bus
+        .last_said()
+        .filter(|m| m.kind == MessageType::Question.as_str())
+        .map(|m| m.body);
+    let said = bus
+        .poll(said_before)?
+        .into_iter()
+        .take(SAID_MAX)
+        .map(|m| format!("{}: {}", m.kind, clip(&m.body, 500)))
+        .collect();
+    let output = std::fs::read_to_string(run_dir.join("output.md")).unwrap_or_default();
+    Ok(AgentTurn {
+        agent_run_id: info.str("run_id").to_string(),
+        backend: info.str("agent").to_string(),
+        exit_code: info.int("exit_code").filter(|c| *c >= 0).map(|c| c as i32),
+        ended: info.str("ended").to_string(),
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        cached_tokens: usage.cached_input_tokens,
+        cost_usd: usage.cost_usd,
+        done,
+        orphaned,
+        question,
+        output: clip(&output, OUTPUT_CHARS),
+        limited_until_ms,
+        said,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folder_names_are_one_plain_segment() {
+        assert_eq!(folder_name("run_ab12"), "run_ab12");
+        assert_eq!(folder_name("../etc"), "___etc");
+        assert_eq!(folder_name(""), "u");
+        assert_eq!(folder_name("a/b c"), "a_b_c");
+    }
+}
