@@ -73,6 +73,7 @@ pub fn run_request(
         budgets,
         thresholds: None,
         model: None,
+        agent: None,
         models: vec![],
         permission_mode: None,
         allowed_tools: None,
@@ -307,6 +308,7 @@ pub fn platform_with_engine(
                 ..Default::default()
             },
             outbox: Default::default(),
+            agents: None,
         },
     )
     .unwrap();

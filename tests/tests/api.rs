@@ -980,6 +980,7 @@ async fn serve_posts_a_signed_webhook_for_each_outcome() {
         budgets: Default::default(),
         thresholds: None,
         model: None,
+        agent: None,
         models: vec![],
         permission_mode: None,
         allowed_tools: None,

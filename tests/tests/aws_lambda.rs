@@ -343,6 +343,28 @@ async fn another_user_sees_nothing_of_a_run_on_dynamodb() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_run_is_refused_on_lambda_with_a_422_that_says_where_it_can_run() {
+    // Arrange
+    let s = stack(NOTES_SCRIPT, Arc::new(NoFaults), 30_000).await;
+    let event = api_event(
+        "POST",
+        "/v1/runs",
+        Some("user-agent-422"),
+        Some(json!({"objective": "fix the tests", "agent": "claude"})),
+    );
+
+    // Act
+    let (status, headers, problem) = call_api(&s, &event).await;
+
+    // Assert: refused before anything was written.
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{problem}");
+    assert_eq!(headers["content-type"], "application/problem+json");
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(detail.contains("longrun serve"), "{detail}");
+    assert_eq!(s.p().store.active_runs("user-agent-422").await.unwrap(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_without_jwt_claims_is_refused_with_401_even_with_a_bearer_header() {
     let s = stack(NOTES_SCRIPT, Arc::new(NoFaults), 30_000).await;
 

@@ -93,6 +93,7 @@ fn tree_with_faults(parent: &str, child: &str, faults: Arc<dyn Faults>) -> TestP
 
 async fn start(t: &TestPlatform) -> String {
     let req = CreateRun {
+        agent: None,
         objective: "compare three teas".into(),
         completion_criteria: vec![],
         budgets: BudgetsInput {

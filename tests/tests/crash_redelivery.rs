@@ -23,6 +23,7 @@ use longrun_tests::{
 
 async fn start(t: &TestPlatform) -> String {
     let req = longrun_http::CreateRun {
+        agent: None,
         objective: "write notes".into(),
         completion_criteria: vec![],
         budgets: Default::default(),

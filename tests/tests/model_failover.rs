@@ -43,6 +43,7 @@ fn platform_over(llm: Arc<dyn LlmClient>) -> TestPlatform {
 
 async fn start(t: &TestPlatform, models: &[&str]) -> String {
     let req = CreateRun {
+        agent: None,
         objective: "write notes".into(),
         completion_criteria: vec![],
         budgets: Default::default(),
@@ -85,6 +86,7 @@ async fn a_run_over_two_models_fails_over_and_books_every_call_to_the_model_that
 async fn models_outside_the_servers_list_are_refused_at_creation() {
     let t = platform_over(router(&[(MODEL, NOTES_SCRIPT)]));
     let req = CreateRun {
+        agent: None,
         objective: "x".into(),
         completion_criteria: vec![],
         budgets: Default::default(),
@@ -98,6 +100,7 @@ async fn models_outside_the_servers_list_are_refused_at_creation() {
     assert!(err.to_string().contains("first of models"), "{err}");
 
     let req = CreateRun {
+        agent: None,
         objective: "x".into(),
         completion_criteria: vec![],
         budgets: Default::default(),

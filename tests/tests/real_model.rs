@@ -107,6 +107,7 @@ async fn a_real_small_model_drives_a_run_to_a_legitimate_end_with_exact_token_bo
         },
     );
     let req = CreateRun {
+        agent: None,
         objective: "Write a three-line note about green tea to notes/tea.md.".into(),
         completion_criteria: vec![],
         budgets: BudgetsInput {

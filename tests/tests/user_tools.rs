@@ -114,6 +114,7 @@ fn with_tools_host(script: &str, faults: Arc<dyn longrun_ports::Faults>) -> Test
 
 async fn start(t: &TestPlatform) -> String {
     let req = CreateRun {
+        agent: None,
         objective: "price some tea".into(),
         completion_criteria: vec![],
         budgets: Default::default(),

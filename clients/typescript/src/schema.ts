@@ -976,6 +976,12 @@ export interface components {
         };
         Run: {
             /**
+             * @description An agent run: its iterations are this coding agent's processes (`claude`, `codex`,
+             *     `gemini`, `command`, or a backend the host configures) in the run's task folder,
+             *     instead of planner calls.
+             */
+            agent?: string | null;
+            /**
              * @description The tools this run may use (built-in or registered); `None`: every tool. Children
              *     inherit it.
              */
@@ -1104,6 +1110,13 @@ export interface components {
         };
         /** @description A run to start: the body of `POST /v1/runs`, and what a schedule starts at each occurrence. */
         RunTemplate: {
+            /**
+             * @description Run a coding agent instead of the planner: each iteration is one process of this
+             *     agent (`claude`, `codex`, `gemini`, `command`, or another backend the server
+             *     configures) in the run's task folder, with the objective as its TASK.md. Only where
+             *     the server can start processes (`longrun serve`); a Lambda deployment answers 422.
+             */
+            agent?: string | null;
             /** @description The tools the run may use, by name (built-in or registered); all when absent. */
             allowed_tools?: string[] | null;
             /**

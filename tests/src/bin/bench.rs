@@ -34,6 +34,7 @@ fn platform(dir: &std::path::Path, batch: usize) -> longrun_http::Running {
         Some(dir),
         config,
         Embedded {
+            agents: None,
             llm: Some(scripted(SCRIPT)),
             clock: Arc::new(SystemClock),
             faults: Arc::new(NoFaults),

@@ -33,6 +33,7 @@ async fn main() {
     let counter = CallCounter::default();
     let s = stack_with(SCRIPT, Arc::new(NoFaults), 30_000, Some(counter.clone())).await;
     let req = CreateRun {
+        agent: None,
         objective: "benchmark".into(),
         completion_criteria: vec![],
         budgets: BudgetsInput {

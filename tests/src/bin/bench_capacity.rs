@@ -48,6 +48,7 @@ fn platform(
         Some(dir),
         config,
         Embedded {
+            agents: None,
             llm: Some(llm),
             clock: Arc::new(SystemClock),
             faults: Arc::new(NoFaults),

@@ -45,6 +45,7 @@ fn open(dir: &Path) -> Running {
         Some(dir),
         config,
         Embedded {
+            agents: None,
             llm: Some(scripted(PLANNER)),
             clock: Arc::new(SystemClock),
             faults: Arc::new(NoFaults),

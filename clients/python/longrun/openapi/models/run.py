@@ -56,6 +56,9 @@ class Run:
         thresholds (Thresholds): Breaker thresholds, configurable per run.
         updated_at (int):
         user_id (str):
+        agent (None | str | Unset): An agent run: its iterations are this coding agent's processes (`claude`, `codex`,
+            `gemini`, `command`, or a backend the host configures) in the run's task folder,
+            instead of planner calls.
         allowed_tools (list[str] | None | Unset): The tools this run may use (built-in or registered); `None`: every
             tool. Children
             inherit it.
@@ -116,6 +119,7 @@ class Run:
     thresholds: Thresholds
     updated_at: int
     user_id: str
+    agent: None | str | Unset = UNSET
     allowed_tools: list[str] | None | Unset = UNSET
     children: list[ChildRun] | Unset = UNSET
     completion_criteria: list[str] | Unset = UNSET
@@ -190,6 +194,12 @@ class Run:
         updated_at = self.updated_at
 
         user_id = self.user_id
+
+        agent: None | str | Unset
+        if isinstance(self.agent, Unset):
+            agent = UNSET
+        else:
+            agent = self.agent
 
         allowed_tools: list[str] | None | Unset
         if isinstance(self.allowed_tools, Unset):
@@ -327,6 +337,8 @@ class Run:
                 "user_id": user_id,
             }
         )
+        if agent is not UNSET:
+            field_dict["agent"] = agent
         if allowed_tools is not UNSET:
             field_dict["allowed_tools"] = allowed_tools
         if children is not UNSET:
@@ -435,6 +447,15 @@ class Run:
         updated_at = d.pop("updated_at")
 
         user_id = d.pop("user_id")
+
+        def _parse_agent(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        agent = _parse_agent(d.pop("agent", UNSET))
 
         def _parse_allowed_tools(data: object) -> list[str] | None | Unset:
             if data is None:
@@ -631,6 +652,7 @@ class Run:
             thresholds=thresholds,
             updated_at=updated_at,
             user_id=user_id,
+            agent=agent,
             allowed_tools=allowed_tools,
             children=children,
             completion_criteria=completion_criteria,

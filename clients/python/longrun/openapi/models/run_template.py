@@ -23,6 +23,10 @@ class RunTemplate:
 
     Attributes:
         objective (str): What the run must achieve (not blank).
+        agent (None | str | Unset): Run a coding agent instead of the planner: each iteration is one process of this
+            agent (`claude`, `codex`, `gemini`, `command`, or another backend the server
+            configures) in the run's task folder, with the objective as its TASK.md. Only where
+            the server can start processes (`longrun serve`); a Lambda deployment answers 422.
         allowed_tools (list[str] | None | Unset): The tools the run may use, by name (built-in or registered); all when
             absent.
         budgets (BudgetsInput | Unset): Budget values as a user may send them: every field optional, negatives rejected
@@ -40,6 +44,7 @@ class RunTemplate:
     """
 
     objective: str
+    agent: None | str | Unset = UNSET
     allowed_tools: list[str] | None | Unset = UNSET
     budgets: BudgetsInput | Unset = UNSET
     completion_criteria: list[str] | Unset = UNSET
@@ -52,6 +57,12 @@ class RunTemplate:
         from ..models.thresholds import Thresholds
 
         objective = self.objective
+
+        agent: None | str | Unset
+        if isinstance(self.agent, Unset):
+            agent = UNSET
+        else:
+            agent = self.agent
 
         allowed_tools: list[str] | None | Unset
         if isinstance(self.allowed_tools, Unset):
@@ -103,6 +114,8 @@ class RunTemplate:
                 "objective": objective,
             }
         )
+        if agent is not UNSET:
+            field_dict["agent"] = agent
         if allowed_tools is not UNSET:
             field_dict["allowed_tools"] = allowed_tools
         if budgets is not UNSET:
@@ -127,6 +140,15 @@ class RunTemplate:
 
         d = dict(src_dict)
         objective = d.pop("objective")
+
+        def _parse_agent(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        agent = _parse_agent(d.pop("agent", UNSET))
 
         def _parse_allowed_tools(data: object) -> list[str] | None | Unset:
             if data is None:
@@ -201,6 +223,7 @@ class RunTemplate:
 
         run_template = cls(
             objective=objective,
+            agent=agent,
             allowed_tools=allowed_tools,
             budgets=budgets,
             completion_criteria=completion_criteria,
