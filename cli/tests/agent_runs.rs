@@ -50,14 +50,7 @@ fn serve(backends: &[(&str, &str, &str)]) -> Serve {
     }
     let config = dir.path().join("config.hcl");
     std::fs::write(&config, text).unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_longrun"));
-    cmd.args(["serve", "--port", "0", "--data-dir"])
-        .arg(dir.path().join("data"))
-        .env("LONGRUN_TOKENS", format!("{TOKEN}:alice"))
-        .env("LONGRUN_CONFIG", &config)
-        .env_remove("LONGRUN_TASK_DIR")
-        .env_remove("LONGRUN_RUN_ID");
-    let (child, addr) = support::spawn_serve(cmd);
+    let (child, addr) = spawn(dir.path());
     Serve {
         child,
         addr,
@@ -67,7 +60,45 @@ fn serve(backends: &[(&str, &str, &str)]) -> Serve {
     }
 }
 
+fn spawn(dir: &Path) -> (Child, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_longrun"));
+    cmd.args(["serve", "--port", "0", "--data-dir"])
+        .arg(dir.join("data"))
+        .env("LONGRUN_TOKENS", format!("{TOKEN}:alice"))
+        .env("LONGRUN_CONFIG", dir.join("config.hcl"))
+        .env_remove("LONGRUN_TASK_DIR")
+        .env_remove("LONGRUN_RUN_ID");
+    support::spawn_serve(cmd)
+}
+
 impl Serve {
+    /// `kill -9`, then a new `serve` on the same data and config.
+    fn kill9_and_restart(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        let (child, addr) = spawn(self._dir.path());
+        self.child = child;
+        self.addr = addr;
+    }
+
+    /// The run's agent processes once `count` of them have started (30 s at most).
+    async fn started(
+        &self, id: &str, count: usize,
+    ) -> Vec<std::collections::BTreeMap<String, String>> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let procs = self.agent_runs(id);
+            if procs.len() >= count && procs.iter().all(|i| i.contains_key("pid")) {
+                return procs;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the agent never started: {procs:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     async fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
         let mut req = self
             .client
@@ -228,15 +259,7 @@ async fn canceling_an_agent_run_stops_its_process_group() {
     let id = s
         .create(json!({"objective": "slow", "agent": "fake"}))
         .await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while s
-        .agent_runs(&id)
-        .first()
-        .is_none_or(|i| !i.contains_key("pid"))
-    {
-        assert!(Instant::now() < deadline, "the agent never started");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    s.started(&id, 1).await;
 
     // Act
     let started = Instant::now();
@@ -279,4 +302,27 @@ async fn an_agent_the_server_does_not_configure_is_refused_with_the_ones_it_does
         detail.contains("nobody") && detail.contains("fake"),
         "{detail}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_killed_mid_iteration_adopts_the_live_agent_instead_of_starting_a_second() {
+    // Arrange: an agent that works 40 s (longer than the embedded lease) and then writes DONE.
+    let mut s = serve(&[("fake", "command", "slow-done 40")]);
+    let id = s
+        .create(json!({"objective": "slow", "agent": "fake"}))
+        .await;
+    let first = s.started(&id, 1).await;
+
+    // Act: kill -9 the server while the agent works; a new one takes the run over.
+    s.kill9_and_restart();
+    let run = s.until(&id, &["completed", "stopped", "failed"]).await;
+
+    // Assert: one agent process for the one iteration, adopted, and the run is done.
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["iteration"], 1);
+    let procs = s.agent_runs(&id);
+    assert_eq!(procs.len(), 1, "{procs:?}");
+    assert_eq!(procs[0]["run_id"], first[0]["run_id"]);
+    let bus = std::fs::read_to_string(s.task_dir(&id).join("TASK-MESSAGE-BUS.md")).unwrap();
+    assert!(bus.contains("SUPERVISOR_RESTART"), "{bus}");
 }

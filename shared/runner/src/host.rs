@@ -157,9 +157,15 @@ fn turn(
     });
     let run_dir = match mine {
         Some((run_dir, info)) if !info.str("end_time").is_empty() => run_dir.clone(),
-        Some((run_dir, info)) if info.int("pid").is_some_and(|p| process_alive(p as u32)) => {
+        Some((run_dir, info)) if info.int("pid").is_some() => {
+            // Live, or ended while nobody watched (the server was killed): either way it is
+            // this iteration's process, and adopting it records its end.
+            let live = match process_alive(info.int("pid").unwrap_or(0) as u32) {
+                true => "live",
+                false => "ended, unrecorded,",
+            };
             let said = format!(
-                "iteration {n} was redelivered; adopting its live agent run {} instead of starting another",
+                "iteration {n} was redelivered; adopting its {live} agent run {} instead of starting another",
                 info.str("run_id")
             );
             post_best_effort(

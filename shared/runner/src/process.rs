@@ -122,9 +122,18 @@ impl RunningAgent for AdoptedAgent {
     }
 }
 
-/// True while process `pid` exists (`kill -0 PID`).
+/// True while process `pid` exists (`kill -0 PID`) and is not a zombie: an agent orphaned by a
+/// killed supervisor has exited once nobody but init is left to reap it.
 pub fn process_alive(pid: u32) -> bool {
+    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit_once(") ")
+                .map(|(_, rest)| rest.starts_with('Z'))
+        })
+        .unwrap_or(false);
     pid > 1
+        && !zombie
         && Command::new("kill")
             .args(["-0", &pid.to_string()])
             .stdout(Stdio::null())
