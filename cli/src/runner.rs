@@ -150,7 +150,12 @@ pub fn run(cmd: RunnerCommand, json: bool) -> ! {
 /// `serve`'s agent host: the runner config from its file and environment (no CLI flags).
 pub fn agent_host() -> Result<longrun_runner::host::LocalAgentHost, RunnerError> {
     let cfg = RunnerConfig::load(&config::default_path(), Overrides::from_env()?)?;
-    Ok(longrun_runner::host::LocalAgentHost::new(cfg, bin_dir()))
+    let table = longrun_llm::PriceTable::default();
+    let prices: longrun_runner::host::Pricer = std::sync::Arc::new(move |model, usage| {
+        let (provider, model) = model.split_once(':')?;
+        table.get(provider, model).map(|p| p.cost(usage))
+    });
+    Ok(longrun_runner::host::LocalAgentHost::new(cfg, bin_dir()).with_prices(prices))
 }
 
 fn load(common: &Common) -> Result<RunnerConfig, RunnerError> {

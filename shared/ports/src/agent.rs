@@ -11,8 +11,10 @@ pub struct AgentTurn {
     /// The agent run's own id (`YYYYMMDD-HHMMSSMMMM-PID`); empty when no process was started
     /// (DONE was already there).
     pub agent_run_id: String,
-    /// The backend that ran (`claude`, `codex`, …) and the model it reported, if any.
+    /// The backend that ran (`claude`, `codex`, …).
     pub backend: String,
+    /// `provider:model` the CLI ran, when its command line names one.
+    pub model: Option<String>,
     pub exit_code: Option<i32>,
     /// `exited`, `stuck`, `stopped`, `out_of_time`, `failed_fast`, or `done_before_start`.
     pub ended: String,

@@ -32,10 +32,16 @@ const SAID_MAX: usize = 50;
 
 type Pending = Arc<OnceCell<Result<AgentTurn, String>>>;
 
+/// The price of a usage at a `provider:model`, from the server's model table; `None` when
+/// the table does not know the model.
+pub type Pricer = Arc<dyn Fn(&str, &longrun_ports::Usage) -> Option<f64> + Send + Sync>;
+
 pub struct LocalAgentHost {
     cfg: Arc<RunnerConfig>,
     /// Put first on the agents' PATH so they can call `longrun job` and `longrun bus`.
     bin_dir: Option<PathBuf>,
+    /// Prices the tokens of CLIs that report no cost (Codex, Gemini CLI).
+    prices: Option<Pricer>,
     /// Turns in progress in this process: a second delivery of the same iteration waits for
     /// the first's process instead of watching it twice.
     in_flight: Mutex<HashMap<(String, u32), Pending>>,
@@ -46,8 +52,14 @@ impl LocalAgentHost {
         LocalAgentHost {
             cfg: Arc::new(cfg),
             bin_dir,
+            prices: None,
             in_flight: Mutex::new(HashMap::new()),
         }
+    }
+
+    pub fn with_prices(mut self, prices: Pricer) -> Self {
+        self.prices = Some(prices);
+        self
     }
 
     /// `projects_root/<user>/<run id>/`.
@@ -89,6 +101,36 @@ fn folder_name(s: &str) -> String {
     }
 }
 
+/// A turn's tokens at the model its CLI ran, priced as the model table says.
+fn price(
+    prices: &dyn Fn(&str, &longrun_ports::Usage) -> Option<f64>, turn: &AgentTurn,
+) -> Option<f64> {
+    let model = turn.model.as_deref()?;
+    let usage = longrun_ports::Usage {
+        input_tokens: turn.input_tokens.saturating_sub(turn.cached_tokens),
+        output_tokens: turn.output_tokens,
+        cache_read_tokens: turn.cached_tokens,
+        ..Default::default()
+    };
+    prices(model, &usage)
+}
+
+/// `provider:model` of the CLI's run: the model its command line names (`-m`, `--model`).
+fn model_of(kind: &str, commandline: &str) -> Option<String> {
+    let provider = match kind {
+        "claude" => "anthropic",
+        "codex" => "openai",
+        "gemini" => "gemini",
+        _ => return None,
+    };
+    let words: Vec<&str> = commandline.split_whitespace().collect();
+    let named = words.iter().enumerate().find_map(|(i, w)| match *w {
+        "-m" | "--model" => words.get(i + 1).map(|m| m.trim_matches('\'').to_string()),
+        w => w.strip_prefix("--model=").map(str::to_string),
+    })?;
+    Some(format!("{provider}:{named}"))
+}
+
 fn agent_error(e: RunnerError) -> AgentError {
     match e {
         RunnerError::Invalid(m) => AgentError::Invalid(m),
@@ -107,12 +149,19 @@ impl AgentHost for LocalAgentHost {
         let key = (run.id.clone(), n);
         let pending = self.pending(&key);
         let (cfg, bin_dir, run2) = (self.cfg.clone(), self.bin_dir.clone(), run.clone());
+        let prices = self.prices.clone();
         let result = pending
             .get_or_init(|| async move {
-                tokio::task::spawn_blocking(move || turn(&cfg, bin_dir, &run2, n))
-                    .await
-                    .map_err(|e| format!("agent turn panicked: {e}"))
-                    .and_then(|r| r.map_err(|e| e.to_string()))
+                tokio::task::spawn_blocking(move || {
+                    let mut turn = turn(&cfg, bin_dir, &run2, n)?;
+                    if turn.cost_usd.is_none() {
+                        turn.cost_usd = prices.and_then(|p| price(&*p, &turn));
+                    }
+                    Ok::<_, RunnerError>(turn)
+                })
+                .await
+                .map_err(|e| format!("agent turn panicked: {e}"))
+                .and_then(|r| r.map_err(|e| e.to_string()))
             })
             .await
             .clone();
@@ -259,6 +308,7 @@ fn read_turn(
     Ok(AgentTurn {
         agent_run_id: info.str("run_id").to_string(),
         backend: info.str("agent").to_string(),
+        model: model_of(info.str("agent_type"), info.str("commandline")),
         exit_code: info.int("exit_code").filter(|c| *c >= 0).map(|c| c as i32),
         ended: info.str("ended").to_string(),
         input_tokens: usage.input_tokens,
@@ -284,5 +334,19 @@ mod tests {
         assert_eq!(folder_name("../etc"), "___etc");
         assert_eq!(folder_name(""), "u");
         assert_eq!(folder_name("a/b c"), "a_b_c");
+    }
+
+    #[test]
+    fn the_model_a_cli_runs_is_read_from_its_command_line() {
+        assert_eq!(
+            model_of("codex", "codex exec --json -m gpt-5 <prompt.md>").as_deref(),
+            Some("openai:gpt-5")
+        );
+        assert_eq!(
+            model_of("gemini", "gemini --model=gemini-2.5-pro -p x").as_deref(),
+            Some("gemini:gemini-2.5-pro")
+        );
+        assert_eq!(model_of("codex", "codex exec --json"), None);
+        assert_eq!(model_of("command", "my-agent -m x"), None);
     }
 }
