@@ -261,7 +261,16 @@ async fn canceling_an_agent_run_stops_its_process_group() {
         .await;
     s.started(&id, 1).await;
 
-    // Act
+    // Act: tell the agent something while it works, then cancel.
+    let (told, body) = s
+        .send(
+            reqwest::Method::POST,
+            &format!("/v1/runs/{id}/messages"),
+            Some(json!({"text": "use the blue style"})),
+        )
+        .await;
+    assert_eq!(told, 200, "{body}");
+    let bus = std::fs::read_to_string(s.task_dir(&id).join("TASK-MESSAGE-BUS.md")).unwrap();
     let started = Instant::now();
     let (status, body) = s
         .send(
@@ -278,6 +287,10 @@ async fn canceling_an_agent_run_stops_its_process_group() {
     assert!(started.elapsed() < Duration::from_secs(50));
     let procs = s.agent_runs(&id);
     assert_eq!(procs[0]["ended"], "stopped", "{procs:?}");
+    assert!(
+        bus.contains("USER") && bus.contains("use the blue style"),
+        "{bus}"
+    );
     assert!(!s.task_dir(&id).join("DONE").exists());
 }
 
@@ -325,4 +338,71 @@ async fn a_server_killed_mid_iteration_adopts_the_live_agent_instead_of_starting
     assert_eq!(procs[0]["run_id"], first[0]["run_id"]);
     let bus = std::fs::read_to_string(s.task_dir(&id).join("TASK-MESSAGE-BUS.md")).unwrap();
     assert!(bus.contains("SUPERVISOR_RESTART"), "{bus}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_view_shows_the_chain_the_bus_the_state_and_the_output() {
+    // Arrange: a run whose agent is done at its second start.
+    let s = serve(&[("fake", "command", "done-after 2")]);
+    let id = s
+        .create(json!({"objective": "write the notes", "agent": "fake"}))
+        .await;
+    s.until(&id, &["completed", "stopped", "failed"]).await;
+
+    // Act
+    let (status, view) = s
+        .send(reqwest::Method::GET, &format!("/v1/runs/{id}/agent"), None)
+        .await;
+
+    // Assert
+    assert_eq!(status, 200, "{view}");
+    let procs = view["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 2, "{view}");
+    assert_eq!(procs[0]["iteration"], 1);
+    assert_eq!(procs[1]["previous_run_id"], procs[0]["run_id"]);
+    assert_eq!(procs[1]["ended"], "exited");
+    assert_eq!(view["task_state"], "mode done-after, start 2\n");
+    assert!(
+        view["output"]
+            .as_str()
+            .unwrap()
+            .contains("working, start 2"),
+        "{view}"
+    );
+    assert!(
+        view["tail"].as_str().unwrap().contains("working, start 2"),
+        "{view}"
+    );
+    let said: Vec<String> = view["bus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            format!(
+                "{} {}",
+                m["type"].as_str().unwrap(),
+                m["body"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert!(
+        said.contains(&"OBSERVATION start 1".to_string()),
+        "{said:?}"
+    );
+    assert!(said.contains(&"INFO DONE written".to_string()), "{said:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planner_run_has_no_agent_view() {
+    // Arrange
+    let s = serve(&[("fake", "command", "never")]);
+    let id = s.create(json!({"objective": "plain"})).await;
+
+    // Act
+    let (status, problem) = s
+        .send(reqwest::Method::GET, &format!("/v1/runs/{id}/agent"), None)
+        .await;
+
+    // Assert
+    assert_eq!(status, 404, "{problem}");
 }

@@ -34,6 +34,9 @@ export type PadEntry = Sent<S["PadEntry"]>;
 export type Notification = Sent<S["Notification"]>;
 export type Schedule = Sent<S["Schedule"]>;
 export type Problem = Sent<S["Problem"]>;
+export type AgentView = Sent<S["AgentView"]>;
+export type AgentProcessInfo = Sent<S["AgentProcessInfo"]>;
+export type BusMessage = Sent<S["BusMessage"]>;
 /** One entry of a run's log; `payload` depends on `type`. */
 export type RunEvent = Omit<Sent<S["Event"]>, "payload"> & { payload: Record<string, unknown> };
 
@@ -189,6 +192,8 @@ export class LongrunClient {
   }
   scratchpad(id: string, last = 3) { return this.get<{ entries: PadEntry[] }>(`/v1/runs/${enc(id)}/scratchpad?last=${last}`); }
   report(id: string) { return this.get<Report>(`/v1/runs/${enc(id)}/report`); }
+  /** An agent run's task folder: processes, message bus, TASK_STATE.md, output, live tail. */
+  agent(id: string) { return this.get<AgentView>(`/v1/runs/${enc(id)}/agent`); }
 
   /** One page of a run's log after `after`; with `wait` (seconds) it long-polls for new events. */
   eventsPage(id: string, q: { after?: number; wait?: number; limit?: number; signal?: AbortSignal } = {}) {

@@ -140,6 +140,23 @@ export interface paths {
         patch: operations["patch_runs_id"];
         trace?: never;
     };
+    "/v1/runs/{id}/agent": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An agent run's task folder: its agent processes, message bus, TASK_STATE.md, output and live tail (404 for other runs) */
+        get: operations["get_runs_id_agent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/runs/{id}/cancel": {
         parameters: {
             query?: never;
@@ -453,6 +470,52 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        AgentProcessInfo: {
+            /** @description The backend that ran (`claude`, `codex`, `gemini`, or a configured command). */
+            agent: string;
+            /** Format: double */
+            cost_usd?: number | null;
+            /** @description RFC 3339; absent while the process runs. */
+            end_time?: string | null;
+            /** @description `exited`, `stuck`, `stopped`, `out_of_time` or `failed_fast`. */
+            ended?: string | null;
+            /** Format: int64 */
+            exit_code?: number | null;
+            /** Format: uint64 */
+            input_tokens: number;
+            /**
+             * Format: uint32
+             * @description The longrun iteration this process is (root processes only).
+             */
+            iteration?: number | null;
+            /** Format: uint64 */
+            output_tokens: number;
+            parent_run_id?: string | null;
+            /** Format: int64 */
+            pid?: number | null;
+            previous_run_id?: string | null;
+            /** @description `YYYYMMDD-HHMMSSMMMM-PID`. */
+            run_id: string;
+            /** @description RFC 3339. */
+            start_time: string;
+        };
+        AgentView: {
+            /** @description The task's message bus, oldest first (the last 200 messages). */
+            bus: components["schemas"]["BusMessage"][];
+            /** @description The newest root process's `output.md` (clipped). */
+            output: string;
+            /**
+             * @description Every agent process of the run, oldest first: the root's restarts chained by
+             *     `previous_run_id`, children naming their parent in `parent_run_id`.
+             */
+            processes: components["schemas"]["AgentProcessInfo"][];
+            /** @description The last lines of the newest process's stdout and stderr. */
+            tail: string;
+            /** @description The task folder on the server (`projects_root/<user>/<run id>/`). */
+            task_dir: string;
+            /** @description `TASK_STATE.md`, the agent's short status (clipped). */
+            task_state: string;
+        };
         ArtifactRef: {
             /** Format: uint */
             bytes: number;
@@ -511,6 +574,20 @@ export interface components {
             max_tokens?: number | null;
             /** Format: int64 */
             max_tool_calls?: number | null;
+        };
+        BusMessage: {
+            /** @description RFC 3339. */
+            at: string;
+            body: string;
+            /** @description The agent process that posted it; empty for the loop's and the user's messages. */
+            run_id: string;
+            /** Format: int64 */
+            seq: number;
+            /**
+             * @description INFO, OBSERVATION, QUESTION, ANSWER, FACT, WARNING, CHILD_DONE, START, STOP, CRASH,
+             *     SUPERVISOR_RESTART or USER.
+             */
+            type: string;
         };
         CallDecision: {
             approve: boolean;
@@ -2105,6 +2182,82 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Run"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_runs_id_agent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentView"];
                 };
             };
             /** @description Problem details (RFC 7807) */

@@ -1,5 +1,6 @@
 //! longrun's pure domain: it decides, it never does IO.
 
+pub mod agent;
 pub mod catalog;
 pub mod change;
 pub mod decide;
@@ -18,6 +19,7 @@ pub mod status;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
+pub use agent::{AgentProcessInfo, AgentView, BusMessage};
 pub use catalog::{McpServer, UserTool, Webhook};
 pub use change::{CommitPlan, Rejection, RunChange};
 pub use decide::{IterationFacts, Outcome, Verdict, decide};

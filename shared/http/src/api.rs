@@ -443,6 +443,13 @@ async fn message(
     Ok(Json(run_view(&p, &run)))
 }
 
+async fn agent(
+    State(p): State<Platform>, user: User, Path(id): Path<String>,
+) -> Result<Json<longrun_domain::AgentView>, ApiError> {
+    let run = owned(&p, &user, &id).await?;
+    Ok(Json(longrun_service::runs::agent_view(&p, &run).await?))
+}
+
 async fn continue_run(
     State(p): State<Platform>, user: User, Path(id): Path<String>,
     ApiJson(body): ApiJson<ContinueBody>,
@@ -610,6 +617,7 @@ pub fn routes(p: Platform) -> Router {
         .route("/v1/runs/{id}/cancel", post(cancel))
         .route("/v1/runs/{id}/respond", post(respond))
         .route("/v1/runs/{id}/messages", post(message))
+        .route("/v1/runs/{id}/agent", get(agent))
         .route("/v1/runs/{id}/continue", post(continue_run))
         .route("/v1/config", get(server_config))
         .route("/v1/notifications", get(notifications))

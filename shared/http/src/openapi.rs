@@ -3,8 +3,8 @@
 
 use longrun_domain::report::Report;
 use longrun_domain::run::RunPatch;
+use longrun_domain::{AgentView, DocHit, Notification};
 use longrun_domain::{Doc, Event, IterationRecord, PadEntry, Run};
-use longrun_domain::{DocHit, Notification};
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Value, json};
@@ -203,6 +203,14 @@ const OPS: &[Op] = &[
         body: Some(schema::<MessageBody>),
         ok: 200,
         response: Some(schema::<Run>),
+    },
+    Op {
+        method: "get",
+        path: "/v1/runs/{id}/agent",
+        summary: "An agent run's task folder: its agent processes, message bus, TASK_STATE.md, output and live tail (404 for other runs)",
+        body: None,
+        ok: 200,
+        response: Some(schema::<AgentView>),
     },
     Op {
         method: "post",

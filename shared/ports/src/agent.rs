@@ -3,6 +3,7 @@
 //! run's task folder and reports how it ended; where no process can be started (Lambda) there
 //! is no host and creating an agent run is refused.
 
+use longrun_domain::AgentView;
 use longrun_domain::run::Run;
 
 /// What one iteration's agent process came to.
@@ -58,10 +59,17 @@ pub trait AgentHost: Send + Sync {
 
     /// Iteration `n` of an agent run: the one process of that iteration, started once — a
     /// redelivered iteration adopts the live process (or reads the ended one's record) rather
-    /// than starting a second. The run's pending answers and messages are posted to the bus
-    /// (as ANSWER and USER) before a new process starts. Blocks until the process ends.
+    /// than starting a second. The run's pending answers are posted to the bus as ANSWERs
+    /// before a new process starts (messages went there at once, by `post`). Blocks until the
+    /// process ends.
     async fn turn(&self, run: &Run, n: u32) -> Result<AgentTurn, AgentError>;
 
     /// Stops the run's live agent processes (SIGTERM, then SIGKILL after the grace).
     async fn stop(&self, run: &Run) -> Result<(), AgentError>;
+
+    /// The run's task folder as it stands: processes, bus, state, output, live tail.
+    async fn view(&self, run: &Run) -> Result<AgentView, AgentError>;
+
+    /// Posts the user's message to the run's bus at once, for the agent working now.
+    async fn post(&self, run: &Run, text: &str) -> Result<(), AgentError>;
 }

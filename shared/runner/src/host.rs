@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use longrun_domain::clip;
 use longrun_domain::run::Run;
+use longrun_domain::{AgentProcessInfo, AgentView, BusMessage};
 use longrun_ports::{AgentError, AgentHost, AgentTurn};
 use tokio::sync::OnceCell;
 
@@ -183,6 +184,114 @@ impl AgentHost for LocalAgentHost {
         .map_err(|e| AgentError::Io(e.to_string()))?
         .map_err(agent_error)
     }
+
+    async fn view(&self, run: &Run) -> Result<AgentView, AgentError> {
+        let dir = self.task_dir(run);
+        tokio::task::spawn_blocking(move || view(&dir))
+            .await
+            .map_err(|e| AgentError::Io(e.to_string()))?
+            .map_err(agent_error)
+    }
+
+    async fn post(&self, run: &Run, text: &str) -> Result<(), AgentError> {
+        let (dir, text) = (self.task_dir(run), text.to_string());
+        tokio::task::spawn_blocking(move || {
+            std::fs::create_dir_all(&dir)?;
+            Bus::open(&dir)?
+                .post(MessageType::User, "", &text)
+                .map(|_| ())
+        })
+        .await
+        .map_err(|e| AgentError::Io(e.to_string()))?
+        .map_err(agent_error)
+    }
+}
+
+/// At most this many bus messages in a view, and this much of each file.
+const VIEW_BUS: usize = 200;
+const VIEW_CHARS: usize = 8_000;
+const TAIL_BYTES: u64 = 4_000;
+
+fn view(dir: &Path) -> Result<AgentView, RunnerError> {
+    let runs = list_runs(dir);
+    let processes = runs.iter().map(|(_, i)| process_info(i)).collect();
+    let newest_root = runs
+        .iter()
+        .rev()
+        .find(|(_, i)| i.str("parent_run_id").is_empty());
+    let read = |p: PathBuf| clip(&std::fs::read_to_string(p).unwrap_or_default(), VIEW_CHARS);
+    let bus = match dir.join(crate::bus::BUS_DB).exists() {
+        true => Bus::open(dir)?.poll(0)?,
+        false => vec![],
+    };
+    let skip = bus.len().saturating_sub(VIEW_BUS);
+    Ok(AgentView {
+        task_dir: dir.display().to_string(),
+        processes,
+        task_state: read(dir.join("TASK_STATE.md")),
+        output: newest_root.map_or(String::new(), |(d, _)| read(d.join("output.md"))),
+        tail: runs.last().map_or(String::new(), |(_, i)| {
+            [i.str("stdout_path"), i.str("stderr_path")]
+                .iter()
+                .map(|p| tail(Path::new(p)))
+                .filter(|t| !t.is_empty())
+                .collect::<Vec<_>>()
+                .join("\n")
+        }),
+        bus: bus
+            .into_iter()
+            .skip(skip)
+            .map(|m| BusMessage {
+                seq: m.seq,
+                at: m.at,
+                kind: m.kind,
+                run_id: m.run_id,
+                body: m.body,
+            })
+            .collect(),
+    })
+}
+
+fn process_info(i: &RunInfo) -> AgentProcessInfo {
+    let some = |k: &str| Some(i.str(k).to_string()).filter(|v| !v.is_empty());
+    let usage: Usage =
+        i.0.get("usage")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default();
+    AgentProcessInfo {
+        run_id: i.str("run_id").to_string(),
+        iteration: i.str(ITERATION_KEY).parse().ok(),
+        previous_run_id: some("previous_run_id"),
+        parent_run_id: some("parent_run_id"),
+        agent: i.str("agent").to_string(),
+        pid: i.int("pid"),
+        start_time: i.str("start_time").to_string(),
+        end_time: some("end_time"),
+        exit_code: i.int("exit_code").filter(|c| *c >= 0),
+        ended: some("ended"),
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        cost_usd: usage.cost_usd,
+    }
+}
+
+/// The last `TAIL_BYTES` of a file, from a line start.
+fn tail(path: &Path) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return String::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let from = len.saturating_sub(TAIL_BYTES);
+    let mut buf = Vec::new();
+    if f.seek(SeekFrom::Start(from)).is_err() || f.read_to_end(&mut buf).is_err() {
+        return String::new();
+    }
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    match (from > 0, text.split_once('\n')) {
+        (true, Some((_, rest))) => rest.to_string(),
+        _ => text,
+    }
 }
 
 /// The one process of iteration `n`: found (ended or live) or started, then read.
@@ -263,13 +372,10 @@ fn turn(
     read_turn(cfg, &dir, &run_dir, said_before)
 }
 
-/// What the user said since the last turn, on the bus before the agent starts.
+/// The user's answers, on the bus before the agent starts (messages were posted at once).
 fn tell_agent(dir: &Path, run: &Run) {
     for a in &run.pending_answers {
         post_best_effort(dir, MessageType::Answer, "", &a.text);
-    }
-    for m in &run.pending_messages {
-        post_best_effort(dir, MessageType::User, "", &m.text);
     }
 }
 

@@ -1,10 +1,11 @@
 //! The run use cases: create, cancel, respond, continue, pause, patch. Transport-free: the
 //! HTTP API, the MCP server, the sweeper and the simulator call these.
 
+use longrun_domain::AgentView;
 use longrun_domain::change;
 use longrun_domain::run::{Budgets, BudgetsInput, Run, RunPatch, RunStatus};
 use longrun_domain::{McpServer, is_blank};
-use longrun_ports::{CatalogExt, StepReason};
+use longrun_ports::{AgentError, CatalogExt, StepReason};
 
 use crate::error::ServiceError;
 use crate::platform::Platform;
@@ -262,9 +263,38 @@ pub async fn post_message(p: &Platform, id: &str, text: &str) -> Result<Run, Ser
         )));
     }
     let (text, now) = (text.trim(), p.clock.now_ms());
-    Ok(p.store
+    let run = p
+        .store
         .update_run(id, &|r| change::post_message(r, text, now))
-        .await?)
+        .await?;
+    if let (Some(_), Some(host)) = (&run.agent, &p.engine.agents) {
+        // The agent at work reads the bus now; the run's log keeps the message as for any run.
+        host.post(&run, text).await.map_err(agent_error)?;
+    }
+    Ok(run)
+}
+
+/// An agent run's task folder: its processes, bus, state, output and live tail.
+pub async fn agent_view(p: &Platform, run: &Run) -> Result<AgentView, ServiceError> {
+    if run.agent.is_none() {
+        return Err(ServiceError::NotFound(format!(
+            "agent view: run {} is not an agent run",
+            run.id
+        )));
+    }
+    let Some(host) = &p.engine.agents else {
+        return Err(ServiceError::NotFound(
+            "agent view: this deployment runs no agents".into(),
+        ));
+    };
+    host.view(run).await.map_err(agent_error)
+}
+
+fn agent_error(e: AgentError) -> ServiceError {
+    match e {
+        AgentError::Invalid(m) => ServiceError::Invalid(m),
+        AgentError::Io(m) => ServiceError::Unavailable(format!("agent host: {m}")),
+    }
 }
 
 /// Pause: a queued run at once, a running one after the iteration in flight commits.

@@ -1,8 +1,11 @@
 """Contains all the data models used in inputs/outputs"""
 
+from .agent_process_info import AgentProcessInfo
+from .agent_view import AgentView
 from .artifact_ref import ArtifactRef
 from .budgets import Budgets
 from .budgets_input import BudgetsInput
+from .bus_message import BusMessage
 from .call_decision import CallDecision
 from .child_run import ChildRun
 from .confidence import Confidence
@@ -83,9 +86,12 @@ from .what_changed import WhatChanged
 from .what_changed_sources import WhatChangedSources
 
 __all__ = (
+    "AgentProcessInfo",
+    "AgentView",
     "ArtifactRef",
     "Budgets",
     "BudgetsInput",
+    "BusMessage",
     "CallDecision",
     "ChildRun",
     "Confidence",
