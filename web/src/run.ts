@@ -6,6 +6,7 @@ import {
   ENDED, type DocMeta, type Iteration, type Run, type RunEvent, type ScratchEntry, type TreeNode,
 } from "./api";
 import type { Page } from "./app";
+import { agentPanel } from "./agent";
 import { costChart } from "./chart";
 import { h, replace } from "./dom";
 import { count, duration, statusBadge, usd, when } from "./format";
@@ -69,6 +70,8 @@ export const runPage: Page = (ctx, root, params) => {
     h("h3", {}, "Latest events"), liveList, h("h3", {}, "Scratchpad"), liveScratch);
 
   const reportCard = section("report", "Report", report);
+  const agent = agentPanel();
+  const agentSlot = h("div", { class: "agent-slot" });
   replace(root,
     h("article", { class: "run-page" },
       h("header", { class: "run-head" },
@@ -81,6 +84,7 @@ export const runPage: Page = (ctx, root, params) => {
         section("overview", "Overview", overview),
         section("cost", "Cost", cost)),
       reportCard,
+      agentSlot,
       section("timeline-s", "Timeline", timeline),
       h("div", { class: "cols" },
         section("plan-s", "Plan", plan),
@@ -107,6 +111,10 @@ export const runPage: Page = (ctx, root, params) => {
       ]);
       if (closed) return;
       s.run = run; s.iterations = its.iterations; s.docs = ws.docs; s.tree = ws.tree; s.scratch = sp.entries;
+      if (run.agent) {
+        agent.show(await ctx.api.agent(id));
+        if (!agentSlot.contains(agent.el)) replace(agentSlot, agent.el);
+      }
       // The API is back: the message its outage left is stale now.
       if (refreshFailed) ctx.clearError();
       refreshFailed = false;
@@ -315,7 +323,7 @@ export const runPage: Page = (ctx, root, params) => {
       fact("Duration", duration((end ?? Date.now()) - run.created_at)),
       fact("Running time", duration(run.metrics.running_ms)),
       fact("Iterations", h("span", { "data-testid": "iterations" }, `${run.iteration} of ${run.budgets.max_iterations}`)),
-      fact("Model", (run.models?.length ? run.models : [run.model]).join(", ")),
+      run.agent ? fact("Agent", run.agent) : fact("Model", (run.models?.length ? run.models : [run.model]).join(", ")),
       fact("Permission mode", run.permission_mode.replace(/_/g, " ")),
       run.stopping_reason ? fact("Stopping reason", `${run.stopping_reason.type}: ${run.stopping_reason.detail}`) : null);
   }
@@ -479,7 +487,14 @@ export const runPage: Page = (ctx, root, params) => {
   }).catch(() => undefined);
   void refresh();
   const timer = setInterval(() => { if (s.run && !settled(s.run)) soon(); }, 5000);
+  // An agent at work writes no events until its iteration commits: its tail and bus are polled.
+  const agentPoll = setInterval(async () => {
+    if (closed || !s.run?.agent || ENDED.includes(s.run.status)) return;
+    try { agent.show(await ctx.api.agent(id)); } catch { /* the next refresh reports it */ }
+  }, 2000);
+
   return () => {
+    clearInterval(agentPoll);
     closed = true;
     clearInterval(timer);
     follower?.stop();

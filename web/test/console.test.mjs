@@ -68,10 +68,29 @@ async function startServer(port = 0) {
     dir = mkdtempSync(join(tmpdir(), "longrun-web-"));
     writeFileSync(join(dir, "guided.json"), JSON.stringify(guided).replaceAll("SITE_URL", siteUrl));
     writeFileSync(join(dir, "endless.json"), JSON.stringify(endless));
+    // A scripted coding agent for agent runs: it states, posts, works 3 s, writes its output, DONE.
+    const agent = [
+      'echo "drafting the notes" > TASK_STATE.md',
+      'longrun bus post --type INFO "started drafting" >/dev/null',
+      'echo "drafting line 1"',
+      "sleep 3",
+      'printf "# Draft\\nAll notes written.\\n" > "$LONGRUN_RUN_DIR/output.md"',
+      "touch DONE",
+    ].join("; ");
+    writeFileSync(join(dir, "config.hcl"), [
+      `projects_root = ${JSON.stringify(join(dir, "projects"))}`,
+      'agent_order = ["scripted"]',
+      'backend "scripted" {',
+      '  type = "command"',
+      `  command = ["sh", "-c", ${JSON.stringify(agent)}]`,
+      '  prompt = "stdin"',
+      "}",
+    ].join("\n"));
   }
   server = spawn(BIN, ["serve", "--data-dir", join(dir, "data"), "--port", String(port),
     "--model", `script:${join(dir, "guided.json")}`, "--model", `script:${join(dir, "endless.json")}`], {
-    env: { ...process.env, LONGRUN_TOKENS: `${TOKEN}:alice`, LONGRUN_FETCH_TRUSTED_PRIVATE: "localhost", RUST_LOG: "warn" },
+    env: { ...process.env, LONGRUN_TOKENS: `${TOKEN}:alice`, LONGRUN_FETCH_TRUSTED_PRIVATE: "localhost", RUST_LOG: "warn",
+      LONGRUN_CONFIG: join(dir, "config.hcl") },
     stdio: ["ignore", "pipe", "inherit"],
   });
   base = await new Promise((resolve, reject) => {
@@ -339,6 +358,37 @@ test("after a server crash the page reconnects and resumes after the last event 
   await page.getByRole("button", { name: "Cancel run" }).click();
   await page.getByRole("button", { name: "Yes, cancel" }).click();
   await page.locator('.run-status [data-status="canceled"]').waitFor({ timeout: 20_000 });
+  await context.close();
+});
+
+test("an agent run's page shows its processes, live output, bus, state and output", { timeout: 60_000 }, async () => {
+  const res = await fetch(`${base}/v1/runs`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify({ objective: "Draft the notes with an agent", agent: "scripted" }),
+  });
+  assert.equal(res.status, 201);
+  const { id } = await res.json();
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const pageErrors = [];
+  page.on("pageerror", (e) => pageErrors.push(e.message));
+  await page.goto(`${base}/runs/${id}`);
+  await signIn(page);
+
+  // While the agent works: its process, what it posted and its state, polled live.
+  const panel = page.locator("#agent");
+  await panel.getByText("started drafting").waitFor({ timeout: 20_000 });
+  await panel.locator(".agent-chain li").filter({ hasText: "iteration 1" }).waitFor();
+  await panel.getByText("drafting the notes").waitFor();
+  await shot(page, "agent-working");
+
+  // Done: completed, with the agent's output.
+  await page.locator('.run-status [data-status="completed"]').waitFor({ timeout: 20_000 });
+  await panel.getByText("All notes written.").first().waitFor();
+  await panel.locator(".agent-chain li").filter({ hasText: "exited (exit 0)" }).waitFor();
+  await shot(page, "agent-done");
+  assert.deepEqual(pageErrors, []);
   await context.close();
 });
 
