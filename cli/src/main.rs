@@ -110,22 +110,26 @@ scripted agent that needs no API key. Pass --model openai:gpt-4.1-mini (etc.) fo
 
 #[derive(Args)]
 struct ServeArgs {
-    #[arg(long, default_value = ".longrun")]
-    data_dir: PathBuf,
-    #[arg(long, default_value_t = 8080)]
-    port: u16,
-    #[arg(long, default_value = "127.0.0.1")]
-    host: String,
+    /// Default `.longrun` (or `data_dir` in the config file's `serve` block, as for the
+    /// options below: flags and environment > config file > defaults).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Default 8080.
+    #[arg(long)]
+    port: Option<u16>,
+    /// Default 127.0.0.1.
+    #[arg(long)]
+    host: Option<String>,
     /// provider:model; repeat to allow several (the first is the default). None: the built-in
     /// demo script, a scripted agent that needs no API key.
     #[arg(long = "model")]
     models: Vec<String>,
     /// Active runs one user may have at once.
-    #[arg(long, env = "LONGRUN_ACTIVE_LIMIT", default_value_t = longrun_http::config::DEFAULT_ACTIVE_LIMIT)]
-    active_limit: u32,
+    #[arg(long, env = "LONGRUN_ACTIVE_LIMIT")]
+    active_limit: Option<u32>,
     /// Iterations worked on at once; each mostly waits on a model, so thousands are cheap.
-    #[arg(long, env = "LONGRUN_MAX_INFLIGHT", default_value_t = longrun_service::DEFAULT_MAX_INFLIGHT)]
-    max_inflight: usize,
+    #[arg(long, env = "LONGRUN_MAX_INFLIGHT")]
+    max_inflight: Option<usize>,
     /// MODEL=concurrency:N,rpm:N,tpm:N — a model's capacity, shared by every run; repeatable
     /// (`;`-separated in the environment).
     #[arg(
@@ -139,12 +143,12 @@ struct ServeArgs {
     app_base_url: Option<String>,
     /// Seconds a client may take to send a request's headers, or between pieces of its body;
     /// also how long an idle keep-alive connection stays open.
-    #[arg(long, env = "LONGRUN_READ_TIMEOUT", default_value_t = 30)]
-    read_timeout: u64,
+    #[arg(long, env = "LONGRUN_READ_TIMEOUT")]
+    read_timeout: Option<u64>,
     /// Seconds iterations in flight get to finish after SIGTERM; the rest are handed back to
     /// the next start (under the 30 s most orchestrators wait before SIGKILL).
-    #[arg(long, env = "LONGRUN_DRAIN_GRACE", default_value_t = 20)]
-    drain_grace: u64,
+    #[arg(long, env = "LONGRUN_DRAIN_GRACE")]
+    drain_grace: Option<u64>,
 }
 
 #[derive(Subcommand)]
@@ -384,6 +388,8 @@ fn write_demo_script(dir: &Path) -> Result<String> {
 }
 
 async fn serve(args: ServeArgs) -> Result<()> {
+    // The runner config: agent runs' backends, and serve's own knobs under the flags.
+    let agents = runner::agent_host().map_err(|e| anyhow::anyhow!("{e}"))?;
     let ServeArgs {
         data_dir,
         port,
@@ -396,7 +402,25 @@ async fn serve(args: ServeArgs) -> Result<()> {
         read_timeout,
         drain_grace,
     } = args;
+    let file = agents.config().serve.clone();
+    let data_dir = data_dir
+        .or(file.data_dir)
+        .unwrap_or_else(|| PathBuf::from(".longrun"));
     let data_dir = data_dir.as_path();
+    let port = port.or(file.port).unwrap_or(8080);
+    let host = host.or(file.host).unwrap_or_else(|| "127.0.0.1".into());
+    if models.is_empty() {
+        models = file.models;
+    }
+    let active_limit = active_limit
+        .or(file.active_limit)
+        .unwrap_or(longrun_http::config::DEFAULT_ACTIVE_LIMIT);
+    let max_inflight = max_inflight
+        .or(file.max_inflight)
+        .unwrap_or(longrun_service::DEFAULT_MAX_INFLIGHT);
+    let app_base_url = app_base_url.or(file.app_base_url);
+    let read_timeout = read_timeout.or(file.read_timeout).unwrap_or(30);
+    let drain_grace = drain_grace.or(file.drain_grace).unwrap_or(20);
     let model_limits = ModelLimits::parse(model_limits.iter().map(String::as_str))?;
     if max_inflight == 0 {
         bail!("--max-inflight must be at least 1");
@@ -443,8 +467,6 @@ async fn serve(args: ServeArgs) -> Result<()> {
         Some(old)
     });
     config.app_base_url = app_base_url.unwrap_or_else(|| format!("http://{addr}"));
-    // Agent runs: the runner config names the backends; a config error stops serve here.
-    let agents = runner::agent_host().map_err(|e| anyhow::anyhow!("{e}"))?;
     let opts = Embedded {
         worker: WorkerConfig {
             max_inflight,

@@ -447,3 +447,58 @@ fn a_message_from_the_cli_lands_in_the_runs_log_for_its_next_iteration() {
     let err = String::from_utf8_lossy(&blank.stderr);
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
 }
+
+#[test]
+fn serve_takes_its_settings_from_the_config_file_under_its_flags() {
+    // Arrange: a config whose serve block names a model and a data dir.
+    let dir = tempfile::tempdir().unwrap();
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/demo.json");
+    let config = dir.path().join("config.hcl");
+    std::fs::write(
+        &config,
+        format!(
+            "serve {{\n  models = [\"script:{}\"]\n  data_dir = \"{}\"\n  port = 1\n}}\n",
+            demo.display(),
+            dir.path().join("from-config").display()
+        ),
+    )
+    .unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_longrun"));
+    cmd.args(["serve", "--port", "0"])
+        .env("LONGRUN_CONFIG", &config)
+        .env("LONGRUN_TOKENS", format!("{TOKEN}:alice"));
+
+    // Act: the flag (--port 0) wins over the file's port 1; the rest comes from the file.
+    let (child, addr) = support::spawn_serve(cmd);
+    let server = Server { child, addr };
+    let cfg = reqwest_get_json(&server, "/v1/config");
+
+    // Assert
+    let model = format!("script:{}", demo.display());
+    assert_eq!(cfg["models"], json!([model]), "{cfg}");
+    assert!(dir.path().join("from-config").is_dir());
+}
+
+#[test]
+fn serve_refuses_to_start_on_a_config_error_and_names_its_line() {
+    // Arrange
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.hcl");
+    std::fs::write(&config, "serve {\n  port = 8080\n  colour = \"red\"\n}\n").unwrap();
+
+    // Act
+    let out = Command::new(env!("CARGO_BIN_EXE_longrun"))
+        .args(["serve", "--port", "0", "--data-dir"])
+        .arg(dir.path())
+        .env("LONGRUN_CONFIG", &config)
+        .output()
+        .unwrap();
+
+    // Assert
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{}:3", config.display())) && err.contains("serve.colour"),
+        "{err}"
+    );
+}

@@ -92,6 +92,8 @@ pub struct RunnerConfig {
     /// A restarted root resumes its CLI session (Claude `--resume`, Codex `exec resume`).
     pub resume_sessions: bool,
     pub backends: BTreeMap<String, BackendConfig>,
+    /// `serve`'s own knobs from the file's `serve { … }` block.
+    pub serve: crate::serve_settings::ServeSettings,
 }
 
 /// One top-level key of the schema: the single list `schema`, `init` and validation read.
@@ -292,7 +294,7 @@ fn home() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/"))
 }
 
-fn expand_home(p: &str) -> PathBuf {
+pub(crate) fn expand_home(p: &str) -> PathBuf {
     match p.strip_prefix("~/") {
         Some(rest) => home().join(rest),
         None if p == "~" => home(),
@@ -349,6 +351,7 @@ impl Default for RunnerConfig {
             max_delegation_depth: 16,
             resume_sessions: true,
             backends,
+            serve: Default::default(),
         }
     }
 }
@@ -399,8 +402,16 @@ impl RunnerConfig {
         for block in body.blocks() {
             let line = p.line(block.span());
             let ident = block.ident.value().as_str();
+            if ident == "serve" && block.labels.is_empty() {
+                cfg.serve = p.serve(&block.body)?;
+                continue;
+            }
             if ident != "backend" {
-                return Err(p.err(line, ident, "unknown block (only `backend \"name\" { … }`)"));
+                return Err(p.err(
+                    line,
+                    ident,
+                    "unknown block (only `backend \"name\" { … }` and `serve { … }`)",
+                ));
             }
             let [label] = block.labels.as_slice() else {
                 return Err(p.err(
@@ -451,6 +462,13 @@ impl RunnerConfig {
                 k.key, k.kind, k.default, k.doc
             ));
         }
+        out.push_str("\nserve { … }  (longrun serve; its flags and environment win over it)\n");
+        for k in crate::serve_settings::SERVE_KEYS {
+            out.push_str(&format!(
+                "  {:<20} {}  (default {})\n      {}\n",
+                k.key, k.kind, k.default, k.doc
+            ));
+        }
         out
     }
 }
@@ -469,6 +487,11 @@ pub fn init_text() -> String {
          # backend \"claude\" {\n\
          #   command = [\"claude\"]\n\
          #   token   = \"@/home/me/.secrets/anthropic\"\n\
+         # }\n\n\
+         # longrun serve's own settings (its flags and environment win), e.g.\n\
+         # serve {\n\
+         #   port   = 8080\n\
+         #   models = [\"anthropic:claude-sonnet-4-5\"]\n\
          # }\n",
     );
     out
@@ -515,13 +538,13 @@ pub fn init(path: &Path) -> Result<Vec<String>, ConfigError> {
     Ok(missing.iter().map(|k| k.key.to_string()).collect())
 }
 
-struct Parser<'a> {
+pub(crate) struct Parser<'a> {
     text: &'a str,
     file: &'a str,
 }
 
 impl Parser<'_> {
-    fn line(&self, span: Option<std::ops::Range<usize>>) -> usize {
+    pub(crate) fn line(&self, span: Option<std::ops::Range<usize>>) -> usize {
         span.map(|r| {
             self.text[..r.start.min(self.text.len())]
                 .matches('\n')
@@ -531,7 +554,7 @@ impl Parser<'_> {
         .unwrap_or(0)
     }
 
-    fn err(&self, line: usize, key: &str, message: &str) -> ConfigError {
+    pub(crate) fn err(&self, line: usize, key: &str, message: &str) -> ConfigError {
         ConfigError {
             file: self.file.to_string(),
             line,
@@ -540,7 +563,7 @@ impl Parser<'_> {
         }
     }
 
-    fn number(&self, attr: &Attribute, min: f64) -> Result<f64, ConfigError> {
+    pub(crate) fn number(&self, attr: &Attribute, min: f64) -> Result<f64, ConfigError> {
         let key = attr.key.value().as_str();
         let line = self.line(attr.span());
         let n = match &attr.value {
@@ -574,7 +597,7 @@ impl Parser<'_> {
         }
     }
 
-    fn string(&self, attr: &Attribute) -> Result<String, ConfigError> {
+    pub(crate) fn string(&self, attr: &Attribute) -> Result<String, ConfigError> {
         match &attr.value {
             Expression::String(s) => Ok(s.value().to_string()),
             _ => Err(self.err(
@@ -585,7 +608,7 @@ impl Parser<'_> {
         }
     }
 
-    fn strings(&self, attr: &Attribute) -> Result<Vec<String>, ConfigError> {
+    pub(crate) fn strings(&self, attr: &Attribute) -> Result<Vec<String>, ConfigError> {
         let bad = || {
             self.err(
                 self.line(attr.span()),

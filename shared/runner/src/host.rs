@@ -63,6 +63,10 @@ impl LocalAgentHost {
         self
     }
 
+    pub fn config(&self) -> &RunnerConfig {
+        &self.cfg
+    }
+
     /// `projects_root/<user>/<run id>/`.
     pub fn task_dir(&self, run: &Run) -> PathBuf {
         task_dir(&self.cfg, run)

@@ -12,6 +12,7 @@ pub mod job;
 pub mod process;
 pub mod runinfo;
 pub mod select;
+pub mod serve_settings;
 pub mod task;
 
 pub use config::{ConfigError, RunnerConfig};
