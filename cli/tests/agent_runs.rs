@@ -406,3 +406,23 @@ async fn a_planner_run_has_no_agent_view() {
     // Assert
     assert_eq!(status, 404, "{problem}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_iteration_resumes_the_cli_session_the_last_one_reported() {
+    // Arrange: a claude-type agent that reports session s-<start> and is done at its second.
+    let s = serve(&[("claude", "claude", "claude-session")]);
+
+    // Act
+    let id = s
+        .create(json!({"objective": "resume me", "agent": "claude"}))
+        .await;
+    let run = s.until(&id, &["completed", "stopped", "failed"]).await;
+
+    // Assert
+    assert_eq!(run["status"], "completed", "{run}");
+    let dir = s.task_dir(&id);
+    let first = std::fs::read_to_string(dir.join(".args-1")).unwrap();
+    let second = std::fs::read_to_string(dir.join(".args-2")).unwrap();
+    assert!(!first.contains("--resume"), "{first}");
+    assert!(second.contains("--resume s-1"), "{second}");
+}

@@ -348,11 +348,18 @@ fn turn(
                 });
             }
             tell_agent(&dir, run);
-            let previous = runs
-                .iter()
-                .rev()
-                .find(|(_, i)| i.str(RUN_KEY) == run.id)
-                .map(|(_, i)| i.str("run_id").to_string());
+            let last = runs.iter().rev().find(|(_, i)| i.str(RUN_KEY) == run.id);
+            let previous = last.map(|(_, i)| i.str("run_id").to_string());
+            // Resumed as `longrun task` does: a session that ended cleanly, on the same backend
+            // (`run_job` checks), never one that was stuck, out of time or failed fast.
+            let resume = last
+                .filter(|(_, i)| {
+                    cfg.resume_sessions && matches!(i.str("ended"), "exited" | "stopped")
+                })
+                .and_then(|(_, i)| {
+                    let session = i.str("session_id");
+                    (!session.is_empty()).then(|| (i.str("agent").to_string(), session.to_string()))
+                });
             let req = JobRequest {
                 task_dir: dir.clone(),
                 project: folder_name(&run.user_id),
@@ -364,7 +371,7 @@ fn turn(
                 depth: 0,
                 bin_dir,
                 deadline: None,
-                resume: None,
+                resume,
                 labels: vec![
                     (RUN_KEY.into(), run.id.clone()),
                     (ITERATION_KEY.into(), n.to_string()),
