@@ -71,15 +71,8 @@ impl MessageType {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct Message {
-    pub seq: i64,
-    pub at: String,
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub run_id: String,
-    pub body: String,
-}
+/// A bus message: the domain's record, as the API shows it too.
+pub type Message = longrun_domain::BusMessage;
 
 /// One task's bus.
 pub struct Bus {

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use longrun_domain::clip;
 use longrun_domain::run::Run;
-use longrun_domain::{AgentProcessInfo, AgentView, BusMessage};
+use longrun_domain::{AgentProcessInfo, AgentView};
 use longrun_ports::{AgentError, AgentHost, AgentTurn};
 use tokio::sync::OnceCell;
 
@@ -242,17 +242,7 @@ fn view(dir: &Path) -> Result<AgentView, RunnerError> {
                 .collect::<Vec<_>>()
                 .join("\n")
         }),
-        bus: bus
-            .into_iter()
-            .skip(skip)
-            .map(|m| BusMessage {
-                seq: m.seq,
-                at: m.at,
-                kind: m.kind,
-                run_id: m.run_id,
-                body: m.body,
-            })
-            .collect(),
+        bus: bus.into_iter().skip(skip).collect(),
     })
 }
 

@@ -25,13 +25,7 @@ impl Engine {
     pub(super) async fn agent_work(
         &self, run: &Run, claim: &Claim<'_>, started_at: i64,
     ) -> Result<CommitPlan, EngineError> {
-        let staging = Staging::new(
-            self.store().clone(),
-            &run.id,
-            claim.n,
-            run.plan.clone(),
-            started_at,
-        );
+        let staging = self.staging(run, claim, started_at);
         let it = Iter::new(run, claim, self.tools.clone(), started_at, None);
         let mut draft = Draft {
             cancel: run.cancel_requested,

@@ -210,13 +210,7 @@ impl Engine {
         if run.agent.is_some() {
             return self.agent_work(run, claim, started_at).await;
         }
-        let staging = Staging::new(
-            self.store().clone(),
-            &run.id,
-            claim.n,
-            run.plan.clone(),
-            started_at,
-        );
+        let staging = self.staging(run, claim, started_at);
         staging.set_parent(run);
         let tools = self.tools_for(run).await?;
         let mut draft = Draft {
@@ -246,6 +240,17 @@ impl Engine {
                 .await?;
         }
         self.conclude(&it, staging, draft).await
+    }
+
+    /// Where the iteration's changes wait for its commit.
+    fn staging(&self, run: &Run, claim: &Claim<'_>, started_at: i64) -> Staging {
+        Staging::new(
+            self.store().clone(),
+            &run.id,
+            claim.n,
+            run.plan.clone(),
+            started_at,
+        )
     }
 
     /// The one fenced write of the iteration. Deferred: until message n is acknowledged, a
