@@ -426,3 +426,22 @@ async fn the_next_iteration_resumes_the_cli_session_the_last_one_reported() {
     assert!(!first.contains("--resume"), "{first}");
     assert!(second.contains("--resume s-1"), "{second}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_running_time_budget_stops_an_agent_that_outlives_it() {
+    // Arrange: an agent that would work a minute, in a run with 2 s of running time.
+    let s = serve(&[("fake", "command", "slow-done 60")]);
+
+    // Act
+    let id = s
+        .create(json!({"objective": "slow", "agent": "fake", "budgets": {"max_running_ms": 2000}}))
+        .await;
+    let started = Instant::now();
+    let run = s.until(&id, &["completed", "stopped", "failed"]).await;
+
+    // Assert: stopped on its budget long before the agent's minute, its process out of time.
+    assert_eq!(run["status"], "stopped", "{run}");
+    assert!(started.elapsed() < Duration::from_secs(40));
+    assert_eq!(s.agent_runs(&id)[0]["ended"], "out_of_time");
+    assert!(!s.task_dir(&id).join("DONE").exists());
+}

@@ -360,7 +360,15 @@ fn turn(
                 previous_run_id: previous,
                 depth: 0,
                 bin_dir,
-                deadline: None,
+                // The run's running-time budget ends a process that outlives it.
+                deadline: Some(
+                    std::time::Instant::now()
+                        + std::time::Duration::from_millis(
+                            run.budgets
+                                .max_running_ms
+                                .saturating_sub(run.metrics.running_ms),
+                        ),
+                ),
                 resume,
                 labels: vec![
                     (RUN_KEY.into(), run.id.clone()),
