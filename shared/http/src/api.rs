@@ -577,7 +577,8 @@ async fn healthz() -> Json<Value> {
 }
 
 async fn openapi(State(p): State<Platform>) -> Json<Value> {
-    Json(crate::openapi::for_deployment(&p.config))
+    let agents = p.engine.agents.as_ref().map(|h| h.agents()).unwrap_or_default();
+    Json(crate::openapi::for_deployment(&p.config, &agents))
 }
 
 async fn fallback() -> ApiError {

@@ -460,9 +460,9 @@ fn operation_id(method: &str, path: &str) -> String {
     format!("{method}_{}", parts.join("_"))
 }
 
-/// The document with what only this deployment knows: its models, and the hosts it trusts
-/// for tool and webhook URLs.
-pub fn for_deployment(config: &AppConfig) -> Value {
+/// The document with what only this deployment knows: its models, its agents (none where no
+/// process can be started), and the hosts it trusts for tool and webhook URLs.
+pub fn for_deployment(config: &AppConfig, agents: &[String]) -> Value {
     let mut doc = build(&config.fetch.policy);
     let schemas = &mut doc["components"]["schemas"];
     let models = &config.models;
@@ -478,6 +478,10 @@ pub fn for_deployment(config: &AppConfig) -> Value {
         |m| json!({"properties": {"model": {"const": m}, "models": {"prefixItems": [{"const": m}]}}}),
     ));
     template["anyOf"] = Value::Array(same);
+    let mut agents: Vec<Value> = agents.iter().map(|a| json!(a)).collect();
+    agents.push(Value::Null);
+    template["properties"]["agent"] = json!({"enum": agents,
+        "description": "A coding agent this server runs as the run's iterations, or none; a Lambda deployment runs none"});
     doc
 }
 
