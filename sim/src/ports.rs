@@ -16,7 +16,7 @@ use longrun_ports::{
     StepQueue, StoreError, UserCatalog, Workspace,
 };
 use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, LlmRole, Usage};
-use longrun_ports::{QueueResult, StoreResult};
+use longrun_ports::{IdempotencyKeys, IdempotencyRecord, QueueResult, StoreResult};
 use serde_json::{Value, json};
 
 use crate::Sim;
@@ -137,6 +137,25 @@ impl Workspace for SimStore {
 
     async fn scratchpad(&self, run_id: &str, last: usize) -> StoreResult<Vec<PadEntry>> {
         self.inner.scratchpad(run_id, last).await
+    }
+}
+
+#[async_trait]
+impl IdempotencyKeys for SimStore {
+    async fn claim_key(&self, rec: &IdempotencyRecord) -> StoreResult<IdempotencyRecord> {
+        self.write("claim_key", None, self.inner.claim_key(rec))
+            .await
+    }
+
+    async fn finish_key(
+        &self, user_id: &str, key: &str, resource_id: &str, response: &Value,
+    ) -> StoreResult<Value> {
+        self.write(
+            "finish_key",
+            None,
+            self.inner.finish_key(user_id, key, resource_id, response),
+        )
+        .await
     }
 }
 

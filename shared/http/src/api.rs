@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiJson, ApiQuery};
 use longrun_service::Platform;
+use longrun_service::idempotency::{MAX_KEY_LEN, check_key, create_run_once};
 pub use longrun_service::runs::{
     CreateRun, MAX_ALLOWED_TOOLS, cancel_run, continue_run_with, create_run, create_run_with_id,
     patch_run_with, pause_run, post_message, prepare_run, respond_run,
@@ -122,17 +123,45 @@ pub(crate) async fn owned(p: &Platform, user: &User, id: &str) -> Result<Run, Ap
     }
 }
 
-async fn post_run(
-    State(p): State<Platform>, user: User, ApiJson(body): ApiJson<CreateRun>,
-) -> Result<Response, ApiError> {
-    let run = create_run(&p, &user.0, body).await?;
-    let location = format!("/v1/runs/{}", run.id);
-    Ok((
+/// The `Idempotency-Key` header, checked: absent is fine, malformed is a 400.
+pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get(IDEMPOTENCY_KEY) else {
+        return Ok(None);
+    };
+    let key = value
+        .to_str()
+        .ok()
+        .filter(|k| check_key(k).is_ok())
+        .ok_or_else(|| {
+            ApiError::BadRequest(format!(
+                "Idempotency-Key must be 1 to {MAX_KEY_LEN} visible ASCII characters (a UUID will do)"
+            ))
+        })?;
+    Ok(Some(key.to_string()))
+}
+
+pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+
+/// A 201 with the created resource and its `Location`.
+pub(crate) fn created(base: &str, view: Value) -> Response {
+    let id = view.get("id").and_then(Value::as_str).unwrap_or_default();
+    let location = format!("{base}/{id}");
+    (
         StatusCode::CREATED,
         [(header::LOCATION, location)],
-        Json(run_view(&p, &run)),
+        Json(view),
     )
-        .into_response())
+        .into_response()
+}
+
+async fn post_run(
+    State(p): State<Platform>, user: User, headers: HeaderMap, ApiJson(body): ApiJson<CreateRun>,
+) -> Result<Response, ApiError> {
+    let view = match idempotency_key(&headers)? {
+        Some(key) => create_run_once(&p, &user.0, &key, body, |run| run_view(&p, run)).await?,
+        None => run_view(&p, &create_run(&p, &user.0, body).await?),
+    };
+    Ok(created("/v1/runs", view))
 }
 
 /// `next_cursor`: the last run's creation time and id.

@@ -5,6 +5,7 @@ use longrun_domain::report::Report;
 use longrun_domain::run::RunPatch;
 use longrun_domain::{Doc, Event, IterationRecord, PadEntry, Run};
 use longrun_domain::{DocHit, Notification};
+use longrun_service::idempotency::MAX_KEY_LEN;
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Value, json};
@@ -415,6 +416,23 @@ fn query(method: &str, path: &str) -> Vec<(&'static str, bool, Value)> {
     }
 }
 
+/// The headers an operation reads besides `Authorization`: creates take an idempotency key.
+fn headers(method: &str, path: &str) -> Vec<Value> {
+    match (method, path) {
+        ("post", "/v1/runs" | "/v1/schedules") => vec![json!({
+            "name": "Idempotency-Key",
+            "in": "header",
+            "required": false,
+            "description": "Makes a retried create safe: a request sent again with the same key \
+                and the same body within 24 hours gets the first answer (the same status and \
+                body) instead of creating again; the same key with another body is a 409. One \
+                key per logical create (a UUID), reused on its retries; kept per user.",
+            "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LEN, "pattern": "^[!-~]+$"},
+        })],
+        _ => vec![],
+    }
+}
+
 /// What a created resource's id leads to (OpenAPI links), so a client or a fuzzer can follow
 /// a create with the operations that use it.
 fn links(method: &str, path: &str) -> Option<Value> {
@@ -520,6 +538,7 @@ fn build(policy: &FetchPolicy) -> Value {
                 .into_iter()
                 .map(|(name, required, schema)| json!({"name": name, "in": "query", "required": required, "schema": schema})),
         );
+        params.extend(headers(op.method, op.path));
         if !params.is_empty() {
             o["parameters"] = Value::Array(params);
         }

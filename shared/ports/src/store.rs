@@ -13,6 +13,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::idempotency::IdempotencyKeys;
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error(transparent)]
@@ -169,9 +171,15 @@ pub trait ScheduleStore: Send + Sync {
 
 /// Everything one database holds; what wiring passes around. Use cases and the engine take
 /// the narrower traits it upcasts to.
-pub trait Store: RunLog + Workspace + Inbox + UserCatalog + ScheduleStore {}
+pub trait Store:
+    RunLog + Workspace + Inbox + UserCatalog + ScheduleStore + IdempotencyKeys
+{
+}
 
-impl<T: RunLog + Workspace + Inbox + UserCatalog + ScheduleStore + ?Sized> Store for T {}
+impl<T: RunLog + Workspace + Inbox + UserCatalog + ScheduleStore + IdempotencyKeys + ?Sized> Store
+    for T
+{
+}
 
 fn scope(user_id: &str, kind: CatalogKind) -> CatalogScope<'_> {
     CatalogScope { user_id, kind }
