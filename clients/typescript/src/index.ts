@@ -85,6 +85,15 @@ export interface ClientOptions {
   fetch?: typeof fetch;
 }
 
+export interface CreateOptions {
+  /** The create's `Idempotency-Key`; a fresh UUID by default. Pass your own to make a create
+   * idempotent across processes (the server keeps a key 24 hours, per user). */
+  idempotencyKey?: string;
+  /** Attempts when the answer is lost or the server is unavailable (default 3). */
+  attempts?: number;
+  signal?: AbortSignal;
+}
+
 export interface EventsOptions {
   /** Start after this seq (0: from the first event). */
   after?: number;
@@ -142,12 +151,32 @@ export class LongrunClient {
     return (await res.json()) as T;
   }
 
+  /** A create, safe to retry: one `Idempotency-Key` for this logical create (the given one, or a
+   * fresh UUID), sent on every attempt, so a retry after a lost answer gets the first answer
+   * instead of a second resource. Retries what may not have been done: no answer, 502, 503, 504. */
+  private async create<T>(path: string, body: unknown, o: CreateOptions = {}): Promise<T> {
+    const key = o.idempotencyKey ?? crypto.randomUUID();
+    const attempts = o.attempts ?? 3;
+    for (let attempt = 1; ; attempt++) {
+      const headers = this.headers({ accept: "application/json", "content-type": "application/json", "idempotency-key": key });
+      try {
+        const res = await this.send(path, { method: "POST", headers, body: JSON.stringify(body), signal: o.signal });
+        return (await res.json()) as T;
+      } catch (e) {
+        const retryable = e instanceof LongrunError && [0, 502, 503, 504].includes(e.status);
+        if (!retryable || attempt >= attempts) throw e;
+        await new Promise((r) => setTimeout(r, 200 * 2 ** (attempt - 1)));
+      }
+    }
+  }
+
   private get<T>(path: string, signal?: AbortSignal) { return this.request<T>("GET", path, undefined, signal); }
   private post<T>(path: string, body: unknown = {}) { return this.request<T>("POST", path, body); }
 
   // Runs
 
-  createRun(body: CreateRun) { return this.post<Run>("/v1/runs", body); }
+  /** Starts a run. Sends an `Idempotency-Key` (see `CreateOptions`) and retries a lost answer. */
+  createRun(body: CreateRun, o?: CreateOptions) { return this.create<Run>("/v1/runs", body, o); }
   getRun(id: string) { return this.get<Run>(`/v1/runs/${enc(id)}`); }
 
   listRunsPage(q: { status?: RunStatus; limit?: number; cursor?: string } = {}) {
@@ -294,7 +323,7 @@ export class LongrunClient {
   markRead(ids: string[]) { return this.post<{ updated: number }>("/v1/notifications/read", { ids }); }
   config() { return this.get<ServerConfig>("/v1/config"); }
 
-  createSchedule(body: CreateSchedule) { return this.post<Schedule>("/v1/schedules", body); }
+  createSchedule(body: CreateSchedule, o?: CreateOptions) { return this.create<Schedule>("/v1/schedules", body, o); }
   listSchedules() { return this.get<{ schedules: Schedule[] }>("/v1/schedules"); }
   deleteSchedule(id: string) { return this.request<unknown>("DELETE", `/v1/schedules/${enc(id)}`); }
 

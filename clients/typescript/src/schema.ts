@@ -1919,7 +1919,10 @@ export interface operations {
     post_runs: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retried create safe: a request sent again with the same key and the same body within 24 hours gets the first answer (the same status and body) instead of creating again; the same key with another body is a 409. One key per logical create (a UUID), reused on its retries; kept per user. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3251,7 +3254,10 @@ export interface operations {
     post_schedules: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retried create safe: a request sent again with the same key and the same body within 24 hours gets the first answer (the same status and body) instead of creating again; the same key with another body is a 409. One key per logical create (a UUID), reused on its retries; kept per user. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
