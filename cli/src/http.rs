@@ -10,6 +10,7 @@ use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
+use longrun_http::api::Draining;
 use tokio::net::TcpListener;
 use tower_http::timeout::RequestBodyTimeoutLayer;
 
@@ -27,7 +28,10 @@ const DRAIN: Duration = Duration::from_secs(5);
 pub async fn serve(
     listener: TcpListener, app: Router, timeouts: ReadTimeouts, stop: impl Future<Output = ()>,
 ) {
-    let app = app.layer(RequestBodyTimeoutLayer::new(timeouts.body));
+    let (draining, drain_rx) = tokio::sync::watch::channel(false);
+    let app = app
+        .layer(RequestBodyTimeoutLayer::new(timeouts.body))
+        .layer(axum::Extension(Draining(drain_rx)));
     let graceful = GracefulShutdown::new();
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
@@ -57,5 +61,7 @@ pub async fn serve(
         });
     }
     drop(listener);
+    // Long-polls answer and event streams end now, so their connections close within DRAIN.
+    let _ = draining.send(true);
     let _ = tokio::time::timeout(DRAIN, graceful.shutdown()).await;
 }

@@ -247,9 +247,33 @@ struct EventsQuery {
 
 const POLL: Duration = Duration::from_millis(100);
 
+/// Set by the server when it begins to shut down: a long-poll answers with what it has and an
+/// event stream ends, so a client gets an answer (and reconnects to the next process) instead of
+/// a dropped connection. A router served without it never drains.
+#[derive(Clone)]
+pub struct Draining(pub tokio::sync::watch::Receiver<bool>);
+
+impl Draining {
+    /// Waits `d`; true when the server began draining meanwhile (or had already).
+    async fn sleep(this: &Option<axum::Extension<Draining>>, d: Duration) -> bool {
+        let Some(axum::Extension(Draining(rx))) = this else {
+            tokio::time::sleep(d).await;
+            return false;
+        };
+        let mut rx = rx.clone();
+        if *rx.borrow() {
+            return true;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(d) => *rx.borrow(),
+            changed = rx.changed() => changed.is_ok(),
+        }
+    }
+}
+
 async fn events(
     State(p): State<Platform>, user: User, Path(id): Path<String>,
-    ApiQuery(q): ApiQuery<EventsQuery>,
+    draining: Option<axum::Extension<Draining>>, ApiQuery(q): ApiQuery<EventsQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let run = owned(&p, &user, &id).await?;
     let after = q.after.unwrap_or(0);
@@ -267,13 +291,16 @@ async fn events(
             let next_after = events.last().map_or(after, |e| e.seq);
             return Ok(Json(json!({"events": events, "next_after": next_after})));
         }
-        tokio::time::sleep(POLL).await;
+        if Draining::sleep(&draining, POLL).await {
+            // Nothing new before the shutdown: the client polls again, at the next process.
+            return Ok(Json(json!({"events": [], "next_after": after})));
+        }
     }
 }
 
 async fn stream(
     State(p): State<Platform>, user: User, Path(id): Path<String>, headers: HeaderMap,
-    ApiQuery(q): ApiQuery<EventsQuery>,
+    draining: Option<axum::Extension<Draining>>, ApiQuery(q): ApiQuery<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     owned(&p, &user, &id).await?;
     // A reconnecting EventSource resumes from the last seq it saw.
@@ -283,8 +310,9 @@ async fn stream(
         .and_then(|v| v.parse().ok())
         .or(q.after)
         .unwrap_or(0);
-    let s =
-        futures_util::stream::unfold((p, id, start, false), |(p, id, after, done)| async move {
+    let s = futures_util::stream::unfold(
+        (p, id, start, false, draining),
+        |(p, id, after, done, draining)| async move {
             if done {
                 return None;
             }
@@ -308,18 +336,26 @@ async fn stream(
                                 .data(serde_json::to_string(e).unwrap_or_default()))
                         })
                         .collect();
-                    return Some((futures_util::stream::iter(items), (p, id, last, false)));
+                    return Some((
+                        futures_util::stream::iter(items),
+                        (p, id, last, false, draining),
+                    ));
                 }
                 let settled = match p.store.get_run(&id).await {
                     Ok(Some(r)) => r.status.is_ended() || r.status.is_waiting(),
                     _ => true,
                 };
-                if settled {
-                    return Some((futures_util::stream::iter(vec![]), (p, id, after, true)));
+                // Ends the stream cleanly at a shutdown: the EventSource reconnects with its
+                // Last-Event-ID to the next process.
+                if settled || Draining::sleep(&draining, POLL).await {
+                    return Some((
+                        futures_util::stream::iter(vec![]),
+                        (p, id, after, true, draining),
+                    ));
                 }
-                tokio::time::sleep(POLL).await;
             }
-        });
+        },
+    );
     Ok(Sse::new(futures_util::StreamExt::flatten(s)).keep_alive(KeepAlive::default()))
 }
 
