@@ -1598,3 +1598,152 @@ async fn a_schedule_and_an_mcp_start_run_sent_twice_under_one_key_are_made_once(
     let (_, list) = app.get("/v1/runs", ALICE).await;
     assert_eq!(list["runs"].as_array().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn each_hostile_or_out_of_range_input_gets_a_problem_json_answer_and_writes_nothing() {
+    // Arrange
+    let app = spawn_app(LOOP, 3, false).await;
+    let (_, run, _) = app
+        .req(
+            reqwest::Method::POST,
+            "/v1/runs",
+            Some(ALICE),
+            Some(json!({"objective": "target"})),
+        )
+        .await;
+    let id = run["id"].as_str().unwrap().to_string();
+    let steps: Vec<Value> = (0..5000)
+        .map(|i| json!({"id": format!("s{i}"), "title": "t", "status": "pending"}))
+        .collect();
+    let raw = |method: reqwest::Method, path: String, body: &'static str| {
+        app.http
+            .request(method, format!("{}{path}", app.base))
+            .bearer_auth(ALICE)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+
+    // Act: (what, status, content type, detail)
+    let mut answers = vec![];
+    for (what, method, path, body) in [
+        (
+            "zero-width objective",
+            "POST",
+            "/v1/runs".to_string(),
+            r#"{"objective": "\u200b\u200b\u2060"}"#,
+        ),
+        (
+            "NUL in objective",
+            "POST",
+            "/v1/runs".to_string(),
+            r#"{"objective": "a\u0000b"}"#,
+        ),
+        (
+            "escape in a message",
+            "POST",
+            format!("/v1/runs/{id}/messages"),
+            r#"{"text": "\u001b[2J hi"}"#,
+        ),
+        (
+            "duplicate key",
+            "POST",
+            "/v1/runs".to_string(),
+            r#"{"objective": "a", "objective": "b"}"#,
+        ),
+        (
+            "unknown field in a webhook",
+            "PUT",
+            "/v1/webhooks".to_string(),
+            r#"{"webhooks": [{"url": "https://example.com/h", "secret": "0123456789abcdef", "extra": 1}]}"#,
+        ),
+    ] {
+        let resp = raw(method.parse().unwrap(), path, body).await.unwrap();
+        answers.push((
+            what,
+            resp.status(),
+            resp.headers()["content-type"].clone(),
+            resp.text().await.unwrap(),
+        ));
+    }
+    let patch = app
+        .http
+        .patch(format!("{}/v1/runs/{id}", app.base))
+        .bearer_auth(ALICE)
+        .json(&json!({"plan": steps}))
+        .send()
+        .await
+        .unwrap();
+    answers.push((
+        "5,000 plan steps",
+        patch.status(),
+        patch.headers()["content-type"].clone(),
+        patch.text().await.unwrap(),
+    ));
+    for (what, path) in [
+        ("limit=0", "/v1/runs?limit=0".to_string()),
+        ("limit=201", "/v1/runs?limit=201".to_string()),
+        ("inbox limit=201", "/v1/notifications?limit=201".to_string()),
+        (
+            "events limit=1001",
+            format!("/v1/runs/{id}/events?limit=1001"),
+        ),
+        ("invalid UTF-8 in a path", "/v1/runs/%FF%FE".to_string()),
+        ("another method", "/v1/config".to_string()),
+    ] {
+        let method = if what == "another method" {
+            reqwest::Method::DELETE
+        } else {
+            reqwest::Method::GET
+        };
+        let resp = app
+            .http
+            .request(method, format!("{}{path}", app.base))
+            .bearer_auth(ALICE)
+            .send()
+            .await
+            .unwrap();
+        answers.push((
+            what,
+            resp.status(),
+            resp.headers()["content-type"].clone(),
+            resp.text().await.unwrap(),
+        ));
+    }
+
+    // Assert
+    let expected = [
+        ("zero-width objective", 422, "objective"),
+        ("NUL in objective", 422, "U+0000"),
+        ("escape in a message", 422, "U+001B"),
+        ("duplicate key", 422, "`objective` appears twice"),
+        ("unknown field in a webhook", 422, "extra"),
+        ("5,000 plan steps", 422, "at most 50 steps"),
+        ("limit=0", 400, "limit must be 1 to 200, got 0"),
+        ("limit=201", 400, "limit must be 1 to 200, got 201"),
+        ("inbox limit=201", 400, "limit must be 1 to 200"),
+        ("events limit=1001", 400, "limit must be 1 to 1000"),
+        ("invalid UTF-8 in a path", 400, "UTF-8"),
+        ("another method", 405, "method"),
+    ];
+    assert_eq!(answers.len(), expected.len());
+    for ((what, status, ctype, text), (want, code, detail)) in answers.iter().zip(expected) {
+        assert_eq!(*what, want);
+        assert_eq!(status.as_u16(), code, "{what}: {text}");
+        assert_eq!(ctype, "application/problem+json", "{what}");
+        let problem: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(problem["status"], code, "{what}");
+        assert!(
+            problem["detail"].as_str().unwrap().contains(detail),
+            "{what}: {problem}"
+        );
+    }
+    let (_, list) = app.get("/v1/runs", ALICE).await;
+    assert_eq!(
+        list["runs"].as_array().unwrap().len(),
+        1,
+        "only the target run"
+    );
+    let (_, run) = app.get(&format!("/v1/runs/{id}"), ALICE).await;
+    assert!(run["pending_patch"].is_null(), "{run}");
+}

@@ -32,12 +32,22 @@ pub use report::Report;
 pub use run::{Budgets, BudgetsInput, Run, RunStatus, StopType, StoppingReason, Thresholds};
 pub use schedule::{RunTemplate, Schedule};
 
-/// Nothing but whitespace, as JSON Schema patterns see it (`\S` in the API document): Unicode
-/// white space plus the ASCII separators U+001C to U+001F, which regex engines count too.
+/// Nothing a reader would see: Unicode white space, the ASCII separators U+001C to U+001F
+/// (which regex engines count as space too) and invisible formatting characters (zero-width
+/// spaces and joiners, direction marks, fillers, the BOM). [`NOT_BLANK`] states the same.
 pub fn is_blank(s: &str) -> bool {
-    s.chars()
-        .all(|c| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
+    s.chars().all(|c| {
+        c.is_whitespace()
+            || ('\u{1c}'..='\u{1f}').contains(&c)
+            || matches!(c, '\u{ad}' | '\u{34f}' | '\u{115f}' | '\u{1160}' | '\u{180e}'
+                | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}'
+                | '\u{2066}'..='\u{206f}' | '\u{3164}' | '\u{feff}' | '\u{ffa0}')
+    })
 }
+
+/// The JSON Schema pattern of a text that is not blank (as [`is_blank`] decides): one
+/// character that is neither space nor invisible.
+pub const NOT_BLANK: &str = r"[^\s\x1c-\x1f\u00ad\u034f\u115f\u1160\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\u3164\ufeff\uffa0]";
 
 /// At most `max_chars` characters of `s`, with an ellipsis when cut.
 pub fn clip(s: &str, max_chars: usize) -> String {
@@ -58,4 +68,17 @@ pub enum DomainError {
         field: &'static str,
         message: String,
     },
+}
+
+#[cfg(test)]
+mod blank_tests {
+    use super::*;
+
+    #[test]
+    fn invisible_formatting_characters_are_blank_and_one_visible_character_is_not() {
+        assert!(is_blank("\u{200b}\u{200b}\u{feff}"));
+        assert!(is_blank(" \u{2060}\u{3000}\u{a0}\u{200d}\t\n"));
+        assert!(!is_blank("\u{200b}a\u{200b}"));
+        assert!(!is_blank("é"));
+    }
 }

@@ -73,7 +73,7 @@ fn bearer_token(value: &str) -> Option<&str> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(extend("anyOf" = [
-    {"required": ["answer"], "properties": {"answer": {"pattern": "\\S"}}},
+    {"required": ["answer"], "properties": {"answer": {"pattern": longrun_domain::NOT_BLANK}}},
     {"required": ["approve"], "properties": {"approve": {"type": "boolean"}}},
     {"required": ["decisions"], "properties": {"decisions": {"minItems": 1}}},
 ]))]
@@ -95,7 +95,7 @@ pub struct RespondBody {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MessageBody {
-    #[schemars(length(min = 1, max = 4000), extend("pattern" = "\\S"))]
+    #[schemars(length(min = 1, max = 4000), extend("pattern" = longrun_domain::NOT_BLANK))]
     pub text: String,
 }
 
@@ -164,6 +164,20 @@ async fn post_run(
     Ok(created("/v1/runs", view))
 }
 
+/// A query value within its documented range, or `default` when absent: out of range is a 400,
+/// not a silent clamp, so a client learns its page is not the size it asked for.
+pub(crate) fn in_range(
+    name: &str, v: Option<usize>, default: usize, min: usize, max: usize,
+) -> Result<usize, ApiError> {
+    match v {
+        None => Ok(default),
+        Some(v) if (min..=max).contains(&v) => Ok(v),
+        Some(v) => Err(ApiError::BadRequest(format!(
+            "{name} must be {min} to {max}, got {v}"
+        ))),
+    }
+}
+
 /// `next_cursor`: the last run's creation time and id.
 pub const CURSOR_PATTERN: &str = r"^(-?[0-9]{1,18}_[\s\S]*)?$";
 
@@ -199,7 +213,7 @@ async fn list_runs(
             Some((at, id))
         }
     };
-    let limit = q.limit.unwrap_or(50).clamp(1, 200);
+    let limit = in_range("limit", q.limit, 50, 1, 200)?;
     let runs = p
         .store
         .list_runs(
@@ -277,7 +291,7 @@ async fn events(
 ) -> Result<Json<Value>, ApiError> {
     let run = owned(&p, &user, &id).await?;
     let after = q.after.unwrap_or(0);
-    let limit = q.limit.unwrap_or(100).clamp(1, 1000);
+    let limit = in_range("limit", q.limit, 100, 1, 1000)?;
     // An ended run logs nothing more: there is nothing to wait for.
     let wait = if run.status.is_ended() {
         0
@@ -376,7 +390,7 @@ async fn iterations(
         .iterations(
             &id,
             q.after.unwrap_or(0),
-            q.limit.unwrap_or(100).clamp(1, 500),
+            in_range("limit", q.limit, 100, 1, 500)?,
         )
         .await?;
     Ok(Json(json!({"iterations": items})))
@@ -448,7 +462,7 @@ async fn search(
     }
     let hits = p
         .store
-        .search_docs(&id, query.trim(), q.limit.unwrap_or(20).clamp(1, 100))
+        .search_docs(&id, query.trim(), in_range("limit", q.limit, 20, 1, 100)?)
         .await?;
     Ok(Json(json!({"hits": hits})))
 }
@@ -459,7 +473,7 @@ async fn scratchpad(
     owned(&p, &user, &id).await?;
     let entries = p
         .store
-        .scratchpad(&id, q.last.unwrap_or(3).clamp(1, 1000))
+        .scratchpad(&id, in_range("last", q.last, 3, 1, 1000)?)
         .await?;
     Ok(Json(json!({"entries": entries})))
 }
@@ -580,7 +594,7 @@ async fn notifications(
 ) -> Result<Json<Value>, ApiError> {
     let items = p
         .store
-        .notifications(&user.0, q.limit.unwrap_or(50).clamp(1, INBOX))
+        .notifications(&user.0, in_range("limit", q.limit, 50, 1, INBOX)?)
         .await?;
     let unread = items.iter().filter(|n| !n.read).count();
     Ok(Json(json!({"notifications": items, "unread": unread})))
@@ -706,7 +720,7 @@ pub fn routes(p: Platform) -> Router {
         )
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::map_response(
-            crate::error::method_not_allowed_as_problem,
+            crate::error::plain_errors_as_problems,
         ))
         .with_state(p)
 }

@@ -367,7 +367,7 @@ async fn list_runs(p: &Platform, user: &User, a: ListArgs) -> Result<Value, ApiE
                 })?,
         ),
     };
-    let limit = a.limit.unwrap_or(20).clamp(1, 200);
+    let limit = api::in_range("limit", a.limit, 20, 1, 200)?;
     let query = longrun_ports::RunQuery {
         status,
         before,

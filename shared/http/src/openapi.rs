@@ -355,10 +355,10 @@ fn int(min: u64, max: u64, description: &str) -> Value {
     json!({"type": "integer", "minimum": min, "maximum": max, "description": description})
 }
 
-/// The query parameters an operation reads, with the bounds the server enforces (values past
-/// a clamp are accepted and clamped; values the type cannot hold are refused).
+/// The query parameters an operation reads, with the bounds the server enforces (a value out of
+/// range is a 400; `wait` alone is capped, at 30 s).
 fn query(method: &str, path: &str) -> Vec<(&'static str, bool, Value)> {
-    let limit = |d: &str| ("limit", false, int(0, u64::MAX, d));
+    let limit = |max: u64, d: &str| ("limit", false, int(1, max, d));
     match (method, path) {
         ("get", "/v1/runs") => vec![
             (
@@ -366,7 +366,7 @@ fn query(method: &str, path: &str) -> Vec<(&'static str, bool, Value)> {
                 false,
                 json!({"type": "string", "enum": std::iter::once("").chain(RunStatus::ALL.iter().map(|s| s.as_str())).collect::<Vec<_>>(), "description": "Only runs in this status"}),
             ),
-            limit("Page size, 1 to 200 (default 50)"),
+            limit(200, "Page size, 1 to 200 (default 50)"),
             (
                 "cursor",
                 false,
@@ -388,7 +388,7 @@ fn query(method: &str, path: &str) -> Vec<(&'static str, bool, Value)> {
                     "Long-poll up to this many seconds for an event; more than 30 waits 30",
                 ),
             ),
-            limit("At most this many events, 1 to 1000 (default 100)"),
+            limit(1000, "At most this many events, 1 to 1000 (default 100)"),
         ],
         ("get", "/v1/runs/{id}/iterations") => vec![
             (
@@ -396,22 +396,24 @@ fn query(method: &str, path: &str) -> Vec<(&'static str, bool, Value)> {
                 false,
                 int(0, u32::MAX.into(), "Only iterations after this one"),
             ),
-            limit("Page size, 1 to 500 (default 100)"),
+            limit(500, "Page size, 1 to 500 (default 100)"),
         ],
         ("get", "/v1/runs/{id}/workspace/search") => vec![
             (
                 "q",
                 true,
-                json!({"type": "string", "pattern": "\\S", "description": "Words to find (not blank)"}),
+                json!({"type": "string", "pattern": longrun_domain::NOT_BLANK, "description": "Words to find (not blank)"}),
             ),
-            limit("At most this many hits, 1 to 100 (default 20)"),
+            limit(100, "At most this many hits, 1 to 100 (default 20)"),
         ],
         ("get", "/v1/runs/{id}/scratchpad") => vec![(
             "last",
             false,
-            int(0, u64::MAX, "The last N entries, 1 to 1000 (default 3)"),
+            int(1, 1000, "The last N entries, 1 to 1000 (default 3)"),
         )],
-        ("get", "/v1/notifications") => vec![limit("At most this many, 1 to 200 (default 50)")],
+        ("get", "/v1/notifications") => {
+            vec![limit(200, "At most this many, 1 to 200 (default 50)")]
+        }
         _ => vec![],
     }
 }

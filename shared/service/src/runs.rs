@@ -2,7 +2,7 @@
 //! HTTP API, the MCP server, the sweeper and the simulator call these.
 
 use longrun_domain::change;
-use longrun_domain::run::{Budgets, BudgetsInput, Run, RunPatch, RunStatus};
+use longrun_domain::run::{Budgets, BudgetsInput, MAX_PLAN_STEPS, Run, RunPatch, RunStatus};
 use longrun_domain::{McpServer, is_blank};
 use longrun_ports::{CatalogExt, StepReason};
 
@@ -71,6 +71,34 @@ async fn check_tools_exist(
             "allowed_tools: there is no tool `{unknown}`; tools: {}",
             names.join(", ")
         )));
+    }
+    Ok(())
+}
+
+/// A plan step's id is at most this many characters, its title at most `MAX_STEP_TITLE_CHARS`.
+pub const MAX_STEP_ID_CHARS: usize = 64;
+pub const MAX_STEP_TITLE_CHARS: usize = 500;
+
+/// An edit's sizes: no more plan steps than a plan holds, each with a visible id and a title of
+/// bounded length (a plan is shown to the model on every iteration).
+fn check_patch(edit: &RunPatch) -> Result<(), ServiceError> {
+    if edit.plan.len() > MAX_PLAN_STEPS {
+        return Err(ServiceError::Invalid(format!(
+            "plan: at most {MAX_PLAN_STEPS} steps, got {}",
+            edit.plan.len()
+        )));
+    }
+    for (i, step) in edit.plan.iter().enumerate() {
+        if is_blank(&step.id) || step.id.chars().count() > MAX_STEP_ID_CHARS {
+            return Err(ServiceError::Invalid(format!(
+                "plan[{i}].id must be 1 to {MAX_STEP_ID_CHARS} characters, not blank"
+            )));
+        }
+        if step.title.chars().count() > MAX_STEP_TITLE_CHARS {
+            return Err(ServiceError::Invalid(format!(
+                "plan[{i}].title: at most {MAX_STEP_TITLE_CHARS} characters"
+            )));
+        }
     }
     Ok(())
 }
@@ -250,6 +278,7 @@ pub async fn pause_run(p: &Platform, id: &str) -> Result<Run, ServiceError> {
 
 /// Edit the objective or the plan; takes effect at the next iteration.
 pub async fn patch_run_with(p: &Platform, id: &str, edit: RunPatch) -> Result<Run, ServiceError> {
+    check_patch(&edit)?;
     let now = p.clock.now_ms();
     Ok(p.store
         .update_run(id, &|r| change::patch(r, edit.clone(), now))
