@@ -45,9 +45,30 @@ pub fn is_blank(s: &str) -> bool {
     })
 }
 
-/// The JSON Schema pattern of a text that is not blank (as [`is_blank`] decides): one
-/// character that is neither space nor invisible.
-pub const NOT_BLANK: &str = r"[^\s\x1c-\x1f\u00ad\u034f\u115f\u1160\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\u3164\ufeff\uffa0]";
+/// The JSON Schema pattern of a text that is not blank (as [`is_blank`] decides) and holds no
+/// control character but tab, newline and carriage return (as [`control_char`] decides).
+pub const NOT_BLANK: &str = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f\u00ad\u034f\u115f\u1160\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\u3164\ufeff\uffa0][^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]*$";
+
+/// The JSON Schema pattern of a text with no control character but tab, newline and return.
+pub const NO_CONTROLS: &str = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]*$";
+
+/// The first control character in `s` other than tab, newline and carriage return (C0, DEL,
+/// C1): a NUL or an escape sequence has no place in an objective, a prompt or a log line.
+pub fn control_char(s: &str) -> Option<char> {
+    s.chars()
+        .find(|&c| c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
+}
+
+/// `field` as a problem when `s` holds a control character (see [`control_char`]).
+pub fn no_controls(field: &str, s: &str) -> Result<(), String> {
+    match control_char(s) {
+        Some(c) => Err(format!(
+            "{field} must not contain control characters (found U+{:04X})",
+            c as u32
+        )),
+        None => Ok(()),
+    }
+}
 
 /// At most `max_chars` characters of `s`, with an ellipsis when cut.
 pub fn clip(s: &str, max_chars: usize) -> String {
@@ -80,5 +101,18 @@ mod blank_tests {
         assert!(is_blank(" \u{2060}\u{3000}\u{a0}\u{200d}\t\n"));
         assert!(!is_blank("\u{200b}a\u{200b}"));
         assert!(!is_blank("é"));
+    }
+
+    #[test]
+    fn control_characters_but_tab_newline_and_return_are_found() {
+        assert_eq!(control_char("a\u{0}b"), Some('\u{0}'));
+        assert_eq!(control_char("\u{1b}[2J"), Some('\u{1b}'));
+        assert_eq!(control_char("\u{85}"), Some('\u{85}'));
+        assert_eq!(control_char("a\tb\nc\r"), None);
+        assert!(
+            no_controls("objective", "x\u{7f}")
+                .unwrap_err()
+                .contains("U+007F")
+        );
     }
 }

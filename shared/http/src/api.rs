@@ -80,7 +80,7 @@ fn bearer_token(value: &str) -> Option<&str> {
 pub struct RespondBody {
     /// The answer to the run's questions (may be blank when approving or deciding).
     #[serde(default)]
-    #[schemars(length(max = 4096))]
+    #[schemars(length(max = 4096), regex(pattern = longrun_domain::NO_CONTROLS))]
     pub answer: String,
     /// Approve (true) or reject (false) what waits: the plan under `approve_plan`, every
     /// held write under `per_write` not decided in `decisions`.
@@ -317,6 +317,8 @@ async fn stream(
     draining: Option<axum::Extension<Draining>>, ApiQuery(q): ApiQuery<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     owned(&p, &user, &id).await?;
+    // Checked like the long-poll's, though the stream sends every event as it comes.
+    in_range("limit", q.limit, 100, 1, 1000)?;
     // A reconnecting EventSource resumes from the last seq it saw.
     let start = headers
         .get("last-event-id")

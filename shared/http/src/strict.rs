@@ -1,6 +1,5 @@
-//! A JSON body read strictly: a key twice in one object, or a control character in a string
-//! (other than tab, newline and carriage return), is refused where serde_json would keep the last
-//! key or pass the character through to a model prompt, a log or a webhook.
+//! A JSON body read strictly: a key twice in one object is refused where serde_json would keep
+//! the last one (so two readers of one body could disagree on what it said).
 
 use std::fmt;
 
@@ -9,22 +8,6 @@ use serde_json::{Map, Number, Value};
 
 /// A `Value` parsed under those rules.
 pub struct StrictValue(pub Value);
-
-/// The first character a text field may not hold: C0 controls but `\t \n \r`, DEL and C1.
-pub fn forbidden_char(s: &str) -> Option<char> {
-    s.chars()
-        .find(|&c| c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
-}
-
-fn checked<E: de::Error>(s: &str) -> Result<(), E> {
-    match forbidden_char(s) {
-        Some(c) => Err(E::custom(format!(
-            "text must not contain control characters (found U+{:04X})",
-            c as u32
-        ))),
-        None => Ok(()),
-    }
-}
 
 impl<'de> Deserialize<'de> for StrictValue {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -58,12 +41,10 @@ impl<'de> Visitor<'de> for StrictVisitor {
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
-        checked(v)?;
         Ok(Value::String(v.to_string()))
     }
 
     fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
-        checked(&v)?;
         Ok(Value::String(v))
     }
 
@@ -90,7 +71,6 @@ impl<'de> Visitor<'de> for StrictVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            checked::<A::Error>(&key)?;
             if out.contains_key(&key) {
                 return Err(de::Error::custom(format!(
                     "key `{key}` appears twice in one object"
@@ -124,22 +104,6 @@ mod tests {
         assert_eq!(
             parse(r#"{"a": {"a": 1}}"#).unwrap(),
             serde_json::json!({"a": {"a": 1}})
-        );
-    }
-
-    #[test]
-    fn control_characters_are_refused_but_tab_newline_and_return_pass() {
-        assert!(
-            parse(r#"{"o": "a\u0000b"}"#)
-                .unwrap_err()
-                .contains("U+0000")
-        );
-        assert!(parse(r#"{"o": "\u001b[31m"}"#).is_err());
-        assert!(parse(r#"{"o": "\u0085"}"#).is_err());
-        assert!(parse(r#"{"a\u0001": 1}"#).is_err());
-        assert_eq!(
-            parse(r#""a\tb\nc\r""#).unwrap(),
-            Value::String("a\tb\nc\r".into())
         );
     }
 }

@@ -3,7 +3,7 @@
 
 use longrun_domain::change;
 use longrun_domain::run::{Budgets, BudgetsInput, MAX_PLAN_STEPS, Run, RunPatch, RunStatus};
-use longrun_domain::{McpServer, is_blank};
+use longrun_domain::{McpServer, is_blank, no_controls};
 use longrun_ports::{CatalogExt, StepReason};
 
 use crate::error::ServiceError;
@@ -82,6 +82,9 @@ pub const MAX_STEP_TITLE_CHARS: usize = 500;
 /// An edit's sizes: no more plan steps than a plan holds, each with a visible id and a title of
 /// bounded length (a plan is shown to the model on every iteration).
 fn check_patch(edit: &RunPatch) -> Result<(), ServiceError> {
+    if let Some(o) = &edit.objective {
+        no_controls("objective", o).map_err(ServiceError::Invalid)?;
+    }
     if edit.plan.len() > MAX_PLAN_STEPS {
         return Err(ServiceError::Invalid(format!(
             "plan: at most {MAX_PLAN_STEPS} steps, got {}",
@@ -99,6 +102,8 @@ fn check_patch(edit: &RunPatch) -> Result<(), ServiceError> {
                 "plan[{i}].title: at most {MAX_STEP_TITLE_CHARS} characters"
             )));
         }
+        no_controls(&format!("plan[{i}].id"), &step.id).map_err(ServiceError::Invalid)?;
+        no_controls(&format!("plan[{i}].title"), &step.title).map_err(ServiceError::Invalid)?;
     }
     Ok(())
 }
@@ -114,6 +119,7 @@ pub fn prepare_run(
     if is_blank(objective) {
         return Err(ServiceError::Invalid("objective must not be empty".into()));
     }
+    no_controls("objective", objective).map_err(ServiceError::Invalid)?;
     if objective.len() > p.config.max_objective_bytes {
         return Err(ServiceError::Invalid(format!(
             "objective is {} bytes; the limit is {} bytes",
@@ -164,6 +170,9 @@ pub fn prepare_run(
                 "allowed_tools must list at most {MAX_ALLOWED_TOOLS} tool names, none empty"
             )));
         }
+        for (i, name) in allowed.iter().enumerate() {
+            no_controls(&format!("allowed_tools[{i}]"), name).map_err(ServiceError::Invalid)?;
+        }
         run.allowed_tools = Some(allowed);
     }
     if models.len() > 1 {
@@ -191,6 +200,7 @@ fn completion_criteria(criteria: Vec<String>) -> Result<Vec<String>, ServiceErro
                 "completion_criteria[{i}] must be 1 to {MAX_CRITERION_CHARS} characters and not blank, got {chars}"
             )));
         }
+        no_controls(&format!("completion_criteria[{i}]"), c).map_err(ServiceError::Invalid)?;
     }
     Ok(criteria.into_iter().map(|c| c.trim().to_string()).collect())
 }
@@ -223,6 +233,7 @@ pub async fn respond_run(
             change::MAX_ANSWER_CHARS
         )));
     }
+    no_controls("answer", answer).map_err(ServiceError::Invalid)?;
     let answer = answer.trim();
     let docs = p.store.docs(id, "", 10_000).await?;
     let now = p.clock.now_ms();
@@ -262,6 +273,7 @@ pub async fn post_message(p: &Platform, id: &str, text: &str) -> Result<Run, Ser
             change::MAX_MESSAGE_CHARS
         )));
     }
+    no_controls("text", text).map_err(ServiceError::Invalid)?;
     let (text, now) = (text.trim(), p.clock.now_ms());
     Ok(p.store
         .update_run(id, &|r| change::post_message(r, text, now))
