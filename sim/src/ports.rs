@@ -166,8 +166,10 @@ impl Inbox for SimStore {
             .await
     }
 
-    async fn notifications(&self, user_id: &str, limit: usize) -> StoreResult<Vec<Notification>> {
-        self.inner.notifications(user_id, limit).await
+    async fn notifications_page(
+        &self, user_id: &str, before: Option<&(i64, String)>, limit: usize,
+    ) -> StoreResult<Vec<Notification>> {
+        self.inner.notifications_page(user_id, before, limit).await
     }
 
     async fn mark_notification_read(&self, n: &Notification) -> StoreResult<()> {

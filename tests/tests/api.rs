@@ -1747,3 +1747,56 @@ async fn each_hostile_or_out_of_range_input_gets_a_problem_json_answer_and_write
     let (_, run) = app.get(&format!("/v1/runs/{id}"), ALICE).await;
     assert!(run["pending_patch"].is_null(), "{run}");
 }
+
+#[tokio::test]
+async fn the_inbox_pages_by_cursor_through_every_notification_once() {
+    // Arrange: five notifications of alice's.
+    let app = spawn_app(LOOP, 3, false).await;
+    for i in 0..5 {
+        app.t
+            .p()
+            .store
+            .put_notification(&longrun_domain::Notification {
+                id: format!("n{i}"),
+                user_id: "alice".into(),
+                run_id: "r".into(),
+                status: longrun_domain::RunStatus::Completed,
+                title: "t".into(),
+                summary: "s".into(),
+                link: "http://x".into(),
+                at: 1_000 + i,
+                read: false,
+                metrics: Default::default(),
+                questions: vec![],
+            })
+            .await
+            .unwrap();
+    }
+
+    // Act
+    let mut seen = vec![];
+    let mut path = "/v1/notifications?limit=2".to_string();
+    let mut pages = 0;
+    loop {
+        let (status, page) = app.get(&path, ALICE).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        pages += 1;
+        seen.extend(
+            page["notifications"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n["id"].clone()),
+        );
+        match page["next_cursor"].as_str() {
+            Some(c) => path = format!("/v1/notifications?limit=2&cursor={c}"),
+            None => break,
+        }
+    }
+    let (bad, problem) = app.get("/v1/notifications?cursor=nonsense", ALICE).await;
+
+    // Assert
+    assert_eq!(seen, ["n4", "n3", "n2", "n1", "n0"]);
+    assert_eq!(pages, 3);
+    assert_eq!(bad, StatusCode::BAD_REQUEST, "{problem}");
+}

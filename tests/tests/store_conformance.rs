@@ -707,6 +707,55 @@ mod suite {
         );
     }
 
+    pub async fn the_inbox_pages_newest_first_by_cursor_and_sees_each_notification_once(
+        s: &dyn Store,
+    ) {
+        // Arrange: 7 of alice's (two at the same instant) and one of bob's among them.
+        let n = |id: &str, user: &str, at| Notification {
+            id: id.into(),
+            user_id: user.into(),
+            run_id: "r1".into(),
+            status: RunStatus::Completed,
+            title: "t".into(),
+            summary: "s".into(),
+            link: "http://x/runs/r1".into(),
+            at,
+            read: false,
+            metrics: Default::default(),
+            questions: vec![],
+        };
+        for (id, at) in [
+            ("a1", 1),
+            ("a2", 2),
+            ("a3", 3),
+            ("a4b", 4),
+            ("a4a", 4),
+            ("a5", 5),
+            ("a6", 6),
+        ] {
+            s.put_notification(&n(id, "alice", at)).await.unwrap();
+        }
+        s.put_notification(&n("b1", "bob", 4)).await.unwrap();
+
+        // Act: pages of 3, each after the last of the one before.
+        let mut seen = vec![];
+        let mut cursor: Option<(i64, String)> = None;
+        loop {
+            let page = s
+                .notifications_page("alice", cursor.as_ref(), 3)
+                .await
+                .unwrap();
+            seen.extend(page.iter().map(|x| x.id.clone()));
+            match page.last() {
+                Some(last) if page.len() == 3 => cursor = Some((last.at, last.id.clone())),
+                _ => break,
+            }
+        }
+
+        // Assert
+        assert_eq!(seen, ["a6", "a5", "a4b", "a4a", "a3", "a2", "a1"]);
+    }
+
     pub async fn marking_a_notification_read_is_idempotent_and_touches_only_its_owner(
         s: &dyn Store,
     ) {
@@ -906,7 +955,8 @@ macro_rules! all_adapters {
                 notifications_are_idempotent_and_scoped_to_their_user,
                 marking_a_notification_read_is_idempotent_and_touches_only_its_owner,
                 an_idempotency_key_is_held_by_its_first_claim_per_user_until_it_expires,
-                the_first_answer_stored_under_a_key_is_the_one_kept;
+                the_first_answer_stored_under_a_key_is_the_one_kept,
+                the_inbox_pages_newest_first_by_cursor_and_sees_each_notification_once;
                 shared: concurrent_writers_never_lose_an_update_or_a_seq,
                     concurrent_claims_of_one_key_agree_on_one_resource,
                     fifty_parallel_creates_get_exactly_the_default_limit_of_three);

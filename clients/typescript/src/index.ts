@@ -317,8 +317,11 @@ export class LongrunClient {
 
   // Inbox, configuration, schedules, webhooks, tools
 
-  notifications(limit = 50) {
-    return this.get<{ notifications: Notification[]; unread: number }>(`/v1/notifications?limit=${limit}`);
+  /** A page of your inbox, newest first; pass its `next_cursor` as `cursor` for the next one. */
+  notifications(limit = 50, cursor?: string) {
+    const params = new URLSearchParams({ limit: String(limit) });
+    if (cursor) params.set("cursor", cursor);
+    return this.get<{ notifications: Notification[]; unread: number; next_cursor: string | null }>(`/v1/notifications?${params}`);
   }
   markRead(ids: string[]) { return this.post<{ updated: number }>("/v1/notifications/read", { ids }); }
   config() { return this.get<ServerConfig>("/v1/config"); }

@@ -1678,6 +1678,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: number;
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -1692,7 +1693,11 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        notifications?: components["schemas"]["Notification"][];
+                        /** @description Pass as `cursor` for the next page; null on the last */
+                        next_cursor: string | null;
+                        notifications: components["schemas"]["Notification"][];
+                        /** @description Unread on this page */
+                        unread: number;
                     };
                 };
             };

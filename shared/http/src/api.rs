@@ -178,6 +178,21 @@ pub(crate) fn in_range(
     }
 }
 
+/// A `cursor` as `next_cursor` gave it: `{at}_{id}` of the last item of the previous page.
+fn parse_cursor(cursor: Option<&str>) -> Result<Option<(i64, String)>, ApiError> {
+    match cursor {
+        None | Some("") => Ok(None),
+        Some(c) => c
+            .split_once('_')
+            .filter(|(at, _)| !at.starts_with('+'))
+            .and_then(|(at, id)| Some((at.parse::<i64>().ok()?, id.to_string())))
+            .map(Some)
+            .ok_or_else(|| {
+                ApiError::BadRequest("cursor is malformed; pass back next_cursor unchanged".into())
+            }),
+    }
+}
+
 /// `next_cursor`: the last run's creation time and id.
 pub const CURSOR_PATTERN: &str = r"^(-?[0-9]{1,18}_[\s\S]*)?$";
 
@@ -198,21 +213,7 @@ async fn list_runs(
                 .ok_or_else(|| ApiError::BadRequest(format!("unknown status `{s}`")))?,
         ),
     };
-    let before = match q.cursor.as_deref() {
-        None | Some("") => None,
-        Some(c) => {
-            let (at, id) = c
-                .split_once('_')
-                .filter(|(at, _)| !at.starts_with('+'))
-                .and_then(|(at, id)| Some((at.parse::<i64>().ok()?, id.to_string())))
-                .ok_or_else(|| {
-                    ApiError::BadRequest(
-                        "cursor is malformed; pass back next_cursor unchanged".into(),
-                    )
-                })?;
-            Some((at, id))
-        }
-    };
+    let before = parse_cursor(q.cursor.as_deref())?;
     let limit = in_range("limit", q.limit, 50, 1, 200)?;
     let runs = p
         .store
@@ -591,15 +592,28 @@ async fn server_config(State(p): State<Platform>, _user: User) -> Json<Value> {
     }))
 }
 
+#[derive(Debug, Deserialize)]
+struct InboxQuery {
+    limit: Option<usize>,
+    cursor: Option<String>,
+}
+
 async fn notifications(
-    State(p): State<Platform>, user: User, ApiQuery(q): ApiQuery<PageQuery>,
+    State(p): State<Platform>, user: User, ApiQuery(q): ApiQuery<InboxQuery>,
 ) -> Result<Json<Value>, ApiError> {
+    let limit = in_range("limit", q.limit, 50, 1, INBOX)?;
+    let before = parse_cursor(q.cursor.as_deref())?;
     let items = p
         .store
-        .notifications(&user.0, in_range("limit", q.limit, 50, 1, INBOX)?)
+        .notifications_page(&user.0, before.as_ref(), limit)
         .await?;
     let unread = items.iter().filter(|n| !n.read).count();
-    Ok(Json(json!({"notifications": items, "unread": unread})))
+    let next_cursor = (items.len() == limit)
+        .then(|| items.last().map(|n| format!("{}_{}", n.at, n.id)))
+        .flatten();
+    Ok(Json(
+        json!({"notifications": items, "unread": unread, "next_cursor": next_cursor}),
+    ))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

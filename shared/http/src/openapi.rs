@@ -51,7 +51,10 @@ fn hits(g: &mut SchemaGenerator) -> Value {
     list_of::<DocHit>("hits")(g)
 }
 fn notifications(g: &mut SchemaGenerator) -> Value {
-    list_of::<Notification>("notifications")(g)
+    json!({"type": "object", "required": ["notifications", "unread", "next_cursor"], "properties": {
+        "notifications": {"type": "array", "items": schema::<Notification>(g)},
+        "unread": {"type": "integer", "minimum": 0, "description": "Unread on this page"},
+        "next_cursor": {"type": ["string", "null"], "description": "Pass as `cursor` for the next page; null on the last"}}})
 }
 fn updated(_: &mut SchemaGenerator) -> Value {
     json!({"type": "object", "properties": {"updated": {"type": "integer"}}})
@@ -411,9 +414,14 @@ fn query(method: &str, path: &str) -> Vec<(&'static str, bool, Value)> {
             false,
             int(1, 1000, "The last N entries, 1 to 1000 (default 3)"),
         )],
-        ("get", "/v1/notifications") => {
-            vec![limit(200, "At most this many, 1 to 200 (default 50)")]
-        }
+        ("get", "/v1/notifications") => vec![
+            limit(200, "Page size, 1 to 200 (default 50)"),
+            (
+                "cursor",
+                false,
+                json!({"type": "string", "pattern": CURSOR_PATTERN, "description": "`next_cursor` of the previous page, unchanged"}),
+            ),
+        ],
         _ => vec![],
     }
 }

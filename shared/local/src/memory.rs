@@ -259,12 +259,15 @@ impl Inbox for InMemoryRunStore {
         Ok(true)
     }
 
-    async fn notifications(&self, user_id: &str, limit: usize) -> StoreResult<Vec<Notification>> {
+    async fn notifications_page(
+        &self, user_id: &str, before: Option<&(i64, String)>, limit: usize,
+    ) -> StoreResult<Vec<Notification>> {
         let state = self.lock();
         let mut out: Vec<Notification> = state
             .notifications
             .values()
             .filter(|n| n.user_id == user_id)
+            .filter(|n| before.is_none_or(|(at, id)| (n.at, &n.id) < (*at, id)))
             .cloned()
             .collect();
         out.sort_by(|a, b| (b.at, &b.id).cmp(&(a.at, &a.id)));

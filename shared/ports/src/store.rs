@@ -96,7 +96,15 @@ pub trait Workspace: Send + Sync {
 pub trait Inbox: Send + Sync {
     /// Idempotent on `id`: returns false when it already existed.
     async fn put_notification(&self, n: &Notification) -> StoreResult<bool>;
-    async fn notifications(&self, user_id: &str, limit: usize) -> StoreResult<Vec<Notification>>;
+    /// The user's latest notifications, newest first.
+    async fn notifications(&self, user_id: &str, limit: usize) -> StoreResult<Vec<Notification>> {
+        self.notifications_page(user_id, None, limit).await
+    }
+    /// A page of them, newest first: only those strictly before the `(at, id)` cursor when one
+    /// is given (the last of the previous page), so paging sees each notification once.
+    async fn notifications_page(
+        &self, user_id: &str, before: Option<&(i64, String)>, limit: usize,
+    ) -> StoreResult<Vec<Notification>>;
     /// Marks one of `n.user_id`'s notifications read (as listed by `notifications`);
     /// idempotent, and a no-op for a notification that is gone.
     async fn mark_notification_read(&self, n: &Notification) -> StoreResult<()>;
