@@ -32,6 +32,8 @@ pub enum ApiError {
     #[error("{0}")]
     PayloadTooLarge(String),
     #[error("{0}")]
+    RequestTimeout(String),
+    #[error("{0}")]
     TooManyRequests(String),
     #[error("{0}")]
     Unavailable(String),
@@ -61,6 +63,9 @@ impl ApiError {
                 "validation",
                 "Invalid request",
             ),
+            ApiError::RequestTimeout(_) => {
+                (StatusCode::REQUEST_TIMEOUT, "timeout", "Request timeout")
+            }
             ApiError::PayloadTooLarge(_) => (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "payload-too-large",
@@ -176,6 +181,9 @@ where
             Err(JsonRejection::MissingJsonContentType(_)) => Err(ApiError::BadRequest(
                 "send the body as JSON with Content-Type: application/json".into(),
             )),
+            Err(e) if past_deadline(&e) => Err(ApiError::RequestTimeout(
+                "the request was not sent in full before its deadline".into(),
+            )),
             Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
                 Err(ApiError::PayloadTooLarge(format!(
                     "the body is larger than {} bytes",
@@ -185,6 +193,23 @@ where
             Err(e) => Err(ApiError::BadRequest(e.body_text())),
         }
     }
+}
+
+/// The error a server's request deadline puts in a body it cuts: a handler reading that body
+/// answers 408.
+#[derive(Debug, thiserror::Error)]
+#[error("the request was not sent in full before its deadline")]
+pub struct RequestDeadline;
+
+fn past_deadline(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        if c.is::<RequestDeadline>() {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// JSON Schema counts `3.0` as an integer, so clients and generators may send one where the
