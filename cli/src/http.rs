@@ -81,6 +81,9 @@ fn refusal() -> String {
     )
 }
 
+/// The largest request line and headers taken, together.
+pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+
 /// Connections still open at shutdown (an SSE stream, a long-poll) get this long to finish.
 const DRAIN: Duration = Duration::from_secs(5);
 
@@ -100,7 +103,10 @@ pub async fn serve(
     let graceful = GracefulShutdown::new();
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
-        .header_read_timeout(timeouts.header);
+        .header_read_timeout(timeouts.header)
+        // Bounds a request's head (hyper's default lets one header be ~400 KB): past it hyper
+        // answers 431 itself, with no body.
+        .max_buf_size(MAX_HEAD_BYTES);
     tokio::pin!(stop);
     loop {
         let stream = tokio::select! {

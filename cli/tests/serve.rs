@@ -576,3 +576,42 @@ fn past_max_connections_a_connection_gets_a_503_problem_and_is_closed() {
         "a freed slot serves again: {after}"
     );
 }
+
+#[test]
+#[cfg(unix)]
+fn a_request_with_a_200_kb_header_is_refused_and_a_normal_one_still_served() {
+    // Arrange
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let huge = format!(
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Padding: {}\r\n\r\n",
+        "a".repeat(200 * 1024)
+    );
+
+    // Act: the server may close before it has read it all, so a failed write or a reset
+    // read is an answer too.
+    let refused = {
+        let mut stream = TcpStream::connect(&server.addr).unwrap();
+        let _ = stream.write_all(huge.as_bytes());
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut got = Vec::new();
+        let open = matches!(stream.read_to_end(&mut got), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut);
+        (!open).then_some(got)
+    };
+    let normal = closed_within(
+        &server.addr,
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        Duration::from_secs(5),
+    );
+
+    // Assert
+    let refused = String::from_utf8_lossy(&refused.expect("closed")).into_owned();
+    assert!(
+        refused.is_empty() || refused.starts_with("HTTP/1.1 431"),
+        "{refused}"
+    );
+    let normal = String::from_utf8_lossy(&normal.expect("answered")).into_owned();
+    assert!(normal.starts_with("HTTP/1.1 200"), "{normal}");
+}
