@@ -145,6 +145,14 @@ struct ServeArgs {
     /// also how long an idle keep-alive connection stays open.
     #[arg(long, env = "LONGRUN_READ_TIMEOUT")]
     read_timeout: Option<u64>,
+    /// Seconds a client may take to send a whole request body, however steadily it sends:
+    /// a request still arriving then gets a 408.
+    #[arg(long, env = "LONGRUN_REQUEST_TIMEOUT", default_value_t = 60)]
+    request_timeout: u64,
+    /// Connections open at once; one more is answered 503 (problem+json) and closed. Keep it
+    /// under the process's file-descriptor limit.
+    #[arg(long, env = "LONGRUN_MAX_CONNECTIONS", default_value_t = 768)]
+    max_connections: usize,
     /// Seconds iterations in flight get to finish after SIGTERM; the rest are handed back to
     /// the next start (under the 30 s most orchestrators wait before SIGKILL).
     #[arg(long, env = "LONGRUN_DRAIN_GRACE")]
@@ -400,6 +408,8 @@ async fn serve(args: ServeArgs) -> Result<()> {
         model_limits,
         app_base_url,
         read_timeout,
+        request_timeout,
+        max_connections,
         drain_grace,
     } = args;
     let file = agents.config().serve.clone();
@@ -425,8 +435,11 @@ async fn serve(args: ServeArgs) -> Result<()> {
     if max_inflight == 0 {
         bail!("--max-inflight must be at least 1");
     }
-    if read_timeout == 0 {
-        bail!("--read-timeout must be at least 1 second");
+    if read_timeout == 0 || request_timeout == 0 {
+        bail!("--read-timeout and --request-timeout must be at least 1 second");
+    }
+    if max_connections == 0 {
+        bail!("--max-connections must be at least 1");
     }
     if models.is_empty() {
         models.push(write_demo_script(data_dir)?);
@@ -492,8 +505,9 @@ async fn serve(args: ServeArgs) -> Result<()> {
     let timeouts = http::ReadTimeouts {
         header: read_timeout,
         body: read_timeout,
+        request: Duration::from_secs(request_timeout),
     };
-    http::serve(listener, app, timeouts, stop).await;
+    http::serve(listener, app, timeouts, max_connections, stop).await;
     let _ = stop_tx.send(true);
     let drained = tokio::time::timeout(Duration::from_secs(drain_grace), async {
         for h in handles {

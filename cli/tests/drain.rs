@@ -114,3 +114,67 @@ async fn sigterm_with_a_model_call_longer_than_the_grace_exits_and_the_next_star
     let n = ended["iteration"].as_u64().unwrap();
     assert_eq!(ns, (1..=n).collect::<Vec<_>>());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_answers_an_open_long_poll_and_ends_an_open_event_stream_cleanly() {
+    // Arrange: a run whose first model call takes 20 s, a long-poll and an event stream open on
+    // it, both waiting for an event that will not come before the shutdown.
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("model.json");
+    script(&model, 20_000);
+    let (mut child, addr) = start(dir.path(), &model);
+    let client = reqwest::Client::new();
+    let run: Value = client
+        .post(format!("http://{addr}/v1/runs"))
+        .bearer_auth(TOKEN)
+        .json(&json!({"objective": "drain test"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = run["id"].as_str().unwrap().to_string();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let seen = get(&client, &addr, &format!("/v1/runs/{id}")).await["event_seq"]
+        .as_u64()
+        .unwrap();
+    let poll = client
+        .get(format!(
+            "http://{addr}/v1/runs/{id}/events?after={seen}&wait=30"
+        ))
+        .bearer_auth(TOKEN)
+        .send();
+    let poll = tokio::spawn(poll);
+    let stream = client
+        .get(format!("http://{addr}/v1/runs/{id}/stream?after={seen}"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // Act
+    let sent = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let polled = tokio::time::timeout(Duration::from_secs(10), poll)
+        .await
+        .expect("the long-poll was answered")
+        .unwrap()
+        .unwrap();
+    let polled_status = polled.status();
+    let polled: Value = polled.json().await.unwrap();
+    let streamed = tokio::time::timeout(Duration::from_secs(10), stream.text())
+        .await
+        .expect("the stream ended");
+    let _ = child.wait();
+
+    // Assert: an answer, not a dropped connection; a stream that ended, not one cut.
+    assert_eq!(polled_status, 200);
+    assert_eq!(polled["events"], json!([]));
+    assert_eq!(polled["next_after"], seen);
+    assert!(streamed.is_ok(), "the stream was cut: {streamed:?}");
+}

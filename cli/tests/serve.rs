@@ -502,3 +502,171 @@ fn serve_refuses_to_start_on_a_config_error_and_names_its_line() {
         "{err}"
     );
 }
+
+/// Opens a connection, sends a POST's headers announcing 1 MB, then one byte every 500 ms for
+/// at most `for_how_long`; returns what the server answered (empty if nothing).
+async fn drip(addr: String, for_how_long: Duration) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut stream) = tokio::net::TcpStream::connect(&addr).await else {
+        return String::new();
+    };
+    let head = format!(
+        "POST /v1/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{{"
+    );
+    if stream.write_all(head.as_bytes()).await.is_err() {
+        return String::new();
+    }
+    let started = Instant::now();
+    let mut got = vec![0u8; 4096];
+    while started.elapsed() < for_how_long {
+        tokio::select! {
+            read = stream.read(&mut got) => {
+                return match read {
+                    Ok(n) => String::from_utf8_lossy(&got[..n]).into_owned(),
+                    Err(_) => String::new(),
+                };
+            }
+            () = tokio::time::sleep(Duration::from_millis(500)) => {
+                if stream.write_all(b" ").await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    String::new()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg(unix)]
+async fn a_slow_post_attack_is_cut_at_the_request_deadline_while_healthz_keeps_answering() {
+    // Arrange: a 2 s request deadline, and 300 clients dripping a byte every 500 ms (each
+    // would take 6 days to send its megabyte) for at most 8 s.
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--request-timeout", "2"]);
+    let attack: Vec<_> = (0..300)
+        .map(|_| tokio::spawn(drip(server.addr.clone(), Duration::from_secs(8))))
+        .collect();
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(1))
+        .build()
+        .unwrap();
+
+    // Act: /healthz every 100 ms while the attack lasts.
+    let mut health = vec![];
+    let probing = Instant::now();
+    while probing.elapsed() < Duration::from_secs(4) {
+        let answer = client.get(server.url("/healthz")).send().await;
+        health.push(
+            answer
+                .map(|r| r.status().as_u16())
+                .map_err(|e| e.to_string()),
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut answers = vec![];
+    for a in attack {
+        answers.push(a.await.unwrap());
+    }
+
+    // Assert: every probe answered within its 1 s; every dripping client got a 408 problem.
+    assert!(health.len() > 10);
+    assert!(
+        health.iter().all(|h| h == &Ok(200)),
+        "healthz failed under the attack: {:?}",
+        health
+            .iter()
+            .filter(|h| h != &&Ok(200))
+            .take(5)
+            .collect::<Vec<_>>()
+    );
+    let cut = answers
+        .iter()
+        .filter(|a| a.starts_with("HTTP/1.1 408") && a.contains("application/problem+json"))
+        .count();
+    assert_eq!(
+        cut,
+        answers.len(),
+        "not cut: {:?}",
+        answers.iter().find(|a| !a.starts_with("HTTP/1.1 408"))
+    );
+}
+
+#[test]
+#[cfg(unix)]
+fn past_max_connections_a_connection_gets_a_503_problem_and_is_closed() {
+    // Arrange: room for 3 connections, all 3 held open by clients that send nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--max-connections", "3"]);
+    let held: Vec<TcpStream> = (0..3)
+        .map(|_| TcpStream::connect(&server.addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+
+    // Act
+    let refused = closed_within(
+        &server.addr,
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+        Duration::from_secs(5),
+    );
+    drop(held);
+    std::thread::sleep(Duration::from_millis(300));
+    let after = closed_within(
+        &server.addr,
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        Duration::from_secs(5),
+    );
+
+    // Assert
+    let refused =
+        String::from_utf8_lossy(&refused.expect("the refused connection was closed")).into_owned();
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    assert!(refused.contains("application/problem+json"), "{refused}");
+    let body = refused.split("\r\n\r\n").nth(1).unwrap();
+    let problem: Value = serde_json::from_str(body).unwrap();
+    assert_eq!(problem["status"], 503);
+    let after = String::from_utf8_lossy(&after.expect("answered")).into_owned();
+    assert!(
+        after.starts_with("HTTP/1.1 200"),
+        "a freed slot serves again: {after}"
+    );
+}
+
+#[test]
+#[cfg(unix)]
+fn a_request_with_a_200_kb_header_is_refused_and_a_normal_one_still_served() {
+    // Arrange
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let huge = format!(
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Padding: {}\r\n\r\n",
+        "a".repeat(200 * 1024)
+    );
+
+    // Act: the server may close before it has read it all, so a failed write or a reset
+    // read is an answer too.
+    let refused = {
+        let mut stream = TcpStream::connect(&server.addr).unwrap();
+        let _ = stream.write_all(huge.as_bytes());
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut got = Vec::new();
+        let open = matches!(stream.read_to_end(&mut got), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut);
+        (!open).then_some(got)
+    };
+    let normal = closed_within(
+        &server.addr,
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        Duration::from_secs(5),
+    );
+
+    // Assert
+    let refused = String::from_utf8_lossy(&refused.expect("closed")).into_owned();
+    assert!(
+        refused.is_empty() || refused.starts_with("HTTP/1.1 431"),
+        "{refused}"
+    );
+    let normal = String::from_utf8_lossy(&normal.expect("answered")).into_owned();
+    assert!(normal.starts_with("HTTP/1.1 200"), "{normal}");
+}

@@ -16,7 +16,7 @@ use longrun_ports::{
     StepQueue, StoreError, UserCatalog, Workspace,
 };
 use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, LlmRole, Usage};
-use longrun_ports::{QueueResult, StoreResult};
+use longrun_ports::{IdempotencyKeys, IdempotencyRecord, QueueResult, StoreResult};
 use serde_json::{Value, json};
 
 use crate::Sim;
@@ -141,14 +141,35 @@ impl Workspace for SimStore {
 }
 
 #[async_trait]
+impl IdempotencyKeys for SimStore {
+    async fn claim_key(&self, rec: &IdempotencyRecord) -> StoreResult<IdempotencyRecord> {
+        self.write("claim_key", None, self.inner.claim_key(rec))
+            .await
+    }
+
+    async fn finish_key(
+        &self, user_id: &str, key: &str, resource_id: &str, response: &Value,
+    ) -> StoreResult<Value> {
+        self.write(
+            "finish_key",
+            None,
+            self.inner.finish_key(user_id, key, resource_id, response),
+        )
+        .await
+    }
+}
+
+#[async_trait]
 impl Inbox for SimStore {
     async fn put_notification(&self, n: &Notification) -> StoreResult<bool> {
         self.write("put_notification", None, self.inner.put_notification(n))
             .await
     }
 
-    async fn notifications(&self, user_id: &str, limit: usize) -> StoreResult<Vec<Notification>> {
-        self.inner.notifications(user_id, limit).await
+    async fn notifications_page(
+        &self, user_id: &str, before: Option<&(i64, String)>, limit: usize,
+    ) -> StoreResult<Vec<Notification>> {
+        self.inner.notifications_page(user_id, before, limit).await
     }
 
     async fn mark_notification_read(&self, n: &Notification) -> StoreResult<()> {

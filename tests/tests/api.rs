@@ -1432,3 +1432,372 @@ async fn criteria_that_are_blank_or_too_many_are_refused_with_the_field_named() 
         );
     }
 }
+
+impl App {
+    /// A POST carrying `Idempotency-Key: key`: status, content type and body.
+    async fn post_keyed(&self, path: &str, key: &str, body: &Value) -> (StatusCode, String, Value) {
+        let resp = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(ALICE)
+            .header("idempotency-key", key)
+            .json(body)
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status();
+        let ctype = resp
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default();
+        (status, ctype, resp.json().await.unwrap())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_creates_with_one_idempotency_key_make_one_run_and_get_one_answer() {
+    // Arrange
+    let app = Arc::new(spawn_app(LOOP, 3, false).await);
+    let body = json!({"objective": "one run, however often it is sent"});
+
+    // Act
+    let tasks: Vec<_> = (0..20)
+        .map(|_| {
+            let (app, body) = (app.clone(), body.clone());
+            tokio::spawn(async move { app.post_keyed("/v1/runs", "k-parallel", &body).await })
+        })
+        .collect();
+    let mut answers = vec![];
+    for t in tasks {
+        answers.push(t.await.unwrap());
+    }
+
+    // Assert
+    let (status, _, first) = &answers[0];
+    assert_eq!(*status, StatusCode::CREATED, "{first}");
+    assert!(
+        answers.iter().all(|a| a == &answers[0]),
+        "one answer for all"
+    );
+    let (_, list) = app.get("/v1/runs", ALICE).await;
+    assert_eq!(list["runs"].as_array().unwrap().len(), 1);
+    assert_eq!(list["runs"][0]["id"], first["id"]);
+    assert_eq!(list["active"], 1);
+}
+
+#[tokio::test]
+async fn a_create_retried_after_its_response_was_lost_returns_the_run_it_made() {
+    // Arrange: the first attempt claimed the key and wrote the run, then its answer was lost
+    // (the process died before it stored or sent it).
+    let app = spawn_app(LOOP, 3, false).await;
+    let body = json!({"objective": "made once"});
+    let req: longrun_service::CreateRun = serde_json::from_value(body.clone()).unwrap();
+    let p = app.t.p();
+    let now = p.clock.now_ms();
+    p.store
+        .claim_key(&longrun_ports::IdempotencyRecord {
+            user_id: "alice".into(),
+            key: "k-lost".into(),
+            fingerprint: longrun_service::idempotency::request_fingerprint("runs", &req).unwrap(),
+            resource_id: "run_lost".into(),
+            created_at: now,
+            expires_at: now + longrun_ports::IDEMPOTENCY_WINDOW_MS,
+            response: None,
+        })
+        .await
+        .unwrap();
+    longrun_service::runs::create_run_with_id(p, "alice", req, "run_lost".into())
+        .await
+        .unwrap();
+
+    // Act
+    let retried = app.post_keyed("/v1/runs", "k-lost", &body).await;
+    let again = app.post_keyed("/v1/runs", "k-lost", &body).await;
+
+    // Assert
+    assert_eq!(retried.0, StatusCode::CREATED, "{}", retried.2);
+    assert_eq!(retried.2["id"], "run_lost");
+    assert_eq!(again, retried, "the stored first answer, byte for byte");
+    let (_, list) = app.get("/v1/runs", ALICE).await;
+    assert_eq!(list["runs"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn an_idempotency_key_sent_with_another_body_is_a_409_and_a_malformed_key_a_400() {
+    // Arrange
+    let app = spawn_app(LOOP, 3, false).await;
+    let first = app
+        .post_keyed("/v1/runs", "k-reused", &json!({"objective": "first"}))
+        .await;
+
+    // Act
+    let other_body = app
+        .post_keyed("/v1/runs", "k-reused", &json!({"objective": "second"}))
+        .await;
+    let other_route = app
+        .post_keyed(
+            "/v1/schedules",
+            "k-reused",
+            &json!({"cron": "0 9 * * *", "template": {"objective": "first"}}),
+        )
+        .await;
+    let too_long = app
+        .post_keyed("/v1/runs", &"k".repeat(256), &json!({"objective": "x"}))
+        .await;
+    let with_space = app
+        .post_keyed("/v1/runs", "two words", &json!({"objective": "x"}))
+        .await;
+
+    // Assert
+    assert_eq!(first.0, StatusCode::CREATED);
+    for (status, ctype, problem) in [&other_body, &other_route] {
+        assert_eq!(*status, StatusCode::CONFLICT, "{problem}");
+        assert_eq!(ctype, "application/problem+json");
+        assert!(problem["detail"].as_str().unwrap().contains("k-reused"));
+    }
+    for (status, ctype, problem) in [&too_long, &with_space] {
+        assert_eq!(*status, StatusCode::BAD_REQUEST, "{problem}");
+        assert_eq!(ctype, "application/problem+json");
+        assert!(
+            problem["detail"]
+                .as_str()
+                .unwrap()
+                .contains("Idempotency-Key")
+        );
+    }
+    let (_, list) = app.get("/v1/runs", ALICE).await;
+    assert_eq!(list["runs"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_schedule_and_an_mcp_start_run_sent_twice_under_one_key_are_made_once() {
+    // Arrange
+    let app = spawn_app(LOOP, 3, false).await;
+    let schedule = json!({"cron": "0 9 * * *", "template": {"objective": "daily"}});
+    let start = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "start_run", "arguments": {"objective": "via mcp", "idempotency_key": "k-mcp"}}});
+
+    // Act
+    let s1 = app.post_keyed("/v1/schedules", "k-sched", &schedule).await;
+    let s2 = app.post_keyed("/v1/schedules", "k-sched", &schedule).await;
+    let (_, m1) = app.post("/mcp", ALICE, start.clone()).await;
+    let (_, m2) = app.post("/mcp", ALICE, start).await;
+
+    // Assert
+    assert_eq!(s1.0, StatusCode::CREATED, "{}", s1.2);
+    assert_eq!(s2, s1);
+    let (_, schedules) = app.get("/v1/schedules", ALICE).await;
+    assert_eq!(
+        schedules["schedules"].as_array().unwrap().len(),
+        1,
+        "{schedules}"
+    );
+    let run = &m1["result"]["structuredContent"];
+    assert!(run["id"].as_str().unwrap().starts_with("run_"), "{m1}");
+    assert_eq!(m2["result"]["structuredContent"]["id"], run["id"]);
+    let (_, list) = app.get("/v1/runs", ALICE).await;
+    assert_eq!(list["runs"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn each_hostile_or_out_of_range_input_gets_a_problem_json_answer_and_writes_nothing() {
+    // Arrange
+    let app = spawn_app(LOOP, 3, false).await;
+    let (_, run, _) = app
+        .req(
+            reqwest::Method::POST,
+            "/v1/runs",
+            Some(ALICE),
+            Some(json!({"objective": "target"})),
+        )
+        .await;
+    let id = run["id"].as_str().unwrap().to_string();
+    let steps: Vec<Value> = (0..5000)
+        .map(|i| json!({"id": format!("s{i}"), "title": "t", "status": "pending"}))
+        .collect();
+    let raw = |method: reqwest::Method, path: String, body: &'static str| {
+        app.http
+            .request(method, format!("{}{path}", app.base))
+            .bearer_auth(ALICE)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+
+    // Act: (what, status, content type, detail)
+    let mut answers = vec![];
+    for (what, method, path, body) in [
+        (
+            "zero-width objective",
+            "POST",
+            "/v1/runs".to_string(),
+            r#"{"objective": "\u200b\u200b\u2060"}"#,
+        ),
+        (
+            "NUL in objective",
+            "POST",
+            "/v1/runs".to_string(),
+            r#"{"objective": "a\u0000b"}"#,
+        ),
+        (
+            "escape in a message",
+            "POST",
+            format!("/v1/runs/{id}/messages"),
+            r#"{"text": "\u001b[2J hi"}"#,
+        ),
+        (
+            "duplicate key",
+            "POST",
+            "/v1/runs".to_string(),
+            r#"{"objective": "a", "objective": "b"}"#,
+        ),
+        (
+            "unknown field in a webhook",
+            "PUT",
+            "/v1/webhooks".to_string(),
+            r#"{"webhooks": [{"url": "https://example.com/h", "secret": "0123456789abcdef", "extra": 1}]}"#,
+        ),
+    ] {
+        let resp = raw(method.parse().unwrap(), path, body).await.unwrap();
+        answers.push((
+            what,
+            resp.status(),
+            resp.headers()["content-type"].clone(),
+            resp.text().await.unwrap(),
+        ));
+    }
+    let patch = app
+        .http
+        .patch(format!("{}/v1/runs/{id}", app.base))
+        .bearer_auth(ALICE)
+        .json(&json!({"plan": steps}))
+        .send()
+        .await
+        .unwrap();
+    answers.push((
+        "5,000 plan steps",
+        patch.status(),
+        patch.headers()["content-type"].clone(),
+        patch.text().await.unwrap(),
+    ));
+    for (what, path) in [
+        ("limit=0", "/v1/runs?limit=0".to_string()),
+        ("limit=201", "/v1/runs?limit=201".to_string()),
+        ("inbox limit=201", "/v1/notifications?limit=201".to_string()),
+        (
+            "events limit=1001",
+            format!("/v1/runs/{id}/events?limit=1001"),
+        ),
+        ("invalid UTF-8 in a path", "/v1/runs/%FF%FE".to_string()),
+        ("another method", "/v1/config".to_string()),
+    ] {
+        let method = if what == "another method" {
+            reqwest::Method::DELETE
+        } else {
+            reqwest::Method::GET
+        };
+        let resp = app
+            .http
+            .request(method, format!("{}{path}", app.base))
+            .bearer_auth(ALICE)
+            .send()
+            .await
+            .unwrap();
+        answers.push((
+            what,
+            resp.status(),
+            resp.headers()["content-type"].clone(),
+            resp.text().await.unwrap(),
+        ));
+    }
+
+    // Assert
+    let expected = [
+        ("zero-width objective", 422, "objective"),
+        ("NUL in objective", 422, "U+0000"),
+        ("escape in a message", 422, "U+001B"),
+        ("duplicate key", 422, "`objective` appears twice"),
+        ("unknown field in a webhook", 422, "extra"),
+        ("5,000 plan steps", 422, "at most 50 steps"),
+        ("limit=0", 400, "limit must be 1 to 200, got 0"),
+        ("limit=201", 400, "limit must be 1 to 200, got 201"),
+        ("inbox limit=201", 400, "limit must be 1 to 200"),
+        ("events limit=1001", 400, "limit must be 1 to 1000"),
+        ("invalid UTF-8 in a path", 400, "UTF-8"),
+        ("another method", 405, "method"),
+    ];
+    assert_eq!(answers.len(), expected.len());
+    for ((what, status, ctype, text), (want, code, detail)) in answers.iter().zip(expected) {
+        assert_eq!(*what, want);
+        assert_eq!(status.as_u16(), code, "{what}: {text}");
+        assert_eq!(ctype, "application/problem+json", "{what}");
+        let problem: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(problem["status"], code, "{what}");
+        assert!(
+            problem["detail"].as_str().unwrap().contains(detail),
+            "{what}: {problem}"
+        );
+    }
+    let (_, list) = app.get("/v1/runs", ALICE).await;
+    assert_eq!(
+        list["runs"].as_array().unwrap().len(),
+        1,
+        "only the target run"
+    );
+    let (_, run) = app.get(&format!("/v1/runs/{id}"), ALICE).await;
+    assert!(run["pending_patch"].is_null(), "{run}");
+}
+
+#[tokio::test]
+async fn the_inbox_pages_by_cursor_through_every_notification_once() {
+    // Arrange: five notifications of alice's.
+    let app = spawn_app(LOOP, 3, false).await;
+    for i in 0..5 {
+        app.t
+            .p()
+            .store
+            .put_notification(&longrun_domain::Notification {
+                id: format!("n{i}"),
+                user_id: "alice".into(),
+                run_id: "r".into(),
+                status: longrun_domain::RunStatus::Completed,
+                title: "t".into(),
+                summary: "s".into(),
+                link: "http://x".into(),
+                at: 1_000 + i,
+                read: false,
+                metrics: Default::default(),
+                questions: vec![],
+            })
+            .await
+            .unwrap();
+    }
+
+    // Act
+    let mut seen = vec![];
+    let mut path = "/v1/notifications?limit=2".to_string();
+    let mut pages = 0;
+    loop {
+        let (status, page) = app.get(&path, ALICE).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        pages += 1;
+        seen.extend(
+            page["notifications"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n["id"].clone()),
+        );
+        match page["next_cursor"].as_str() {
+            Some(c) => path = format!("/v1/notifications?limit=2&cursor={c}"),
+            None => break,
+        }
+    }
+    let (bad, problem) = app.get("/v1/notifications?cursor=nonsense", ALICE).await;
+
+    // Assert
+    assert_eq!(seen, ["n4", "n3", "n2", "n1", "n0"]);
+    assert_eq!(pages, 3);
+    assert_eq!(bad, StatusCode::BAD_REQUEST, "{problem}");
+}

@@ -11,7 +11,7 @@ use longrun_domain::{
 };
 use longrun_domain::{McpServer, Notification, UserTool, Webhook};
 use longrun_local::{InMemoryRunStore, SqliteDb, SqliteRunStore};
-use longrun_ports::{RunQuery, Store, StoreError};
+use longrun_ports::{IdempotencyRecord, RunQuery, Store, StoreError};
 use longrun_tests::new_run;
 use serde_json::json;
 
@@ -708,6 +708,55 @@ mod suite {
         );
     }
 
+    pub async fn the_inbox_pages_newest_first_by_cursor_and_sees_each_notification_once(
+        s: &dyn Store,
+    ) {
+        // Arrange: 7 of alice's (two at the same instant) and one of bob's among them.
+        let n = |id: &str, user: &str, at| Notification {
+            id: id.into(),
+            user_id: user.into(),
+            run_id: "r1".into(),
+            status: RunStatus::Completed,
+            title: "t".into(),
+            summary: "s".into(),
+            link: "http://x/runs/r1".into(),
+            at,
+            read: false,
+            metrics: Default::default(),
+            questions: vec![],
+        };
+        for (id, at) in [
+            ("a1", 1),
+            ("a2", 2),
+            ("a3", 3),
+            ("a4b", 4),
+            ("a4a", 4),
+            ("a5", 5),
+            ("a6", 6),
+        ] {
+            s.put_notification(&n(id, "alice", at)).await.unwrap();
+        }
+        s.put_notification(&n("b1", "bob", 4)).await.unwrap();
+
+        // Act: pages of 3, each after the last of the one before.
+        let mut seen = vec![];
+        let mut cursor: Option<(i64, String)> = None;
+        loop {
+            let page = s
+                .notifications_page("alice", cursor.as_ref(), 3)
+                .await
+                .unwrap();
+            seen.extend(page.iter().map(|x| x.id.clone()));
+            match page.last() {
+                Some(last) if page.len() == 3 => cursor = Some((last.at, last.id.clone())),
+                _ => break,
+            }
+        }
+
+        // Assert
+        assert_eq!(seen, ["a6", "a5", "a4b", "a4a", "a3", "a2", "a1"]);
+    }
+
     pub async fn marking_a_notification_read_is_idempotent_and_touches_only_its_owner(
         s: &dyn Store,
     ) {
@@ -751,6 +800,96 @@ mod suite {
             read(s.notifications("bob", 10).await.unwrap()),
             vec![("b#1".to_string(), false)]
         );
+    }
+
+    fn key(user: &str, key: &str, resource: &str, at: i64) -> IdempotencyRecord {
+        IdempotencyRecord {
+            user_id: user.into(),
+            key: key.into(),
+            fingerprint: format!("fp-{resource}"),
+            resource_id: resource.into(),
+            created_at: at,
+            expires_at: at + 1_000,
+            response: None,
+        }
+    }
+
+    pub async fn an_idempotency_key_is_held_by_its_first_claim_per_user_until_it_expires(
+        s: &dyn Store,
+    ) {
+        let first = key("alice", "k1", "run_a", 100);
+
+        let claimed = s.claim_key(&first).await.unwrap();
+        let again = s
+            .claim_key(&key("alice", "k1", "run_b", 500))
+            .await
+            .unwrap();
+        let other_user = s.claim_key(&key("bob", "k1", "run_c", 500)).await.unwrap();
+        let after_window = s
+            .claim_key(&key("alice", "k1", "run_d", 1_100))
+            .await
+            .unwrap();
+
+        assert_eq!(claimed, first);
+        assert_eq!(again, first, "a live key stays with its first claim");
+        assert_eq!(other_user.resource_id, "run_c", "keys are per user");
+        assert_eq!(
+            after_window.resource_id, "run_d",
+            "an expired key is claimed anew"
+        );
+    }
+
+    pub async fn the_first_answer_stored_under_a_key_is_the_one_kept(s: &dyn Store) {
+        s.claim_key(&key("alice", "k1", "run_a", 100))
+            .await
+            .unwrap();
+
+        let stored = s
+            .finish_key("alice", "k1", "run_a", &json!({"id": "run_a", "n": 1}))
+            .await
+            .unwrap();
+        let second = s
+            .finish_key("alice", "k1", "run_a", &json!({"id": "run_a", "n": 2}))
+            .await
+            .unwrap();
+        let foreign = s
+            .finish_key("alice", "k1", "run_x", &json!({"id": "run_x"}))
+            .await
+            .unwrap();
+        let replay = s
+            .claim_key(&key("alice", "k1", "run_b", 200))
+            .await
+            .unwrap();
+
+        assert_eq!(stored, json!({"id": "run_a", "n": 1}));
+        assert_eq!(second, stored, "a later answer does not replace the first");
+        assert_eq!(
+            foreign,
+            json!({"id": "run_x"}),
+            "another resource's answer is not stored"
+        );
+        assert_eq!(replay.response, Some(stored));
+    }
+
+    pub async fn concurrent_claims_of_one_key_agree_on_one_resource(s: Arc<dyn Store>) {
+        let claims = (0..16).map(|i| {
+            let s = s.clone();
+            tokio::spawn(async move {
+                s.claim_key(&key("alice", "k1", &format!("run_{i}"), 100))
+                    .await
+                    .unwrap()
+                    .resource_id
+            })
+        });
+
+        let mut held: Vec<String> = futures_util::future::join_all(claims)
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        held.dedup();
+
+        assert_eq!(held.len(), 1, "every claim saw the same holder: {held:?}");
     }
 }
 
@@ -815,8 +954,12 @@ macro_rules! all_adapters {
                 mcp_servers_are_kept_per_user_by_name_apart_from_tools_and_deleted_only_by_their_owner,
                 due_schedules_advance_once_and_are_deleted_only_by_their_owner,
                 notifications_are_idempotent_and_scoped_to_their_user,
-                marking_a_notification_read_is_idempotent_and_touches_only_its_owner;
+                marking_a_notification_read_is_idempotent_and_touches_only_its_owner,
+                an_idempotency_key_is_held_by_its_first_claim_per_user_until_it_expires,
+                the_first_answer_stored_under_a_key_is_the_one_kept,
+                the_inbox_pages_newest_first_by_cursor_and_sees_each_notification_once;
                 shared: concurrent_writers_never_lose_an_update_or_a_seq,
+                    concurrent_claims_of_one_key_agree_on_one_resource,
                     fifty_parallel_creates_get_exactly_the_default_limit_of_three);
         )*
     };

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from typing import (
     Any,
     AsyncIterator,
@@ -76,6 +77,10 @@ def _checked(resp: Response[Any]) -> Any:
 
 def _as_template(body: Body) -> RunTemplate:
     return body if isinstance(body, RunTemplate) else RunTemplate.from_dict(body)
+
+
+#: What a create retries: no answer (``Unreachable``, status 0) or the server unavailable.
+_RETRYABLE = (0, 502, 503, 504)
 
 
 def _query_status(status: Optional[str]) -> Any:
@@ -159,9 +164,26 @@ class Longrun(_Base):
 
     # Runs
 
-    def create_run(self, body: Body) -> Run:
-        """Start a run: ``{"objective": …, "budgets": {…}, "model": …}`` or a ``RunTemplate``."""
-        return self._call(post_runs.sync_detailed, body=_as_template(body))
+    def create_run(
+        self, body: Body, *, idempotency_key: Optional[str] = None, attempts: int = 3
+    ) -> Run:
+        """Start a run: ``{"objective": …, "budgets": {…}, "model": …}`` or a ``RunTemplate``.
+
+        Sends one ``Idempotency-Key`` for this create (``idempotency_key``, or a fresh UUID) and
+        retries under it when the answer is lost or the server is unavailable, so a retry
+        returns the run the first attempt started instead of starting another."""
+        return self._create(post_runs.sync_detailed, _as_template(body), idempotency_key, attempts)
+
+    def _create(self, f: Callable[..., Response[T]], body: Any, key: Optional[str], attempts: int) -> T:
+        key = key or str(uuid.uuid4())
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._call(f, body=body, idempotency_key=key)
+            except LongrunError as e:
+                if e.status not in _RETRYABLE or attempt == attempts:
+                    raise
+                time.sleep(self.retry * 2 ** (attempt - 1))
+        raise AssertionError("unreachable")
 
     def get_run(self, run_id: str) -> Run:
         return self._call(get_runs_id.sync_detailed, run_id)
@@ -344,8 +366,20 @@ class AsyncLongrun(_Base):
     async def aclose(self) -> None:
         await self.api.get_async_httpx_client().aclose()
 
-    async def create_run(self, body: Body) -> Run:
-        return await self._call(post_runs.asyncio_detailed, body=_as_template(body))
+    async def create_run(
+        self, body: Body, *, idempotency_key: Optional[str] = None, attempts: int = 3
+    ) -> Run:
+        key = idempotency_key or str(uuid.uuid4())
+        for attempt in range(1, attempts + 1):
+            try:
+                return await self._call(
+                    post_runs.asyncio_detailed, body=_as_template(body), idempotency_key=key
+                )
+            except LongrunError as e:
+                if e.status not in _RETRYABLE or attempt == attempts:
+                    raise
+                await asyncio.sleep(self.retry * 2 ** (attempt - 1))
+        raise AssertionError("unreachable")
 
     async def get_run(self, run_id: str) -> Run:
         return await self._call(get_runs_id.asyncio_detailed, run_id)

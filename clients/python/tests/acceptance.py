@@ -17,6 +17,8 @@ import tempfile
 import threading
 import unittest
 
+import httpx
+
 import longrun
 from longrun import AsyncLongrun, Longrun, NotFound, Unauthorized, Unprocessable, verify_webhook
 from longrun.openapi.models import Event, Run, RunSummary
@@ -159,6 +161,26 @@ class Sync(unittest.TestCase):
         with self.assertRaises(longrun.Conflict) as late:
             self.lr.message(run.id, "one more thing")
         self.assertIn("continue", late.exception.detail)
+
+    def test_a_create_whose_answer_is_lost_is_retried_under_its_key_and_makes_one_run(self):
+        # A hook that lets the first POST reach the server, then loses its answer.
+        keys = []
+
+        def lose_first(response):
+            if response.request.method == "POST":
+                keys.append(response.request.headers["idempotency-key"])
+                if len(keys) == 1:
+                    raise httpx.ReadError("connection reset", request=response.request)
+
+        hooks = {"event_hooks": {"response": [lose_first]}}
+        with Longrun(server.base, token=ALICE, retry=0.1, httpx_args=hooks) as lr:
+            before = len(lr.list_runs_page(limit=200).runs)
+            run = lr.create_run({"objective": "Made once, sent twice"})
+            after = lr.list_runs_page(limit=200).runs
+        self.assertEqual(len(keys), 2)
+        self.assertEqual(keys[0], keys[1])
+        self.assertEqual(len(after), before + 1)
+        self.assertEqual(after[0].id, run.id)
 
 
 class Async(unittest.TestCase):

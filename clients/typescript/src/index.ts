@@ -88,6 +88,15 @@ export interface ClientOptions {
   fetch?: typeof fetch;
 }
 
+export interface CreateOptions {
+  /** The create's `Idempotency-Key`; a fresh UUID by default. Pass your own to make a create
+   * idempotent across processes (the server keeps a key 24 hours, per user). */
+  idempotencyKey?: string;
+  /** Attempts when the answer is lost or the server is unavailable (default 3). */
+  attempts?: number;
+  signal?: AbortSignal;
+}
+
 export interface EventsOptions {
   /** Start after this seq (0: from the first event). */
   after?: number;
@@ -145,12 +154,32 @@ export class LongrunClient {
     return (await res.json()) as T;
   }
 
+  /** A create, safe to retry: one `Idempotency-Key` for this logical create (the given one, or a
+   * fresh UUID), sent on every attempt, so a retry after a lost answer gets the first answer
+   * instead of a second resource. Retries what may not have been done: no answer, 502, 503, 504. */
+  private async create<T>(path: string, body: unknown, o: CreateOptions = {}): Promise<T> {
+    const key = o.idempotencyKey ?? crypto.randomUUID();
+    const attempts = o.attempts ?? 3;
+    for (let attempt = 1; ; attempt++) {
+      const headers = this.headers({ accept: "application/json", "content-type": "application/json", "idempotency-key": key });
+      try {
+        const res = await this.send(path, { method: "POST", headers, body: JSON.stringify(body), signal: o.signal });
+        return (await res.json()) as T;
+      } catch (e) {
+        const retryable = e instanceof LongrunError && [0, 502, 503, 504].includes(e.status);
+        if (!retryable || attempt >= attempts) throw e;
+        await new Promise((r) => setTimeout(r, 200 * 2 ** (attempt - 1)));
+      }
+    }
+  }
+
   private get<T>(path: string, signal?: AbortSignal) { return this.request<T>("GET", path, undefined, signal); }
   private post<T>(path: string, body: unknown = {}) { return this.request<T>("POST", path, body); }
 
   // Runs
 
-  createRun(body: CreateRun) { return this.post<Run>("/v1/runs", body); }
+  /** Starts a run. Sends an `Idempotency-Key` (see `CreateOptions`) and retries a lost answer. */
+  createRun(body: CreateRun, o?: CreateOptions) { return this.create<Run>("/v1/runs", body, o); }
   getRun(id: string) { return this.get<Run>(`/v1/runs/${enc(id)}`); }
 
   listRunsPage(q: { status?: RunStatus; limit?: number; cursor?: string } = {}) {
@@ -293,13 +322,16 @@ export class LongrunClient {
 
   // Inbox, configuration, schedules, webhooks, tools
 
-  notifications(limit = 50) {
-    return this.get<{ notifications: Notification[]; unread: number }>(`/v1/notifications?limit=${limit}`);
+  /** A page of your inbox, newest first; pass its `next_cursor` as `cursor` for the next one. */
+  notifications(limit = 50, cursor?: string) {
+    const params = new URLSearchParams({ limit: String(limit) });
+    if (cursor) params.set("cursor", cursor);
+    return this.get<{ notifications: Notification[]; unread: number; next_cursor: string | null }>(`/v1/notifications?${params}`);
   }
   markRead(ids: string[]) { return this.post<{ updated: number }>("/v1/notifications/read", { ids }); }
   config() { return this.get<ServerConfig>("/v1/config"); }
 
-  createSchedule(body: CreateSchedule) { return this.post<Schedule>("/v1/schedules", body); }
+  createSchedule(body: CreateSchedule, o?: CreateOptions) { return this.create<Schedule>("/v1/schedules", body, o); }
   listSchedules() { return this.get<{ schedules: Schedule[] }>("/v1/schedules"); }
   deleteSchedule(id: string) { return this.request<unknown>("DELETE", `/v1/schedules/${enc(id)}`); }
 

@@ -1768,6 +1768,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: number;
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -1782,7 +1783,11 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        notifications?: components["schemas"]["Notification"][];
+                        /** @description Pass as `cursor` for the next page; null on the last */
+                        next_cursor: string | null;
+                        notifications: components["schemas"]["Notification"][];
+                        /** @description Unread on this page */
+                        unread: number;
                     };
                 };
             };
@@ -2009,7 +2014,10 @@ export interface operations {
     post_runs: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retried create safe: a request sent again with the same key and the same body within 24 hours gets the first answer (the same status and body) instead of creating again; the same key with another body is a 409. One key per logical create (a UUID), reused on its retries; kept per user. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3417,7 +3425,10 @@ export interface operations {
     post_schedules: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retried create safe: a request sent again with the same key and the same body within 24 hours gets the first answer (the same status and body) instead of creating again; the same key with another body is a 409. One key per logical create (a UUID), reused on its retries; kept per user. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };

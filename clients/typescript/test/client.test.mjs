@@ -137,3 +137,28 @@ test('schedules, webhooks and tools round-trip, and secrets never come back', as
   assert.ok(!JSON.stringify(tools).includes('0123456789abcdef-tool'));
   assert.ok(config.models.length > 0);
 });
+
+test('a create whose answer is lost is retried under the same idempotency key and makes one run', async () => {
+  // Arrange: a fetch that lets the first POST reach the server, then loses its answer.
+  let lost = 0;
+  const keys = [];
+  const dropping = async (input, init) => {
+    const res = await fetch(input, init);
+    if (init?.method === 'POST') keys.push(init.headers['idempotency-key']);
+    if (init?.method === 'POST' && lost++ === 0) throw new TypeError('socket hang up');
+    return res;
+  };
+  const carol = new LongrunClient({ baseUrl: server.base, token: BOB, fetch: dropping });
+  const before = (await carol.listRunsPage({ limit: 200 })).runs.length;
+
+  // Act
+  const run = await carol.createRun({ objective: 'made once though sent twice' });
+  const again = await carol.createRun({ objective: 'made once though sent twice' }, { idempotencyKey: keys[0] });
+
+  // Assert
+  assert.equal(keys.length, 3);
+  assert.equal(keys[0], keys[1], 'the retry carries the first attempt\'s key');
+  assert.match(keys[0], /^[0-9a-f-]{36}$/);
+  assert.equal(again.id, run.id);
+  assert.equal((await carol.listRunsPage({ limit: 200 })).runs.length, before + 1);
+});

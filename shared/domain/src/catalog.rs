@@ -56,6 +56,7 @@ impl std::fmt::Debug for UserTool {
 
 /// Where a user's run outcomes are POSTed, signed with the secret (HMAC-SHA256).
 #[derive(Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Webhook {
     pub url: String,
     /// At least 16 characters.

@@ -404,15 +404,19 @@ pub fn carve_child_budgets(
 #[serde(deny_unknown_fields)]
 pub struct RunPatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = crate::NO_CONTROLS))]
     pub objective: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 50))]
     pub plan: Vec<PlanStepEdit>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlanStepEdit {
+    #[schemars(length(min = 1, max = 64), regex(pattern = crate::NOT_BLANK))]
     pub id: String,
+    #[schemars(length(max = 500), regex(pattern = crate::NO_CONTROLS))]
     pub title: String,
     pub status: StepStatus,
 }

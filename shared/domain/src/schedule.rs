@@ -16,7 +16,7 @@ use crate::run::{BudgetsInput, PermissionMode, Thresholds};
 #[serde(deny_unknown_fields)]
 pub struct RunTemplate {
     /// What the run must achieve (not blank).
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
+    #[schemars(length(min = 1), regex(pattern = crate::NOT_BLANK))]
     pub objective: String,
     /// Plain-language conditions the result must meet (at most 20, each 1 to 500
     /// characters). The run completes only when the planner's claim maps every criterion to
@@ -24,7 +24,7 @@ pub struct RunTemplate {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(
         length(max = 20),
-        inner(length(min = 1, max = 500), regex(pattern = r"\S"))
+        inner(length(min = 1, max = 500), regex(pattern = crate::NOT_BLANK))
     )]
     pub completion_criteria: Vec<String>,
     #[serde(default)]
@@ -50,7 +50,7 @@ pub struct RunTemplate {
     pub permission_mode: Option<PermissionMode>,
     /// The tools the run may use, by name (built-in or registered); all when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 64), inner(length(min = 1), regex(pattern = r"\S")))]
+    #[schemars(length(max = 64), inner(length(min = 1), regex(pattern = crate::NOT_BLANK)))]
     pub allowed_tools: Option<Vec<String>>,
 }
 

@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiJson, ApiQuery};
 use longrun_service::Platform;
+use longrun_service::idempotency::{MAX_KEY_LEN, check_key, create_run_once};
 pub use longrun_service::runs::{
     CreateRun, MAX_ALLOWED_TOOLS, cancel_run, continue_run_with, create_run, create_run_with_id,
     patch_run_with, pause_run, post_message, prepare_run, respond_run,
@@ -72,14 +73,14 @@ fn bearer_token(value: &str) -> Option<&str> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(extend("anyOf" = [
-    {"required": ["answer"], "properties": {"answer": {"pattern": "\\S"}}},
+    {"required": ["answer"], "properties": {"answer": {"pattern": longrun_domain::NOT_BLANK}}},
     {"required": ["approve"], "properties": {"approve": {"type": "boolean"}}},
     {"required": ["decisions"], "properties": {"decisions": {"minItems": 1}}},
 ]))]
 pub struct RespondBody {
     /// The answer to the run's questions (may be blank when approving or deciding).
     #[serde(default)]
-    #[schemars(length(max = 4096))]
+    #[schemars(length(max = 4096), regex(pattern = longrun_domain::NO_CONTROLS))]
     pub answer: String,
     /// Approve (true) or reject (false) what waits: the plan under `approve_plan`, every
     /// held write under `per_write` not decided in `decisions`.
@@ -94,7 +95,7 @@ pub struct RespondBody {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MessageBody {
-    #[schemars(length(min = 1, max = 4000), extend("pattern" = "\\S"))]
+    #[schemars(length(min = 1, max = 4000), extend("pattern" = longrun_domain::NOT_BLANK))]
     pub text: String,
 }
 
@@ -122,17 +123,74 @@ pub(crate) async fn owned(p: &Platform, user: &User, id: &str) -> Result<Run, Ap
     }
 }
 
-async fn post_run(
-    State(p): State<Platform>, user: User, ApiJson(body): ApiJson<CreateRun>,
-) -> Result<Response, ApiError> {
-    let run = create_run(&p, &user.0, body).await?;
-    let location = format!("/v1/runs/{}", run.id);
-    Ok((
+/// The `Idempotency-Key` header, checked: absent is fine, malformed is a 400.
+pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get(IDEMPOTENCY_KEY) else {
+        return Ok(None);
+    };
+    let key = value
+        .to_str()
+        .ok()
+        .filter(|k| check_key(k).is_ok())
+        .ok_or_else(|| {
+            ApiError::BadRequest(format!(
+                "Idempotency-Key must be 1 to {MAX_KEY_LEN} visible ASCII characters (a UUID will do)"
+            ))
+        })?;
+    Ok(Some(key.to_string()))
+}
+
+pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+
+/// A 201 with the created resource and its `Location`.
+pub(crate) fn created(base: &str, view: Value) -> Response {
+    let id = view.get("id").and_then(Value::as_str).unwrap_or_default();
+    let location = format!("{base}/{id}");
+    (
         StatusCode::CREATED,
         [(header::LOCATION, location)],
-        Json(run_view(&p, &run)),
+        Json(view),
     )
-        .into_response())
+        .into_response()
+}
+
+async fn post_run(
+    State(p): State<Platform>, user: User, headers: HeaderMap, ApiJson(body): ApiJson<CreateRun>,
+) -> Result<Response, ApiError> {
+    let view = match idempotency_key(&headers)? {
+        Some(key) => create_run_once(&p, &user.0, &key, body, |run| run_view(&p, run)).await?,
+        None => run_view(&p, &create_run(&p, &user.0, body).await?),
+    };
+    Ok(created("/v1/runs", view))
+}
+
+/// A query value within its documented range, or `default` when absent: out of range is a 400,
+/// not a silent clamp, so a client learns its page is not the size it asked for.
+pub(crate) fn in_range(
+    name: &str, v: Option<usize>, default: usize, min: usize, max: usize,
+) -> Result<usize, ApiError> {
+    match v {
+        None => Ok(default),
+        Some(v) if (min..=max).contains(&v) => Ok(v),
+        Some(v) => Err(ApiError::BadRequest(format!(
+            "{name} must be {min} to {max}, got {v}"
+        ))),
+    }
+}
+
+/// A `cursor` as `next_cursor` gave it: `{at}_{id}` of the last item of the previous page.
+fn parse_cursor(cursor: Option<&str>) -> Result<Option<(i64, String)>, ApiError> {
+    match cursor {
+        None | Some("") => Ok(None),
+        Some(c) => c
+            .split_once('_')
+            .filter(|(at, _)| !at.starts_with('+'))
+            .and_then(|(at, id)| Some((at.parse::<i64>().ok()?, id.to_string())))
+            .map(Some)
+            .ok_or_else(|| {
+                ApiError::BadRequest("cursor is malformed; pass back next_cursor unchanged".into())
+            }),
+    }
 }
 
 /// `next_cursor`: the last run's creation time and id.
@@ -155,22 +213,8 @@ async fn list_runs(
                 .ok_or_else(|| ApiError::BadRequest(format!("unknown status `{s}`")))?,
         ),
     };
-    let before = match q.cursor.as_deref() {
-        None | Some("") => None,
-        Some(c) => {
-            let (at, id) = c
-                .split_once('_')
-                .filter(|(at, _)| !at.starts_with('+'))
-                .and_then(|(at, id)| Some((at.parse::<i64>().ok()?, id.to_string())))
-                .ok_or_else(|| {
-                    ApiError::BadRequest(
-                        "cursor is malformed; pass back next_cursor unchanged".into(),
-                    )
-                })?;
-            Some((at, id))
-        }
-    };
-    let limit = q.limit.unwrap_or(50).clamp(1, 200);
+    let before = parse_cursor(q.cursor.as_deref())?;
+    let limit = in_range("limit", q.limit, 50, 1, 200)?;
     let runs = p
         .store
         .list_runs(
@@ -218,13 +262,37 @@ struct EventsQuery {
 
 const POLL: Duration = Duration::from_millis(100);
 
+/// Set by the server when it begins to shut down: a long-poll answers with what it has and an
+/// event stream ends, so a client gets an answer (and reconnects to the next process) instead of
+/// a dropped connection. A router served without it never drains.
+#[derive(Clone)]
+pub struct Draining(pub tokio::sync::watch::Receiver<bool>);
+
+impl Draining {
+    /// Waits `d`; true when the server began draining meanwhile (or had already).
+    async fn sleep(this: &Option<axum::Extension<Draining>>, d: Duration) -> bool {
+        let Some(axum::Extension(Draining(rx))) = this else {
+            tokio::time::sleep(d).await;
+            return false;
+        };
+        let mut rx = rx.clone();
+        if *rx.borrow() {
+            return true;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(d) => *rx.borrow(),
+            changed = rx.changed() => changed.is_ok(),
+        }
+    }
+}
+
 async fn events(
     State(p): State<Platform>, user: User, Path(id): Path<String>,
-    ApiQuery(q): ApiQuery<EventsQuery>,
+    draining: Option<axum::Extension<Draining>>, ApiQuery(q): ApiQuery<EventsQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let run = owned(&p, &user, &id).await?;
     let after = q.after.unwrap_or(0);
-    let limit = q.limit.unwrap_or(100).clamp(1, 1000);
+    let limit = in_range("limit", q.limit, 100, 1, 1000)?;
     // An ended run logs nothing more: there is nothing to wait for.
     let wait = if run.status.is_ended() {
         0
@@ -238,15 +306,20 @@ async fn events(
             let next_after = events.last().map_or(after, |e| e.seq);
             return Ok(Json(json!({"events": events, "next_after": next_after})));
         }
-        tokio::time::sleep(POLL).await;
+        if Draining::sleep(&draining, POLL).await {
+            // Nothing new before the shutdown: the client polls again, at the next process.
+            return Ok(Json(json!({"events": [], "next_after": after})));
+        }
     }
 }
 
 async fn stream(
     State(p): State<Platform>, user: User, Path(id): Path<String>, headers: HeaderMap,
-    ApiQuery(q): ApiQuery<EventsQuery>,
+    draining: Option<axum::Extension<Draining>>, ApiQuery(q): ApiQuery<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     owned(&p, &user, &id).await?;
+    // Checked like the long-poll's, though the stream sends every event as it comes.
+    in_range("limit", q.limit, 100, 1, 1000)?;
     // A reconnecting EventSource resumes from the last seq it saw.
     let start = headers
         .get("last-event-id")
@@ -254,8 +327,9 @@ async fn stream(
         .and_then(|v| v.parse().ok())
         .or(q.after)
         .unwrap_or(0);
-    let s =
-        futures_util::stream::unfold((p, id, start, false), |(p, id, after, done)| async move {
+    let s = futures_util::stream::unfold(
+        (p, id, start, false, draining),
+        |(p, id, after, done, draining)| async move {
             if done {
                 return None;
             }
@@ -279,18 +353,26 @@ async fn stream(
                                 .data(serde_json::to_string(e).unwrap_or_default()))
                         })
                         .collect();
-                    return Some((futures_util::stream::iter(items), (p, id, last, false)));
+                    return Some((
+                        futures_util::stream::iter(items),
+                        (p, id, last, false, draining),
+                    ));
                 }
                 let settled = match p.store.get_run(&id).await {
                     Ok(Some(r)) => r.status.is_ended() || r.status.is_waiting(),
                     _ => true,
                 };
-                if settled {
-                    return Some((futures_util::stream::iter(vec![]), (p, id, after, true)));
+                // Ends the stream cleanly at a shutdown: the EventSource reconnects with its
+                // Last-Event-ID to the next process.
+                if settled || Draining::sleep(&draining, POLL).await {
+                    return Some((
+                        futures_util::stream::iter(vec![]),
+                        (p, id, after, true, draining),
+                    ));
                 }
-                tokio::time::sleep(POLL).await;
             }
-        });
+        },
+    );
     Ok(Sse::new(futures_util::StreamExt::flatten(s)).keep_alive(KeepAlive::default()))
 }
 
@@ -311,7 +393,7 @@ async fn iterations(
         .iterations(
             &id,
             q.after.unwrap_or(0),
-            q.limit.unwrap_or(100).clamp(1, 500),
+            in_range("limit", q.limit, 100, 1, 500)?,
         )
         .await?;
     Ok(Json(json!({"iterations": items})))
@@ -383,7 +465,7 @@ async fn search(
     }
     let hits = p
         .store
-        .search_docs(&id, query.trim(), q.limit.unwrap_or(20).clamp(1, 100))
+        .search_docs(&id, query.trim(), in_range("limit", q.limit, 20, 1, 100)?)
         .await?;
     Ok(Json(json!({"hits": hits})))
 }
@@ -394,7 +476,7 @@ async fn scratchpad(
     owned(&p, &user, &id).await?;
     let entries = p
         .store
-        .scratchpad(&id, q.last.unwrap_or(3).clamp(1, 1000))
+        .scratchpad(&id, in_range("last", q.last, 3, 1, 1000)?)
         .await?;
     Ok(Json(json!({"entries": entries})))
 }
@@ -517,15 +599,28 @@ async fn server_config(State(p): State<Platform>, _user: User) -> Json<Value> {
     }))
 }
 
+#[derive(Debug, Deserialize)]
+struct InboxQuery {
+    limit: Option<usize>,
+    cursor: Option<String>,
+}
+
 async fn notifications(
-    State(p): State<Platform>, user: User, ApiQuery(q): ApiQuery<PageQuery>,
+    State(p): State<Platform>, user: User, ApiQuery(q): ApiQuery<InboxQuery>,
 ) -> Result<Json<Value>, ApiError> {
+    let limit = in_range("limit", q.limit, 50, 1, INBOX)?;
+    let before = parse_cursor(q.cursor.as_deref())?;
     let items = p
         .store
-        .notifications(&user.0, q.limit.unwrap_or(50).clamp(1, INBOX))
+        .notifications_page(&user.0, before.as_ref(), limit)
         .await?;
     let unread = items.iter().filter(|n| !n.read).count();
-    Ok(Json(json!({"notifications": items, "unread": unread})))
+    let next_cursor = (items.len() == limit)
+        .then(|| items.last().map(|n| format!("{}_{}", n.at, n.id)))
+        .flatten();
+    Ok(Json(
+        json!({"notifications": items, "unread": unread, "next_cursor": next_cursor}),
+    ))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -577,7 +672,12 @@ async fn healthz() -> Json<Value> {
 }
 
 async fn openapi(State(p): State<Platform>) -> Json<Value> {
-    let agents = p.engine.agents.as_ref().map(|h| h.agents()).unwrap_or_default();
+    let agents = p
+        .engine
+        .agents
+        .as_ref()
+        .map(|h| h.agents())
+        .unwrap_or_default();
     Json(crate::openapi::for_deployment(&p.config, &agents))
 }
 
@@ -650,7 +750,7 @@ pub fn routes(p: Platform) -> Router {
         )
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::map_response(
-            crate::error::method_not_allowed_as_problem,
+            crate::error::plain_errors_as_problems,
         ))
         .with_state(p)
 }

@@ -13,6 +13,8 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use tracing::error;
 
+use crate::strict::StrictValue;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     #[error("{0}")]
@@ -29,6 +31,8 @@ pub enum ApiError {
     Unprocessable(String),
     #[error("{0}")]
     PayloadTooLarge(String),
+    #[error("{0}")]
+    RequestTimeout(String),
     #[error("{0}")]
     TooManyRequests(String),
     #[error("{0}")]
@@ -59,6 +63,9 @@ impl ApiError {
                 "validation",
                 "Invalid request",
             ),
+            ApiError::RequestTimeout(_) => {
+                (StatusCode::REQUEST_TIMEOUT, "timeout", "Request timeout")
+            }
             ApiError::PayloadTooLarge(_) => (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "payload-too-large",
@@ -158,8 +165,8 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::Json::<serde_json::Value>::from_request(req, state).await {
-            Ok(axum::Json(mut v)) => {
+        match axum::Json::<StrictValue>::from_request(req, state).await {
+            Ok(axum::Json(StrictValue(mut v))) => {
                 integral_floats_to_ints(&mut v);
                 serde_path_to_error::deserialize(v)
                     .map(ApiJson)
@@ -174,6 +181,9 @@ where
             Err(JsonRejection::MissingJsonContentType(_)) => Err(ApiError::BadRequest(
                 "send the body as JSON with Content-Type: application/json".into(),
             )),
+            Err(e) if past_deadline(&e) => Err(ApiError::RequestTimeout(
+                "the request was not sent in full before its deadline".into(),
+            )),
             Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
                 Err(ApiError::PayloadTooLarge(format!(
                     "the body is larger than {} bytes",
@@ -183,6 +193,23 @@ where
             Err(e) => Err(ApiError::BadRequest(e.body_text())),
         }
     }
+}
+
+/// The error a server's request deadline puts in a body it cuts: a handler reading that body
+/// answers 408.
+#[derive(Debug, thiserror::Error)]
+#[error("the request was not sent in full before its deadline")]
+pub struct RequestDeadline;
+
+fn past_deadline(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        if c.is::<RequestDeadline>() {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// JSON Schema counts `3.0` as an integer, so clients and generators may send one where the
@@ -224,23 +251,46 @@ where
     }
 }
 
-/// A 405 from the router (a known path, another method) as problem+json; its `Allow` header
-/// stays.
-pub async fn method_not_allowed_as_problem(resp: Response) -> Response {
-    if resp.status() != StatusCode::METHOD_NOT_ALLOWED {
+/// An error the router or an extractor answered by itself (a 405, a path that is not UTF-8, a
+/// body over the limit: plain text or nothing) as problem+json, its text as the detail; a 405
+/// keeps its `Allow` header.
+pub async fn plain_errors_as_problems(resp: Response) -> Response {
+    let status = resp.status();
+    let plain = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_none_or(|t| t.starts_with("text/plain"));
+    if !(status.is_client_error() || status.is_server_error()) || !plain {
         return resp;
     }
     let allow = resp.headers().get(header::ALLOW).cloned();
+    let text = axum::body::to_bytes(resp.into_body(), 4096)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+        .unwrap_or_default();
+    let (kind, title) = match status {
+        StatusCode::METHOD_NOT_ALLOWED => ("method-not-allowed", "Method not allowed"),
+        StatusCode::NOT_FOUND => ("not-found", "Not found"),
+        StatusCode::PAYLOAD_TOO_LARGE => ("payload-too-large", "Request body too large"),
+        StatusCode::REQUEST_TIMEOUT => ("timeout", "Request timeout"),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => ("unsupported-media-type", "Unsupported media type"),
+        s if s.is_server_error() => ("internal", "Internal error"),
+        _ => ("bad-request", "Bad request"),
+    };
+    let detail = match (status, allow.as_ref().and_then(|a| a.to_str().ok())) {
+        (StatusCode::METHOD_NOT_ALLOWED, Some(a)) => format!("this path answers {a}"),
+        (StatusCode::METHOD_NOT_ALLOWED, None) => "this path does not answer that method".into(),
+        _ if text.is_empty() => title.to_string(),
+        _ => text,
+    };
     let body = json!({
-        "type": "https://longrun.dev/problems/method-not-allowed",
-        "title": "Method not allowed",
-        "status": 405,
-        "detail": match allow.as_ref().and_then(|a| a.to_str().ok()) {
-            Some(a) => format!("this path answers {a}"),
-            None => "this path does not answer that method".to_string(),
-        },
+        "type": format!("https://longrun.dev/problems/{kind}"),
+        "title": title,
+        "status": status.as_u16(),
+        "detail": detail,
     });
-    let mut out = (StatusCode::METHOD_NOT_ALLOWED, body.to_string()).into_response();
+    let mut out = (status, body.to_string()).into_response();
     out.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/problem+json"),

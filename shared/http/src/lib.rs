@@ -9,6 +9,7 @@ pub mod mcp;
 pub mod mcp_servers;
 pub mod openapi;
 pub mod schedules;
+pub mod strict;
 pub mod tools;
 
 pub use api::{CreateRun, VerifiedUser, create_run, router};

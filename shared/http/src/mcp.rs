@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use crate::api::{self, CreateRun, User};
 use crate::error::ApiError;
 use crate::platform::Platform;
+use longrun_service::idempotency::{MAX_KEY_LEN, create_run_once};
 
 /// Protocol revisions this server speaks, newest first; a client asking for another gets the newest.
 const PROTOCOL_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
@@ -155,6 +156,16 @@ fn tools() -> Value {
     if let Some(o) = create.as_object_mut() {
         o.remove("$schema");
         o.remove("title");
+        if let Some(props) = o.get_mut("properties").and_then(Value::as_object_mut) {
+            props.insert(
+                "idempotency_key".into(),
+                json!({"type": "string", "minLength": 1, "maxLength": MAX_KEY_LEN,
+                    "pattern": "^[!-~]+$",
+                    "description": "Send the same key when you retry a start_run whose answer \
+                        you did not get: it returns the run the first call started instead of \
+                        starting another (kept 24 hours)."}),
+            );
+        }
     }
     let by_id = |extra: Value| {
         let mut props = json!({"run_id": run_id_schema()});
@@ -252,6 +263,21 @@ fn args<T: for<'de> Deserialize<'de>>(tool: &str, v: Value) -> Result<T, (i64, S
     serde_json::from_value(v).map_err(|e| (INVALID_PARAMS, format!("{tool}: {e}")))
 }
 
+/// `start_run`, once per `idempotency_key` when one is given.
+async fn start_run(
+    p: &Platform, user: &User, key: Option<Value>, req: CreateRun,
+) -> Result<Value, ApiError> {
+    match key {
+        Some(Value::String(key)) => {
+            Ok(create_run_once(p, &user.0, &key, req, |run| api::run_view(p, run)).await?)
+        }
+        Some(_) => Err(ApiError::BadRequest(
+            "idempotency_key must be a string".into(),
+        )),
+        None => Ok(api::run_view(p, &api::create_run(p, &user.0, req).await?)),
+    }
+}
+
 async fn call_tool(p: &Platform, user: &User, params: &Value) -> RpcResult {
     let Some(name) = params.get("name").and_then(Value::as_str) else {
         return Err((INVALID_PARAMS, "tools/call needs a tool name".into()));
@@ -259,11 +285,10 @@ async fn call_tool(p: &Platform, user: &User, params: &Value) -> RpcResult {
     let a = params.get("arguments").cloned().unwrap_or(json!({}));
     let outcome = match name {
         "start_run" => {
+            let mut a = a;
+            let key = a.as_object_mut().and_then(|o| o.remove("idempotency_key"));
             let req: CreateRun = args(name, a)?;
-            api::create_run(p, &user.0, req)
-                .await
-                .map(|run| api::run_view(p, &run))
-                .map_err(ApiError::from)
+            start_run(p, user, key, req).await
         }
         "get_run" => {
             let a: ById = args(name, a)?;
@@ -342,7 +367,7 @@ async fn list_runs(p: &Platform, user: &User, a: ListArgs) -> Result<Value, ApiE
                 })?,
         ),
     };
-    let limit = a.limit.unwrap_or(20).clamp(1, 200);
+    let limit = api::in_range("limit", a.limit, 20, 1, 200)?;
     let query = longrun_ports::RunQuery {
         status,
         before,

@@ -5,6 +5,7 @@ use longrun_domain::report::Report;
 use longrun_domain::run::RunPatch;
 use longrun_domain::{AgentView, DocHit, Notification};
 use longrun_domain::{Doc, Event, IterationRecord, PadEntry, Run};
+use longrun_service::idempotency::MAX_KEY_LEN;
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Value, json};
@@ -50,7 +51,10 @@ fn hits(g: &mut SchemaGenerator) -> Value {
     list_of::<DocHit>("hits")(g)
 }
 fn notifications(g: &mut SchemaGenerator) -> Value {
-    list_of::<Notification>("notifications")(g)
+    json!({"type": "object", "required": ["notifications", "unread", "next_cursor"], "properties": {
+        "notifications": {"type": "array", "items": schema::<Notification>(g)},
+        "unread": {"type": "integer", "minimum": 0, "description": "Unread on this page"},
+        "next_cursor": {"type": ["string", "null"], "description": "Pass as `cursor` for the next page; null on the last"}}})
 }
 fn updated(_: &mut SchemaGenerator) -> Value {
     json!({"type": "object", "properties": {"updated": {"type": "integer"}}})
@@ -362,10 +366,10 @@ fn int(min: u64, max: u64, description: &str) -> Value {
     json!({"type": "integer", "minimum": min, "maximum": max, "description": description})
 }
 
-/// The query parameters an operation reads, with the bounds the server enforces (values past
-/// a clamp are accepted and clamped; values the type cannot hold are refused).
+/// The query parameters an operation reads, with the bounds the server enforces (a value out of
+/// range is a 400; `wait` alone is capped, at 30 s).
 fn query(method: &str, path: &str) -> Vec<(&'static str, bool, Value)> {
-    let limit = |d: &str| ("limit", false, int(0, u64::MAX, d));
+    let limit = |max: u64, d: &str| ("limit", false, int(1, max, d));
     match (method, path) {
         ("get", "/v1/runs") => vec![
             (
@@ -373,7 +377,7 @@ fn query(method: &str, path: &str) -> Vec<(&'static str, bool, Value)> {
                 false,
                 json!({"type": "string", "enum": std::iter::once("").chain(RunStatus::ALL.iter().map(|s| s.as_str())).collect::<Vec<_>>(), "description": "Only runs in this status"}),
             ),
-            limit("Page size, 1 to 200 (default 50)"),
+            limit(200, "Page size, 1 to 200 (default 50)"),
             (
                 "cursor",
                 false,
@@ -395,7 +399,7 @@ fn query(method: &str, path: &str) -> Vec<(&'static str, bool, Value)> {
                     "Long-poll up to this many seconds for an event; more than 30 waits 30",
                 ),
             ),
-            limit("At most this many events, 1 to 1000 (default 100)"),
+            limit(1000, "At most this many events, 1 to 1000 (default 100)"),
         ],
         ("get", "/v1/runs/{id}/iterations") => vec![
             (
@@ -403,22 +407,46 @@ fn query(method: &str, path: &str) -> Vec<(&'static str, bool, Value)> {
                 false,
                 int(0, u32::MAX.into(), "Only iterations after this one"),
             ),
-            limit("Page size, 1 to 500 (default 100)"),
+            limit(500, "Page size, 1 to 500 (default 100)"),
         ],
         ("get", "/v1/runs/{id}/workspace/search") => vec![
             (
                 "q",
                 true,
-                json!({"type": "string", "pattern": "\\S", "description": "Words to find (not blank)"}),
+                json!({"type": "string", "pattern": longrun_domain::NOT_BLANK, "description": "Words to find (not blank)"}),
             ),
-            limit("At most this many hits, 1 to 100 (default 20)"),
+            limit(100, "At most this many hits, 1 to 100 (default 20)"),
         ],
         ("get", "/v1/runs/{id}/scratchpad") => vec![(
             "last",
             false,
-            int(0, u64::MAX, "The last N entries, 1 to 1000 (default 3)"),
+            int(1, 1000, "The last N entries, 1 to 1000 (default 3)"),
         )],
-        ("get", "/v1/notifications") => vec![limit("At most this many, 1 to 200 (default 50)")],
+        ("get", "/v1/notifications") => vec![
+            limit(200, "Page size, 1 to 200 (default 50)"),
+            (
+                "cursor",
+                false,
+                json!({"type": "string", "pattern": CURSOR_PATTERN, "description": "`next_cursor` of the previous page, unchanged"}),
+            ),
+        ],
+        _ => vec![],
+    }
+}
+
+/// The headers an operation reads besides `Authorization`: creates take an idempotency key.
+fn headers(method: &str, path: &str) -> Vec<Value> {
+    match (method, path) {
+        ("post", "/v1/runs" | "/v1/schedules") => vec![json!({
+            "name": "Idempotency-Key",
+            "in": "header",
+            "required": false,
+            "description": "Makes a retried create safe: a request sent again with the same key \
+                and the same body within 24 hours gets the first answer (the same status and \
+                body) instead of creating again; the same key with another body is a 409. One \
+                key per logical create (a UUID), reused on its retries; kept per user.",
+            "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LEN, "pattern": "^[!-~]+$"},
+        })],
         _ => vec![],
     }
 }
@@ -532,6 +560,7 @@ fn build(policy: &FetchPolicy) -> Value {
                 .into_iter()
                 .map(|(name, required, schema)| json!({"name": name, "in": "query", "required": required, "schema": schema})),
         );
+        params.extend(headers(op.method, op.path));
         if !params.is_empty() {
             o["parameters"] = Value::Array(params);
         }

@@ -3,22 +3,23 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::{StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 use longrun_domain::schedule::next_occurrence;
 use longrun_domain::{RunTemplate, Schedule};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::api::{User, prepare_run};
+use crate::api::{User, created, idempotency_key, prepare_run};
 use crate::error::{ApiError, ApiJson};
-use longrun_service::Platform;
+use longrun_service::idempotency::{once, request_fingerprint};
 pub use longrun_service::schedules::start_due;
+use longrun_service::{Platform, ServiceError};
 
 pub const MAX_SCHEDULES: usize = 20;
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSchedule {
     /// Five-field cron expression, evaluated in UTC, e.g. `0 9 * * 1-5`.
@@ -29,21 +30,43 @@ pub struct CreateSchedule {
 }
 
 pub async fn post_schedule(
-    State(p): State<Platform>, user: User, ApiJson(body): ApiJson<CreateSchedule>,
+    State(p): State<Platform>, user: User, headers: HeaderMap,
+    ApiJson(body): ApiJson<CreateSchedule>,
 ) -> Result<Response, ApiError> {
     let now = p.clock.now_ms();
     // Checked as sent (the document's pattern allows spaces around it), stored trimmed.
     let next_at = next_occurrence(&body.cron, now)?;
     // The template must be a run this server would accept, so it fails now, not at 3 a.m.
     prepare_run(&p, &user.0, body.template.clone(), "validation".into())?;
-    if p.store.schedules(&user.0).await?.len() >= MAX_SCHEDULES {
-        return Err(ApiError::TooManyRequests(format!(
+    let new_id = format!("sch_{}", uuid::Uuid::new_v4().simple());
+    let view = match idempotency_key(&headers)? {
+        Some(key) => {
+            let fingerprint = request_fingerprint("schedules", &body)?;
+            let create = |id| create_schedule(&p, &user.0, body, id, next_at, now);
+            once(&p, &user.0, &key, fingerprint, new_id, create).await?
+        }
+        None => create_schedule(&p, &user.0, body, new_id, next_at, now).await?,
+    };
+    Ok(created("/v1/schedules", view))
+}
+
+/// Stores the schedule under `id`; one already there (an earlier attempt under the same
+/// idempotency key) is the answer.
+async fn create_schedule(
+    p: &Platform, user: &str, body: CreateSchedule, id: String, next_at: i64, now: i64,
+) -> Result<Value, ServiceError> {
+    let mine = p.store.schedules(user).await?;
+    if let Some(made) = mine.iter().find(|s| s.id == id) {
+        return serde_json::to_value(made).map_err(ServiceError::internal);
+    }
+    if mine.len() >= MAX_SCHEDULES {
+        return Err(ServiceError::LimitExceeded(format!(
             "at most {MAX_SCHEDULES} schedules per user"
         )));
     }
     let schedule = Schedule {
-        id: format!("sch_{}", uuid::Uuid::new_v4().simple()),
-        user_id: user.0,
+        id,
+        user_id: user.to_string(),
         cron: body.cron.trim().to_string(),
         template: body.template,
         next_at,
@@ -51,13 +74,7 @@ pub async fn post_schedule(
         last_run_id: None,
     };
     p.store.put_schedule(&schedule).await?;
-    let location = format!("/v1/schedules/{}", schedule.id);
-    Ok((
-        StatusCode::CREATED,
-        [(header::LOCATION, location)],
-        Json(schedule),
-    )
-        .into_response())
+    serde_json::to_value(&schedule).map_err(ServiceError::internal)
 }
 
 pub async fn list_schedules(

@@ -18,6 +18,7 @@ use longrun_ports::{
     RunQuery, ScheduleStore, StepMessage, StepQueue, StoreError, UserCatalog, WebhookOutbox,
     Workspace,
 };
+use longrun_ports::{IdempotencyKeys, IdempotencyRecord};
 use serde_json::Value;
 
 #[derive(Default)]
@@ -34,6 +35,8 @@ struct State {
     schedules: HashMap<String, Schedule>,
     /// The webhook outbox: (delivery id, hook) → delivery; a lease is its `next_at`.
     outbox: BTreeMap<(String, u32), WebhookDelivery>,
+    /// Idempotency keys: (user, key) → record.
+    keys: HashMap<(String, String), IdempotencyRecord>,
 }
 
 #[derive(Default)]
@@ -256,12 +259,15 @@ impl Inbox for InMemoryRunStore {
         Ok(true)
     }
 
-    async fn notifications(&self, user_id: &str, limit: usize) -> StoreResult<Vec<Notification>> {
+    async fn notifications_page(
+        &self, user_id: &str, before: Option<&(i64, String)>, limit: usize,
+    ) -> StoreResult<Vec<Notification>> {
         let state = self.lock();
         let mut out: Vec<Notification> = state
             .notifications
             .values()
             .filter(|n| n.user_id == user_id)
+            .filter(|n| before.is_none_or(|(at, id)| (n.at, &n.id) < (*at, id)))
             .cloned()
             .collect();
         out.sort_by(|a, b| (b.at, &b.id).cmp(&(a.at, &a.id)));
@@ -276,6 +282,34 @@ impl Inbox for InMemoryRunStore {
             kept.read = true;
         }
         Ok(())
+    }
+}
+
+#[async_trait]
+impl IdempotencyKeys for InMemoryRunStore {
+    async fn claim_key(&self, rec: &IdempotencyRecord) -> StoreResult<IdempotencyRecord> {
+        let mut state = self.lock();
+        let slot = (rec.user_id.clone(), rec.key.clone());
+        match state.keys.get(&slot) {
+            Some(held) if held.expires_at > rec.created_at => Ok(held.clone()),
+            _ => {
+                state.keys.insert(slot, rec.clone());
+                Ok(rec.clone())
+            }
+        }
+    }
+
+    async fn finish_key(
+        &self, user_id: &str, key: &str, resource_id: &str, response: &Value,
+    ) -> StoreResult<Value> {
+        let mut state = self.lock();
+        match state.keys.get_mut(&(user_id.to_string(), key.to_string())) {
+            Some(held) if held.resource_id == resource_id => Ok(held
+                .response
+                .get_or_insert_with(|| response.clone())
+                .clone()),
+            _ => Ok(response.clone()),
+        }
     }
 }
 

@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod clock;
 pub mod faults;
+pub mod idempotency;
 pub mod llm;
 pub mod notify;
 pub mod outbox;
@@ -16,6 +17,7 @@ pub mod tools;
 pub use agent::{AgentError, AgentHost, AgentTurn};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use faults::{FaultPoint, Faults, NoFaults};
+pub use idempotency::{IDEMPOTENCY_WINDOW_MS, IdempotencyKeys, IdempotencyRecord};
 pub use llm::{
     ChatMessage, ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, LlmRole, Usage,
 };
@@ -34,6 +36,7 @@ pub use tools::{McpConnector, McpToolSpec, Tool, ToolContext, ToolFactory};
 /// Every store trait in scope, for code that calls a concrete adapter's methods (tests,
 /// wiring); code holding a `dyn Store` needs only `CatalogExt`.
 pub mod prelude {
+    pub use crate::idempotency::IdempotencyKeys as _;
     pub use crate::store::{
         CatalogExt as _, Inbox as _, RunLog as _, ScheduleStore as _, UserCatalog as _,
         Workspace as _,

@@ -13,6 +13,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::idempotency::IdempotencyKeys;
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error(transparent)]
@@ -94,7 +96,15 @@ pub trait Workspace: Send + Sync {
 pub trait Inbox: Send + Sync {
     /// Idempotent on `id`: returns false when it already existed.
     async fn put_notification(&self, n: &Notification) -> StoreResult<bool>;
-    async fn notifications(&self, user_id: &str, limit: usize) -> StoreResult<Vec<Notification>>;
+    /// The user's latest notifications, newest first.
+    async fn notifications(&self, user_id: &str, limit: usize) -> StoreResult<Vec<Notification>> {
+        self.notifications_page(user_id, None, limit).await
+    }
+    /// A page of them, newest first: only those strictly before the `(at, id)` cursor when one
+    /// is given (the last of the previous page), so paging sees each notification once.
+    async fn notifications_page(
+        &self, user_id: &str, before: Option<&(i64, String)>, limit: usize,
+    ) -> StoreResult<Vec<Notification>>;
     /// Marks one of `n.user_id`'s notifications read (as listed by `notifications`);
     /// idempotent, and a no-op for a notification that is gone.
     async fn mark_notification_read(&self, n: &Notification) -> StoreResult<()>;
@@ -169,9 +179,15 @@ pub trait ScheduleStore: Send + Sync {
 
 /// Everything one database holds; what wiring passes around. Use cases and the engine take
 /// the narrower traits it upcasts to.
-pub trait Store: RunLog + Workspace + Inbox + UserCatalog + ScheduleStore {}
+pub trait Store:
+    RunLog + Workspace + Inbox + UserCatalog + ScheduleStore + IdempotencyKeys
+{
+}
 
-impl<T: RunLog + Workspace + Inbox + UserCatalog + ScheduleStore + ?Sized> Store for T {}
+impl<T: RunLog + Workspace + Inbox + UserCatalog + ScheduleStore + IdempotencyKeys + ?Sized> Store
+    for T
+{
+}
 
 fn scope(user_id: &str, kind: CatalogKind) -> CatalogScope<'_> {
     CatalogScope { user_id, kind }

@@ -9,6 +9,7 @@ pub mod config;
 #[cfg(feature = "embedded")]
 pub mod embedded;
 pub mod error;
+pub mod idempotency;
 pub mod outbox;
 pub mod outcome;
 pub mod platform;

@@ -3,8 +3,8 @@
 
 use longrun_domain::AgentView;
 use longrun_domain::change;
-use longrun_domain::run::{Budgets, BudgetsInput, Run, RunPatch, RunStatus};
-use longrun_domain::{McpServer, is_blank};
+use longrun_domain::run::{Budgets, BudgetsInput, MAX_PLAN_STEPS, Run, RunPatch, RunStatus};
+use longrun_domain::{McpServer, is_blank, no_controls};
 use longrun_ports::{AgentError, CatalogExt, StepReason};
 
 use crate::error::ServiceError;
@@ -76,6 +76,39 @@ async fn check_tools_exist(
     Ok(())
 }
 
+/// A plan step's id is at most this many characters, its title at most `MAX_STEP_TITLE_CHARS`.
+pub const MAX_STEP_ID_CHARS: usize = 64;
+pub const MAX_STEP_TITLE_CHARS: usize = 500;
+
+/// An edit's sizes: no more plan steps than a plan holds, each with a visible id and a title of
+/// bounded length (a plan is shown to the model on every iteration).
+fn check_patch(edit: &RunPatch) -> Result<(), ServiceError> {
+    if let Some(o) = &edit.objective {
+        no_controls("objective", o).map_err(ServiceError::Invalid)?;
+    }
+    if edit.plan.len() > MAX_PLAN_STEPS {
+        return Err(ServiceError::Invalid(format!(
+            "plan: at most {MAX_PLAN_STEPS} steps, got {}",
+            edit.plan.len()
+        )));
+    }
+    for (i, step) in edit.plan.iter().enumerate() {
+        if is_blank(&step.id) || step.id.chars().count() > MAX_STEP_ID_CHARS {
+            return Err(ServiceError::Invalid(format!(
+                "plan[{i}].id must be 1 to {MAX_STEP_ID_CHARS} characters, not blank"
+            )));
+        }
+        if step.title.chars().count() > MAX_STEP_TITLE_CHARS {
+            return Err(ServiceError::Invalid(format!(
+                "plan[{i}].title: at most {MAX_STEP_TITLE_CHARS} characters"
+            )));
+        }
+        no_controls(&format!("plan[{i}].id"), &step.id).map_err(ServiceError::Invalid)?;
+        no_controls(&format!("plan[{i}].title"), &step.title).map_err(ServiceError::Invalid)?;
+    }
+    Ok(())
+}
+
 /// At most this many names in `allowed_tools`.
 pub const MAX_ALLOWED_TOOLS: usize = 64;
 
@@ -87,6 +120,7 @@ pub fn prepare_run(
     if is_blank(objective) {
         return Err(ServiceError::Invalid("objective must not be empty".into()));
     }
+    no_controls("objective", objective).map_err(ServiceError::Invalid)?;
     if objective.len() > p.config.max_objective_bytes {
         return Err(ServiceError::Invalid(format!(
             "objective is {} bytes; the limit is {} bytes",
@@ -141,6 +175,9 @@ pub fn prepare_run(
                 "allowed_tools must list at most {MAX_ALLOWED_TOOLS} tool names, none empty"
             )));
         }
+        for (i, name) in allowed.iter().enumerate() {
+            no_controls(&format!("allowed_tools[{i}]"), name).map_err(ServiceError::Invalid)?;
+        }
         run.allowed_tools = Some(allowed);
     }
     if models.len() > 1 {
@@ -185,6 +222,7 @@ fn completion_criteria(criteria: Vec<String>) -> Result<Vec<String>, ServiceErro
                 "completion_criteria[{i}] must be 1 to {MAX_CRITERION_CHARS} characters and not blank, got {chars}"
             )));
         }
+        no_controls(&format!("completion_criteria[{i}]"), c).map_err(ServiceError::Invalid)?;
     }
     Ok(criteria.into_iter().map(|c| c.trim().to_string()).collect())
 }
@@ -223,6 +261,7 @@ pub async fn respond_run(
             change::MAX_ANSWER_CHARS
         )));
     }
+    no_controls("answer", answer).map_err(ServiceError::Invalid)?;
     let answer = answer.trim();
     let docs = p.store.docs(id, "", 10_000).await?;
     let now = p.clock.now_ms();
@@ -262,6 +301,7 @@ pub async fn post_message(p: &Platform, id: &str, text: &str) -> Result<Run, Ser
             change::MAX_MESSAGE_CHARS
         )));
     }
+    no_controls("text", text).map_err(ServiceError::Invalid)?;
     let (text, now) = (text.trim(), p.clock.now_ms());
     let run = p
         .store
@@ -307,6 +347,7 @@ pub async fn pause_run(p: &Platform, id: &str) -> Result<Run, ServiceError> {
 
 /// Edit the objective or the plan; takes effect at the next iteration.
 pub async fn patch_run_with(p: &Platform, id: &str, edit: RunPatch) -> Result<Run, ServiceError> {
+    check_patch(&edit)?;
     let now = p.clock.now_ms();
     Ok(p.store
         .update_run(id, &|r| change::patch(r, edit.clone(), now))

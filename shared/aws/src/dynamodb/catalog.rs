@@ -44,14 +44,44 @@ impl Inbox for DynamoDbRunStore {
         }
     }
 
-    async fn notifications(&self, user_id: &str, limit: usize) -> StoreResult<Vec<Notification>> {
+    async fn notifications_page(
+        &self, user_id: &str, before: Option<&(i64, String)>, limit: usize,
+    ) -> StoreResult<Vec<Notification>> {
         if limit == 0 {
             return Ok(vec![]);
         }
+        let Some((at, id)) = before else {
+            let items = self
+                .with_prefix(user_pk(user_id), "NOTIF#".into(), "body", limit, true)
+                .await?;
+            return items.iter().map(|i| from_attr(i, "body")).collect();
+        };
+        // BETWEEN is inclusive and a key condition cannot pair `<` with begins_with: read one
+        // more and drop the cursor's own entry. Nothing else of the user sorts between `NOTIF#`
+        // and a `NOTIF#…` key (`NOTIFID#` markers sort after every one).
+        let hi = format!("NOTIF#{}#{}", stamp(*at), id);
         let items = self
-            .with_prefix(user_pk(user_id), "NOTIF#".into(), "body", limit, true)
+            .query_pages(
+                |q| {
+                    q.key_condition_expression("PK = :pk AND SK BETWEEN :lo AND :hi")
+                        .expression_attribute_values(":pk", s(user_pk(user_id)))
+                        .expression_attribute_values(":lo", s("NOTIF#"))
+                        .expression_attribute_values(":hi", s(hi.clone()))
+                        .projection_expression("body")
+                        .consistent_read(true)
+                        .scan_index_forward(false)
+                        .limit((limit + 1).clamp(1, 1000) as i32)
+                },
+                limit + 1,
+            )
             .await?;
-        items.iter().map(|i| from_attr(i, "body")).collect()
+        let mut out = items
+            .iter()
+            .map(|i| from_attr::<Notification>(i, "body"))
+            .collect::<StoreResult<Vec<_>>>()?;
+        out.retain(|n| (n.at, &n.id) < (*at, id));
+        out.truncate(limit);
+        Ok(out)
     }
 
     async fn mark_notification_read(&self, note: &Notification) -> StoreResult<()> {

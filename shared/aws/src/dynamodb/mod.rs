@@ -56,6 +56,7 @@ use crate::capacity::{IndexSpec, Projection};
 use crate::{describe, error_code};
 
 mod catalog;
+mod idempotency;
 mod runs;
 mod write;
 

@@ -97,7 +97,7 @@ pub fn patch(run: &Run, edit: RunPatch, now: i64) -> Result<RunChange, Rejection
         ));
     }
     if let Some(o) = &edit.objective
-        && (o.trim().is_empty() || o.len() > MAX_PATCH_OBJECTIVE_BYTES)
+        && (crate::is_blank(o) || o.len() > MAX_PATCH_OBJECTIVE_BYTES)
     {
         return Err(Rejection::Conflict(format!(
             "objective must be 1 to {MAX_PATCH_OBJECTIVE_BYTES} bytes"

@@ -29,6 +29,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 mod catalog;
+mod idempotency;
 mod outbox;
 mod queue;
 mod ready;
@@ -335,6 +336,7 @@ impl SqliteDb {
         add_fair_key(&conn).map_err(unavailable)?;
         fold_catalog(&conn).map_err(unavailable)?;
         outbox::migrate(&conn).map_err(unavailable)?;
+        idempotency::migrate(&conn).map_err(unavailable)?;
         index_for_a_full_store(&conn).map_err(unavailable)?;
         Ok(SqliteDb {
             inner: Arc::new(Inner {

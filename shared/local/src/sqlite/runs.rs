@@ -41,6 +41,8 @@ const ITERATIONS: &str =
     "SELECT body FROM iterations WHERE run_id = ?1 AND n > ?2 ORDER BY n LIMIT +?3";
 const NOTIFICATIONS: &str =
     "SELECT body FROM notifications WHERE user_id = ?1 ORDER BY at DESC, id DESC LIMIT +?2";
+const NOTIFICATIONS_BEFORE: &str = "SELECT body FROM notifications WHERE user_id = ?1
+       AND (at, id) < (?3, ?4) ORDER BY at DESC, id DESC LIMIT +?2";
 
 // The OR term is `runs_unsettled`'s condition, written the same way, so these read only the
 // runs that are active or not yet notified (a full store holds mostly ended, notified ones).
@@ -485,9 +487,15 @@ impl Inbox for SqliteRunStore {
             .await
     }
 
-    async fn notifications(&self, user_id: &str, limit: usize) -> StoreResult<Vec<Notification>> {
+    async fn notifications_page(
+        &self, user_id: &str, before: Option<&(i64, String)>, limit: usize,
+    ) -> StoreResult<Vec<Notification>> {
+        let limit = limit as i64;
         self.db
-            .read(|c| query_json(c, NOTIFICATIONS, &[&user_id, &(limit as i64)]))
+            .read(|c| match before {
+                None => query_json(c, NOTIFICATIONS, &[&user_id, &limit]),
+                Some((at, id)) => query_json(c, NOTIFICATIONS_BEFORE, &[&user_id, &limit, at, id]),
+            })
             .await
     }
 

@@ -1,13 +1,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 from typing_extensions import Self
-
-from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.notification import Notification
@@ -20,25 +18,36 @@ T = TypeVar("T", bound="GetNotificationsResponse200")
 class GetNotificationsResponse200:
     """
     Attributes:
-        notifications (list[Notification] | Unset):
+        next_cursor (None | str): Pass as `cursor` for the next page; null on the last
+        notifications (list[Notification]):
+        unread (int): Unread on this page
     """
 
-    notifications: list[Notification] | Unset = UNSET
+    next_cursor: None | str
+    notifications: list[Notification]
+    unread: int
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        notifications: list[dict[str, Any]] | Unset = UNSET
-        if not isinstance(self.notifications, Unset):
-            notifications = []
-            for notifications_item_data in self.notifications:
-                notifications_item = notifications_item_data.to_dict()
-                notifications.append(notifications_item)
+        next_cursor: None | str
+        next_cursor = self.next_cursor
+
+        notifications = []
+        for notifications_item_data in self.notifications:
+            notifications_item = notifications_item_data.to_dict()
+            notifications.append(notifications_item)
+
+        unread = self.unread
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
-        field_dict.update({})
-        if notifications is not UNSET:
-            field_dict["notifications"] = notifications
+        field_dict.update(
+            {
+                "next_cursor": next_cursor,
+                "notifications": notifications,
+                "unread": unread,
+            }
+        )
 
         return field_dict
 
@@ -47,17 +56,27 @@ class GetNotificationsResponse200:
         from ..models.notification import Notification
 
         d = dict(src_dict)
-        _notifications = d.pop("notifications", UNSET)
-        notifications: list[Notification] | Unset = UNSET
-        if _notifications is not UNSET:
-            notifications = []
-            for notifications_item_data in _notifications:
-                notifications_item = Notification.from_dict(notifications_item_data)
 
-                notifications.append(notifications_item)
+        def _parse_next_cursor(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        next_cursor = _parse_next_cursor(d.pop("next_cursor"))
+
+        notifications = []
+        _notifications = d.pop("notifications")
+        for notifications_item_data in _notifications:
+            notifications_item = Notification.from_dict(notifications_item_data)
+
+            notifications.append(notifications_item)
+
+        unread = d.pop("unread")
 
         get_notifications_response_200 = cls(
+            next_cursor=next_cursor,
             notifications=notifications,
+            unread=unread,
         )
 
         get_notifications_response_200.additional_properties = d

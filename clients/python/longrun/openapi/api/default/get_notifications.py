@@ -13,11 +13,14 @@ from ...types import UNSET, Response, Unset
 def _get_kwargs(
     *,
     limit: int | Unset = UNSET,
+    cursor: str | Unset = UNSET,
 ) -> dict[str, Any]:
 
     params: dict[str, Any] = {}
 
     params["limit"] = limit
+
+    params["cursor"] = cursor
 
     params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
 
@@ -89,11 +92,13 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
     limit: int | Unset = UNSET,
+    cursor: str | Unset = UNSET,
 ) -> Response[GetNotificationsResponse200 | Problem]:
     """Your notification inbox
 
     Args:
-        limit (int | Unset): At most this many, 1 to 200 (default 50)
+        limit (int | Unset): Page size, 1 to 200 (default 50)
+        cursor (str | Unset): `next_cursor` of the previous page, unchanged
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -105,6 +110,7 @@ def sync_detailed(
 
     kwargs = _get_kwargs(
         limit=limit,
+        cursor=cursor,
     )
 
     response = client.get_httpx_client().request(
@@ -118,11 +124,13 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
     limit: int | Unset = UNSET,
+    cursor: str | Unset = UNSET,
 ) -> GetNotificationsResponse200 | Problem | None:
     """Your notification inbox
 
     Args:
-        limit (int | Unset): At most this many, 1 to 200 (default 50)
+        limit (int | Unset): Page size, 1 to 200 (default 50)
+        cursor (str | Unset): `next_cursor` of the previous page, unchanged
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -135,6 +143,7 @@ def sync(
     return sync_detailed(
         client=client,
         limit=limit,
+        cursor=cursor,
     ).parsed
 
 
@@ -142,11 +151,13 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
     limit: int | Unset = UNSET,
+    cursor: str | Unset = UNSET,
 ) -> Response[GetNotificationsResponse200 | Problem]:
     """Your notification inbox
 
     Args:
-        limit (int | Unset): At most this many, 1 to 200 (default 50)
+        limit (int | Unset): Page size, 1 to 200 (default 50)
+        cursor (str | Unset): `next_cursor` of the previous page, unchanged
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -158,6 +169,7 @@ async def asyncio_detailed(
 
     kwargs = _get_kwargs(
         limit=limit,
+        cursor=cursor,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -169,11 +181,13 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
     limit: int | Unset = UNSET,
+    cursor: str | Unset = UNSET,
 ) -> GetNotificationsResponse200 | Problem | None:
     """Your notification inbox
 
     Args:
-        limit (int | Unset): At most this many, 1 to 200 (default 50)
+        limit (int | Unset): Page size, 1 to 200 (default 50)
+        cursor (str | Unset): `next_cursor` of the previous page, unchanged
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -187,5 +201,6 @@ async def asyncio(
         await asyncio_detailed(
             client=client,
             limit=limit,
+            cursor=cursor,
         )
     ).parsed

@@ -8,14 +8,17 @@ from ...client import AuthenticatedClient, Client
 from ...models.problem import Problem
 from ...models.run import Run
 from ...models.run_template import RunTemplate
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     *,
     body: RunTemplate,
+    idempotency_key: str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
+    if not isinstance(idempotency_key, Unset):
+        headers["Idempotency-Key"] = idempotency_key
 
     _kwargs: dict[str, Any] = {
         "method": "post",
@@ -89,10 +92,12 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
     body: RunTemplate,
+    idempotency_key: str | Unset = UNSET,
 ) -> Response[Problem | Run]:
     """Start a run
 
     Args:
+        idempotency_key (str | Unset):
         body (RunTemplate): A run to start: the body of `POST /v1/runs`, and what a schedule
             starts at each occurrence.
 
@@ -106,6 +111,7 @@ def sync_detailed(
 
     kwargs = _get_kwargs(
         body=body,
+        idempotency_key=idempotency_key,
     )
 
     response = client.get_httpx_client().request(
@@ -119,10 +125,12 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
     body: RunTemplate,
+    idempotency_key: str | Unset = UNSET,
 ) -> Problem | Run | None:
     """Start a run
 
     Args:
+        idempotency_key (str | Unset):
         body (RunTemplate): A run to start: the body of `POST /v1/runs`, and what a schedule
             starts at each occurrence.
 
@@ -137,6 +145,7 @@ def sync(
     return sync_detailed(
         client=client,
         body=body,
+        idempotency_key=idempotency_key,
     ).parsed
 
 
@@ -144,10 +153,12 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
     body: RunTemplate,
+    idempotency_key: str | Unset = UNSET,
 ) -> Response[Problem | Run]:
     """Start a run
 
     Args:
+        idempotency_key (str | Unset):
         body (RunTemplate): A run to start: the body of `POST /v1/runs`, and what a schedule
             starts at each occurrence.
 
@@ -161,6 +172,7 @@ async def asyncio_detailed(
 
     kwargs = _get_kwargs(
         body=body,
+        idempotency_key=idempotency_key,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -172,10 +184,12 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
     body: RunTemplate,
+    idempotency_key: str | Unset = UNSET,
 ) -> Problem | Run | None:
     """Start a run
 
     Args:
+        idempotency_key (str | Unset):
         body (RunTemplate): A run to start: the body of `POST /v1/runs`, and what a schedule
             starts at each occurrence.
 
@@ -191,5 +205,6 @@ async def asyncio(
         await asyncio_detailed(
             client=client,
             body=body,
+            idempotency_key=idempotency_key,
         )
     ).parsed

@@ -8,14 +8,17 @@ from ...client import AuthenticatedClient, Client
 from ...models.create_schedule import CreateSchedule
 from ...models.problem import Problem
 from ...models.schedule import Schedule
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     *,
     body: CreateSchedule,
+    idempotency_key: str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
+    if not isinstance(idempotency_key, Unset):
+        headers["Idempotency-Key"] = idempotency_key
 
     _kwargs: dict[str, Any] = {
         "method": "post",
@@ -89,10 +92,12 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
     body: CreateSchedule,
+    idempotency_key: str | Unset = UNSET,
 ) -> Response[Problem | Schedule]:
     """Start a run on a cron schedule (UTC)
 
     Args:
+        idempotency_key (str | Unset):
         body (CreateSchedule):
 
     Raises:
@@ -105,6 +110,7 @@ def sync_detailed(
 
     kwargs = _get_kwargs(
         body=body,
+        idempotency_key=idempotency_key,
     )
 
     response = client.get_httpx_client().request(
@@ -118,10 +124,12 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
     body: CreateSchedule,
+    idempotency_key: str | Unset = UNSET,
 ) -> Problem | Schedule | None:
     """Start a run on a cron schedule (UTC)
 
     Args:
+        idempotency_key (str | Unset):
         body (CreateSchedule):
 
     Raises:
@@ -135,6 +143,7 @@ def sync(
     return sync_detailed(
         client=client,
         body=body,
+        idempotency_key=idempotency_key,
     ).parsed
 
 
@@ -142,10 +151,12 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
     body: CreateSchedule,
+    idempotency_key: str | Unset = UNSET,
 ) -> Response[Problem | Schedule]:
     """Start a run on a cron schedule (UTC)
 
     Args:
+        idempotency_key (str | Unset):
         body (CreateSchedule):
 
     Raises:
@@ -158,6 +169,7 @@ async def asyncio_detailed(
 
     kwargs = _get_kwargs(
         body=body,
+        idempotency_key=idempotency_key,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -169,10 +181,12 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
     body: CreateSchedule,
+    idempotency_key: str | Unset = UNSET,
 ) -> Problem | Schedule | None:
     """Start a run on a cron schedule (UTC)
 
     Args:
+        idempotency_key (str | Unset):
         body (CreateSchedule):
 
     Raises:
@@ -187,5 +201,6 @@ async def asyncio(
         await asyncio_detailed(
             client=client,
             body=body,
+            idempotency_key=idempotency_key,
         )
     ).parsed
