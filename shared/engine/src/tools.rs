@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use longrun_domain::decide::ToolFailureKind;
 use longrun_domain::planner::ToolCall;
 use longrun_domain::record::{MAX_DOC_BYTES, MAX_SOURCE_CHARS, merge_sources, normalize_doc_path};
+use longrun_domain::report::DOC_SOURCE_PREFIX;
 use longrun_domain::run::{
     Budgets, BudgetsInput, PlanStep, Run, StepStatus, apply_plan_updates, carve_child_budgets,
 };
@@ -370,6 +371,13 @@ impl Tool for DocRead {
             None => Err(format!(
                 "no document at `{path}`; use doc_list to see what exists"
             )),
+        }
+    }
+    /// The doc read: docs written after it link to it (the report's `links`).
+    fn sources(&self, _args: &Value, result: &Value) -> Vec<String> {
+        match result["path"].as_str() {
+            Some(path) => vec![format!("{DOC_SOURCE_PREFIX}{path}")],
+            None => vec![],
         }
     }
 }
