@@ -53,7 +53,7 @@ impl Engine {
                 "the run is waiting, not ended; a model writes the narrative when it ends",
             )));
         }
-        if status == RunStatus::Canceled {
+        if status == RunStatus::Canceled || self.canceled_since(it).await? {
             return Ok(Some(records(
                 "the run was canceled, and no model is called after a cancel",
             )));
@@ -74,6 +74,17 @@ impl Engine {
             }
         };
         Ok(Some(narrative))
+    }
+}
+
+impl Engine {
+    /// A cancel committed since the claim. Read fresh, once per ended run: when no write took
+    /// the claim yet (the planner failed), a cancel ends the queued run in the store at once.
+    async fn canceled_since(&self, it: &Iter<'_>) -> Result<bool, EngineError> {
+        Ok(match self.store().get_run(&it.run.id).await? {
+            Some(r) => r.cancel_requested || r.status.is_ended(),
+            None => true,
+        })
     }
 }
 
