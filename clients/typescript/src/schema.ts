@@ -461,6 +461,11 @@ export interface components {
             /** Format: uint32 */
             version: number;
         };
+        /** @description The run's outputs: its documents, and its plan as it stands. */
+        Artifacts: {
+            documents: components["schemas"]["ArtifactRef"][];
+            plan: components["schemas"]["PlanStep"][];
+        };
         /** @description Hard limits of a run. Waiting time never counts against `max_running_ms`. */
         Budgets: {
             /**
@@ -519,6 +524,26 @@ export interface components {
             /** @default null */
             reason?: string | null;
         };
+        /** @enum {string} */
+        ChangeAction: "created" | "updated";
+        /** @description One thing the run changed. */
+        ChangeEntry: {
+            /** @description `updated` when a document was written more than once, or a step moved past pending. */
+            change: components["schemas"]["ChangeAction"];
+            /** @description The step's id (plan steps). */
+            id?: string | null;
+            /**
+             * Format: uint32
+             * @description The iteration that last wrote the document or touched the step.
+             */
+            iteration: number;
+            kind: components["schemas"]["ChangeKind"];
+            /** @description The document's path (documents). */
+            path?: string | null;
+            title: string;
+        };
+        /** @enum {string} */
+        ChangeKind: "document" | "plan_step";
         /** @description A child run as its parent sees it. */
         ChildRun: {
             /** @description Carved out of the parent's remainder when the child was spawned. */
@@ -606,6 +631,10 @@ export interface components {
             path: string;
             snippet: string;
             title: string;
+        };
+        DocLink: {
+            from: string;
+            to: string;
         };
         DocMeta: {
             /** Format: uint */
@@ -783,6 +812,22 @@ export interface components {
             /** Format: uint64 */
             output_tokens: number;
         };
+        /** @description The report's narrative: what was asked, what was done, what was found, what is left. */
+        Narrative: {
+            /** @description Why no model wrote it (records only). */
+            note?: string | null;
+            source: components["schemas"]["NarrativeSource"];
+            text: string;
+        };
+        /**
+         * @description Who wrote the narrative summary.
+         *
+         *     `model`: One final model call at the end of the run, priced and counted in its spend.
+         *
+         *     `records`: Built from the iteration records, without a model; `note` says why.
+         * @enum {string}
+         */
+        NarrativeSource: "model" | "records";
         /** @enum {string} */
         NextAction: "replan" | "execute" | "ask_user" | "stop";
         Notification: {
@@ -906,12 +951,20 @@ export interface components {
             write?: boolean;
         };
         Report: {
-            artifacts: components["schemas"]["ArtifactRef"][];
+            artifacts: components["schemas"]["Artifacts"];
             /** @description Child runs and their outcomes. */
             children?: components["schemas"]["ChildRun"][];
             /** Format: int64 */
             generated_at: number;
             metrics: components["schemas"]["ReportMetrics"];
+            /**
+             * @description Five to ten sentences on what was asked, done, found and left.
+             * @default {
+             *       "source": "records",
+             *       "text": ""
+             *     }
+             */
+            narrative?: components["schemas"]["Narrative"];
             objective: string;
             questions?: string[];
             run_id: string;
@@ -922,6 +975,7 @@ export interface components {
             sources?: components["schemas"]["SourceRef"][];
             status: components["schemas"]["RunStatus"];
             stopping_reason: components["schemas"]["StoppingReason"];
+            /** @description The last iteration's one-line progress summary. */
             summary: string;
             title: string;
             what_changed: components["schemas"]["WhatChanged"];
@@ -1271,9 +1325,23 @@ export interface components {
         };
         WhatChanged: {
             created: string[];
+            /**
+             * @description Every change, typed: each document with the iteration that last wrote it, and each
+             *     plan step with the iteration that last touched it.
+             * @default []
+             */
+            entries?: components["schemas"]["ChangeEntry"][];
             /** @description Docs the run cited as completion evidence. */
             linked: string[];
-            /** @description The sources of each created or updated doc that has any, by path. */
+            /**
+             * @description Document-to-document links: `from` was written after reading `to`.
+             * @default []
+             */
+            links?: components["schemas"]["DocLink"][];
+            /**
+             * @description The external sources (URLs, `tool:NAME`) of each created or updated doc that has any,
+             *     by path.
+             */
             sources?: {
                 [key: string]: string[];
             };

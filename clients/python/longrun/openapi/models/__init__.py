@@ -1,9 +1,13 @@
 """Contains all the data models used in inputs/outputs"""
 
 from .artifact_ref import ArtifactRef
+from .artifacts import Artifacts
 from .budgets import Budgets
 from .budgets_input import BudgetsInput
 from .call_decision import CallDecision
+from .change_action import ChangeAction
+from .change_entry import ChangeEntry
+from .change_kind import ChangeKind
 from .child_run import ChildRun
 from .confidence import Confidence
 from .continue_body import ContinueBody
@@ -13,6 +17,7 @@ from .decision_type_0 import DecisionType0
 from .decision_type_1 import DecisionType1
 from .doc import Doc
 from .doc_hit import DocHit
+from .doc_link import DocLink
 from .doc_meta import DocMeta
 from .event import Event
 from .event_kind import EventKind
@@ -41,6 +46,8 @@ from .message_body import MessageBody
 from .metrics import Metrics
 from .metrics_by_model import MetricsByModel
 from .model_metrics import ModelMetrics
+from .narrative import Narrative
+from .narrative_source import NarrativeSource
 from .next_action import NextAction
 from .notification import Notification
 from .notification_metrics import NotificationMetrics
@@ -84,9 +91,13 @@ from .what_changed_sources import WhatChangedSources
 
 __all__ = (
     "ArtifactRef",
+    "Artifacts",
     "Budgets",
     "BudgetsInput",
     "CallDecision",
+    "ChangeAction",
+    "ChangeEntry",
+    "ChangeKind",
     "ChildRun",
     "Confidence",
     "ContinueBody",
@@ -96,6 +107,7 @@ __all__ = (
     "DecisionType1",
     "Doc",
     "DocHit",
+    "DocLink",
     "DocMeta",
     "Event",
     "EventKind",
@@ -122,6 +134,8 @@ __all__ = (
     "Metrics",
     "MetricsByModel",
     "ModelMetrics",
+    "Narrative",
+    "NarrativeSource",
     "NextAction",
     "Notification",
     "NotificationMetrics",
