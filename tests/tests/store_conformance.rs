@@ -679,6 +679,9 @@ mod suite {
             read: false,
             metrics: Default::default(),
             questions: vec![],
+            message: String::new(),
+            action_url: String::new(),
+            data: None,
         };
         assert!(
             s.put_notification(&n("r1#5#completed", "alice", 1))
@@ -722,6 +725,9 @@ mod suite {
             read: false,
             metrics: Default::default(),
             questions: vec![],
+            message: String::new(),
+            action_url: String::new(),
+            data: None,
         };
         for note in [
             n("a#1", "alice", 1),

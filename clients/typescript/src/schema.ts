@@ -450,7 +450,25 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    runOutcome: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A run's outcome (ended, or waiting on you), signed with your secret */
+        post: operations["runOutcome"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         ArtifactRef: {
@@ -831,11 +849,26 @@ export interface components {
         /** @enum {string} */
         NextAction: "replan" | "execute" | "ask_user" | "stop";
         Notification: {
+            /**
+             * @description The deep link to the run's page (the same as `link`).
+             * @default
+             */
+            action_url?: string;
             /** Format: int64 */
             at: number;
+            /**
+             * @description The run, its status, why it stopped and what it spent (absent on notifications stored
+             *     before it was written).
+             */
+            data?: components["schemas"]["NotificationData"] | null;
             /** @description `{run_id}#{iteration}#{status}`: one notification per outcome, however often published. */
             id: string;
             link: string;
+            /**
+             * @description The narrative's first sentences, or the questions when the run waits on the user.
+             * @default
+             */
+            message?: string;
             /**
              * @description The run's metrics at this outcome.
              * @default {
@@ -855,6 +888,20 @@ export interface components {
             title: string;
             user_id: string;
         };
+        /** @description The run an outcome is about, its status, why it stopped and what it spent. */
+        NotificationData: {
+            /** Format: double */
+            cost_usd: number;
+            /** Format: uint64 */
+            duration_ms: number;
+            /** Format: uint32 */
+            iterations: number;
+            run_id: string;
+            status: components["schemas"]["RunStatus"];
+            stopping_reason?: components["schemas"]["StoppingReason"] | null;
+            /** Format: uint64 */
+            tokens: number;
+        };
         NotificationMetrics: {
             /** Format: double */
             cost_usd: number;
@@ -864,6 +911,32 @@ export interface components {
             iterations: number;
             /** Format: uint64 */
             tokens: number;
+        };
+        /** @description The body POSTed to a user's webhooks for each outcome (signed, `X-Longrun-Signature`). */
+        OutcomePayload: {
+            /** @description The deep link to the run's page. */
+            action_url: string;
+            /** Format: int64 */
+            at: number;
+            data: components["schemas"]["NotificationData"];
+            /**
+             * @description `{run_id}#{iteration}#{status}`, also the `X-Longrun-Delivery` header: the same on
+             *     every attempt, so receivers can drop repeats.
+             */
+            id: string;
+            /** @description The same as `action_url`. */
+            link: string;
+            message: string;
+            metrics: components["schemas"]["NotificationMetrics"];
+            questions: string[];
+            run_id: string;
+            status: components["schemas"]["RunStatus"];
+            stopping_reason?: components["schemas"]["StoppingReason"] | null;
+            /** @description The last iteration's one-line summary. */
+            summary: string;
+            /** @description Slack-compatible: the linked title and the message. */
+            text: string;
+            title: string;
         };
         /** @description The scratchpad entry of one iteration: the journal the next planner reads. */
         PadEntry: {
@@ -3854,6 +3927,33 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
+            };
+        };
+    };
+    runOutcome: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description sha256=<hex HMAC-SHA256(secret, body)> */
+                "X-Longrun-Signature": string;
+                /** @description The payload's id, the same on every attempt */
+                "X-Longrun-Delivery": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OutcomePayload"];
+            };
+        };
+        responses: {
+            /** @description Received; anything else is attempted again */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

@@ -4,7 +4,7 @@
 use longrun_domain::report::Report;
 use longrun_domain::run::RunPatch;
 use longrun_domain::{Doc, Event, IterationRecord, PadEntry, Run};
-use longrun_domain::{DocHit, Notification};
+use longrun_domain::{DocHit, Notification, OutcomePayload};
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Value, json};
@@ -527,6 +527,7 @@ fn build(policy: &FetchPolicy) -> Value {
         entry[op.method] = o;
     }
     let summary = run_summary(&mut g);
+    let outcome = schema::<OutcomePayload>(&mut g);
     let mut schemas = g.take_definitions(true);
     schemas.insert("RunSummary".into(), summary);
     // schemars writes "anything" as the schema `true`; generators (openapi-python-client)
@@ -557,6 +558,18 @@ fn build(policy: &FetchPolicy) -> Value {
         // Relative: the API is on the server that serves this document.
         "servers": [{"url": "/", "description": "The server that serves this document"}],
         "paths": paths,
+        // What the server POSTs to the URLs of `PUT /v1/webhooks`.
+        "webhooks": {"runOutcome": {"post": {
+            "summary": "A run's outcome (ended, or waiting on you), signed with your secret",
+            "operationId": "runOutcome",
+            "parameters": [
+                {"name": "X-Longrun-Signature", "in": "header", "required": true,
+                 "description": "sha256=<hex HMAC-SHA256(secret, body)>", "schema": {"type": "string"}},
+                {"name": "X-Longrun-Delivery", "in": "header", "required": true,
+                 "description": "The payload's id, the same on every attempt", "schema": {"type": "string"}}],
+            "requestBody": {"required": true, "content": {"application/json": {"schema": outcome}}},
+            "responses": {"2XX": {"description": "Received; anything else is attempted again"}},
+        }}},
         "components": {
             "schemas": schemas,
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},

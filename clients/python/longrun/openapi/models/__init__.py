@@ -50,7 +50,9 @@ from .narrative import Narrative
 from .narrative_source import NarrativeSource
 from .next_action import NextAction
 from .notification import Notification
+from .notification_data import NotificationData
 from .notification_metrics import NotificationMetrics
+from .outcome_payload import OutcomePayload
 from .pad_entry import PadEntry
 from .pending_call import PendingCall
 from .permission_mode import PermissionMode
@@ -138,7 +140,9 @@ __all__ = (
     "NarrativeSource",
     "NextAction",
     "Notification",
+    "NotificationData",
     "NotificationMetrics",
+    "OutcomePayload",
     "PadEntry",
     "PendingCall",
     "PermissionMode",
