@@ -62,11 +62,11 @@ fn doc(path: &str, content: &str, version: u32) -> Doc {
         path: path.into(),
         title: path.into(),
         content: content.into(),
-        tags: vec![],
+        tags: vec!["tea".into(), "draft".into()],
         created_iteration: 1,
         updated_iteration: version,
         version,
-        updated_at: 0,
+        updated_at: 1_700_000_000_000 + version as i64,
         sources: vec![
             format!("https://example.org/{path}"),
             "tool:price_lookup".into(),
@@ -384,6 +384,11 @@ mod suite {
         let listed = s.docs("r1", "notes/", 10).await.unwrap();
         assert_eq!(listed.len(), 1);
         assert_eq!(listed[0].sources, a.sources);
+        // Every store returns what a doc was tagged with and when it was written.
+        assert_eq!(a.tags, vec!["tea", "draft"]);
+        assert_eq!(a.updated_at, 1_700_000_000_001);
+        assert_eq!(listed[0].tags, a.tags);
+        assert_eq!(listed[0].updated_at, a.updated_at);
         assert_eq!(s.docs("r1", "", 10).await.unwrap().len(), 2);
         let hits = s.search_docs("r1", "BETA", 10).await.unwrap();
         assert_eq!(hits.len(), 1);

@@ -661,7 +661,15 @@ export interface components {
             created_iteration: number;
             path: string;
             sources?: string[];
+            tags?: string[];
             title: string;
+            /**
+             * Format: int64
+             * @description When the iteration that last wrote it began (epoch ms; 0 on docs written before it
+             *     was kept).
+             * @default 0
+             */
+            updated_at?: number;
             /** Format: uint32 */
             updated_iteration: number;
             /** Format: uint32 */
@@ -3160,7 +3168,9 @@ export interface operations {
     };
     get_runs_id_workspace: {
         parameters: {
-            query?: never;
+            query?: {
+                tag?: string;
+            };
             header?: never;
             path: {
                 id: string;

@@ -423,6 +423,8 @@ mod tests {
             updated_iteration: version,
             version,
             sources: vec![],
+            tags: vec![],
+            updated_at: 0,
         }
     }
 

@@ -274,6 +274,8 @@ mod tests {
                 updated_iteration: n,
                 version: 1,
                 sources: vec![],
+                tags: vec![],
+                updated_at: 0,
             }));
         }
         run.metrics.docs = 1_000;
@@ -303,6 +305,8 @@ mod tests {
             updated_iteration: n,
             version: n,
             sources: vec![],
+            tags: vec![],
+            updated_at: 0,
         };
         run.note_docs([meta("a.md", 1), meta("b.md", 1)]);
         run.note_docs([meta("a.md", 2)]);
@@ -326,6 +330,8 @@ mod tests {
             updated_iteration: 2,
             version: 1,
             sources: vec![],
+            tags: vec![],
+            updated_at: 0,
         }]);
         let second = planner_messages(&run, 3, &[pad(1), pad(2)], "- doc_write: …", None);
 

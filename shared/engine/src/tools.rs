@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use longrun_domain::decide::ToolFailureKind;
 use longrun_domain::planner::ToolCall;
-use longrun_domain::record::{MAX_DOC_BYTES, MAX_SOURCE_CHARS, merge_sources, normalize_doc_path};
+use longrun_domain::record::{
+    MAX_DOC_BYTES, MAX_SOURCE_CHARS, merge_sources, normalize_doc_path, normalize_tags,
+};
 use longrun_domain::report::DOC_SOURCE_PREFIX;
 use longrun_domain::run::{
     Budgets, BudgetsInput, PlanStep, Run, StepStatus, apply_plan_updates, carve_child_budgets,
@@ -111,7 +113,7 @@ impl Staging {
     }
 
     async fn write_doc(
-        &self, path: &str, title: Option<&str>, content: &str,
+        &self, path: &str, title: Option<&str>, content: &str, tags: Option<Vec<String>>,
     ) -> Result<Value, String> {
         let staged_base = self.lock().docs.get(path).map(|(_, base)| base.clone());
         let base = match staged_base {
@@ -126,9 +128,12 @@ impl Staging {
             .map(str::to_string)
             .or_else(|| base.as_ref().map(|b| b.title.clone()))
             .unwrap_or_else(|| path.rsplit('/').next().unwrap_or(path).to_string());
+        let tags =
+            tags.unwrap_or_else(|| base.as_ref().map(|b| b.tags.clone()).unwrap_or_default());
         if let Some(b) = &base
             && b.content == content
             && b.title == title
+            && b.tags == tags
         {
             self.lock().docs.remove(path);
             return Ok(json!({"path": path, "changed": false, "version": b.version}));
@@ -142,7 +147,7 @@ impl Staging {
             path: path.to_string(),
             title,
             content: content.to_string(),
-            tags: base.as_ref().map(|b| b.tags.clone()).unwrap_or_default(),
+            tags,
             created_iteration: base
                 .as_ref()
                 .map_or(self.iteration, |b| b.created_iteration),
@@ -309,6 +314,9 @@ struct DocWriteArgs {
     path: String,
     content: String,
     title: Option<String>,
+    /// Labels to find the document by (`GET …/workspace?tag=`); replace the document's tags
+    /// when given, keep them when left out.
+    tags: Option<Vec<String>>,
 }
 
 struct DocWrite;
@@ -337,7 +345,9 @@ impl Tool for DocWrite {
                 a.content.len()
             ));
         }
-        st.write_doc(&path, a.title.as_deref(), &a.content).await
+        let tags = a.tags.as_deref().map(normalize_tags).transpose()?;
+        st.write_doc(&path, a.title.as_deref(), &a.content, tags)
+            .await
     }
 }
 

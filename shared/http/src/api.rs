@@ -352,11 +352,21 @@ fn tree(docs: &[DocMeta]) -> Value {
     render("", "", &root)
 }
 
+#[derive(Debug, Deserialize)]
+struct WorkspaceQuery {
+    tag: Option<String>,
+}
+
 async fn workspace(
     State(p): State<Platform>, user: User, Path(id): Path<String>,
+    ApiQuery(q): ApiQuery<WorkspaceQuery>,
 ) -> Result<Json<Value>, ApiError> {
     owned(&p, &user, &id).await?;
-    let docs = p.store.docs(&id, "", 10_000).await?;
+    let mut docs = p.store.docs(&id, "", 10_000).await?;
+    // Tags are on every doc's listing entry: a filter over the listing needs no index.
+    if let Some(tag) = q.tag.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+        docs.retain(|d| d.tags.iter().any(|t| t == tag));
+    }
     Ok(Json(json!({"tree": tree(&docs), "docs": docs})))
 }
 

@@ -389,6 +389,11 @@ fn query(method: &str, path: &str) -> Vec<(&'static str, bool, Value)> {
             ),
             limit("At most this many events, 1 to 1000 (default 100)"),
         ],
+        ("get", "/v1/runs/{id}/workspace") => vec![(
+            "tag",
+            false,
+            json!({"type": "string", "maxLength": 64, "description": "Only documents with this tag (`doc_write`'s `tags`); the tree lists those alone"}),
+        )],
         ("get", "/v1/runs/{id}/iterations") => vec![
             (
                 "after",

@@ -419,11 +419,11 @@ impl Workspace for SqliteRunStore {
             path: meta.path,
             title,
             content,
-            tags: vec![],
+            tags: meta.tags,
             created_iteration: meta.created_iteration,
             updated_iteration: meta.updated_iteration,
             version: meta.version,
-            updated_at: 0,
+            updated_at: meta.updated_at,
             sources: meta.sources,
         }))
     }
