@@ -535,6 +535,7 @@ async fn run_embedded(
         models: run.models.to_vec(),
         permission_mode: run.mode,
         allowed_tools: (!run.tools.is_empty()).then(|| run.tools.to_vec()),
+        context: None,
     };
     let models = run.models.join(", ");
     let run = create_run(&p, "local", req)

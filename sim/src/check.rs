@@ -16,6 +16,7 @@ use crate::{Sim, Spent, lock, world};
 /// Every run of these users, children and scheduled runs included, oldest first.
 pub(crate) async fn all_runs(store: &InMemoryRunStore, users: &[String]) -> Vec<Run> {
     let q = RunQuery {
+        context: None,
         limit: 100_000,
         ..Default::default()
     };

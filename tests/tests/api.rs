@@ -983,6 +983,7 @@ async fn serve_posts_a_signed_webhook_for_each_outcome() {
         models: vec![],
         permission_mode: None,
         allowed_tools: None,
+        context: None,
     };
     let id = longrun_http::create_run(t.p(), "alice", req)
         .await

@@ -1127,6 +1127,8 @@ export interface components {
              *     (`c1`, `c2`, … in order) to accepted evidence.
              */
             completion_criteria?: string[];
+            /** @description What the run is about in the caller's world (`GET /v1/runs?context_type=&entity_id=`). */
+            context?: components["schemas"]["RunContext"] | null;
             /** Format: int64 */
             created_at: number;
             /** Format: uint32 */
@@ -1211,6 +1213,16 @@ export interface components {
             user_id: string;
         };
         /**
+         * @description The thing in the caller's application a run is attached to: a kind and an id of the
+         *     caller's choosing (the seed's `context_type` and `entity_id`).
+         */
+        RunContext: {
+            /** @description The entity's id in the caller's system (1 to 256 characters). */
+            entity_id: string;
+            /** @description A kind, e.g. `project` (1 to 64 characters). */
+            type: string;
+        };
+        /**
          * @description A user's mid-run edit (`PATCH /v1/runs/{id}`): a new objective, and plan steps to add or
          *     change by id.
          */
@@ -1225,6 +1237,7 @@ export interface components {
         RunStatus: "queued" | "running" | "waiting_on_user" | "waiting_on_children" | "completed" | "stopped" | "canceled" | "failed" | "paused";
         /** @description One run in a listing (the objective cut to 200 characters) */
         RunSummary: {
+            context?: components["schemas"]["RunContext"] | null;
             cost_usd: number;
             created_at: number;
             id: string;
@@ -1257,6 +1270,11 @@ export interface components {
              *     evidence: documents this run wrote that are not empty, or plan steps that are done.
              */
             completion_criteria?: string[];
+            /**
+             * @description What the run is about in your application, to list its runs by
+             *     (`GET /v1/runs?context_type=&entity_id=`).
+             */
+            context?: components["schemas"]["RunContext"] | null;
             /**
              * @description `provider:model`; one of the server's configured models.
              * @default null
@@ -1985,6 +2003,8 @@ export interface operations {
         parameters: {
             query?: {
                 status?: "" | "queued" | "running" | "waiting_on_user" | "waiting_on_children" | "paused" | "completed" | "stopped" | "canceled" | "failed";
+                context_type?: string;
+                entity_id?: string;
                 limit?: number;
                 cursor?: string;
             };

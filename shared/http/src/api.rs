@@ -18,7 +18,7 @@ use longrun_domain::Webhook;
 use longrun_domain::change;
 use longrun_domain::run::{BudgetsInput, PermissionMode, Run, RunPatch, RunStatus};
 use longrun_domain::{DocMeta, is_blank};
-use longrun_ports::RunQuery;
+use longrun_ports::{ContextFilter, RunQuery};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -141,6 +141,8 @@ pub const CURSOR_PATTERN: &str = r"^(-?[0-9]{1,18}_[\s\S]*)?$";
 #[derive(Debug, Deserialize)]
 struct ListQuery {
     status: Option<String>,
+    context_type: Option<String>,
+    entity_id: Option<String>,
     limit: Option<usize>,
     cursor: Option<String>,
 }
@@ -170,12 +172,18 @@ async fn list_runs(
             Some((at, id))
         }
     };
+    let blank = |v: Option<String>| v.filter(|v| !v.trim().is_empty());
+    let context = match (blank(q.context_type), blank(q.entity_id)) {
+        (None, None) => None,
+        (kind, entity_id) => Some(ContextFilter { kind, entity_id }),
+    };
     let limit = q.limit.unwrap_or(50).clamp(1, 200);
     let runs = p
         .store
         .list_runs(
             &user.0,
             &RunQuery {
+                context,
                 status,
                 before,
                 limit,
@@ -194,6 +202,7 @@ async fn list_runs(
                 "status": r.status, "iteration": r.iteration, "created_at": r.created_at,
                 "updated_at": r.updated_at, "tokens": r.metrics.tokens(), "cost_usd": r.metrics.cost_usd,
                 "stopping_reason": r.stopping_reason, "link": p.dispatch.link(&r.id),
+                "context": r.context,
             })
         })
         .collect();

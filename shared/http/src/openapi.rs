@@ -74,6 +74,7 @@ fn webhooks(_: &mut SchemaGenerator) -> Value {
 fn run_summary(g: &mut SchemaGenerator) -> Value {
     let status = schema::<RunStatus>(g);
     let reason = schema::<longrun_domain::StoppingReason>(g);
+    let context = schema::<longrun_domain::run::RunContext>(g);
     json!({"type": "object", "description": "One run in a listing (the objective cut to 200 characters)",
         "required": ["id", "objective", "status", "iteration", "created_at", "updated_at", "tokens", "cost_usd", "stopping_reason", "link"],
         "properties": {
@@ -82,7 +83,8 @@ fn run_summary(g: &mut SchemaGenerator) -> Value {
             "updated_at": {"type": "integer"}, "tokens": {"type": "integer", "minimum": 0},
             "cost_usd": {"type": "number"},
             "stopping_reason": {"anyOf": [reason, {"type": "null"}]},
-            "link": {"type": "string", "description": "The run's page in the console"}}})
+            "link": {"type": "string", "description": "The run's page in the console"},
+            "context": {"anyOf": [context, {"type": "null"}]}}})
 }
 fn runs(_: &mut SchemaGenerator) -> Value {
     json!({"type": "object", "required": ["runs", "next_cursor", "active", "active_limit"], "properties": {
@@ -364,6 +366,16 @@ fn query(method: &str, path: &str) -> Vec<(&'static str, bool, Value)> {
                 "status",
                 false,
                 json!({"type": "string", "enum": std::iter::once("").chain(RunStatus::ALL.iter().map(|s| s.as_str())).collect::<Vec<_>>(), "description": "Only runs in this status"}),
+            ),
+            (
+                "context_type",
+                false,
+                json!({"type": "string", "maxLength": 64, "description": "Only runs whose `context.type` is this"}),
+            ),
+            (
+                "entity_id",
+                false,
+                json!({"type": "string", "maxLength": 256, "description": "Only runs whose `context.entity_id` is this"}),
             ),
             limit("Page size, 1 to 200 (default 50)"),
             (

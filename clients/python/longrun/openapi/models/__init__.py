@@ -72,6 +72,7 @@ from .respond_body_type_0 import RespondBodyType0
 from .respond_body_type_1 import RespondBodyType1
 from .respond_body_type_2 import RespondBodyType2
 from .run import Run
+from .run_context import RunContext
 from .run_patch import RunPatch
 from .run_status import RunStatus
 from .run_summary import RunSummary
@@ -162,6 +163,7 @@ __all__ = (
     "RespondBodyType1",
     "RespondBodyType2",
     "Run",
+    "RunContext",
     "RunPatch",
     "RunStatus",
     "RunSummary",
