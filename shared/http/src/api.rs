@@ -16,6 +16,7 @@ use axum::{Json, Router};
 use futures_util::Stream;
 use longrun_domain::Webhook;
 use longrun_domain::change;
+use longrun_domain::record::MAX_TAG_CHARS;
 use longrun_domain::run::{BudgetsInput, PermissionMode, Run, RunPatch, RunStatus};
 use longrun_domain::{DocMeta, is_blank};
 use longrun_ports::{ContextFilter, RunQuery};
@@ -172,6 +173,16 @@ async fn list_runs(
             Some((at, id))
         }
     };
+    for (name, v, max) in [
+        ("context_type", &q.context_type, 64),
+        ("entity_id", &q.entity_id, 256),
+    ] {
+        if let Some(n) = v.as_ref().map(|v| v.chars().count()).filter(|n| *n > max) {
+            return Err(ApiError::BadRequest(format!(
+                "{name} must be at most {max} characters, got {n}"
+            )));
+        }
+    }
     let blank = |v: Option<String>| v.filter(|v| !v.trim().is_empty());
     let context = match (blank(q.context_type), blank(q.entity_id)) {
         (None, None) => None,
@@ -373,6 +384,16 @@ async fn workspace(
     owned(&p, &user, &id).await?;
     let mut docs = p.store.docs(&id, "", 10_000).await?;
     // Tags are on every doc's listing entry: a filter over the listing needs no index.
+    if let Some(n) = q
+        .tag
+        .as_ref()
+        .map(|t| t.chars().count())
+        .filter(|n| *n > MAX_TAG_CHARS)
+    {
+        return Err(ApiError::BadRequest(format!(
+            "tag must be at most {MAX_TAG_CHARS} characters, got {n}"
+        )));
+    }
     if let Some(tag) = q.tag.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
         docs.retain(|d| d.tags.iter().any(|t| t == tag));
     }
