@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
-use longrun_domain::report::Report;
+use longrun_domain::report::{ChangeAction, ChangeKind, NarrativeSource, Report};
 use longrun_domain::run::{BudgetsInput, PermissionMode, Run, RunStatus};
 use longrun_http::{
     AppConfig, Console, CreateRun, Embedded, Platform, Tokens, create_run, init_tracing,
@@ -589,6 +589,7 @@ async fn run_embedded(
         models: run.models.to_vec(),
         permission_mode: run.mode,
         allowed_tools: (!run.tools.is_empty()).then(|| run.tools.to_vec()),
+        context: None,
     };
     let models = run.models.join(", ");
     let run = create_run(&p, "local", req)
@@ -688,6 +689,25 @@ fn truncate(s: &str, n: usize) -> String {
     out
 }
 
+/// `text` in lines of at most about `width` characters, broken at spaces.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![];
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 fn print_report(report: &Report, json: bool) -> Result<()> {
     if json {
         println!("{}", serde_json::to_string_pretty(report)?);
@@ -700,6 +720,21 @@ fn print_report(report: &Report, json: bool) -> Result<()> {
         report.status, report.stopping_reason.kind, report.stopping_reason.detail
     );
     println!("summary:     {}", report.summary);
+    let by = match report.narrative.source {
+        NarrativeSource::Model => "written by the model".to_string(),
+        NarrativeSource::Records => format!(
+            "built from the iteration records: {}",
+            report
+                .narrative
+                .note
+                .as_deref()
+                .unwrap_or("no model wrote it")
+        ),
+    };
+    println!("narrative:   ({by})");
+    for line in wrap(&report.narrative.text, 90) {
+        println!("  {line}");
+    }
     println!(
         "metrics:     {} iterations · {} LLM calls · {} tokens · ${:.6} · running {} ms of {} ms",
         m.iterations, m.llm_calls, m.tokens, m.cost_usd, m.running_ms, m.duration_ms
@@ -710,9 +745,23 @@ fn print_report(report: &Report, json: bool) -> Result<()> {
             mm.calls, mm.input_tokens, mm.output_tokens, mm.cost_usd
         );
     }
-    println!("created:     {}", report.what_changed.created.join(", "));
-    if !report.what_changed.updated.is_empty() {
-        println!("updated:     {}", report.what_changed.updated.join(", "));
+    println!("changes:");
+    for e in &report.what_changed.entries {
+        let (kind, name) = match e.kind {
+            ChangeKind::Document => ("document ", e.path.as_deref().unwrap_or("")),
+            ChangeKind::PlanStep => ("plan step", e.id.as_deref().unwrap_or("")),
+        };
+        let change = match e.change {
+            ChangeAction::Created => "created",
+            ChangeAction::Updated => "updated",
+        };
+        println!(
+            "  {kind} {name:<18} {change} (iteration {:>2})  {}",
+            e.iteration, e.title
+        );
+    }
+    for l in &report.what_changed.links {
+        println!("  link      {} → {}", l.from, l.to);
     }
     if !report.questions.is_empty() {
         println!("questions:   {}", report.questions.join(" | "));

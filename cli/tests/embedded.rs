@@ -241,6 +241,21 @@ fn the_demo_completes_with_fan_out_repair_and_docs() {
             && stdout.contains("remaining_work"),
         "{stdout}"
     );
+    // The report a person reads: the final call's narrative and the typed changes.
+    assert!(
+        stdout.contains("narrative:   (written by the model)")
+            && stdout.contains("You asked for a short field guide"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("document  guide.md           created (iteration  3)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("plan step s4"), "{stdout}");
+    assert!(
+        stdout.contains("link      guide.md → notes/green.md"),
+        "{stdout}"
+    );
     // Every follow-up command is pasteable: the binary and the data by full path.
     let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_longrun")).unwrap();
     let data = std::fs::canonicalize(dir.path()).unwrap();

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use longrun_domain::EventKind;
 use longrun_domain::evidence::{ClaimEvidence, DocFound, judge_evidence};
+use longrun_domain::report::NarrativeSource;
 use longrun_domain::run::{Run, RunStatus};
 use longrun_http::Platform;
 use longrun_local::InMemoryRunStore;
@@ -15,6 +16,7 @@ use crate::{Sim, Spent, lock, world};
 /// Every run of these users, children and scheduled runs included, oldest first.
 pub(crate) async fn all_runs(store: &InMemoryRunStore, users: &[String]) -> Vec<Run> {
     let q = RunQuery {
+        context: None,
         limit: 100_000,
         ..Default::default()
     };
@@ -149,6 +151,14 @@ async fn outcome(store: &InMemoryRunStore, run: &Run, out: &mut Vec<String>) {
     let mine: Vec<_> = inbox.iter().filter(|n| n.run_id == run.id).collect();
     if run.status.is_ended() && run.report.is_none() {
         out.push(format!("{}: {} without a report", run.id, run.status));
+    }
+    // A report a person reads: a narrative always, and one no model wrote says why.
+    if let Some(r) = &run.report {
+        let n = &r.narrative;
+        let unexplained = n.source == NarrativeSource::Records && n.note.is_none();
+        if n.text.trim().is_empty() || unexplained {
+            out.push(format!("{}: report narrative {n:?}", run.id));
+        }
     }
     let id = format!("{}#{}#{}", run.id, run.iteration, run.status);
     let published = mine.iter().any(|n| n.id == id);

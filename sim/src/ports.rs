@@ -581,6 +581,11 @@ impl SimLlm {
             LlmRole::Repair => {
                 Ok(json!({"tool_calls": [write(&format!("fixed/{n}.md"), "f")]}).to_string())
             }
+            LlmRole::Reporter if self.sim.chance(100) => Err(LlmErrorKind::Server),
+            LlmRole::Reporter => Ok(format!(
+                "The run was asked for its objective. It worked for {n} iteration(s). \
+                 It wrote its findings to the workspace. Nothing more is left."
+            )),
         }
     }
 }

@@ -260,6 +260,7 @@ fn template(objective: &str, budgets: BudgetsInput, mode: Option<PermissionMode>
         models: vec![],
         permission_mode: mode,
         allowed_tools: None,
+        context: None,
     }
 }
 

@@ -77,6 +77,7 @@ pub fn run_request(
         models: vec![],
         permission_mode: None,
         allowed_tools: None,
+        context: None,
     }
 }
 

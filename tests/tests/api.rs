@@ -984,6 +984,7 @@ async fn serve_posts_a_signed_webhook_for_each_outcome() {
         models: vec![],
         permission_mode: None,
         allowed_tools: None,
+        context: None,
     };
     let id = longrun_http::create_run(t.p(), "alice", req)
         .await
@@ -1769,6 +1770,9 @@ async fn the_inbox_pages_by_cursor_through_every_notification_once() {
                 read: false,
                 metrics: Default::default(),
                 questions: vec![],
+                message: "m".into(),
+                action_url: "http://x".into(),
+                data: None,
             })
             .await
             .unwrap();

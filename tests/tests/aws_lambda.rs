@@ -12,7 +12,7 @@ use axum::http::{HeaderMap, StatusCode};
 use http_body_util::BodyExt;
 use longrun_domain::Webhook;
 use longrun_domain::change;
-use longrun_domain::run::RunStatus;
+use longrun_domain::run::{RunStatus, StopType};
 use longrun_fn_notifier::{DELIVERY_HEADER, NotifierHandler, SIGNATURE_HEADER, signature};
 use longrun_ports::{Clock, FaultPoint, NoFaults, StepMessage, StepQueue, StepReason};
 use longrun_tests::aws::{APP_BASE_URL, Stack, sqs_event, stack};
@@ -190,6 +190,21 @@ async fn an_api_created_run_completes_through_real_sqs_messages_and_its_outcome_
     assert_eq!(payload["status"], "completed");
     assert_eq!(payload["metrics"]["iterations"], 6);
     assert!(payload["text"].as_str().unwrap().contains(&run_id));
+    // The seed's content, the same through SNS into the inbox and in the webhook.
+    let note = &inbox[0];
+    assert!(note.title.ends_with(" — completed"), "{}", note.title);
+    assert!(!note.message.is_empty());
+    assert_eq!(payload["title"], note.title.as_str());
+    assert_eq!(payload["message"], note.message.as_str());
+    assert_eq!(payload["action_url"], note.action_url.as_str());
+    assert_eq!(note.action_url, note.link);
+    let data = note.data.clone().unwrap();
+    assert_eq!(payload["data"], serde_json::to_value(&data).unwrap());
+    assert_eq!(
+        (data.run_id.as_str(), data.iterations),
+        (run_id.as_str(), 6)
+    );
+    assert_eq!(data.stopping_reason.unwrap().kind, StopType::Completed);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

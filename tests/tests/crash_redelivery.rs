@@ -32,6 +32,7 @@ async fn start(t: &TestPlatform) -> String {
         models: vec![],
         model: None,
         allowed_tools: None,
+        context: None,
     };
     create_run(t.p(), "alice", req).await.unwrap().id
 }

@@ -52,6 +52,7 @@ async fn start(t: &TestPlatform, models: &[&str]) -> String {
         models: models.iter().map(|m| m.to_string()).collect(),
         permission_mode: None,
         allowed_tools: None,
+        context: None,
     };
     create_run(t.p(), "alice", req).await.unwrap().id
 }
@@ -95,6 +96,7 @@ async fn models_outside_the_servers_list_are_refused_at_creation() {
         models: vec!["openai:gpt-4.1".into()],
         permission_mode: None,
         allowed_tools: None,
+        context: None,
     };
     let err = create_run(t.p(), "alice", req).await.unwrap_err();
     assert!(err.to_string().contains("first of models"), "{err}");
@@ -109,6 +111,7 @@ async fn models_outside_the_servers_list_are_refused_at_creation() {
         models: vec![MODEL.into(), "openai:gpt-4.1".into()],
         permission_mode: None,
         allowed_tools: None,
+        context: None,
     };
     let err = create_run(t.p(), "alice", req).await.unwrap_err();
     assert!(

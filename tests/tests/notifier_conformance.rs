@@ -28,6 +28,8 @@ fn outcome(run: &str, status: RunStatus) -> OutcomeMessage {
         at: 1_795_320_000_000,
         duration_ms: 61_000,
         questions: vec![],
+        title: "Tea guide — completed".into(),
+        message: "It wrote the guide.".into(),
     }
 }
 

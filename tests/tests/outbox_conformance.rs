@@ -28,6 +28,9 @@ fn note(id: &str, user: &str) -> Notification {
         read: false,
         metrics: NotificationMetrics::default(),
         questions: vec![],
+        message: String::new(),
+        action_url: String::new(),
+        data: None,
     }
 }
 
@@ -232,6 +235,8 @@ fn outcome() -> OutcomeMessage {
         at: 1_000,
         duration_ms: 5,
         questions: vec![],
+        title: "Tea guide — completed".into(),
+        message: "It wrote the guide.".into(),
     }
 }
 

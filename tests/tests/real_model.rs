@@ -119,6 +119,7 @@ async fn a_real_small_model_drives_a_run_to_a_legitimate_end_with_exact_token_bo
         models: vec![],
         permission_mode: None,
         allowed_tools: None,
+        context: None,
     };
     let id = create_run(t.p(), "alice", req).await.unwrap().id;
 

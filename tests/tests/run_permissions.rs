@@ -24,6 +24,7 @@ const BUSY: &str = r#"{
 fn request(budgets: BudgetsInput, allowed_tools: Option<Vec<String>>) -> CreateRun {
     CreateRun {
         allowed_tools,
+        context: None,
         ..longrun_tests::run_request("write many notes", budgets)
     }
 }

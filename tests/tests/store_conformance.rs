@@ -5,13 +5,13 @@ use longrun_ports::CatalogExt;
 use std::sync::Arc;
 
 use longrun_domain::change::{self, ActiveDelta};
-use longrun_domain::run::{RunStatus, Spend};
+use longrun_domain::run::{RunContext, RunStatus, Spend};
 use longrun_domain::{
     Doc, EventDraft, EventKind, PadEntry, Rejection, RunChange, RunTemplate, Schedule,
 };
 use longrun_domain::{McpServer, Notification, UserTool, Webhook};
 use longrun_local::{InMemoryRunStore, SqliteDb, SqliteRunStore};
-use longrun_ports::{IdempotencyRecord, RunQuery, Store, StoreError};
+use longrun_ports::{ContextFilter, IdempotencyRecord, RunQuery, Store, StoreError};
 use longrun_tests::new_run;
 use serde_json::json;
 
@@ -62,11 +62,11 @@ fn doc(path: &str, content: &str, version: u32) -> Doc {
         path: path.into(),
         title: path.into(),
         content: content.into(),
-        tags: vec![],
+        tags: vec!["tea".into(), "draft".into()],
         created_iteration: 1,
         updated_iteration: version,
         version,
-        updated_at: 0,
+        updated_at: 1_700_000_000_000 + version as i64,
         sources: vec![
             format!("https://example.org/{path}"),
             "tool:price_lookup".into(),
@@ -384,6 +384,11 @@ mod suite {
         let listed = s.docs("r1", "notes/", 10).await.unwrap();
         assert_eq!(listed.len(), 1);
         assert_eq!(listed[0].sources, a.sources);
+        // Every store returns what a doc was tagged with and when it was written.
+        assert_eq!(a.tags, vec!["tea", "draft"]);
+        assert_eq!(a.updated_at, 1_700_000_000_001);
+        assert_eq!(listed[0].tags, a.tags);
+        assert_eq!(listed[0].updated_at, a.updated_at);
         assert_eq!(s.docs("r1", "", 10).await.unwrap().len(), 2);
         let hits = s.search_docs("r1", "BETA", 10).await.unwrap();
         assert_eq!(hits.len(), 1);
@@ -570,6 +575,7 @@ mod suite {
                 permission_mode: None,
                 models: vec![],
                 allowed_tools: None,
+                context: None,
             },
             next_at,
             created_at: 1,
@@ -629,6 +635,7 @@ mod suite {
         .await
         .unwrap();
         let q = |limit, before| RunQuery {
+            context: None,
             status: None,
             before,
             limit,
@@ -647,6 +654,7 @@ mod suite {
             vec!["a1", "a0"]
         );
         let running = RunQuery {
+            context: None,
             status: Some(RunStatus::Running),
             before: None,
             limit: 10,
@@ -667,6 +675,73 @@ mod suite {
         );
     }
 
+    pub async fn runs_are_listed_by_their_context_type_entity_or_both(s: &dyn Store) {
+        // 150 runs: more than a page of a store that filters while it walks the runs.
+        for i in 0..150i64 {
+            let mut run = new_run(&format!("r{i:03}"), "alice", 1_000 + i);
+            run.context = match i % 3 {
+                0 => Some(RunContext {
+                    kind: "project".into(),
+                    entity_id: format!("p{}", i % 2),
+                }),
+                1 => Some(RunContext {
+                    kind: "ticket".into(),
+                    entity_id: "p0".into(),
+                }),
+                _ => None,
+            };
+            s.create_run(change::create(run, 500)).await.unwrap();
+        }
+        let q = |kind: Option<&str>, entity: Option<&str>, limit, before| RunQuery {
+            context: Some(ContextFilter {
+                kind: kind.map(str::to_string),
+                entity_id: entity.map(str::to_string),
+            }),
+            status: None,
+            before,
+            limit,
+        };
+        let ids =
+            |runs: Vec<longrun_domain::Run>| runs.into_iter().map(|r| r.id).collect::<Vec<_>>();
+
+        let p0 = s
+            .list_runs("alice", &q(Some("project"), Some("p0"), 3, None))
+            .await
+            .unwrap();
+        let all_p0 = s
+            .list_runs("alice", &q(Some("project"), Some("p0"), 100, None))
+            .await
+            .unwrap();
+        let next = s
+            .list_runs(
+                "alice",
+                &q(Some("project"), Some("p0"), 3, Some((1_138, "r138".into()))),
+            )
+            .await
+            .unwrap();
+        let tickets = s
+            .list_runs("alice", &q(Some("ticket"), None, 100, None))
+            .await
+            .unwrap();
+        let any_p0 = s
+            .list_runs("alice", &q(None, Some("p0"), 100, None))
+            .await
+            .unwrap();
+        let bob = s
+            .list_runs("bob", &q(Some("project"), None, 10, None))
+            .await
+            .unwrap();
+
+        // project p0 is every 6th run (i ≡ 0 mod 6), newest first; the cursor pages on.
+        assert_eq!(ids(p0), vec!["r144", "r138", "r132"]);
+        assert_eq!(all_p0.len(), 25);
+        assert_eq!(all_p0[0].context.as_ref().unwrap().entity_id, "p0");
+        assert_eq!(ids(next), vec!["r132", "r126", "r120"]);
+        assert_eq!(tickets.len(), 50);
+        assert_eq!(any_p0.len(), 75);
+        assert!(bob.is_empty());
+    }
+
     pub async fn notifications_are_idempotent_and_scoped_to_their_user(s: &dyn Store) {
         let n = |id: &str, user: &str, at| Notification {
             id: id.into(),
@@ -680,6 +755,9 @@ mod suite {
             read: false,
             metrics: Default::default(),
             questions: vec![],
+            message: String::new(),
+            action_url: String::new(),
+            data: None,
         };
         assert!(
             s.put_notification(&n("r1#5#completed", "alice", 1))
@@ -724,6 +802,9 @@ mod suite {
             read: false,
             metrics: Default::default(),
             questions: vec![],
+            message: String::new(),
+            action_url: String::new(),
+            data: None,
         };
         for (id, at) in [
             ("a1", 1),
@@ -772,6 +853,9 @@ mod suite {
             read: false,
             metrics: Default::default(),
             questions: vec![],
+            message: String::new(),
+            action_url: String::new(),
+            data: None,
         };
         for note in [
             n("a#1", "alice", 1),
@@ -948,6 +1032,7 @@ macro_rules! all_adapters {
                 a_commit_writes_iteration_docs_and_pad_together_and_only_once,
                 the_scratchpad_returns_the_last_entries_oldest_first,
                 runs_are_listed_per_user_newest_first_with_filters_and_cursor,
+                runs_are_listed_by_their_context_type_entity_or_both,
                 stale_runs_are_the_claimable_and_the_unnotified_oldest_first,
                 webhooks_are_replaced_whole_and_scoped_to_their_user,
                 tools_are_kept_per_user_by_name_and_deleted_only_by_their_owner,

@@ -123,6 +123,7 @@ async fn start(t: &TestPlatform) -> String {
         permission_mode: None,
         models: vec![],
         allowed_tools: None,
+        context: None,
     };
     create_run(t.p(), "alice", req).await.unwrap().id
 }

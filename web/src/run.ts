@@ -369,9 +369,28 @@ export const runPage: Page = (ctx, root, params) => {
     const r = run.report;
     if (!r) return;
     const docLink = (p: string) => h("li", {}, h("button", { type: "button", class: "link", onclick: () => openDoc(p) }, p));
+    const n = r.narrative;
+    const by = !n ? null : n.source === "model" ? "Written by the model at the run's end."
+      : `Built from the iteration records: ${n.note ?? "no model wrote it"}.`;
+    // The last completion claim the planner made, as the exit gate judged it.
+    const claim = [...s.iterations].reverse().find((it) => it.status_block?.exit_signal)?.status_block;
+    const mapped = (i: number, text: string) => claim?.criteria_evidence?.find((c) =>
+      c.criterion === `c${i + 1}` || c.criterion === text)?.evidence ?? [];
+    const criteria = run.completion_criteria ?? [];
     replace(report,
       h("p", { class: "report-title" }, h("strong", {}, r.title)),
+      n?.text ? [h("p", { "data-testid": "report-narrative" }, n.text), h("p", { class: "muted" }, by)] : null,
       h("p", { "data-testid": "report-summary" }, r.summary),
+      criteria.length ? [h("h3", {}, "Completion criteria"), h("ol", { "data-testid": "report-criteria" }, criteria.map((c, i) =>
+        h("li", {}, c, h("span", { class: "muted" }, mapped(i, c).length ? ` — evidence: ${mapped(i, c).join(", ")}` : " — no evidence claimed"))))] : null,
+      claim?.completion_evidence?.length ? [h("h3", {}, "Evidence"), h("ul", { "data-testid": "report-evidence" },
+        claim.completion_evidence.map((e) => h("li", {}, e)))] : null,
+      r.what_changed.entries?.length ? [h("h3", {}, "What changed"), h("ul", { "data-testid": "report-changes" },
+        r.what_changed.entries.map((e) => h("li", {}, `${e.kind === "document" ? "document" : "plan step"} `,
+          e.kind === "document" && e.path ? h("button", { type: "button", class: "link", onclick: () => openDoc(e.path!) }, e.path) : (e.id ?? ""),
+          h("span", { class: "muted" }, ` ${e.change} in iteration ${e.iteration} — ${e.title}`))))] : null,
+      r.what_changed.links?.length ? [h("h3", {}, "Links between documents"), h("ul", {}, r.what_changed.links.map((l) =>
+        h("li", {}, `${l.from} → ${l.to}`)))] : null,
       h("p", {}, h("strong", {}, "Stopping reason: "), `${r.stopping_reason.type} — ${r.stopping_reason.detail}`),
       r.what_changed.created.length ? [h("h3", {}, "Created"), h("ul", {}, r.what_changed.created.map(docLink))] : null,
       r.what_changed.updated.length ? [h("h3", {}, "Updated"), h("ul", {}, r.what_changed.updated.map(docLink))] : null,

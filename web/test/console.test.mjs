@@ -187,7 +187,7 @@ test("a run started from the composer advances live, waits on the user, complete
 
   const answer = page.getByLabel("Your answer");
   await answer.waitFor({ timeout: 20_000 });
-  await page.getByText("Which tea should the guide start with?").waitFor();
+  await page.getByText("Which tea should the guide start with?", { exact: true }).waitFor();
   assert.equal(await page.getByTestId("iterations").textContent(), "2 of 25");
   assert.notEqual(await page.getByTestId("cost").textContent(), costAfterOne, "cost advanced with iteration 2");
   await shot(page, "2-waiting-on-user");
@@ -209,6 +209,12 @@ test("a run started from the composer advances live, waits on the user, complete
   assert.equal(await page.getByTestId("doc-sources").textContent(), `${siteUrl}/teas`, "the doc cites the page read");
   assert.match(await page.getByTestId("report-sources").textContent(), /\/teas cited by guide\.md, notes\/tea\.md$/);
   assert.equal(await page.getByTestId("report-summary").textContent(), "Wrote guide.md starting with green tea, as asked.");
+  // The narrative (built from the records: this script has no reporter), the claim's evidence
+  // and the typed changes.
+  assert.match(await page.getByTestId("report-narrative").textContent(), /^You asked: Write a short tea guide\./);
+  await page.getByText(/^Built from the iteration records: no model answered/).waitFor();
+  assert.equal(await page.getByTestId("report-evidence").textContent(), "guide.md");
+  assert.match(await page.getByTestId("report-changes").textContent(), /document guide\.md created in iteration 3 — Tea guide/);
   await page.getByText("Stopping reason: completed").waitFor();
   await shot(page, "4-report-and-doc");
 
@@ -239,7 +245,7 @@ test("a deep link opened cold lands on its run page after sign-in", { timeout: 6
   // The inbox has the outcomes, unread, each linking to its run.
   await page.getByTestId("unread").filter({ hasText: /^[1-9]/ }).waitFor({ timeout: 10_000 });
   await page.getByRole("link", { name: /^Notifications/ }).click();
-  await page.getByRole("link", { name: `Run ${guidedRunId} completed` }).click();
+  await page.getByRole("link", { name: "Write a short tea guide — completed" }).click();
   await page.waitForURL(`${base}/runs/${guidedRunId}`);
   await page.getByRole("link", { name: /^Notifications/ }).click();
   await page.locator(`[data-notification="${guidedRunId}#3#completed"].read`).waitFor();

@@ -214,7 +214,11 @@ export class LongrunClient {
     return this.get<{ iterations: IterationRecord[] }>(
       `/v1/runs/${enc(id)}/iterations?after=${q.after ?? 0}&limit=${q.limit ?? 500}`);
   }
-  workspace(id: string) { return this.get<{ tree: TreeNode; docs: DocMeta[] }>(`/v1/runs/${enc(id)}/workspace`); }
+  /** The run's documents; with `tag`, only those tagged with it. */
+  workspace(id: string, tag?: string) {
+    const q = tag === undefined ? "" : `?tag=${enc(tag)}`;
+    return this.get<{ tree: TreeNode; docs: DocMeta[] }>(`/v1/runs/${enc(id)}/workspace${q}`);
+  }
   doc(id: string, path: string) { return this.get<Doc>(`/v1/runs/${enc(id)}/docs/${docPath(path)}`); }
   searchWorkspace(id: string, q: string, limit = 20) {
     return this.get<{ hits: DocHit[] }>(`/v1/runs/${enc(id)}/workspace/search?q=${enc(q)}&limit=${limit}`);

@@ -467,7 +467,25 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    runOutcome: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A run's outcome (ended, or waiting on you), signed with your secret */
+        post: operations["runOutcome"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         AgentProcessInfo: {
@@ -523,6 +541,11 @@ export interface components {
             title: string;
             /** Format: uint32 */
             version: number;
+        };
+        /** @description The run's outputs: its documents, and its plan as it stands. */
+        Artifacts: {
+            documents: components["schemas"]["ArtifactRef"][];
+            plan: components["schemas"]["PlanStep"][];
         };
         /** @description Hard limits of a run. Waiting time never counts against `max_running_ms`. */
         Budgets: {
@@ -596,6 +619,26 @@ export interface components {
             /** @default null */
             reason?: string | null;
         };
+        /** @enum {string} */
+        ChangeAction: "created" | "updated";
+        /** @description One thing the run changed. */
+        ChangeEntry: {
+            /** @description `updated` when a document was written more than once, or a step moved past pending. */
+            change: components["schemas"]["ChangeAction"];
+            /** @description The step's id (plan steps). */
+            id?: string | null;
+            /**
+             * Format: uint32
+             * @description The iteration that last wrote the document or touched the step.
+             */
+            iteration: number;
+            kind: components["schemas"]["ChangeKind"];
+            /** @description The document's path (documents). */
+            path?: string | null;
+            title: string;
+        };
+        /** @enum {string} */
+        ChangeKind: "document" | "plan_step";
         /** @description A child run as its parent sees it. */
         ChildRun: {
             /** @description Carved out of the parent's remainder when the child was spawned. */
@@ -684,6 +727,10 @@ export interface components {
             snippet: string;
             title: string;
         };
+        DocLink: {
+            from: string;
+            to: string;
+        };
         DocMeta: {
             /** Format: uint */
             bytes: number;
@@ -691,7 +738,15 @@ export interface components {
             created_iteration: number;
             path: string;
             sources?: string[];
+            tags?: string[];
             title: string;
+            /**
+             * Format: int64
+             * @description When the iteration that last wrote it began (epoch ms; 0 on docs written before it
+             *     was kept).
+             * @default 0
+             */
+            updated_at?: number;
             /** Format: uint32 */
             updated_iteration: number;
             /** Format: uint32 */
@@ -860,14 +915,45 @@ export interface components {
             /** Format: uint64 */
             output_tokens: number;
         };
+        /** @description The report's narrative: what was asked, what was done, what was found, what is left. */
+        Narrative: {
+            /** @description Why no model wrote it (records only). */
+            note?: string | null;
+            source: components["schemas"]["NarrativeSource"];
+            text: string;
+        };
+        /**
+         * @description Who wrote the narrative summary.
+         *
+         *     `model`: One final model call at the end of the run, priced and counted in its spend.
+         *
+         *     `records`: Built from the iteration records, without a model; `note` says why.
+         * @enum {string}
+         */
+        NarrativeSource: "model" | "records";
         /** @enum {string} */
         NextAction: "replan" | "execute" | "ask_user" | "stop";
         Notification: {
+            /**
+             * @description The deep link to the run's page (the same as `link`).
+             * @default
+             */
+            action_url?: string;
             /** Format: int64 */
             at: number;
+            /**
+             * @description The run, its status, why it stopped and what it spent (absent on notifications stored
+             *     before it was written).
+             */
+            data?: components["schemas"]["NotificationData"] | null;
             /** @description `{run_id}#{iteration}#{status}`: one notification per outcome, however often published. */
             id: string;
             link: string;
+            /**
+             * @description The narrative's first sentences, or the questions when the run waits on the user.
+             * @default
+             */
+            message?: string;
             /**
              * @description The run's metrics at this outcome.
              * @default {
@@ -887,6 +973,20 @@ export interface components {
             title: string;
             user_id: string;
         };
+        /** @description The run an outcome is about, its status, why it stopped and what it spent. */
+        NotificationData: {
+            /** Format: double */
+            cost_usd: number;
+            /** Format: uint64 */
+            duration_ms: number;
+            /** Format: uint32 */
+            iterations: number;
+            run_id: string;
+            status: components["schemas"]["RunStatus"];
+            stopping_reason?: components["schemas"]["StoppingReason"] | null;
+            /** Format: uint64 */
+            tokens: number;
+        };
         NotificationMetrics: {
             /** Format: double */
             cost_usd: number;
@@ -896,6 +996,32 @@ export interface components {
             iterations: number;
             /** Format: uint64 */
             tokens: number;
+        };
+        /** @description The body POSTed to a user's webhooks for each outcome (signed, `X-Longrun-Signature`). */
+        OutcomePayload: {
+            /** @description The deep link to the run's page. */
+            action_url: string;
+            /** Format: int64 */
+            at: number;
+            data: components["schemas"]["NotificationData"];
+            /**
+             * @description `{run_id}#{iteration}#{status}`, also the `X-Longrun-Delivery` header: the same on
+             *     every attempt, so receivers can drop repeats.
+             */
+            id: string;
+            /** @description The same as `action_url`. */
+            link: string;
+            message: string;
+            metrics: components["schemas"]["NotificationMetrics"];
+            questions: string[];
+            run_id: string;
+            status: components["schemas"]["RunStatus"];
+            stopping_reason?: components["schemas"]["StoppingReason"] | null;
+            /** @description The last iteration's one-line summary. */
+            summary: string;
+            /** @description Slack-compatible: the linked title and the message. */
+            text: string;
+            title: string;
         };
         /** @description The scratchpad entry of one iteration: the journal the next planner reads. */
         PadEntry: {
@@ -983,12 +1109,20 @@ export interface components {
             write?: boolean;
         };
         Report: {
-            artifacts: components["schemas"]["ArtifactRef"][];
+            artifacts: components["schemas"]["Artifacts"];
             /** @description Child runs and their outcomes. */
             children?: components["schemas"]["ChildRun"][];
             /** Format: int64 */
             generated_at: number;
             metrics: components["schemas"]["ReportMetrics"];
+            /**
+             * @description Five to ten sentences on what was asked, done, found and left.
+             * @default {
+             *       "source": "records",
+             *       "text": ""
+             *     }
+             */
+            narrative?: components["schemas"]["Narrative"];
             objective: string;
             questions?: string[];
             run_id: string;
@@ -999,6 +1133,7 @@ export interface components {
             sources?: components["schemas"]["SourceRef"][];
             status: components["schemas"]["RunStatus"];
             stopping_reason: components["schemas"]["StoppingReason"];
+            /** @description The last iteration's one-line progress summary. */
             summary: string;
             title: string;
             what_changed: components["schemas"]["WhatChanged"];
@@ -1075,6 +1210,8 @@ export interface components {
              *     (`c1`, `c2`, … in order) to accepted evidence.
              */
             completion_criteria?: string[];
+            /** @description What the run is about in the caller's world (`GET /v1/runs?context_type=&entity_id=`). */
+            context?: components["schemas"]["RunContext"] | null;
             /** Format: int64 */
             created_at: number;
             /** Format: uint32 */
@@ -1159,6 +1296,16 @@ export interface components {
             user_id: string;
         };
         /**
+         * @description The thing in the caller's application a run is attached to: a kind and an id of the
+         *     caller's choosing (the seed's `context_type` and `entity_id`).
+         */
+        RunContext: {
+            /** @description The entity's id in the caller's system (1 to 256 characters). */
+            entity_id: string;
+            /** @description A kind, e.g. `project` (1 to 64 characters). */
+            type: string;
+        };
+        /**
          * @description A user's mid-run edit (`PATCH /v1/runs/{id}`): a new objective, and plan steps to add or
          *     change by id.
          */
@@ -1173,6 +1320,7 @@ export interface components {
         RunStatus: "queued" | "running" | "waiting_on_user" | "waiting_on_children" | "completed" | "stopped" | "canceled" | "failed" | "paused";
         /** @description One run in a listing (the objective cut to 200 characters) */
         RunSummary: {
+            context?: components["schemas"]["RunContext"] | null;
             cost_usd: number;
             created_at: number;
             id: string;
@@ -1212,6 +1360,11 @@ export interface components {
              *     evidence: documents this run wrote that are not empty, or plan steps that are done.
              */
             completion_criteria?: string[];
+            /**
+             * @description What the run is about in your application, to list its runs by
+             *     (`GET /v1/runs?context_type=&entity_id=`).
+             */
+            context?: components["schemas"]["RunContext"] | null;
             /**
              * @description `provider:model`; one of the server's configured models.
              * @default null
@@ -1361,9 +1514,23 @@ export interface components {
         };
         WhatChanged: {
             created: string[];
+            /**
+             * @description Every change, typed: each document with the iteration that last wrote it, and each
+             *     plan step with the iteration that last touched it.
+             * @default []
+             */
+            entries?: components["schemas"]["ChangeEntry"][];
             /** @description Docs the run cited as completion evidence. */
             linked: string[];
-            /** @description The sources of each created or updated doc that has any, by path. */
+            /**
+             * @description Document-to-document links: `from` was written after reading `to`.
+             * @default []
+             */
+            links?: components["schemas"]["DocLink"][];
+            /**
+             * @description The external sources (URLs, `tool:NAME`) of each created or updated doc that has any,
+             *     by path.
+             */
             sources?: {
                 [key: string]: string[];
             };
@@ -1931,6 +2098,8 @@ export interface operations {
         parameters: {
             query?: {
                 status?: "" | "queued" | "running" | "waiting_on_user" | "waiting_on_children" | "paused" | "completed" | "stopped" | "canceled" | "failed";
+                context_type?: string;
+                entity_id?: string;
                 limit?: number;
                 cursor?: string;
             };
@@ -3193,7 +3362,9 @@ export interface operations {
     };
     get_runs_id_workspace: {
         parameters: {
-            query?: never;
+            query?: {
+                tag?: string;
+            };
             header?: never;
             path: {
                 id: string;
@@ -3963,6 +4134,33 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
+            };
+        };
+    };
+    runOutcome: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description sha256=<hex HMAC-SHA256(secret, body)> */
+                "X-Longrun-Signature": string;
+                /** @description The payload's id, the same on every attempt */
+                "X-Longrun-Delivery": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OutcomePayload"];
+            };
+        };
+        responses: {
+            /** @description Received; anything else is attempted again */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

@@ -31,20 +31,53 @@ fn string_attr(v: &str) -> Result<MessageAttributeValue, NotifyError> {
         .map_err(|e| NotifyError(e.to_string()))
 }
 
+/// SNS takes a subject of printable ASCII under 100 characters: the title, spelled so.
+fn sns_subject(title: &str) -> String {
+    let ascii: String = title
+        .replace(['—', '–'], "-")
+        .replace('…', "...")
+        .chars()
+        .filter(|c| c.is_ascii_graphic() || *c == ' ')
+        .collect();
+    ascii.trim().chars().take(99).collect()
+}
+
 #[async_trait]
 impl Notifier for SnsNotifier {
     async fn publish(&self, msg: &OutcomeMessage) -> Result<(), NotifyError> {
-        let body = serde_json::to_string(msg).map_err(|e| NotifyError(e.to_string()))?;
+        // The outcome, plus the seed's `action_url` and `data` as the inbox and webhooks
+        // carry them; the notifier reads the outcome and ignores the rest.
+        let mut body = serde_json::to_value(msg).map_err(|e| NotifyError(e.to_string()))?;
+        let data = serde_json::to_value(msg.data()).map_err(|e| NotifyError(e.to_string()))?;
+        if let Some(o) = body.as_object_mut() {
+            o.insert("action_url".into(), msg.link.clone().into());
+            o.insert("data".into(), data);
+        }
         self.client
             .publish()
             .topic_arn(&self.topic_arn)
-            .subject(format!("longrun run {}", msg.status))
-            .message(body)
+            .subject(sns_subject(&msg.title_or_default()))
+            .message(body.to_string())
             .message_attributes("status", string_attr(msg.status.as_str())?)
             .message_attributes("user_id", string_attr(&msg.user_id)?)
             .send()
             .await
             .map(|_| ())
             .map_err(|e| NotifyError(describe(&e)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sns_subject;
+
+    #[test]
+    fn the_sns_subject_is_the_title_in_printable_ascii_under_100_characters() {
+        assert_eq!(
+            sns_subject("Tea field guide — completed"),
+            "Tea field guide - completed"
+        );
+        assert_eq!(sns_subject("Thé… — stopped"), "Th... - stopped");
+        assert_eq!(sns_subject(&"x".repeat(300)).len(), 99);
     }
 }

@@ -25,7 +25,10 @@ pub use change::{CommitPlan, Rejection, RunChange};
 pub use decide::{IterationFacts, Outcome, Verdict, decide};
 pub use events::RunEvent;
 pub use outbox::{Attempt, DeliveryState, RetryPolicy, WebhookDelivery};
-pub use outcome::{Notification, NotificationMetrics, OutcomeMessage, notification_for};
+pub use outcome::{
+    Notification, NotificationData, NotificationMetrics, OutcomeMessage, OutcomePayload, headline,
+    notification_for,
+};
 pub use record::{
     Doc, DocHit, DocMeta, Event, EventDraft, EventKind, IterationRecord, PadEntry, doc_hit,
     sequence_events,

@@ -127,6 +127,8 @@ impl Doc {
             updated_iteration: self.updated_iteration,
             version: self.version,
             sources: self.sources.clone(),
+            tags: self.tags.clone(),
+            updated_at: self.updated_at,
         }
     }
 }
@@ -141,6 +143,40 @@ pub struct DocMeta {
     pub version: u32,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// When the iteration that last wrote it began (epoch ms; 0 on docs written before it
+    /// was kept).
+    #[serde(default)]
+    pub updated_at: i64,
+}
+
+/// At most this many tags a document, each a short label.
+pub const MAX_DOC_TAGS: usize = 16;
+pub const MAX_TAG_CHARS: usize = 64;
+
+/// Trims, drops empty and repeated tags, or says which tag is not acceptable.
+pub fn normalize_tags(tags: &[String]) -> Result<Vec<String>, String> {
+    let mut out: Vec<String> = vec![];
+    for t in tags {
+        let t = t.trim();
+        if t.chars().count() > MAX_TAG_CHARS || t.chars().any(char::is_control) {
+            return Err(format!(
+                "tag `{}` must be at most {MAX_TAG_CHARS} characters, without control characters",
+                crate::clip(t, 80)
+            ));
+        }
+        if !t.is_empty() && !out.iter().any(|o| o == t) {
+            out.push(t.to_string());
+        }
+    }
+    if out.len() > MAX_DOC_TAGS {
+        return Err(format!(
+            "{} tags; a document has at most {MAX_DOC_TAGS}",
+            out.len()
+        ));
+    }
+    Ok(out)
 }
 
 /// Normalizes a workspace path or says why it is not acceptable.

@@ -452,6 +452,39 @@ pub struct PlanStep {
 
 pub const MAX_PLAN_STEPS: usize = 50;
 
+/// The thing in the caller's application a run is attached to: a kind and an id of the
+/// caller's choosing (the seed's `context_type` and `entity_id`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunContext {
+    /// A kind, e.g. `project` (1 to 64 characters).
+    #[serde(rename = "type")]
+    #[schemars(length(min = 1, max = 64), regex(pattern = r"\S"))]
+    pub kind: String,
+    /// The entity's id in the caller's system (1 to 256 characters).
+    #[schemars(length(min = 1, max = 256), regex(pattern = r"\S"))]
+    pub entity_id: String,
+}
+
+impl RunContext {
+    /// The context as given, or which field is not acceptable.
+    pub fn checked(self) -> Result<RunContext, String> {
+        let field = |name: &str, v: &str, max: usize| {
+            let n = v.chars().count();
+            if v.trim().is_empty() || n > max {
+                Err(format!(
+                    "context.{name} must be 1 to {max} characters, not blank, got {n}"
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        field("type", &self.kind, 64)?;
+        field("entity_id", &self.entity_id, 256)?;
+        Ok(self)
+    }
+}
+
 /// Applies plan updates; returns whether any step advanced (new step, or status moved forward).
 pub fn apply_plan_updates(
     plan: &mut Vec<PlanStep>, updates: &[(String, String, StepStatus)], iteration: u32,
@@ -586,6 +619,9 @@ pub struct Run {
     /// (`c1`, `c2`, … in order) to accepted evidence.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub completion_criteria: Vec<String>,
+    /// What the run is about in the caller's world (`GET /v1/runs?context_type=&entity_id=`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<RunContext>,
     /// Models the run rotates over (round robin, failing over past degraded ones) when more
     /// than one was asked for; the first is `model`. Empty: `model` alone.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -671,6 +707,7 @@ impl Run {
             model: model.to_string(),
             completion_criteria: vec![],
             agent: None,
+            context: None,
             models: vec![],
             budgets,
             thresholds,

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::DomainError;
-use crate::run::{BudgetsInput, PermissionMode, Thresholds};
+use crate::run::{BudgetsInput, PermissionMode, RunContext, Thresholds};
 
 /// A run to start: the body of `POST /v1/runs`, and what a schedule starts at each occurrence.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -52,6 +52,10 @@ pub struct RunTemplate {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 64), inner(length(min = 1), regex(pattern = crate::NOT_BLANK)))]
     pub allowed_tools: Option<Vec<String>>,
+    /// What the run is about in your application, to list its runs by
+    /// (`GET /v1/runs?context_type=&entity_id=`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<RunContext>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -367,7 +367,7 @@ mod tests {
         run.transition_to(WaitingOnUser, 1).unwrap();
         run.questions = vec!["which one?".into()];
         run.stopping_reason = Some(StoppingReason::new(StopType::WaitingOnUser, "1 question"));
-        run.report = Some(build_report(&run, &[], "waits", &[], 1));
+        run.report = Some(build_report(&run, &[], "waits", &[], Default::default(), 1));
         assert!(!run.notified, "a wait on the user is announced");
 
         // Act

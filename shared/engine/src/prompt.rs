@@ -202,6 +202,45 @@ pub fn repair_messages(
     ]
 }
 
+/// The final call at a run's end: a narrative for the person who asked, from the run as the
+/// commit will leave it, its iterations' summaries (oldest first) and its documents.
+pub fn reporter_messages(
+    run: &Run, summaries: &[String], docs: &[longrun_domain::DocMeta],
+) -> Vec<ChatMessage> {
+    let docs: Vec<Value> = docs
+        .iter()
+        .take(40)
+        .map(|d| json!({"path": d.path, "title": clip(&d.title, 200), "version": d.version}))
+        .collect();
+    let plan: Vec<Value> = run
+        .plan
+        .iter()
+        .map(|p| json!({"title": clip(&p.title, 200), "status": p.status.as_str()}))
+        .collect();
+    let summaries: Vec<String> = summaries.iter().map(|s| clip(s, 600)).collect();
+    vec![
+        ChatMessage::system(
+            "You write the final report of an agent run for the person who asked for it. \
+             Answer in plain prose, 5 to 10 sentences, no lists or headings: what was asked, \
+             what was done, what was found (name the documents that hold it), and what is left \
+             or why the run ended. State only what the record below supports.",
+        ),
+        ChatMessage::user(
+            json!({
+                "objective": clip(&run.objective, 4_000),
+                "outcome": run.status.as_str(),
+                "stopping_reason": run.stopping_reason.as_ref().map(|r| clip(&r.detail, 500)),
+                "iterations": summaries,
+                "documents": docs,
+                "plan": plan,
+                "remaining_work": run.remaining_work.iter().take(10).map(|w| clip(w, 300)).collect::<Vec<_>>(),
+                "questions": run.questions,
+            })
+            .to_string(),
+        ),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,6 +274,8 @@ mod tests {
                 updated_iteration: n,
                 version: 1,
                 sources: vec![],
+                tags: vec![],
+                updated_at: 0,
             }));
         }
         run.metrics.docs = 1_000;
@@ -264,6 +305,8 @@ mod tests {
             updated_iteration: n,
             version: n,
             sources: vec![],
+            tags: vec![],
+            updated_at: 0,
         };
         run.note_docs([meta("a.md", 1), meta("b.md", 1)]);
         run.note_docs([meta("a.md", 2)]);
@@ -287,6 +330,8 @@ mod tests {
             updated_iteration: 2,
             version: 1,
             sources: vec![],
+            tags: vec![],
+            updated_at: 0,
         }]);
         let second = planner_messages(&run, 3, &[pad(1), pad(2)], "- doc_write: …", None);
 

@@ -9,7 +9,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use longrun_domain::decide::ToolFailureKind;
 use longrun_domain::planner::ToolCall;
-use longrun_domain::record::{MAX_DOC_BYTES, MAX_SOURCE_CHARS, merge_sources, normalize_doc_path};
+use longrun_domain::record::{
+    MAX_DOC_BYTES, MAX_SOURCE_CHARS, merge_sources, normalize_doc_path, normalize_tags,
+};
+use longrun_domain::report::DOC_SOURCE_PREFIX;
 use longrun_domain::run::{
     Budgets, BudgetsInput, PlanStep, Run, StepStatus, apply_plan_updates, carve_child_budgets,
 };
@@ -110,7 +113,7 @@ impl Staging {
     }
 
     pub async fn write_doc(
-        &self, path: &str, title: Option<&str>, content: &str,
+        &self, path: &str, title: Option<&str>, content: &str, tags: Option<Vec<String>>,
     ) -> Result<Value, String> {
         let staged_base = self.lock().docs.get(path).map(|(_, base)| base.clone());
         let base = match staged_base {
@@ -125,9 +128,12 @@ impl Staging {
             .map(str::to_string)
             .or_else(|| base.as_ref().map(|b| b.title.clone()))
             .unwrap_or_else(|| path.rsplit('/').next().unwrap_or(path).to_string());
+        let tags =
+            tags.unwrap_or_else(|| base.as_ref().map(|b| b.tags.clone()).unwrap_or_default());
         if let Some(b) = &base
             && b.content == content
             && b.title == title
+            && b.tags == tags
         {
             self.lock().docs.remove(path);
             return Ok(json!({"path": path, "changed": false, "version": b.version}));
@@ -141,7 +147,7 @@ impl Staging {
             path: path.to_string(),
             title,
             content: content.to_string(),
-            tags: base.as_ref().map(|b| b.tags.clone()).unwrap_or_default(),
+            tags,
             created_iteration: base
                 .as_ref()
                 .map_or(self.iteration, |b| b.created_iteration),
@@ -308,6 +314,9 @@ struct DocWriteArgs {
     path: String,
     content: String,
     title: Option<String>,
+    /// Labels to find the document by (`GET …/workspace?tag=`); replace the document's tags
+    /// when given, keep them when left out.
+    tags: Option<Vec<String>>,
 }
 
 struct DocWrite;
@@ -336,7 +345,9 @@ impl Tool for DocWrite {
                 a.content.len()
             ));
         }
-        st.write_doc(&path, a.title.as_deref(), &a.content).await
+        let tags = a.tags.as_deref().map(normalize_tags).transpose()?;
+        st.write_doc(&path, a.title.as_deref(), &a.content, tags)
+            .await
     }
 }
 
@@ -370,6 +381,13 @@ impl Tool for DocRead {
             None => Err(format!(
                 "no document at `{path}`; use doc_list to see what exists"
             )),
+        }
+    }
+    /// The doc read: docs written after it link to it (the report's `links`).
+    fn sources(&self, _args: &Value, result: &Value) -> Vec<String> {
+        match result["path"].as_str() {
+            Some(path) => vec![format!("{DOC_SOURCE_PREFIX}{path}")],
+            None => vec![],
         }
     }
 }

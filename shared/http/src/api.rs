@@ -16,9 +16,10 @@ use axum::{Json, Router};
 use futures_util::Stream;
 use longrun_domain::Webhook;
 use longrun_domain::change;
+use longrun_domain::record::MAX_TAG_CHARS;
 use longrun_domain::run::{BudgetsInput, PermissionMode, Run, RunPatch, RunStatus};
 use longrun_domain::{DocMeta, is_blank};
-use longrun_ports::RunQuery;
+use longrun_ports::{ContextFilter, RunQuery};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -199,6 +200,8 @@ pub const CURSOR_PATTERN: &str = r"^(-?[0-9]{1,18}_[\s\S]*)?$";
 #[derive(Debug, Deserialize)]
 struct ListQuery {
     status: Option<String>,
+    context_type: Option<String>,
+    entity_id: Option<String>,
     limit: Option<usize>,
     cursor: Option<String>,
 }
@@ -214,12 +217,28 @@ async fn list_runs(
         ),
     };
     let before = parse_cursor(q.cursor.as_deref())?;
+    for (name, v, max) in [
+        ("context_type", &q.context_type, 64),
+        ("entity_id", &q.entity_id, 256),
+    ] {
+        if let Some(n) = v.as_ref().map(|v| v.chars().count()).filter(|n| *n > max) {
+            return Err(ApiError::BadRequest(format!(
+                "{name} must be at most {max} characters, got {n}"
+            )));
+        }
+    }
+    let blank = |v: Option<String>| v.filter(|v| !v.trim().is_empty());
+    let context = match (blank(q.context_type), blank(q.entity_id)) {
+        (None, None) => None,
+        (kind, entity_id) => Some(ContextFilter { kind, entity_id }),
+    };
     let limit = in_range("limit", q.limit, 50, 1, 200)?;
     let runs = p
         .store
         .list_runs(
             &user.0,
             &RunQuery {
+                context,
                 status,
                 before,
                 limit,
@@ -238,6 +257,7 @@ async fn list_runs(
                 "status": r.status, "iteration": r.iteration, "created_at": r.created_at,
                 "updated_at": r.updated_at, "tokens": r.metrics.tokens(), "cost_usd": r.metrics.cost_usd,
                 "stopping_reason": r.stopping_reason, "link": p.dispatch.link(&r.id),
+                "context": r.context,
             })
         })
         .collect();
@@ -434,11 +454,31 @@ fn tree(docs: &[DocMeta]) -> Value {
     render("", "", &root)
 }
 
+#[derive(Debug, Deserialize)]
+struct WorkspaceQuery {
+    tag: Option<String>,
+}
+
 async fn workspace(
     State(p): State<Platform>, user: User, Path(id): Path<String>,
+    ApiQuery(q): ApiQuery<WorkspaceQuery>,
 ) -> Result<Json<Value>, ApiError> {
     owned(&p, &user, &id).await?;
-    let docs = p.store.docs(&id, "", 10_000).await?;
+    let mut docs = p.store.docs(&id, "", 10_000).await?;
+    // Tags are on every doc's listing entry: a filter over the listing needs no index.
+    if let Some(n) = q
+        .tag
+        .as_ref()
+        .map(|t| t.chars().count())
+        .filter(|n| *n > MAX_TAG_CHARS)
+    {
+        return Err(ApiError::BadRequest(format!(
+            "tag must be at most {MAX_TAG_CHARS} characters, got {n}"
+        )));
+    }
+    if let Some(tag) = q.tag.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+        docs.retain(|d| d.tags.iter().any(|t| t == tag));
+    }
     Ok(Json(json!({"tree": tree(&docs), "docs": docs})))
 }
 

@@ -369,6 +369,7 @@ async fn list_runs(p: &Platform, user: &User, a: ListArgs) -> Result<Value, ApiE
     };
     let limit = api::in_range("limit", a.limit, 20, 1, 200)?;
     let query = longrun_ports::RunQuery {
+        context: None,
         status,
         before,
         limit,
@@ -421,6 +422,7 @@ async fn respond(p: &Platform, user: &User, a: RespondArgs) -> Result<Value, Api
 /// Your most recent runs' reports; docs are read by URI (templates).
 async fn list_resources(p: &Platform, user: &User) -> RpcResult {
     let query = longrun_ports::RunQuery {
+        context: None,
         status: None,
         before: None,
         limit: 50,

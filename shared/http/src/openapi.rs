@@ -1,6 +1,7 @@
 //! OpenAPI 3.1 generated from the code: request and response schemas come from the Rust types
 //! (schemars, JSON Schema 2020-12, which 3.1 adopts), paths from one table.
 
+use longrun_domain::OutcomePayload;
 use longrun_domain::report::Report;
 use longrun_domain::run::RunPatch;
 use longrun_domain::{AgentView, DocHit, Notification};
@@ -78,6 +79,7 @@ fn webhooks(_: &mut SchemaGenerator) -> Value {
 fn run_summary(g: &mut SchemaGenerator) -> Value {
     let status = schema::<RunStatus>(g);
     let reason = schema::<longrun_domain::StoppingReason>(g);
+    let context = schema::<longrun_domain::run::RunContext>(g);
     json!({"type": "object", "description": "One run in a listing (the objective cut to 200 characters)",
         "required": ["id", "objective", "status", "iteration", "created_at", "updated_at", "tokens", "cost_usd", "stopping_reason", "link"],
         "properties": {
@@ -86,7 +88,8 @@ fn run_summary(g: &mut SchemaGenerator) -> Value {
             "updated_at": {"type": "integer"}, "tokens": {"type": "integer", "minimum": 0},
             "cost_usd": {"type": "number"},
             "stopping_reason": {"anyOf": [reason, {"type": "null"}]},
-            "link": {"type": "string", "description": "The run's page in the console"}}})
+            "link": {"type": "string", "description": "The run's page in the console"},
+            "context": {"anyOf": [context, {"type": "null"}]}}})
 }
 fn runs(_: &mut SchemaGenerator) -> Value {
     json!({"type": "object", "required": ["runs", "next_cursor", "active", "active_limit"], "properties": {
@@ -377,6 +380,16 @@ fn query(method: &str, path: &str) -> Vec<(&'static str, bool, Value)> {
                 false,
                 json!({"type": "string", "enum": std::iter::once("").chain(RunStatus::ALL.iter().map(|s| s.as_str())).collect::<Vec<_>>(), "description": "Only runs in this status"}),
             ),
+            (
+                "context_type",
+                false,
+                json!({"type": "string", "maxLength": 64, "description": "Only runs whose `context.type` is this"}),
+            ),
+            (
+                "entity_id",
+                false,
+                json!({"type": "string", "maxLength": 256, "description": "Only runs whose `context.entity_id` is this"}),
+            ),
             limit(200, "Page size, 1 to 200 (default 50)"),
             (
                 "cursor",
@@ -401,6 +414,11 @@ fn query(method: &str, path: &str) -> Vec<(&'static str, bool, Value)> {
             ),
             limit(1000, "At most this many events, 1 to 1000 (default 100)"),
         ],
+        ("get", "/v1/runs/{id}/workspace") => vec![(
+            "tag",
+            false,
+            json!({"type": "string", "maxLength": 64, "description": "Only documents with this tag (`doc_write`'s `tags`); the tree lists those alone"}),
+        )],
         ("get", "/v1/runs/{id}/iterations") => vec![
             (
                 "after",
@@ -568,6 +586,7 @@ fn build(policy: &FetchPolicy) -> Value {
         entry[op.method] = o;
     }
     let summary = run_summary(&mut g);
+    let outcome = schema::<OutcomePayload>(&mut g);
     let mut schemas = g.take_definitions(true);
     schemas.insert("RunSummary".into(), summary);
     // schemars writes "anything" as the schema `true`; generators (openapi-python-client)
@@ -598,6 +617,18 @@ fn build(policy: &FetchPolicy) -> Value {
         // Relative: the API is on the server that serves this document.
         "servers": [{"url": "/", "description": "The server that serves this document"}],
         "paths": paths,
+        // What the server POSTs to the URLs of `PUT /v1/webhooks`.
+        "webhooks": {"runOutcome": {"post": {
+            "summary": "A run's outcome (ended, or waiting on you), signed with your secret",
+            "operationId": "runOutcome",
+            "parameters": [
+                {"name": "X-Longrun-Signature", "in": "header", "required": true,
+                 "description": "sha256=<hex HMAC-SHA256(secret, body)>", "schema": {"type": "string"}},
+                {"name": "X-Longrun-Delivery", "in": "header", "required": true,
+                 "description": "The payload's id, the same on every attempt", "schema": {"type": "string"}}],
+            "requestBody": {"required": true, "content": {"application/json": {"schema": outcome}}},
+            "responses": {"2XX": {"description": "Received; anything else is attempted again"}},
+        }}},
         "components": {
             "schemas": schemas,
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},

@@ -49,6 +49,9 @@ pub struct Script {
     pub executor: Vec<Step>,
     #[serde(default)]
     pub repair: Vec<Step>,
+    /// The narrative summary at a run's end; without it, reports use the records' summary.
+    #[serde(default)]
+    pub reporter: Vec<Step>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -73,6 +76,7 @@ impl Script {
             .iter()
             .chain(&script.executor)
             .chain(&script.repair)
+            .chain(&script.reporter)
         {
             if let Step::Error { error } = step
                 && parse_kind(&error.kind).is_none()
@@ -130,6 +134,7 @@ impl ScriptedLlm {
             LlmRole::Planner => &self.script.planner,
             LlmRole::Executor => &self.script.executor,
             LlmRole::Repair => &self.script.repair,
+            LlmRole::Reporter => &self.script.reporter,
         };
         if steps.is_empty() {
             return None;

@@ -102,6 +102,9 @@ fn apply(state: &mut State, mut change: RunChange, base_seq: u64) -> StoreResult
 pub(crate) fn run_matches(run: &Run, user_id: &str, q: &RunQuery) -> bool {
     run.user_id == user_id
         && q.status.is_none_or(|s| s == run.status)
+        && q.context
+            .as_ref()
+            .is_none_or(|c| c.matches(run.context.as_ref()))
         && q.before
             .as_ref()
             .is_none_or(|(at, id)| (run.created_at, run.id.as_str()) < (*at, id.as_str()))

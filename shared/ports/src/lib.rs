@@ -28,8 +28,8 @@ pub use queue::{
     StepReason,
 };
 pub use store::{
-    CatalogEntry, CatalogExt, CatalogKind, CatalogScope, ChangeFn, Inbox, RunLog, RunQuery,
-    ScheduleStore, Store, StoreError, StoreResult, UserCatalog, Workspace,
+    CatalogEntry, CatalogExt, CatalogKind, CatalogScope, ChangeFn, ContextFilter, Inbox, RunLog,
+    RunQuery, ScheduleStore, Store, StoreError, StoreResult, UserCatalog, Workspace,
 };
 pub use tools::{McpConnector, McpToolSpec, Tool, ToolContext, ToolFactory};
 

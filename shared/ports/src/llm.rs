@@ -9,6 +9,8 @@ pub enum LlmRole {
     Planner,
     Executor,
     Repair,
+    /// The final call that writes a run's narrative summary.
+    Reporter,
 }
 
 impl LlmRole {
@@ -17,6 +19,7 @@ impl LlmRole {
             LlmRole::Planner => "planner",
             LlmRole::Executor => "executor",
             LlmRole::Repair => "repair",
+            LlmRole::Reporter => "reporter",
         }
     }
 }

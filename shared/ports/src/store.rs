@@ -4,7 +4,7 @@
 //! every adapter passes.
 
 use async_trait::async_trait;
-use longrun_domain::run::{Run, RunStatus};
+use longrun_domain::run::{Run, RunContext, RunStatus};
 use longrun_domain::{
     Doc, DocHit, DocMeta, Event, IterationRecord, McpServer, Notification, PadEntry, Rejection,
     RunChange, Schedule, UserTool, Webhook,
@@ -40,9 +40,27 @@ impl StoreError {
 /// adapter retries after a race, so it must be a pure function of its input.
 pub type ChangeFn<'a> = &'a (dyn Fn(&Run) -> Result<RunChange, Rejection> + Send + Sync);
 
+/// A context's type, its entity id, or both.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ContextFilter {
+    pub kind: Option<String>,
+    pub entity_id: Option<String>,
+}
+
+impl ContextFilter {
+    pub fn matches(&self, context: Option<&RunContext>) -> bool {
+        context.is_some_and(|c| {
+            self.kind.as_ref().is_none_or(|k| *k == c.kind)
+                && self.entity_id.as_ref().is_none_or(|e| *e == c.entity_id)
+        })
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct RunQuery {
     pub status: Option<RunStatus>,
+    /// Only runs attached to a context that matches this.
+    pub context: Option<ContextFilter>,
     /// Only runs created strictly before this `(created_at, id)` cursor.
     pub before: Option<(i64, String)>,
     pub limit: usize,

@@ -169,6 +169,11 @@ pub fn prepare_run(
     run.permission_mode = req.permission_mode.unwrap_or_default();
     run.completion_criteria = completion_criteria(req.completion_criteria)?;
     run.agent = req.agent.map(|a| agent(p, a)).transpose()?;
+    run.context = req
+        .context
+        .map(|c| c.checked())
+        .transpose()
+        .map_err(ServiceError::Invalid)?;
     if let Some(allowed) = req.allowed_tools {
         if allowed.len() > MAX_ALLOWED_TOOLS || allowed.iter().any(|n| is_blank(n)) {
             return Err(ServiceError::Invalid(format!(

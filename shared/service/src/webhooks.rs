@@ -9,7 +9,7 @@ use std::time::Duration;
 use longrun_domain::{Attempt, OutcomeMessage, Webhook};
 use longrun_ports::StoreError;
 use longrun_ports::UserCatalog;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tracing::warn;
 
 use crate::config::FetchConfig;
@@ -52,31 +52,10 @@ pub fn check_url(raw: &str, fetch: &FetchConfig) -> Result<(), ServiceError> {
         .map_err(|m| ServiceError::Invalid(format!("webhooks[].url {m}")))
 }
 
-/// The webhook body: the outcome, its metrics, the deep link, and a Slack-compatible `text`.
+/// The webhook body (`OutcomePayload`): the seed's `title`, `message`, `action_url` and `data`
+/// (the same as the inbox entry's), the outcome's earlier fields, and a Slack-compatible `text`.
 pub fn payload(msg: &OutcomeMessage) -> Value {
-    let reason = msg
-        .stopping_reason
-        .as_ref()
-        .map(|r| format!(" ({})", r.detail))
-        .unwrap_or_default();
-    let summary = if msg.summary.is_empty() {
-        String::new()
-    } else {
-        format!(": {}", msg.summary)
-    };
-    json!({
-        "id": msg.notification_id(),
-        "run_id": msg.run_id,
-        "status": msg.status,
-        "stopping_reason": msg.stopping_reason,
-        "summary": msg.summary,
-        "metrics": {"iterations": msg.iterations, "duration_ms": msg.duration_ms,
-                    "tokens": msg.tokens, "cost_usd": msg.cost_usd},
-        "questions": msg.questions,
-        "link": msg.link,
-        "at": msg.at,
-        "text": format!("Run <{}|{}> {}{reason}{summary}", msg.link, msg.run_id, msg.status),
-    })
+    serde_json::to_value(msg.payload()).unwrap_or_default()
 }
 
 /// Posts outcomes to their owner's webhooks through the SSRF-guarded client.

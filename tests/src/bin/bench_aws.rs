@@ -45,6 +45,7 @@ async fn main() {
         models: vec![],
         model: None,
         allowed_tools: None,
+        context: None,
     };
     let run = create_run(s.p(), "bench", req).await.unwrap();
     let run = s.drive(&run.id, 2_000).await;

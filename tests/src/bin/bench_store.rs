@@ -201,6 +201,7 @@ async fn probe(dir: &Path) -> Value {
                 .list_runs(
                     "a",
                     &longrun_ports::RunQuery {
+                        context: None,
                         status: None,
                         before: before.clone(),
                         limit: 1000,

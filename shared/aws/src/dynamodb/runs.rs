@@ -2,26 +2,12 @@
 
 use super::*;
 
-#[async_trait]
-impl RunLog for DynamoDbRunStore {
-    async fn create_run(&self, change: RunChange) -> StoreResult<Run> {
-        match self.write(change, None, true).await {
-            Ok(stored) => {
-                self.remember(&stored);
-                Ok(stored.run)
-            }
-            Err(WriteFailure::Store(e)) => Err(e),
-            Err(WriteFailure::Raced) | Err(WriteFailure::CounterEmpty) => {
-                Err(StoreError::Conflict("run creation raced".into()))
-            }
-        }
-    }
+/// Runs read a page at a time while filtering a listing by context.
+const CONTEXT_SCAN_PAGE: usize = 100;
 
-    async fn get_run(&self, run_id: &str) -> StoreResult<Option<Run>> {
-        Ok(self.load(run_id).await?.map(|stored| stored.run))
-    }
-
-    async fn list_runs(&self, user_id: &str, q: &RunQuery) -> StoreResult<Vec<Run>> {
+impl DynamoDbRunStore {
+    /// One page of the user's runs, newest first, by the index (status filtered there).
+    async fn list_page(&self, user_id: &str, q: &RunQuery) -> StoreResult<Vec<Run>> {
         let pk = user_pk(user_id);
         let before = q
             .before
@@ -55,6 +41,53 @@ impl RunLog for DynamoDbRunStore {
             .await?;
         let ids = items.iter().map(run_id_of).collect::<Result<Vec<_>, _>>()?;
         self.runs_by_id(&ids).await
+    }
+}
+
+#[async_trait]
+impl RunLog for DynamoDbRunStore {
+    async fn create_run(&self, change: RunChange) -> StoreResult<Run> {
+        match self.write(change, None, true).await {
+            Ok(stored) => {
+                self.remember(&stored);
+                Ok(stored.run)
+            }
+            Err(WriteFailure::Store(e)) => Err(e),
+            Err(WriteFailure::Raced) | Err(WriteFailure::CounterEmpty) => {
+                Err(StoreError::Conflict("run creation raced".into()))
+            }
+        }
+    }
+
+    async fn get_run(&self, run_id: &str) -> StoreResult<Option<Run>> {
+        Ok(self.load(run_id).await?.map(|stored| stored.run))
+    }
+
+    async fn list_runs(&self, user_id: &str, q: &RunQuery) -> StoreResult<Vec<Run>> {
+        let Some(context) = &q.context else {
+            return self.list_page(user_id, q).await;
+        };
+        // The index projects no context: the user's runs are walked newest first, a page at a
+        // time, and filtered once read, until the page is full or the runs run out.
+        let mut out = vec![];
+        let mut page = RunQuery {
+            context: None,
+            limit: CONTEXT_SCAN_PAGE,
+            ..q.clone()
+        };
+        loop {
+            let runs = self.list_page(user_id, &page).await?;
+            let done = runs.len() < CONTEXT_SCAN_PAGE;
+            page.before = runs.last().map(|r| (r.created_at, r.id.clone()));
+            out.extend(
+                runs.into_iter()
+                    .filter(|r| context.matches(r.context.as_ref())),
+            );
+            if out.len() >= q.limit || done {
+                out.truncate(q.limit);
+                return Ok(out);
+            }
+        }
     }
 
     async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run> {

@@ -4,7 +4,7 @@ use super::{ActiveDelta, Rejection, RunChange};
 use crate::decide::{Outcome, Verdict};
 use crate::events::RunEvent;
 use crate::record::{Doc, DocMeta, EventDraft, IterationRecord, PadEntry};
-use crate::report::build_report;
+use crate::report::{Narrative, build_report};
 use crate::run::{
     ChildRun, LastIteration, PendingCall, PlanStep, Run, RunStatus, StopType, StoppingReason,
 };
@@ -30,6 +30,9 @@ pub struct CommitPlan {
     /// The whole workspace after this commit, for the report.
     pub workspace: Vec<DocMeta>,
     pub evidence: Vec<String>,
+    /// The narrative the iteration's final model call wrote, or the one built from the
+    /// records when no model wrote it; `None` while the run goes on.
+    pub narrative: Option<Narrative>,
     /// Writes this iteration proposed under `per_write`, waiting for the user.
     pub pending_calls: Vec<PendingCall>,
     /// Child runs this iteration spawns. The commit lists them on the run; they are created
@@ -224,11 +227,20 @@ impl CommitPlan {
     fn stop(&self, next: &mut Run, record: &mut IterationRecord, reason: StoppingReason) {
         next.stopping_reason = Some(reason.clone());
         next.notified = false;
+        let narrative = self.narrative.clone().unwrap_or_else(|| {
+            Narrative::from_records(
+                next,
+                &self.workspace,
+                std::slice::from_ref(&self.summary),
+                "no final model call was made for this stop",
+            )
+        });
         next.report = Some(build_report(
             next,
             &self.workspace,
             &self.summary,
             &self.evidence,
+            narrative,
             self.now,
         ));
         record.stopping_reason = Some(reason);
@@ -292,6 +304,7 @@ pub(super) mod tests {
             summary: String::new(),
             workspace: vec![],
             evidence: vec![],
+            narrative: None,
             pending_calls: vec![],
             children: vec![],
             seen_hints: vec![],

@@ -19,7 +19,7 @@ use crate::DomainError;
 use crate::decide::{BudgetExhausted, BudgetKind};
 use crate::events::RunEvent;
 use crate::record::{Doc, DocMeta, EventDraft, IterationRecord, PadEntry};
-use crate::report::build_report;
+use crate::report::{Narrative, build_report};
 use crate::run::{Run, RunStatus, StopType, StoppingReason};
 
 pub use children::{child_finished, child_id, children_to_start, spawn_child};
@@ -132,7 +132,20 @@ fn stop_out_of_budget(
         "Stopped after {} iteration(s): {}",
         next.iteration, reason.detail
     );
-    next.report = Some(build_report(&next, workspace, &summary, &[], now));
+    let narrative = Narrative::from_records(
+        &next,
+        workspace,
+        std::slice::from_ref(&summary),
+        "the budget that ended the run leaves nothing for a final model call",
+    );
+    next.report = Some(build_report(
+        &next,
+        workspace,
+        &summary,
+        &[],
+        narrative,
+        now,
+    ));
     let stopped = RunEvent::Outcome {
         status: RunStatus::Stopped,
         stopping_reason: reason,

@@ -110,7 +110,7 @@ impl Engine {
     async fn draft_from(&self, turn: &AgentTurn, staging: &Staging, draft: &mut Draft) {
         let wrote_output = !is_blank(&turn.output)
             && staging
-                .write_doc(AGENT_OUTPUT_DOC, Some("Agent output"), &turn.output)
+                .write_doc(AGENT_OUTPUT_DOC, Some("Agent output"), &turn.output, None)
                 .await
                 .is_ok();
         let evidence = match staging.doc_exists(AGENT_OUTPUT_DOC).await {

@@ -10,11 +10,13 @@ use longrun_domain::fingerprint;
 use longrun_domain::planner::StatusBlock;
 use longrun_domain::record::normalize_doc_path;
 use longrun_domain::record::{IterationMetrics, IterationRecord, PadEntry};
+use longrun_domain::report::Narrative;
 use longrun_domain::run::{ChildRun, LastIteration, Run};
 use longrun_domain::{DocMeta, StopType, Verdict, decide, is_blank};
 use serde_json::json;
 
 use super::model::Iter;
+use super::narrative::Ending;
 use super::phases::Draft;
 use super::{Engine, EngineError};
 use crate::tools::{Staged, Staging};
@@ -46,19 +48,34 @@ impl Engine {
             .map(|req| ChildRun::new(&req.id, &req.objective, req.budgets.clone()))
             .collect();
         let budget = it.budget_after(self.now());
-        let judged = judge(it, &draft, &staged, &children, evidence, claim, budget);
+        let mut judged = judge(it, &draft, &staged, &children, evidence, claim, budget);
         let workspace = if matches!(judged.verdict.outcome, Outcome::Continue) {
             vec![]
         } else {
             self.workspace_after(it.run, &staged).await?
         };
+        let questions = match &judged.verdict.outcome {
+            Outcome::Wait { questions } => questions.clone(),
+            _ => vec![],
+        };
+        let ending = Ending {
+            outcome: &judged.verdict.outcome,
+            plan: &staged.plan,
+            remaining_work: &judged.remaining_work,
+            questions,
+            summary: &summary(&judged, &draft),
+            workspace: &workspace,
+        };
+        let narrative = self.narrative(it, &ending).await?;
+        // The final call's spend belongs to this iteration's record too.
+        judged.metrics = it.spent().iteration.clone();
         Ok(commit_plan(
             it,
             draft,
             staged,
             children,
             judged,
-            workspace,
+            (workspace, narrative),
             self.now(),
         ))
     }
@@ -187,7 +204,7 @@ fn summary(j: &Judged, draft: &Draft) -> String {
 /// Everything the commit writes, from the draft, the staged changes and the verdict.
 fn commit_plan(
     it: &Iter<'_>, draft: Draft, staged: Staged, children: Vec<ChildRun>, j: Judged,
-    workspace: Vec<DocMeta>, now: i64,
+    (workspace, narrative): (Vec<DocMeta>, Option<Narrative>), now: i64,
 ) -> CommitPlan {
     let run = it.run;
     let n = it.n;
@@ -245,6 +262,7 @@ fn commit_plan(
         summary,
         workspace,
         evidence: j.evidence,
+        narrative,
         pending_calls: draft.pending_calls,
         children,
         seen_hints: run.hints.clone(),

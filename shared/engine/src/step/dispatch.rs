@@ -60,6 +60,7 @@ impl Dispatch {
             .map(|r| r.summary.clone())
             .unwrap_or_default();
         let now = self.clock.now_ms();
+        let (title, message) = longrun_domain::headline(run);
         let msg = OutcomeMessage {
             run_id: run.id.clone(),
             user_id: run.user_id.clone(),
@@ -74,6 +75,8 @@ impl Dispatch {
             at: now,
             duration_ms: (run.ended_at.unwrap_or(now) - run.created_at).max(0) as u64,
             questions: run.questions.clone(),
+            title,
+            message,
         };
         self.notifier.publish(&msg).await?;
         let marked = self

@@ -4,7 +4,7 @@
 //!
 //! `claim` holds the fenced claim; `model` the model calls, budgets and spend; `phases` the
 //! working phases over the iteration's draft; `permissions` the permission modes; `conclude`
-//! the verdict and the commit plan; `dispatch` what follows a commit; `user_tools` the tools a
+//! the verdict and the commit plan; `narrative` the report's final model call; `dispatch` what follows a commit; `user_tools` the tools a
 //! run may call.
 
 mod agent;
@@ -12,6 +12,7 @@ mod claim;
 mod conclude;
 mod dispatch;
 mod model;
+mod narrative;
 mod permissions;
 mod phases;
 mod user_tools;

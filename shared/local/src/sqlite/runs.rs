@@ -28,11 +28,17 @@ const GET_RUN: &str = "SELECT body FROM runs WHERE id = ?1";
 // walk all of a user's runs to find a few queued ones. The cursor is a row value, so a deep
 // page starts at its place in the index instead of scanning down to it (an empty id sorts
 // before every id, so it means "created strictly before").
+// A context filter reads the bodies of the user's runs (walked newest first by the index);
+// listing by context is rare enough not to earn a column and an index of its own.
 const LIST_RUNS: &str = "SELECT body FROM runs WHERE user_id = ?1 AND ?2 = ''
        AND (created_at, id) < (?3, ?4)
+       AND (?6 IS NULL OR json_extract(body, '$.context.type') = ?6)
+       AND (?7 IS NULL OR json_extract(body, '$.context.entity_id') = ?7)
      ORDER BY created_at DESC, id DESC LIMIT +?5";
 const LIST_RUNS_WITH_STATUS: &str = "SELECT body FROM runs WHERE user_id = ?1 AND status = ?2
        AND (created_at, id) < (?3, ?4)
+       AND (?6 IS NULL OR json_extract(body, '$.context.type') = ?6)
+       AND (?7 IS NULL OR json_extract(body, '$.context.entity_id') = ?7)
      ORDER BY created_at DESC, id DESC LIMIT +?5";
 
 const EVENTS: &str =
@@ -324,6 +330,7 @@ impl RunLog for SqliteRunStore {
     async fn list_runs(&self, user_id: &str, q: &RunQuery) -> StoreResult<Vec<Run>> {
         let (before_at, before_id) = q.before.clone().unwrap_or((i64::MAX, String::new()));
         let status = q.status.map(RunStatus::as_str).unwrap_or("");
+        let context = q.context.as_ref();
         let sql = if status.is_empty() {
             LIST_RUNS
         } else {
@@ -334,7 +341,15 @@ impl RunLog for SqliteRunStore {
                 query_json(
                     c,
                     sql,
-                    &[&user_id, &status, &before_at, &before_id, &(q.limit as i64)],
+                    &[
+                        &user_id,
+                        &status,
+                        &before_at,
+                        &before_id,
+                        &(q.limit as i64),
+                        &context.and_then(|c| c.kind.as_deref()),
+                        &context.and_then(|c| c.entity_id.as_deref()),
+                    ],
                 )
             })
             .await
@@ -421,11 +436,11 @@ impl Workspace for SqliteRunStore {
             path: meta.path,
             title,
             content,
-            tags: vec![],
+            tags: meta.tags,
             created_iteration: meta.created_iteration,
             updated_iteration: meta.updated_iteration,
             version: meta.version,
-            updated_at: 0,
+            updated_at: meta.updated_at,
             sources: meta.sources,
         }))
     }

@@ -3,10 +3,14 @@
 from .agent_process_info import AgentProcessInfo
 from .agent_view import AgentView
 from .artifact_ref import ArtifactRef
+from .artifacts import Artifacts
 from .budgets import Budgets
 from .budgets_input import BudgetsInput
 from .bus_message import BusMessage
 from .call_decision import CallDecision
+from .change_action import ChangeAction
+from .change_entry import ChangeEntry
+from .change_kind import ChangeKind
 from .child_run import ChildRun
 from .confidence import Confidence
 from .continue_body import ContinueBody
@@ -16,6 +20,7 @@ from .decision_type_0 import DecisionType0
 from .decision_type_1 import DecisionType1
 from .doc import Doc
 from .doc_hit import DocHit
+from .doc_link import DocLink
 from .doc_meta import DocMeta
 from .event import Event
 from .event_kind import EventKind
@@ -44,9 +49,13 @@ from .message_body import MessageBody
 from .metrics import Metrics
 from .metrics_by_model import MetricsByModel
 from .model_metrics import ModelMetrics
+from .narrative import Narrative
+from .narrative_source import NarrativeSource
 from .next_action import NextAction
 from .notification import Notification
+from .notification_data import NotificationData
 from .notification_metrics import NotificationMetrics
+from .outcome_payload import OutcomePayload
 from .pad_entry import PadEntry
 from .pending_call import PendingCall
 from .permission_mode import PermissionMode
@@ -66,6 +75,7 @@ from .respond_body_type_0 import RespondBodyType0
 from .respond_body_type_1 import RespondBodyType1
 from .respond_body_type_2 import RespondBodyType2
 from .run import Run
+from .run_context import RunContext
 from .run_patch import RunPatch
 from .run_status import RunStatus
 from .run_summary import RunSummary
@@ -89,10 +99,14 @@ __all__ = (
     "AgentProcessInfo",
     "AgentView",
     "ArtifactRef",
+    "Artifacts",
     "Budgets",
     "BudgetsInput",
     "BusMessage",
     "CallDecision",
+    "ChangeAction",
+    "ChangeEntry",
+    "ChangeKind",
     "ChildRun",
     "Confidence",
     "ContinueBody",
@@ -102,6 +116,7 @@ __all__ = (
     "DecisionType1",
     "Doc",
     "DocHit",
+    "DocLink",
     "DocMeta",
     "Event",
     "EventKind",
@@ -128,9 +143,13 @@ __all__ = (
     "Metrics",
     "MetricsByModel",
     "ModelMetrics",
+    "Narrative",
+    "NarrativeSource",
     "NextAction",
     "Notification",
+    "NotificationData",
     "NotificationMetrics",
+    "OutcomePayload",
     "PadEntry",
     "PendingCall",
     "PermissionMode",
@@ -150,6 +169,7 @@ __all__ = (
     "RespondBodyType1",
     "RespondBodyType2",
     "Run",
+    "RunContext",
     "RunPatch",
     "RunStatus",
     "RunSummary",

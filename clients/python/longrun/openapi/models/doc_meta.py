@@ -23,6 +23,9 @@ class DocMeta:
         updated_iteration (int):
         version (int):
         sources (list[str] | Unset):
+        tags (list[str] | Unset):
+        updated_at (int | Unset): When the iteration that last wrote it began (epoch ms; 0 on docs written before it
+            was kept). Default: 0.
     """
 
     bytes_: int
@@ -32,6 +35,8 @@ class DocMeta:
     updated_iteration: int
     version: int
     sources: list[str] | Unset = UNSET
+    tags: list[str] | Unset = UNSET
+    updated_at: int | Unset = 0
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -51,6 +56,12 @@ class DocMeta:
         if not isinstance(self.sources, Unset):
             sources = self.sources
 
+        tags: list[str] | Unset = UNSET
+        if not isinstance(self.tags, Unset):
+            tags = self.tags
+
+        updated_at = self.updated_at
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -65,6 +76,10 @@ class DocMeta:
         )
         if sources is not UNSET:
             field_dict["sources"] = sources
+        if tags is not UNSET:
+            field_dict["tags"] = tags
+        if updated_at is not UNSET:
+            field_dict["updated_at"] = updated_at
 
         return field_dict
 
@@ -85,6 +100,10 @@ class DocMeta:
 
         sources = cast(list[str], d.pop("sources", UNSET))
 
+        tags = cast(list[str], d.pop("tags", UNSET))
+
+        updated_at = d.pop("updated_at", UNSET)
+
         doc_meta = cls(
             bytes_=bytes_,
             created_iteration=created_iteration,
@@ -93,6 +112,8 @@ class DocMeta:
             updated_iteration=updated_iteration,
             version=version,
             sources=sources,
+            tags=tags,
+            updated_at=updated_at,
         )
 
         doc_meta.additional_properties = d

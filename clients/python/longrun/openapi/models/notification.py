@@ -11,6 +11,7 @@ from ..models.run_status import RunStatus
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.notification_data import NotificationData
     from ..models.notification_metrics import NotificationMetrics
 
 
@@ -30,6 +31,12 @@ class Notification:
         summary (str):
         title (str):
         user_id (str):
+        action_url (str | Unset): The deep link to the run's page (the same as `link`). Default: ''.
+        data (None | NotificationData | Unset): The run, its status, why it stopped and what it spent (absent on
+            notifications stored
+            before it was written).
+        message (str | Unset): The narrative's first sentences, or the questions when the run waits on the user.
+            Default: ''.
         metrics (NotificationMetrics | Unset):
         questions (list[str] | Unset): What the run asks when it waits on the user.
     """
@@ -43,11 +50,16 @@ class Notification:
     summary: str
     title: str
     user_id: str
+    action_url: str | Unset = ""
+    data: None | NotificationData | Unset = UNSET
+    message: str | Unset = ""
     metrics: NotificationMetrics | Unset = UNSET
     questions: list[str] | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.notification_data import NotificationData
+
         at = self.at
 
         id = self.id
@@ -65,6 +77,18 @@ class Notification:
         title = self.title
 
         user_id = self.user_id
+
+        action_url = self.action_url
+
+        data: dict[str, Any] | None | Unset
+        if isinstance(self.data, Unset):
+            data = UNSET
+        elif isinstance(self.data, NotificationData):
+            data = self.data.to_dict()
+        else:
+            data = self.data
+
+        message = self.message
 
         metrics: dict[str, Any] | Unset = UNSET
         if not isinstance(self.metrics, Unset):
@@ -89,6 +113,12 @@ class Notification:
                 "user_id": user_id,
             }
         )
+        if action_url is not UNSET:
+            field_dict["action_url"] = action_url
+        if data is not UNSET:
+            field_dict["data"] = data
+        if message is not UNSET:
+            field_dict["message"] = message
         if metrics is not UNSET:
             field_dict["metrics"] = metrics
         if questions is not UNSET:
@@ -98,6 +128,7 @@ class Notification:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.notification_data import NotificationData
         from ..models.notification_metrics import NotificationMetrics
 
         d = dict(src_dict)
@@ -119,6 +150,27 @@ class Notification:
 
         user_id = d.pop("user_id")
 
+        action_url = d.pop("action_url", UNSET)
+
+        def _parse_data(data: object) -> None | NotificationData | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                data_type_0 = NotificationData.from_dict(data)
+
+                return data_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | NotificationData | Unset, data)
+
+        data = _parse_data(d.pop("data", UNSET))
+
+        message = d.pop("message", UNSET)
+
         _metrics = d.pop("metrics", UNSET)
         metrics: NotificationMetrics | Unset
         if isinstance(_metrics, Unset):
@@ -138,6 +190,9 @@ class Notification:
             summary=summary,
             title=title,
             user_id=user_id,
+            action_url=action_url,
+            data=data,
+            message=message,
             metrics=metrics,
             questions=questions,
         )

@@ -11,8 +11,9 @@ from ..models.run_status import RunStatus
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
-    from ..models.artifact_ref import ArtifactRef
+    from ..models.artifacts import Artifacts
     from ..models.child_run import ChildRun
+    from ..models.narrative import Narrative
     from ..models.report_metrics import ReportMetrics
     from ..models.source_ref import SourceRef
     from ..models.stopping_reason import StoppingReason
@@ -26,22 +27,24 @@ T = TypeVar("T", bound="Report")
 class Report:
     """
     Attributes:
-        artifacts (list[ArtifactRef]):
+        artifacts (Artifacts): The run's outputs: its documents, and its plan as it stands.
         generated_at (int):
         metrics (ReportMetrics):
         objective (str):
         run_id (str):
         status (RunStatus): `paused`: Held by the user between iterations; `continue` queues it again.
         stopping_reason (StoppingReason):
-        summary (str):
+        summary (str): The last iteration's one-line progress summary.
         title (str):
         what_changed (WhatChanged):
         children (list[ChildRun] | Unset): Child runs and their outcomes.
+        narrative (Narrative | Unset): The report's narrative: what was asked, what was done, what was found, what is
+            left.
         questions (list[str] | Unset):
         sources (list[SourceRef] | Unset): Every source the workspace cites, in the order first cited (by doc path).
     """
 
-    artifacts: list[ArtifactRef]
+    artifacts: Artifacts
     generated_at: int
     metrics: ReportMetrics
     objective: str
@@ -52,15 +55,13 @@ class Report:
     title: str
     what_changed: WhatChanged
     children: list[ChildRun] | Unset = UNSET
+    narrative: Narrative | Unset = UNSET
     questions: list[str] | Unset = UNSET
     sources: list[SourceRef] | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        artifacts = []
-        for artifacts_item_data in self.artifacts:
-            artifacts_item = artifacts_item_data.to_dict()
-            artifacts.append(artifacts_item)
+        artifacts = self.artifacts.to_dict()
 
         generated_at = self.generated_at
 
@@ -86,6 +87,10 @@ class Report:
             for children_item_data in self.children:
                 children_item = children_item_data.to_dict()
                 children.append(children_item)
+
+        narrative: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.narrative, Unset):
+            narrative = self.narrative.to_dict()
 
         questions: list[str] | Unset = UNSET
         if not isinstance(self.questions, Unset):
@@ -116,6 +121,8 @@ class Report:
         )
         if children is not UNSET:
             field_dict["children"] = children
+        if narrative is not UNSET:
+            field_dict["narrative"] = narrative
         if questions is not UNSET:
             field_dict["questions"] = questions
         if sources is not UNSET:
@@ -125,20 +132,16 @@ class Report:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.artifact_ref import ArtifactRef
+        from ..models.artifacts import Artifacts
         from ..models.child_run import ChildRun
+        from ..models.narrative import Narrative
         from ..models.report_metrics import ReportMetrics
         from ..models.source_ref import SourceRef
         from ..models.stopping_reason import StoppingReason
         from ..models.what_changed import WhatChanged
 
         d = dict(src_dict)
-        artifacts = []
-        _artifacts = d.pop("artifacts")
-        for artifacts_item_data in _artifacts:
-            artifacts_item = ArtifactRef.from_dict(artifacts_item_data)
-
-            artifacts.append(artifacts_item)
+        artifacts = Artifacts.from_dict(d.pop("artifacts"))
 
         generated_at = d.pop("generated_at")
 
@@ -167,6 +170,13 @@ class Report:
 
                 children.append(children_item)
 
+        _narrative = d.pop("narrative", UNSET)
+        narrative: Narrative | Unset
+        if isinstance(_narrative, Unset):
+            narrative = UNSET
+        else:
+            narrative = Narrative.from_dict(_narrative)
+
         questions = cast(list[str], d.pop("questions", UNSET))
 
         _sources = d.pop("sources", UNSET)
@@ -190,6 +200,7 @@ class Report:
             title=title,
             what_changed=what_changed,
             children=children,
+            narrative=narrative,
             questions=questions,
             sources=sources,
         )

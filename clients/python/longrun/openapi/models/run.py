@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..models.pending_call import PendingCall
     from ..models.plan_step import PlanStep
     from ..models.report import Report
+    from ..models.run_context import RunContext
     from ..models.run_patch import RunPatch
     from ..models.stopping_reason import StoppingReason
     from ..models.streaks import Streaks
@@ -66,6 +67,8 @@ class Run:
         completion_criteria (list[str] | Unset): Plain-language conditions the result must meet: a completion claim must
             map each one
             (`c1`, `c2`, … in order) to accepted evidence.
+        context (None | RunContext | Unset): What the run is about in the caller's world (`GET
+            /v1/runs?context_type=&entity_id=`).
         ended_at (int | None | Unset):
         last_iteration (LastIteration | None | Unset):
         lease (Lease | None | Unset):
@@ -123,6 +126,7 @@ class Run:
     allowed_tools: list[str] | None | Unset = UNSET
     children: list[ChildRun] | Unset = UNSET
     completion_criteria: list[str] | Unset = UNSET
+    context: None | RunContext | Unset = UNSET
     ended_at: int | None | Unset = UNSET
     last_iteration: LastIteration | None | Unset = UNSET
     lease: Lease | None | Unset = UNSET
@@ -144,6 +148,7 @@ class Run:
         from ..models.last_iteration import LastIteration
         from ..models.lease import Lease
         from ..models.report import Report
+        from ..models.run_context import RunContext
         from ..models.run_patch import RunPatch
         from ..models.stopping_reason import StoppingReason
 
@@ -220,6 +225,14 @@ class Run:
         completion_criteria: list[str] | Unset = UNSET
         if not isinstance(self.completion_criteria, Unset):
             completion_criteria = self.completion_criteria
+
+        context: dict[str, Any] | None | Unset
+        if isinstance(self.context, Unset):
+            context = UNSET
+        elif isinstance(self.context, RunContext):
+            context = self.context.to_dict()
+        else:
+            context = self.context
 
         ended_at: int | None | Unset
         if isinstance(self.ended_at, Unset):
@@ -345,6 +358,8 @@ class Run:
             field_dict["children"] = children
         if completion_criteria is not UNSET:
             field_dict["completion_criteria"] = completion_criteria
+        if context is not UNSET:
+            field_dict["context"] = context
         if ended_at is not UNSET:
             field_dict["ended_at"] = ended_at
         if last_iteration is not UNSET:
@@ -389,6 +404,7 @@ class Run:
         from ..models.pending_call import PendingCall
         from ..models.plan_step import PlanStep
         from ..models.report import Report
+        from ..models.run_context import RunContext
         from ..models.run_patch import RunPatch
         from ..models.stopping_reason import StoppingReason
         from ..models.streaks import Streaks
@@ -484,6 +500,23 @@ class Run:
                 children.append(children_item)
 
         completion_criteria = cast(list[str], d.pop("completion_criteria", UNSET))
+
+        def _parse_context(data: object) -> None | RunContext | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                context_type_0 = RunContext.from_dict(data)
+
+                return context_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | RunContext | Unset, data)
+
+        context = _parse_context(d.pop("context", UNSET))
 
         def _parse_ended_at(data: object) -> int | None | Unset:
             if data is None:
@@ -656,6 +689,7 @@ class Run:
             allowed_tools=allowed_tools,
             children=children,
             completion_criteria=completion_criteria,
+            context=context,
             ended_at=ended_at,
             last_iteration=last_iteration,
             lease=lease,

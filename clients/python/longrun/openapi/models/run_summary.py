@@ -8,8 +8,10 @@ from attrs import field as _attrs_field
 from typing_extensions import Self
 
 from ..models.run_status import RunStatus
+from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.run_context import RunContext
     from ..models.stopping_reason import StoppingReason
 
 
@@ -31,6 +33,7 @@ class RunSummary:
         stopping_reason (None | StoppingReason):
         tokens (int):
         updated_at (int):
+        context (None | RunContext | Unset):
     """
 
     cost_usd: float
@@ -43,9 +46,11 @@ class RunSummary:
     stopping_reason: None | StoppingReason
     tokens: int
     updated_at: int
+    context: None | RunContext | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.run_context import RunContext
         from ..models.stopping_reason import StoppingReason
 
         cost_usd = self.cost_usd
@@ -72,6 +77,14 @@ class RunSummary:
 
         updated_at = self.updated_at
 
+        context: dict[str, Any] | None | Unset
+        if isinstance(self.context, Unset):
+            context = UNSET
+        elif isinstance(self.context, RunContext):
+            context = self.context.to_dict()
+        else:
+            context = self.context
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -88,11 +101,14 @@ class RunSummary:
                 "updated_at": updated_at,
             }
         )
+        if context is not UNSET:
+            field_dict["context"] = context
 
         return field_dict
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.run_context import RunContext
         from ..models.stopping_reason import StoppingReason
 
         d = dict(src_dict)
@@ -129,6 +145,23 @@ class RunSummary:
 
         updated_at = d.pop("updated_at")
 
+        def _parse_context(data: object) -> None | RunContext | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                context_type_0 = RunContext.from_dict(data)
+
+                return context_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | RunContext | Unset, data)
+
+        context = _parse_context(d.pop("context", UNSET))
+
         run_summary = cls(
             cost_usd=cost_usd,
             created_at=created_at,
@@ -140,6 +173,7 @@ class RunSummary:
             stopping_reason=stopping_reason,
             tokens=tokens,
             updated_at=updated_at,
+            context=context,
         )
 
         run_summary.additional_properties = d

@@ -11,6 +11,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.budgets_input import BudgetsInput
+    from ..models.run_context import RunContext
     from ..models.thresholds import Thresholds
 
 
@@ -36,6 +37,8 @@ class RunTemplate:
             500
             characters). The run completes only when the planner's claim maps every criterion to
             evidence: documents this run wrote that are not empty, or plan steps that are done.
+        context (None | RunContext | Unset): What the run is about in your application, to list its runs by
+            (`GET /v1/runs?context_type=&entity_id=`).
         model (None | str | Unset): `provider:model`; one of the server's configured models.
         models (list[str] | Unset): Several `provider:model`s to rotate over, round robin, failing over past degraded
             ones; the first is the run's model. Instead of `model`, or starting with it.
@@ -48,12 +51,14 @@ class RunTemplate:
     allowed_tools: list[str] | None | Unset = UNSET
     budgets: BudgetsInput | Unset = UNSET
     completion_criteria: list[str] | Unset = UNSET
+    context: None | RunContext | Unset = UNSET
     model: None | str | Unset = UNSET
     models: list[str] | Unset = UNSET
     permission_mode: None | PermissionMode | Unset = UNSET
     thresholds: None | Thresholds | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.run_context import RunContext
         from ..models.thresholds import Thresholds
 
         objective = self.objective
@@ -80,6 +85,14 @@ class RunTemplate:
         completion_criteria: list[str] | Unset = UNSET
         if not isinstance(self.completion_criteria, Unset):
             completion_criteria = self.completion_criteria
+
+        context: dict[str, Any] | None | Unset
+        if isinstance(self.context, Unset):
+            context = UNSET
+        elif isinstance(self.context, RunContext):
+            context = self.context.to_dict()
+        else:
+            context = self.context
 
         model: None | str | Unset
         if isinstance(self.model, Unset):
@@ -122,6 +135,8 @@ class RunTemplate:
             field_dict["budgets"] = budgets
         if completion_criteria is not UNSET:
             field_dict["completion_criteria"] = completion_criteria
+        if context is not UNSET:
+            field_dict["context"] = context
         if model is not UNSET:
             field_dict["model"] = model
         if models is not UNSET:
@@ -136,6 +151,7 @@ class RunTemplate:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.budgets_input import BudgetsInput
+        from ..models.run_context import RunContext
         from ..models.thresholds import Thresholds
 
         d = dict(src_dict)
@@ -175,6 +191,23 @@ class RunTemplate:
             budgets = BudgetsInput.from_dict(_budgets)
 
         completion_criteria = cast(list[str], d.pop("completion_criteria", UNSET))
+
+        def _parse_context(data: object) -> None | RunContext | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                context_type_0 = RunContext.from_dict(data)
+
+                return context_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | RunContext | Unset, data)
+
+        context = _parse_context(d.pop("context", UNSET))
 
         def _parse_model(data: object) -> None | str | Unset:
             if data is None:
@@ -227,6 +260,7 @@ class RunTemplate:
             allowed_tools=allowed_tools,
             budgets=budgets,
             completion_criteria=completion_criteria,
+            context=context,
             model=model,
             models=models,
             permission_mode=permission_mode,

@@ -10,6 +10,8 @@ from typing_extensions import Self
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.change_entry import ChangeEntry
+    from ..models.doc_link import DocLink
     from ..models.what_changed_sources import WhatChangedSources
 
 
@@ -23,12 +25,20 @@ class WhatChanged:
         created (list[str]):
         linked (list[str]): Docs the run cited as completion evidence.
         updated (list[str]):
-        sources (WhatChangedSources | Unset): The sources of each created or updated doc that has any, by path.
+        entries (list[ChangeEntry] | Unset): Every change, typed: each document with the iteration that last wrote it,
+            and each
+            plan step with the iteration that last touched it.
+        links (list[DocLink] | Unset): Document-to-document links: `from` was written after reading `to`.
+        sources (WhatChangedSources | Unset): The external sources (URLs, `tool:NAME`) of each created or updated doc
+            that has any,
+            by path.
     """
 
     created: list[str]
     linked: list[str]
     updated: list[str]
+    entries: list[ChangeEntry] | Unset = UNSET
+    links: list[DocLink] | Unset = UNSET
     sources: WhatChangedSources | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -38,6 +48,20 @@ class WhatChanged:
         linked = self.linked
 
         updated = self.updated
+
+        entries: list[dict[str, Any]] | Unset = UNSET
+        if not isinstance(self.entries, Unset):
+            entries = []
+            for entries_item_data in self.entries:
+                entries_item = entries_item_data.to_dict()
+                entries.append(entries_item)
+
+        links: list[dict[str, Any]] | Unset = UNSET
+        if not isinstance(self.links, Unset):
+            links = []
+            for links_item_data in self.links:
+                links_item = links_item_data.to_dict()
+                links.append(links_item)
 
         sources: dict[str, Any] | Unset = UNSET
         if not isinstance(self.sources, Unset):
@@ -52,6 +76,10 @@ class WhatChanged:
                 "updated": updated,
             }
         )
+        if entries is not UNSET:
+            field_dict["entries"] = entries
+        if links is not UNSET:
+            field_dict["links"] = links
         if sources is not UNSET:
             field_dict["sources"] = sources
 
@@ -59,6 +87,8 @@ class WhatChanged:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.change_entry import ChangeEntry
+        from ..models.doc_link import DocLink
         from ..models.what_changed_sources import WhatChangedSources
 
         d = dict(src_dict)
@@ -67,6 +97,24 @@ class WhatChanged:
         linked = cast(list[str], d.pop("linked"))
 
         updated = cast(list[str], d.pop("updated"))
+
+        _entries = d.pop("entries", UNSET)
+        entries: list[ChangeEntry] | Unset = UNSET
+        if _entries is not UNSET:
+            entries = []
+            for entries_item_data in _entries:
+                entries_item = ChangeEntry.from_dict(entries_item_data)
+
+                entries.append(entries_item)
+
+        _links = d.pop("links", UNSET)
+        links: list[DocLink] | Unset = UNSET
+        if _links is not UNSET:
+            links = []
+            for links_item_data in _links:
+                links_item = DocLink.from_dict(links_item_data)
+
+                links.append(links_item)
 
         _sources = d.pop("sources", UNSET)
         sources: WhatChangedSources | Unset
@@ -79,6 +127,8 @@ class WhatChanged:
             created=created,
             linked=linked,
             updated=updated,
+            entries=entries,
+            links=links,
             sources=sources,
         )
 

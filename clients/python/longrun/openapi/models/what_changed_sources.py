@@ -12,7 +12,10 @@ T = TypeVar("T", bound="WhatChangedSources")
 
 @_attrs_define
 class WhatChangedSources:
-    """The sources of each created or updated doc that has any, by path."""
+    """The external sources (URLs, `tool:NAME`) of each created or updated doc that has any,
+    by path.
+
+    """
 
     additional_properties: dict[str, list[str]] = _attrs_field(init=False, factory=dict)
 

@@ -14,6 +14,8 @@ from ...types import UNSET, Response, Unset
 def _get_kwargs(
     *,
     status: GetRunsStatus | Unset = UNSET,
+    context_type: str | Unset = UNSET,
+    entity_id: str | Unset = UNSET,
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> dict[str, Any]:
@@ -25,6 +27,10 @@ def _get_kwargs(
         json_status = status.value
 
     params["status"] = json_status
+
+    params["context_type"] = context_type
+
+    params["entity_id"] = entity_id
 
     params["limit"] = limit
 
@@ -100,6 +106,8 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
     status: GetRunsStatus | Unset = UNSET,
+    context_type: str | Unset = UNSET,
+    entity_id: str | Unset = UNSET,
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> Response[GetRunsResponse200 | Problem]:
@@ -107,6 +115,8 @@ def sync_detailed(
 
     Args:
         status (GetRunsStatus | Unset): Only runs in this status
+        context_type (str | Unset): Only runs whose `context.type` is this
+        entity_id (str | Unset): Only runs whose `context.entity_id` is this
         limit (int | Unset): Page size, 1 to 200 (default 50)
         cursor (str | Unset): `next_cursor` of the previous page, unchanged
 
@@ -120,6 +130,8 @@ def sync_detailed(
 
     kwargs = _get_kwargs(
         status=status,
+        context_type=context_type,
+        entity_id=entity_id,
         limit=limit,
         cursor=cursor,
     )
@@ -135,6 +147,8 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
     status: GetRunsStatus | Unset = UNSET,
+    context_type: str | Unset = UNSET,
+    entity_id: str | Unset = UNSET,
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> GetRunsResponse200 | Problem | None:
@@ -142,6 +156,8 @@ def sync(
 
     Args:
         status (GetRunsStatus | Unset): Only runs in this status
+        context_type (str | Unset): Only runs whose `context.type` is this
+        entity_id (str | Unset): Only runs whose `context.entity_id` is this
         limit (int | Unset): Page size, 1 to 200 (default 50)
         cursor (str | Unset): `next_cursor` of the previous page, unchanged
 
@@ -156,6 +172,8 @@ def sync(
     return sync_detailed(
         client=client,
         status=status,
+        context_type=context_type,
+        entity_id=entity_id,
         limit=limit,
         cursor=cursor,
     ).parsed
@@ -165,6 +183,8 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
     status: GetRunsStatus | Unset = UNSET,
+    context_type: str | Unset = UNSET,
+    entity_id: str | Unset = UNSET,
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> Response[GetRunsResponse200 | Problem]:
@@ -172,6 +192,8 @@ async def asyncio_detailed(
 
     Args:
         status (GetRunsStatus | Unset): Only runs in this status
+        context_type (str | Unset): Only runs whose `context.type` is this
+        entity_id (str | Unset): Only runs whose `context.entity_id` is this
         limit (int | Unset): Page size, 1 to 200 (default 50)
         cursor (str | Unset): `next_cursor` of the previous page, unchanged
 
@@ -185,6 +207,8 @@ async def asyncio_detailed(
 
     kwargs = _get_kwargs(
         status=status,
+        context_type=context_type,
+        entity_id=entity_id,
         limit=limit,
         cursor=cursor,
     )
@@ -198,6 +222,8 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
     status: GetRunsStatus | Unset = UNSET,
+    context_type: str | Unset = UNSET,
+    entity_id: str | Unset = UNSET,
     limit: int | Unset = UNSET,
     cursor: str | Unset = UNSET,
 ) -> GetRunsResponse200 | Problem | None:
@@ -205,6 +231,8 @@ async def asyncio(
 
     Args:
         status (GetRunsStatus | Unset): Only runs in this status
+        context_type (str | Unset): Only runs whose `context.type` is this
+        entity_id (str | Unset): Only runs whose `context.entity_id` is this
         limit (int | Unset): Page size, 1 to 200 (default 50)
         cursor (str | Unset): `next_cursor` of the previous page, unchanged
 
@@ -220,6 +248,8 @@ async def asyncio(
         await asyncio_detailed(
             client=client,
             status=status,
+            context_type=context_type,
+            entity_id=entity_id,
             limit=limit,
             cursor=cursor,
         )

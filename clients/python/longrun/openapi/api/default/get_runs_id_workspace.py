@@ -7,18 +7,27 @@ import httpx
 from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.problem import Problem
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     id: str,
+    *,
+    tag: str | Unset = UNSET,
 ) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    params["tag"] = tag
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
 
     _kwargs: dict[str, Any] = {
         "method": "get",
         "url": "/v1/runs/{id}/workspace".format(
             id=quote(str(id), safe=""),
         ),
+        "params": params,
     }
 
     return _kwargs
@@ -82,11 +91,14 @@ def sync_detailed(
     id: str,
     *,
     client: AuthenticatedClient | Client,
+    tag: str | Unset = UNSET,
 ) -> Response[Any | Problem]:
     """Workspace tree
 
     Args:
         id (str):
+        tag (str | Unset): Only documents with this tag (`doc_write`'s `tags`); the tree lists
+            those alone
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -98,6 +110,7 @@ def sync_detailed(
 
     kwargs = _get_kwargs(
         id=id,
+        tag=tag,
     )
 
     response = client.get_httpx_client().request(
@@ -111,11 +124,14 @@ def sync(
     id: str,
     *,
     client: AuthenticatedClient | Client,
+    tag: str | Unset = UNSET,
 ) -> Any | Problem | None:
     """Workspace tree
 
     Args:
         id (str):
+        tag (str | Unset): Only documents with this tag (`doc_write`'s `tags`); the tree lists
+            those alone
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -128,6 +144,7 @@ def sync(
     return sync_detailed(
         id=id,
         client=client,
+        tag=tag,
     ).parsed
 
 
@@ -135,11 +152,14 @@ async def asyncio_detailed(
     id: str,
     *,
     client: AuthenticatedClient | Client,
+    tag: str | Unset = UNSET,
 ) -> Response[Any | Problem]:
     """Workspace tree
 
     Args:
         id (str):
+        tag (str | Unset): Only documents with this tag (`doc_write`'s `tags`); the tree lists
+            those alone
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -151,6 +171,7 @@ async def asyncio_detailed(
 
     kwargs = _get_kwargs(
         id=id,
+        tag=tag,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -162,11 +183,14 @@ async def asyncio(
     id: str,
     *,
     client: AuthenticatedClient | Client,
+    tag: str | Unset = UNSET,
 ) -> Any | Problem | None:
     """Workspace tree
 
     Args:
         id (str):
+        tag (str | Unset): Only documents with this tag (`doc_write`'s `tags`); the tree lists
+            those alone
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -180,5 +204,6 @@ async def asyncio(
         await asyncio_detailed(
             id=id,
             client=client,
+            tag=tag,
         )
     ).parsed
