@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use longrun_engine::tools::SpawnRun;
 use longrun_engine::{Dispatch, Engine, EngineConfig, ToolRegistry};
-use longrun_fetch::{HttpFetch, HttpMcpClient, HttpToolFactory, UserToolSettings, WebSearch};
+use longrun_outbound::{HttpFetch, HttpMcpClient, HttpToolFactory, UserToolSettings, WebSearch};
 use longrun_ports::LlmClient;
 use longrun_ports::{Clock, Faults, Notifier, StepQueue, Store};
 use longrun_ports::{McpConnector, ToolFactory};

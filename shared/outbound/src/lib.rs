@@ -1,4 +1,8 @@
-//! `http_fetch`: GET or HEAD a public web page for the agent, behind an SSRF guard.
+//! Outbound HTTP, every request behind one SSRF guard: the agent's `http_fetch` (this module),
+//! `web_search` (`search`), users' HTTP tools (`user_tool`), the MCP client (`mcp_client`) and
+//! the HMAC signature of tool calls and webhooks (`user_tool::signature`).
+//!
+//! `http_fetch`: GET or HEAD a public web page for the agent.
 //!
 //! Every connection goes through [`GuardedResolver`]: the host is resolved once, every answer
 //! is checked, and the client connects to exactly the checked addresses (no second lookup to
