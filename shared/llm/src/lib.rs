@@ -335,7 +335,7 @@ pub struct ModelHealth {
     pub degraded: bool,
 }
 
-/// Dispatches by the request's `provider:model`, rotates round robin over the run's models,
+/// Routes by the request's `provider:model`, rotates round robin over the run's models,
 /// fails over past degraded ones, retries retryable failures with backoff, and prices every
 /// answer. Models are set up once at start-up; anything else is refused.
 pub struct ModelRouter {

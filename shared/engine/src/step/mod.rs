@@ -4,12 +4,12 @@
 //!
 //! `claim` holds the fenced claim; `model` the model calls, budgets and spend; `phases` the
 //! working phases over the iteration's draft; `permissions` the permission modes; `conclude`
-//! the verdict and the commit plan; `dispatch` what follows a commit; `user_tools` the tools a
+//! the verdict and the commit plan; `follow_up` what follows a commit; `user_tools` the tools a
 //! run may call.
 
 mod claim;
 mod conclude;
-mod dispatch;
+mod follow_up;
 mod model;
 mod permissions;
 mod phases;
@@ -30,7 +30,7 @@ use longrun_ports::LlmClient;
 use longrun_ports::{FaultPoint, Faults, NotifyError, QueueError, StepMessage, Store, StoreError};
 use longrun_ports::{McpConnector, ToolFactory};
 
-pub use self::dispatch::{Dispatch, SweepReport};
+pub use self::follow_up::{FollowUp, SweepReport};
 pub use self::user_tools::{McpCache, UserToolCache};
 
 #[derive(Clone, Debug)]
@@ -107,7 +107,7 @@ pub enum StepOutcome {
 }
 
 pub struct Engine {
-    pub dispatch: Dispatch,
+    pub follow_up: FollowUp,
     pub llm: Arc<dyn LlmClient>,
     pub tools: Arc<ToolRegistry>,
     /// Builds the tools users registered; without it runs use the built-ins only.
@@ -122,11 +122,11 @@ pub struct Engine {
 
 impl Engine {
     fn store(&self) -> &Arc<dyn Store> {
-        &self.dispatch.store
+        &self.follow_up.store
     }
 
     fn now(&self) -> i64 {
-        self.dispatch.clock.now_ms()
+        self.follow_up.clock.now_ms()
     }
 
     fn crash(&self, point: FaultPoint, run_id: &str, n: u32) -> Result<(), EngineError> {
@@ -154,8 +154,8 @@ impl Engine {
         if run.iteration >= n {
             // Redelivery of a committed iteration: heal a crash between commit and send.
             if run.iteration == n {
-                self.dispatch.start_children(&run, n).await?;
-                self.dispatch.follow_up(&run).await?;
+                self.follow_up.start_children(&run, n).await?;
+                self.follow_up.send(&run).await?;
             }
             return Ok(StepOutcome::Dropped(format!(
                 "iteration {n} already committed"
@@ -192,8 +192,8 @@ impl Engine {
         self.crash(FaultPoint::AfterCommit, &run.id, n)?;
         // Effects of the commit, only now that it landed; a crash before them is healed by
         // the redelivery, which finds the iteration committed.
-        self.dispatch.start_children(&run, n).await?;
-        self.dispatch.follow_up_deferred(&run).await?;
+        self.follow_up.start_children(&run, n).await?;
+        self.follow_up.send_deferred(&run).await?;
         self.crash(FaultPoint::AfterEnqueue, &run.id, n)?;
         Ok(StepOutcome::Done)
     }
