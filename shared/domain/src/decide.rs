@@ -509,7 +509,7 @@ fn carry_on_hints(run: &Run, facts: &IterationFacts, streaks: &Streaks) -> Vec<S
 mod tests {
     use super::*;
     use crate::evidence::{CriterionEvidence, DocFound};
-    use crate::run::{Budgets, Lease, Metrics, StepStatus, Thresholds};
+    use crate::run::{Budgets, Metrics, StepStatus, Thresholds};
     use crate::testing::sample_run;
 
     fn status(exit: bool, remaining: &[&str]) -> StatusBlock {
@@ -978,11 +978,7 @@ mod tests {
             no_progress_limit: 1,
             ..Default::default()
         };
-        run.lease = Some(Lease {
-            owner: "w".into(),
-            iteration: 1,
-            expires_at: 0,
-        });
+        run.lease = crate::testing::lease("w", 1, 0);
         let mut f = facts(1, status(false, &["x"]));
         f.progress = Progress::default();
         assert!(

@@ -17,3 +17,12 @@ pub fn sample_run() -> Run {
         .expect("a queued run may start");
     run
 }
+
+/// A lease on iteration `iteration` held by `owner` until `expires_at`.
+pub fn lease(owner: &str, iteration: u32, expires_at: i64) -> Option<Lease> {
+    Some(Lease {
+        owner: owner.into(),
+        iteration,
+        expires_at,
+    })
+}
