@@ -500,6 +500,23 @@ impl SqliteDb {
     }
 }
 
+/// A bare queued run row, for the queue's tests.
+#[cfg(test)]
+async fn insert_queued_run(db: &SqliteDb, run: &str, user: &str) {
+    let (run, user) = (run.to_string(), user.to_string());
+    let written = db
+        .write(move |c| {
+            c.execute(
+                "INSERT INTO runs (id, user_id, status, created_at, updated_at, body)
+                 VALUES (?1, ?2, 'queued', 0, 0, '{}')",
+                [run, user],
+            )
+            .map_err(unavailable)
+        })
+        .await;
+    assert!(written.is_ok(), "a test run row is written");
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -522,16 +539,7 @@ mod tests {
         let clock = Arc::new(longrun_ports::ManualClock::new(1_000));
         let queue = SqliteStepQueue::new(db.clone(), clock);
         for (run, user) in [("a1", "a"), ("a2", "a"), ("a3", "a"), ("b1", "b")] {
-            db.write(|c| {
-                c.execute(
-                    "INSERT INTO runs (id, user_id, status, created_at, updated_at, body)
-                     VALUES (?1, ?2, 'queued', 0, 0, '{}')",
-                    [run, user],
-                )
-                .map_err(unavailable)
-            })
-            .await
-            .unwrap();
+            insert_queued_run(&db, run, user).await;
             let msg = StepMessage::new(run, 1, longrun_ports::StepReason::Start);
             queue.enqueue(&msg, &msg.dedup_id(), 0).await.unwrap();
         }
