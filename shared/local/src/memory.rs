@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use longrun_domain::change::ActiveDelta;
 use longrun_domain::doc_hit;
-use longrun_domain::outcome::owes_follow_up;
+use longrun_domain::outcome::stale_owing;
 use longrun_domain::run::Run;
 use longrun_domain::{DeliveryState, DocHit, Notification, WebhookDelivery, sequence_events};
 use longrun_domain::{
@@ -178,16 +178,8 @@ impl RunLog for InMemoryRunStore {
     }
 
     async fn stale_runs(&self, updated_before: i64, limit: usize) -> StoreResult<Vec<Run>> {
-        let state = self.lock();
-        let mut out: Vec<Run> = state
-            .runs
-            .values()
-            .filter(|r| r.updated_at < updated_before && owes_follow_up(r))
-            .cloned()
-            .collect();
-        out.sort_by(|a, b| (a.updated_at, &a.id).cmp(&(b.updated_at, &b.id)));
-        out.truncate(limit);
-        Ok(out)
+        let runs = self.lock().runs.values().cloned().collect::<Vec<_>>();
+        Ok(stale_owing(runs, updated_before, limit))
     }
 }
 
