@@ -207,6 +207,28 @@ pub fn endpoint_client(
     Ok((client, policy))
 }
 
+/// One guarded client, its policy, and the settings of what calls through it (the MCP client,
+/// the user-tool factory); cheap to clone (one connection pool).
+#[derive(Clone)]
+pub struct Guarded<S> {
+    client: reqwest::Client,
+    policy: Arc<FetchPolicy>,
+    settings: S,
+}
+
+impl<S> Guarded<S> {
+    fn build(
+        policy: FetchPolicy, lookup: Arc<dyn HostLookup>, timeout: Duration, settings: S,
+    ) -> Result<Guarded<S>, String> {
+        let (client, policy) = endpoint_client(policy, lookup, timeout)?;
+        Ok(Guarded {
+            client,
+            policy,
+            settings,
+        })
+    }
+}
+
 /// Reads at most `limit` bytes of the body; true when there was more.
 pub async fn read_limited(
     mut resp: reqwest::Response, limit: usize,

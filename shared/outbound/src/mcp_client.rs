@@ -13,7 +13,7 @@ use longrun_ports::{McpConnector, McpToolSpec, Tool, ToolContext};
 use serde_json::{Value, json};
 use url::Url;
 
-use crate::{FetchPolicy, HostLookup, Refusal, endpoint_client, fence, read_limited, refusal_in};
+use crate::{FetchPolicy, Guarded, HostLookup, Refusal, fence, read_limited, refusal_in};
 
 /// What we ask for in `initialize`; the server may answer with another version it supports.
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
@@ -87,23 +87,13 @@ pub struct McpCallResult {
 }
 
 /// The client for every user's servers; cheap to clone (one connection pool).
-#[derive(Clone)]
-pub struct HttpMcpClient {
-    client: reqwest::Client,
-    policy: Arc<FetchPolicy>,
-    settings: McpSettings,
-}
+pub type HttpMcpClient = Guarded<McpSettings>;
 
 impl HttpMcpClient {
     pub fn new(
         policy: FetchPolicy, lookup: Arc<dyn HostLookup>, settings: McpSettings,
     ) -> Result<HttpMcpClient, String> {
-        let (client, policy) = endpoint_client(policy, lookup, settings.timeout)?;
-        Ok(HttpMcpClient {
-            client,
-            policy,
-            settings,
-        })
+        Guarded::build(policy, lookup, settings.timeout, settings)
     }
 
     /// The server's tools (`tools/list`, following `nextCursor`), at most `max_tools`.

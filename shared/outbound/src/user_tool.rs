@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 use url::Url;
 
-use crate::{FetchPolicy, HostLookup, endpoint_client, read_limited, refusal_in};
+use crate::{FetchPolicy, Guarded, HostLookup, read_limited, refusal_in};
 
 pub const SIGNATURE_HEADER: &str = "x-longrun-signature";
 pub const IDEMPOTENCY_HEADER: &str = "idempotency-key";
@@ -53,22 +53,13 @@ impl Default for UserToolSettings {
 }
 
 /// Builds [`HttpTool`]s on one guarded client, shared by every run.
-pub struct HttpToolFactory {
-    client: reqwest::Client,
-    policy: Arc<FetchPolicy>,
-    settings: UserToolSettings,
-}
+pub type HttpToolFactory = Guarded<UserToolSettings>;
 
 impl HttpToolFactory {
     pub fn new(
         policy: FetchPolicy, lookup: Arc<dyn HostLookup>, settings: UserToolSettings,
     ) -> Result<HttpToolFactory, String> {
-        let (client, policy) = endpoint_client(policy, lookup, settings.timeout)?;
-        Ok(HttpToolFactory {
-            client,
-            policy,
-            settings,
-        })
+        Guarded::build(policy, lookup, settings.timeout, settings)
     }
 
     /// Checks a registration's URL against the guard (DNS is checked again at every call).
