@@ -216,11 +216,16 @@ pub struct Guarded<S> {
     settings: S,
 }
 
-impl<S> Guarded<S> {
-    fn build(
-        policy: FetchPolicy, lookup: Arc<dyn HostLookup>, timeout: Duration, settings: S,
+/// Settings of a guarded endpoint: how long one whole call may take.
+pub trait EndpointSettings {
+    fn timeout(&self) -> Duration;
+}
+
+impl<S: EndpointSettings> Guarded<S> {
+    pub fn new(
+        policy: FetchPolicy, lookup: Arc<dyn HostLookup>, settings: S,
     ) -> Result<Guarded<S>, String> {
-        let (client, policy) = endpoint_client(policy, lookup, timeout)?;
+        let (client, policy) = endpoint_client(policy, lookup, settings.timeout())?;
         Ok(Guarded {
             client,
             policy,

@@ -13,7 +13,7 @@ use longrun_ports::{McpConnector, McpToolSpec, Tool, ToolContext};
 use serde_json::{Value, json};
 use url::Url;
 
-use crate::{FetchPolicy, Guarded, HostLookup, Refusal, fence, read_limited, refusal_in};
+use crate::{EndpointSettings, Guarded, Refusal, fence, read_limited, refusal_in};
 
 /// What we ask for in `initialize`; the server may answer with another version it supports.
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
@@ -89,13 +89,13 @@ pub struct McpCallResult {
 /// The client for every user's servers; cheap to clone (one connection pool).
 pub type HttpMcpClient = Guarded<McpSettings>;
 
-impl HttpMcpClient {
-    pub fn new(
-        policy: FetchPolicy, lookup: Arc<dyn HostLookup>, settings: McpSettings,
-    ) -> Result<HttpMcpClient, String> {
-        Guarded::build(policy, lookup, settings.timeout, settings)
+impl EndpointSettings for McpSettings {
+    fn timeout(&self) -> Duration {
+        self.timeout
     }
+}
 
+impl HttpMcpClient {
     /// The server's tools (`tools/list`, following `nextCursor`), at most `max_tools`.
     pub async fn list_tools(&self, server: &McpServer) -> Result<Vec<McpToolSpec>, McpError> {
         self.bounded(self.settings.list_timeout, async {
@@ -500,6 +500,7 @@ impl Tool for McpTool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::FetchPolicy;
 
     #[test]
     fn an_event_stream_yields_each_events_json_and_skips_the_rest() {

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 use url::Url;
 
-use crate::{FetchPolicy, Guarded, HostLookup, read_limited, refusal_in};
+use crate::{EndpointSettings, FetchPolicy, Guarded, read_limited, refusal_in};
 
 pub const SIGNATURE_HEADER: &str = "x-longrun-signature";
 pub const IDEMPOTENCY_HEADER: &str = "idempotency-key";
@@ -55,13 +55,13 @@ impl Default for UserToolSettings {
 /// Builds [`HttpTool`]s on one guarded client, shared by every run.
 pub type HttpToolFactory = Guarded<UserToolSettings>;
 
-impl HttpToolFactory {
-    pub fn new(
-        policy: FetchPolicy, lookup: Arc<dyn HostLookup>, settings: UserToolSettings,
-    ) -> Result<HttpToolFactory, String> {
-        Guarded::build(policy, lookup, settings.timeout, settings)
+impl EndpointSettings for UserToolSettings {
+    fn timeout(&self) -> Duration {
+        self.timeout
     }
+}
 
+impl HttpToolFactory {
     /// Checks a registration's URL against the guard (DNS is checked again at every call).
     pub fn check_url(&self, url: &str) -> Result<(), String> {
         let parsed = Url::parse(url).map_err(|e| format!("url `{url}` is not valid: {e}"))?;
