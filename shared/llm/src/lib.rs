@@ -375,26 +375,22 @@ impl ModelRouter {
                     routes.insert(spec.clone(), route);
                     continue;
                 }
-                "openai" => Arc::new(
-                    OpenAiClient::new(
-                        shared_http(&mut http, settings)?,
-                        &settings.openai_base_url,
-                        settings.openai_api_key.clone(),
-                        model,
-                    )
-                    .structured(settings.openai_structured),
-                ),
-                // Perplexity answers JSON through `response_format`; it has no forced tool call.
-                "perplexity" => Arc::new(
-                    OpenAiClient::new(
-                        shared_http(&mut http, settings)?,
-                        &settings.perplexity_base_url,
-                        settings.perplexity_api_key.clone(),
-                        model,
-                    )
-                    .structured(Structured::JsonSchema)
-                    .provider("perplexity"),
-                ),
+                "openai" | "perplexity" => {
+                    let s = settings;
+                    let (base_url, key, structured) = match provider {
+                        "openai" => (&s.openai_base_url, &s.openai_api_key, s.openai_structured),
+                        // Perplexity answers JSON through `response_format`; it has no forced
+                        // tool call.
+                        _ => (
+                            &s.perplexity_base_url,
+                            &s.perplexity_api_key,
+                            Structured::JsonSchema,
+                        ),
+                    };
+                    let http = shared_http(&mut http, settings)?;
+                    let client = OpenAiClient::new(http, base_url, key.clone(), model);
+                    Arc::new(client.structured(structured).provider(provider))
+                }
                 "anthropic" => Arc::new(AnthropicClient::new(
                     shared_http(&mut http, settings)?,
                     &settings.anthropic_base_url,
