@@ -709,34 +709,21 @@ mod tests {
         let store = SqliteRunStore::new(db);
 
         // Assert
-        let hooks = store
-            .entries(CatalogScope {
+        let entries = |kind| {
+            let scope = CatalogScope {
                 user_id: "u1",
-                kind: CatalogKind::Webhook,
-            })
-            .await
-            .unwrap();
+                kind,
+            };
+            store.entries(scope)
+        };
+        let hooks = entries(CatalogKind::Webhook).await.unwrap();
         let urls: Vec<&str> = hooks
             .iter()
             .map(|(_, v)| v["url"].as_str().unwrap())
             .collect();
         assert_eq!(urls, ["https://a.example/h", "https://b.example/h"]);
-        let tools = store
-            .entries(CatalogScope {
-                user_id: "u1",
-                kind: CatalogKind::Tool,
-            })
-            .await
-            .unwrap();
-        assert_eq!(tools[0].0, "lookup");
-        let servers = store
-            .entries(CatalogScope {
-                user_id: "u1",
-                kind: CatalogKind::McpServer,
-            })
-            .await
-            .unwrap();
-        assert_eq!(servers[0].0, "docs");
+        assert_eq!(entries(CatalogKind::Tool).await.unwrap()[0].0, "lookup");
+        assert_eq!(entries(CatalogKind::McpServer).await.unwrap()[0].0, "docs");
     }
 
     #[tokio::test]
