@@ -83,21 +83,13 @@ impl RunLog for SimStore {
     }
 
     async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run> {
-        self.write(
-            "update_run",
-            Some(run_id),
-            self.inner.update_run(run_id, change),
-        )
-        .await
+        let write = self.inner.update_run(run_id, change);
+        self.write("update_run", Some(run_id), write).await
     }
 
     async fn update_run_deferred(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run> {
-        self.write(
-            "update_run_deferred",
-            Some(run_id),
-            self.inner.update_run_deferred(run_id, change),
-        )
-        .await
+        let write = self.inner.update_run_deferred(run_id, change);
+        self.write("update_run_deferred", Some(run_id), write).await
     }
 
     async fn events(&self, run_id: &str, after: u64, limit: usize) -> StoreResult<Vec<Event>> {
