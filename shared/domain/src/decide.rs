@@ -383,23 +383,31 @@ fn out_of_budget(
     finish(kind, b.detail.clone())
 }
 
+/// A breaker: a stop of `kind` once `count` reached `limit`; `detail` is only built then.
+fn breaker(
+    count: u32, limit: u32, kind: StopType, detail: impl FnOnce() -> String,
+) -> Option<Outcome> {
+    if count < limit {
+        return None;
+    }
+    finish(kind, detail())
+}
+
 fn repeated_error(
     run: &Run, facts: &IterationFacts, streaks: &Streaks, _: &mut Vec<String>,
 ) -> Option<Outcome> {
-    if streaks.error < run.thresholds.repeated_error_limit {
-        return None;
-    }
-    let msg = facts
-        .error
-        .as_ref()
-        .map(|e| e.message.as_str())
-        .unwrap_or("");
-    finish(
+    let n = streaks.error;
+    breaker(
+        n,
+        run.thresholds.repeated_error_limit,
         StopType::RepeatedError,
-        format!(
-            "the same error {} iterations in a row: {msg}",
-            streaks.error
-        ),
+        || {
+            let msg = facts.error.as_ref().map(|e| e.message.as_str());
+            format!(
+                "the same error {n} iterations in a row: {}",
+                msg.unwrap_or("")
+            )
+        },
     )
 }
 
@@ -409,70 +417,68 @@ fn repeated_tool_failure(
     run: &Run, facts: &IterationFacts, streaks: &Streaks, _: &mut Vec<String>,
 ) -> Option<Outcome> {
     let f = facts.tool_failure.as_ref()?;
-    if streaks.tool_failure < run.thresholds.repeated_tool_failure_limit {
-        return None;
-    }
-    let what = match f.kind {
-        ToolFailureKind::UnknownTool => format!("called tool `{}`, which it cannot use", f.tool),
-        ToolFailureKind::InvalidArguments => {
-            format!("gave tool `{}` arguments its schema refuses", f.tool)
-        }
-    };
-    finish(
+    let n = streaks.tool_failure;
+    breaker(
+        n,
+        run.thresholds.repeated_tool_failure_limit,
         StopType::RepeatedError,
-        format!(
-            "{} iterations in a row {what}, and repair did not fix it: {}",
-            streaks.tool_failure, f.message
-        ),
+        || {
+            let what = match f.kind {
+                ToolFailureKind::UnknownTool => {
+                    format!("called tool `{}`, which it cannot use", f.tool)
+                }
+                ToolFailureKind::InvalidArguments => {
+                    format!("gave tool `{}` arguments its schema refuses", f.tool)
+                }
+            };
+            format!(
+                "{n} iterations in a row {what}, and repair did not fix it: {}",
+                f.message
+            )
+        },
     )
 }
 
 fn repeated_actions(
     run: &Run, _: &IterationFacts, streaks: &Streaks, _: &mut Vec<String>,
 ) -> Option<Outcome> {
-    if streaks.repeat < run.thresholds.repeated_action_limit {
-        return None;
-    }
-    // The previous iteration's verdict gave the hint only if it already saw a repeat.
-    let hinted = if run.streaks.repeat > 0 {
-        ", even after an anti-repetition hint"
-    } else {
-        ""
-    };
-    finish(
+    let n = streaks.repeat;
+    breaker(
+        n,
+        run.thresholds.repeated_action_limit,
         StopType::NoProgress,
-        format!(
-            "the same action set {} iterations in a row without progress{hinted}",
-            streaks.repeat + 1
-        ),
+        || {
+            // The previous iteration's verdict gave the hint only if it already saw a repeat.
+            let hinted = if run.streaks.repeat > 0 {
+                ", even after an anti-repetition hint"
+            } else {
+                ""
+            };
+            let times = n + 1;
+            format!("the same action set {times} iterations in a row without progress{hinted}")
+        },
     )
 }
 
 fn no_progress(
     run: &Run, _: &IterationFacts, streaks: &Streaks, _: &mut Vec<String>,
 ) -> Option<Outcome> {
-    if streaks.no_progress < run.thresholds.no_progress_limit {
-        return None;
-    }
-    finish(
+    let n = streaks.no_progress;
+    breaker(
+        n,
+        run.thresholds.no_progress_limit,
         StopType::NoProgress,
-        format!(
-            "no progress in {} consecutive iterations",
-            streaks.no_progress
-        ),
+        || format!("no progress in {n} consecutive iterations"),
     )
 }
 
 fn max_iterations(
     run: &Run, facts: &IterationFacts, _: &Streaks, _: &mut Vec<String>,
 ) -> Option<Outcome> {
-    if facts.iteration < run.budgets.max_iterations {
-        return None;
-    }
-    finish(
-        StopType::MaxIterations,
-        format!("reached max_iterations = {}", run.budgets.max_iterations),
-    )
+    let limit = run.budgets.max_iterations;
+    breaker(facts.iteration, limit, StopType::MaxIterations, || {
+        format!("reached max_iterations = {limit}")
+    })
 }
 
 /// Guidance for a run that goes on: repetition, idleness, the last error.
