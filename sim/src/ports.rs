@@ -210,6 +210,18 @@ struct QueueState {
     dead: Vec<String>,
 }
 
+impl QueueState {
+    /// Where the message this receipt names is; a stale receipt once it was acked or received
+    /// again.
+    fn received(&self, receipt: &str) -> QueueResult<usize> {
+        let pos = self
+            .messages
+            .iter()
+            .position(|m| m.receipt.as_deref() == Some(receipt));
+        pos.ok_or(QueueError::StaleReceipt)
+    }
+}
+
 /// SQS FIFO as the worker sees it: per-group order with at most one message in flight, a
 /// 5-minute dedup window, visibility timeouts on the simulated clock and a dead-letter queue;
 /// under faults it duplicates sends, delays them, serves groups in any order, loses acks and
@@ -362,33 +374,17 @@ impl StepQueue for SimQueue {
             return Ok(());
         }
         let mut st = self.lock();
-        match st
-            .messages
-            .iter()
-            .position(|m| m.receipt.as_deref() == Some(receipt))
-        {
-            Some(pos) => {
-                st.messages.remove(pos);
-                Ok(())
-            }
-            None => Err(QueueError::StaleReceipt),
-        }
+        let pos = st.received(receipt)?;
+        st.messages.remove(pos);
+        Ok(())
     }
 
     async fn extend(&self, receipt: &str, visibility_ms: u64) -> QueueResult<()> {
         let now = self.sim.clock.now_ms();
         let mut st = self.lock();
-        match st
-            .messages
-            .iter_mut()
-            .find(|m| m.receipt.as_deref() == Some(receipt))
-        {
-            Some(m) => {
-                m.visible_at = now + visibility_ms as i64;
-                Ok(())
-            }
-            None => Err(QueueError::StaleReceipt),
-        }
+        let pos = st.received(receipt)?;
+        st.messages[pos].visible_at = now + visibility_ms as i64;
+        Ok(())
     }
 }
 
