@@ -383,32 +383,22 @@ fn out_of_budget(
     finish(kind, b.detail.clone())
 }
 
-/// A breaker: a stop of `kind` once `count` reached `limit`; `detail` is only built then.
-fn breaker(
-    count: u32, limit: u32, kind: StopType, detail: impl FnOnce() -> String,
-) -> Option<Outcome> {
+/// A breaker: a stop of `kind` once `count` reached `limit`.
+fn breaker(count: u32, limit: u32, kind: StopType, detail: String) -> Option<Outcome> {
     if count < limit {
         return None;
     }
-    finish(kind, detail())
+    finish(kind, detail)
 }
 
 fn repeated_error(
     run: &Run, facts: &IterationFacts, streaks: &Streaks, _: &mut Vec<String>,
 ) -> Option<Outcome> {
+    let msg = facts.error.as_ref().map_or("", |e| e.message.as_str());
     let n = streaks.error;
-    breaker(
-        n,
-        run.thresholds.repeated_error_limit,
-        StopType::RepeatedError,
-        || {
-            let msg = facts.error.as_ref().map(|e| e.message.as_str());
-            format!(
-                "the same error {n} iterations in a row: {}",
-                msg.unwrap_or("")
-            )
-        },
-    )
+    let detail = format!("the same error {n} iterations in a row: {msg}");
+    let limit = run.thresholds.repeated_error_limit;
+    breaker(n, limit, StopType::RepeatedError, detail)
 }
 
 /// Tool calls refused before they ran (a tool that does not exist, arguments its schema
@@ -417,68 +407,52 @@ fn repeated_tool_failure(
     run: &Run, facts: &IterationFacts, streaks: &Streaks, _: &mut Vec<String>,
 ) -> Option<Outcome> {
     let f = facts.tool_failure.as_ref()?;
+    let what = match f.kind {
+        ToolFailureKind::UnknownTool => format!("called tool `{}`, which it cannot use", f.tool),
+        ToolFailureKind::InvalidArguments => {
+            format!("gave tool `{}` arguments its schema refuses", f.tool)
+        }
+    };
     let n = streaks.tool_failure;
-    breaker(
-        n,
-        run.thresholds.repeated_tool_failure_limit,
-        StopType::RepeatedError,
-        || {
-            let what = match f.kind {
-                ToolFailureKind::UnknownTool => {
-                    format!("called tool `{}`, which it cannot use", f.tool)
-                }
-                ToolFailureKind::InvalidArguments => {
-                    format!("gave tool `{}` arguments its schema refuses", f.tool)
-                }
-            };
-            format!(
-                "{n} iterations in a row {what}, and repair did not fix it: {}",
-                f.message
-            )
-        },
-    )
+    let detail = format!(
+        "{n} iterations in a row {what}, and repair did not fix it: {}",
+        f.message
+    );
+    let limit = run.thresholds.repeated_tool_failure_limit;
+    breaker(n, limit, StopType::RepeatedError, detail)
 }
 
 fn repeated_actions(
     run: &Run, _: &IterationFacts, streaks: &Streaks, _: &mut Vec<String>,
 ) -> Option<Outcome> {
-    let n = streaks.repeat;
-    breaker(
-        n,
-        run.thresholds.repeated_action_limit,
-        StopType::NoProgress,
-        || {
-            // The previous iteration's verdict gave the hint only if it already saw a repeat.
-            let hinted = if run.streaks.repeat > 0 {
-                ", even after an anti-repetition hint"
-            } else {
-                ""
-            };
-            let times = n + 1;
-            format!("the same action set {times} iterations in a row without progress{hinted}")
-        },
-    )
+    // The previous iteration's verdict gave the hint only if it already saw a repeat.
+    let hinted = if run.streaks.repeat > 0 {
+        ", even after an anti-repetition hint"
+    } else {
+        ""
+    };
+    let times = streaks.repeat + 1;
+    let detail =
+        format!("the same action set {times} iterations in a row without progress{hinted}");
+    let limit = run.thresholds.repeated_action_limit;
+    breaker(streaks.repeat, limit, StopType::NoProgress, detail)
 }
 
 fn no_progress(
     run: &Run, _: &IterationFacts, streaks: &Streaks, _: &mut Vec<String>,
 ) -> Option<Outcome> {
     let n = streaks.no_progress;
-    breaker(
-        n,
-        run.thresholds.no_progress_limit,
-        StopType::NoProgress,
-        || format!("no progress in {n} consecutive iterations"),
-    )
+    let detail = format!("no progress in {n} consecutive iterations");
+    let limit = run.thresholds.no_progress_limit;
+    breaker(n, limit, StopType::NoProgress, detail)
 }
 
 fn max_iterations(
     run: &Run, facts: &IterationFacts, _: &Streaks, _: &mut Vec<String>,
 ) -> Option<Outcome> {
     let limit = run.budgets.max_iterations;
-    breaker(facts.iteration, limit, StopType::MaxIterations, || {
-        format!("reached max_iterations = {limit}")
-    })
+    let detail = format!("reached max_iterations = {limit}");
+    breaker(facts.iteration, limit, StopType::MaxIterations, detail)
 }
 
 /// Guidance for a run that goes on: repetition, idleness, the last error.
