@@ -278,13 +278,13 @@ fn main() {
             std::process::exit(1);
         }
     };
-    if let Err(e) = runtime.block_on(dispatch(cli)) {
+    if let Err(e) = runtime.block_on(run_command(cli)) {
         eprintln!("error: {e:#}");
         std::process::exit(1);
     }
 }
 
-async fn dispatch(cli: Cli) -> Result<()> {
+async fn run_command(cli: Cli) -> Result<()> {
     let quiet = cli.json;
     init_tracing(false, if quiet { "error" } else { "warn" });
     match cli.command {

@@ -137,7 +137,7 @@ pub enum ConfigCmd {
 
 /// Runs a runner command and exits with its code.
 pub fn run(cmd: RunnerCommand, json: bool) -> ! {
-    let code = match dispatch(cmd, json) {
+    let code = match run_runner_command(cmd, json) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {}", e.to_string().replace('\n', " "));
@@ -181,7 +181,7 @@ fn env_nonempty(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
-fn dispatch(cmd: RunnerCommand, json: bool) -> Result<i32, RunnerError> {
+fn run_runner_command(cmd: RunnerCommand, json: bool) -> Result<i32, RunnerError> {
     match cmd {
         RunnerCommand::Task(a) => cmd_task(a, json),
         RunnerCommand::Job(a) => cmd_job(a, json),

@@ -83,21 +83,13 @@ impl RunLog for SimStore {
     }
 
     async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run> {
-        self.write(
-            "update_run",
-            Some(run_id),
-            self.inner.update_run(run_id, change),
-        )
-        .await
+        let write = self.inner.update_run(run_id, change);
+        self.write("update_run", Some(run_id), write).await
     }
 
     async fn update_run_deferred(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run> {
-        self.write(
-            "update_run_deferred",
-            Some(run_id),
-            self.inner.update_run_deferred(run_id, change),
-        )
-        .await
+        let write = self.inner.update_run_deferred(run_id, change);
+        self.write("update_run_deferred", Some(run_id), write).await
     }
 
     async fn events(&self, run_id: &str, after: u64, limit: usize) -> StoreResult<Vec<Event>> {
@@ -237,6 +229,18 @@ struct QueueState {
     next: u64,
     /// Bodies moved to the dead-letter queue; the sweeper re-sends what their runs still owe.
     dead: Vec<String>,
+}
+
+impl QueueState {
+    /// Where the message this receipt names is; a stale receipt once it was acked or received
+    /// again.
+    fn received(&self, receipt: &str) -> QueueResult<usize> {
+        let pos = self
+            .messages
+            .iter()
+            .position(|m| m.receipt.as_deref() == Some(receipt));
+        pos.ok_or(QueueError::StaleReceipt)
+    }
 }
 
 /// SQS FIFO as the worker sees it: per-group order with at most one message in flight, a
@@ -391,33 +395,17 @@ impl StepQueue for SimQueue {
             return Ok(());
         }
         let mut st = self.lock();
-        match st
-            .messages
-            .iter()
-            .position(|m| m.receipt.as_deref() == Some(receipt))
-        {
-            Some(pos) => {
-                st.messages.remove(pos);
-                Ok(())
-            }
-            None => Err(QueueError::StaleReceipt),
-        }
+        let pos = st.received(receipt)?;
+        st.messages.remove(pos);
+        Ok(())
     }
 
     async fn extend(&self, receipt: &str, visibility_ms: u64) -> QueueResult<()> {
         let now = self.sim.clock.now_ms();
         let mut st = self.lock();
-        match st
-            .messages
-            .iter_mut()
-            .find(|m| m.receipt.as_deref() == Some(receipt))
-        {
-            Some(m) => {
-                m.visible_at = now + visibility_ms as i64;
-                Ok(())
-            }
-            None => Err(QueueError::StaleReceipt),
-        }
+        let pos = st.received(receipt)?;
+        st.messages[pos].visible_at = now + visibility_ms as i64;
+        Ok(())
     }
 }
 

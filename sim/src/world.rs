@@ -285,7 +285,7 @@ async fn worker(sim: &Sim, p: &Platform) {
 }
 
 async fn sweep(sim: &Sim, p: &Platform) {
-    match p.dispatch.sweep(60_000, 20).await {
+    match p.follow_up.sweep(60_000, 20).await {
         Ok(r) => sim.note(format!("sweep: {r:?}")),
         Err(e) => sim.note(format!("sweep: {e}")),
     }

@@ -24,8 +24,8 @@ pub const MODEL: &str = "script:test.json";
 /// deployments trust it as a private host (nothing else on loopback is reachable).
 pub const HOOKS_HOST: &str = "hooks.test";
 
-pub fn hooks_lookup() -> Arc<dyn longrun_fetch::HostLookup> {
-    Arc::new(longrun_fetch::StaticLookup(
+pub fn hooks_lookup() -> Arc<dyn longrun_outbound::HostLookup> {
+    Arc::new(longrun_outbound::StaticLookup(
         std::collections::HashMap::from([(
             HOOKS_HOST.to_string(),
             vec![std::net::IpAddr::from([127, 0, 0, 1])],

@@ -1004,7 +1004,7 @@ async fn serve_posts_a_signed_webhook_for_each_outcome() {
     let (headers, body) = &hooks[0];
     assert_eq!(
         headers["x-longrun-signature"].to_str().unwrap(),
-        longrun_fetch::user_tool::signature(secret, body.as_bytes())
+        longrun_outbound::user_tool::signature(secret, body.as_bytes())
     );
     assert!(headers.contains_key("x-longrun-delivery"));
     let v: Value = serde_json::from_str(body).unwrap();

@@ -276,7 +276,7 @@ async fn canceling_the_parent_cancels_every_child_within_one_iteration() {
         .update_run(&id, &|r| change::request_cancel(r, &docs, now))
         .await
         .unwrap();
-    t.p().dispatch.follow_up(&canceled).await.unwrap();
+    t.p().follow_up.send(&canceled).await.unwrap();
     for (child, _) in &at_cancel {
         settle(&t, child).await;
     }

@@ -54,8 +54,8 @@ async fn the_planner_sees_the_docs_earlier_iterations_wrote_newest_first() {
 async fn web_search_is_offered_to_the_planner_only_where_the_deployment_configures_it() {
     // Arrange
     let with = longrun_tests::platform_with(NOTES, Arc::new(NoFaults), &[], 5, |c| {
-        c.search = Some(longrun_fetch::SearchSettings::new(
-            longrun_fetch::SearchProvider::Brave,
+        c.search = Some(longrun_outbound::SearchSettings::new(
+            longrun_outbound::SearchProvider::Brave,
             "key".into(),
         ));
     });

@@ -10,8 +10,8 @@ use axum::Router;
 use axum::http::header;
 use axum::routing::get;
 use longrun_domain::run::RunStatus;
-use longrun_fetch::StaticLookup;
 use longrun_http::create_run;
+use longrun_outbound::StaticLookup;
 use longrun_ports::NoFaults;
 use longrun_tests::{platform_with, run_request};
 

@@ -13,7 +13,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use longrun_engine::tools::Staging;
-use longrun_fetch::{FetchPolicy, FetchSettings, HttpFetch, StaticLookup};
+use longrun_outbound::{FetchPolicy, FetchSettings, HttpFetch, StaticLookup};
 use longrun_ports::Tool;
 use serde_json::json;
 

@@ -42,7 +42,7 @@ pub async fn handle(
     if event.detail_type == START_RUN {
         return start_run(p, event).await;
     }
-    let mut report = p.dispatch.sweep(stale_ms, SWEEP_LIMIT).await?;
+    let mut report = p.follow_up.sweep(stale_ms, SWEEP_LIMIT).await?;
     report.started = longrun_service::schedules::start_due(p, SWEEP_LIMIT).await?;
     info!(
         event_id = event.id.as_deref().unwrap_or("?"),

@@ -83,7 +83,7 @@ async fn handle_record(
         Settle::RetryAfter(delay_ms) => {
             // Back in the queue after the delay rather than after the whole visibility timeout.
             if let Some(receipt) = r.receipt_handle.as_deref()
-                && let Err(e) = engine.dispatch.queue.extend(receipt, delay_ms).await
+                && let Err(e) = engine.follow_up.queue.extend(receipt, delay_ms).await
             {
                 warn!(message_id, error = %e, "could not shorten the message's visibility");
             }

@@ -101,35 +101,47 @@ pub async fn create_table(c: &AwsClients, table: &str) -> Result<(), ProvisionEr
 pub async fn create_step_queue(
     c: &AwsClients, name: &str, visibility_s: u32, max_receives: u32,
 ) -> Result<(String, String), ProvisionError> {
-    let dlq_url = c
-        .sqs
-        .create_queue()
-        .queue_name(format!("{name}-dlq.fifo"))
-        .attributes(QueueAttributeName::FifoQueue, "true")
-        .send()
-        .await
-        .map_err(|e| failed("dead-letter queue", describe(&e)))?
-        .queue_url
-        .unwrap_or_default();
+    let fifo = (QueueAttributeName::FifoQueue, "true".to_string());
+    let dlq_url = create_queue(
+        c,
+        &format!("{name}-dlq.fifo"),
+        "dead-letter queue",
+        vec![fifo.clone()],
+    )
+    .await?;
     let dlq_arn = queue_arn(c, &dlq_url).await?;
     let redrive =
         serde_json::json!({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": max_receives});
-    let url = c
+    let url = create_queue(
+        c,
+        &format!("{name}.fifo"),
+        "step queue",
+        vec![
+            fifo,
+            (
+                QueueAttributeName::VisibilityTimeout,
+                visibility_s.to_string(),
+            ),
+            (QueueAttributeName::RedrivePolicy, redrive.to_string()),
+        ],
+    )
+    .await?;
+    Ok((url, dlq_url))
+}
+
+/// A queue with these attributes; `what` names it in an error. Returns its URL.
+async fn create_queue(
+    c: &AwsClients, name: &str, what: &str, attributes: Vec<(QueueAttributeName, String)>,
+) -> Result<String, ProvisionError> {
+    let out = c
         .sqs
         .create_queue()
-        .queue_name(format!("{name}.fifo"))
-        .attributes(QueueAttributeName::FifoQueue, "true")
-        .attributes(
-            QueueAttributeName::VisibilityTimeout,
-            visibility_s.to_string(),
-        )
-        .attributes(QueueAttributeName::RedrivePolicy, redrive.to_string())
+        .queue_name(name)
+        .set_attributes((!attributes.is_empty()).then(|| attributes.into_iter().collect()))
         .send()
         .await
-        .map_err(|e| failed("step queue", describe(&e)))?
-        .queue_url
-        .unwrap_or_default();
-    Ok((url, dlq_url))
+        .map_err(|e| failed(what, describe(&e)))?;
+    Ok(out.queue_url.unwrap_or_default())
 }
 
 pub async fn queue_arn(c: &AwsClients, url: &str) -> Result<String, ProvisionError> {
@@ -161,15 +173,7 @@ pub async fn create_topic(c: &AwsClients, name: &str) -> Result<String, Provisio
 pub async fn subscribe_queue(
     c: &AwsClients, topic_arn: &str, name: &str,
 ) -> Result<String, ProvisionError> {
-    let url = c
-        .sqs
-        .create_queue()
-        .queue_name(name)
-        .send()
-        .await
-        .map_err(|e| failed("subscriber queue", describe(&e)))?
-        .queue_url
-        .unwrap_or_default();
+    let url = create_queue(c, name, "subscriber queue", vec![]).await?;
     let arn = queue_arn(c, &url).await?;
     c.sns
         .subscribe()

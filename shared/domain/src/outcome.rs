@@ -285,6 +285,20 @@ pub fn owes_follow_up(run: &crate::Run) -> bool {
     run.status.is_claimable() || !run.notified
 }
 
+/// The sweeper's answer from candidate runs: those not written since `updated_before` that
+/// still owe a step or an outcome, oldest first, at most `limit`.
+pub fn stale_owing(
+    runs: impl IntoIterator<Item = crate::Run>, updated_before: i64, limit: usize,
+) -> Vec<crate::Run> {
+    let mut out: Vec<crate::Run> = runs
+        .into_iter()
+        .filter(|r| r.updated_at < updated_before && owes_follow_up(r))
+        .collect();
+    out.sort_by(|a, b| (a.updated_at, &a.id).cmp(&(b.updated_at, &b.id)));
+    out.truncate(limit);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

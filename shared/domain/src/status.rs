@@ -239,7 +239,7 @@ impl Run {
 mod tests {
     use super::*;
     use crate::report::build_report;
-    use crate::run::{Lease, StopType, StoppingReason};
+    use crate::run::{StopType, StoppingReason};
     use crate::testing::sample_run;
     use RunStatus::*;
 
@@ -326,11 +326,7 @@ mod tests {
     fn leaving_running_drops_the_lease_and_a_pending_pause() {
         // Arrange
         let mut run = sample_run();
-        run.lease = Some(Lease {
-            owner: "w".into(),
-            iteration: 1,
-            expires_at: 9,
-        });
+        run.lease = crate::testing::lease("w", 1, 9);
         run.pause_requested = true;
 
         // Act

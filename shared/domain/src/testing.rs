@@ -17,3 +17,20 @@ pub fn sample_run() -> Run {
         .expect("a queued run may start");
     run
 }
+
+/// A lease on iteration `iteration` held by `owner` until `expires_at`.
+pub fn lease(owner: &str, iteration: u32, expires_at: i64) -> Option<Lease> {
+    Some(Lease {
+        owner: owner.into(),
+        iteration,
+        expires_at,
+    })
+}
+
+/// A run in `status` that has used all `n` iterations its budget allows.
+pub fn out_of_iterations(status: RunStatus, n: u32) -> Run {
+    let mut run = sample_run().with_status_for_tests(status);
+    run.iteration = n;
+    run.budgets.max_iterations = n;
+    run
+}

@@ -5,5 +5,5 @@ pub mod prompt;
 pub mod step;
 pub mod tools;
 
-pub use step::{Dispatch, Engine, EngineConfig, EngineError, StepOutcome, SweepReport};
+pub use step::{Engine, EngineConfig, EngineError, FollowUp, StepOutcome, SweepReport};
 pub use tools::ToolRegistry;

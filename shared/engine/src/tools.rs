@@ -299,6 +299,21 @@ fn staging_of(ctx: &dyn ToolContext) -> Result<&Staging, String> {
         .ok_or_else(|| "built-in tools run only inside the engine".to_string())
 }
 
+/// The name, description and argument schema every built-in tool declares alike.
+macro_rules! tool_spec {
+    ($name:literal, $description:expr, $args:ty) => {
+        fn name(&self) -> &'static str {
+            $name
+        }
+        fn description(&self) -> &'static str {
+            $description
+        }
+        fn schema(&self) -> Value {
+            schema_of::<$args>()
+        }
+    };
+}
+
 fn schema_of<T: JsonSchema>() -> Value {
     serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default()
 }
@@ -323,17 +338,13 @@ struct DocWrite;
 
 #[async_trait]
 impl Tool for DocWrite {
-    fn name(&self) -> &'static str {
-        "doc_write"
-    }
+    tool_spec!(
+        "doc_write",
+        "Create or replace a workspace document.",
+        DocWriteArgs
+    );
     fn writes(&self) -> bool {
         true
-    }
-    fn description(&self) -> &'static str {
-        "Create or replace a workspace document."
-    }
-    fn schema(&self) -> Value {
-        schema_of::<DocWriteArgs>()
     }
     async fn call(&self, ctx: &dyn ToolContext, v: Value) -> Result<Value, String> {
         let st = staging_of(ctx)?;
@@ -361,15 +372,11 @@ struct DocRead;
 
 #[async_trait]
 impl Tool for DocRead {
-    fn name(&self) -> &'static str {
-        "doc_read"
-    }
-    fn description(&self) -> &'static str {
-        "Read a workspace document by path."
-    }
-    fn schema(&self) -> Value {
-        schema_of::<DocReadArgs>()
-    }
+    tool_spec!(
+        "doc_read",
+        "Read a workspace document by path.",
+        DocReadArgs
+    );
     async fn call(&self, ctx: &dyn ToolContext, v: Value) -> Result<Value, String> {
         let st = staging_of(ctx)?;
         let a: DocReadArgs = args(v)?;
@@ -402,15 +409,11 @@ struct DocList;
 
 #[async_trait]
 impl Tool for DocList {
-    fn name(&self) -> &'static str {
-        "doc_list"
-    }
-    fn description(&self) -> &'static str {
-        "List workspace documents, optionally under a path prefix."
-    }
-    fn schema(&self) -> Value {
-        schema_of::<DocListArgs>()
-    }
+    tool_spec!(
+        "doc_list",
+        "List workspace documents, optionally under a path prefix.",
+        DocListArgs
+    );
     async fn call(&self, ctx: &dyn ToolContext, v: Value) -> Result<Value, String> {
         let st = staging_of(ctx)?;
         let a: DocListArgs = args(v)?;
@@ -433,15 +436,11 @@ struct DocSearch;
 
 #[async_trait]
 impl Tool for DocSearch {
-    fn name(&self) -> &'static str {
-        "doc_search"
-    }
-    fn description(&self) -> &'static str {
-        "Search workspace documents' titles and content (case-insensitive substring)."
-    }
-    fn schema(&self) -> Value {
-        schema_of::<DocSearchArgs>()
-    }
+    tool_spec!(
+        "doc_search",
+        "Search workspace documents' titles and content (case-insensitive substring).",
+        DocSearchArgs
+    );
     async fn call(&self, ctx: &dyn ToolContext, v: Value) -> Result<Value, String> {
         let st = staging_of(ctx)?;
         let a: DocSearchArgs = args(v)?;
@@ -470,15 +469,11 @@ struct PlanUpdateTool;
 
 #[async_trait]
 impl Tool for PlanUpdateTool {
-    fn name(&self) -> &'static str {
-        "plan_update"
-    }
-    fn description(&self) -> &'static str {
-        "Add plan steps or change their status (pending, in_progress, done, blocked)."
-    }
-    fn schema(&self) -> Value {
-        schema_of::<PlanUpdateArgs>()
-    }
+    tool_spec!(
+        "plan_update",
+        "Add plan steps or change their status (pending, in_progress, done, blocked).",
+        PlanUpdateArgs
+    );
     async fn call(&self, ctx: &dyn ToolContext, v: Value) -> Result<Value, String> {
         let st = staging_of(ctx)?;
         let a: PlanUpdateArgs = args(v)?;
@@ -505,15 +500,11 @@ struct AskUser;
 
 #[async_trait]
 impl Tool for AskUser {
-    fn name(&self) -> &'static str {
-        "ask_user"
-    }
-    fn description(&self) -> &'static str {
-        "Ask the user questions; the run waits for the answer after this iteration."
-    }
-    fn schema(&self) -> Value {
-        schema_of::<AskUserArgs>()
-    }
+    tool_spec!(
+        "ask_user",
+        "Ask the user questions; the run waits for the answer after this iteration.",
+        AskUserArgs
+    );
     async fn call(&self, ctx: &dyn ToolContext, v: Value) -> Result<Value, String> {
         let st = staging_of(ctx)?;
         let a: AskUserArgs = args(v)?;
@@ -553,17 +544,13 @@ pub struct SpawnRun {
 
 #[async_trait]
 impl Tool for SpawnRun {
-    fn name(&self) -> &'static str {
-        "spawn_run"
-    }
-    fn description(&self) -> &'static str {
+    tool_spec!(
+        "spawn_run",
         "Start a child run for a self-contained part of the objective. Its budgets come out of \
          this run's remaining budget. Use wait_for_children to sleep until children end; this \
-         run cannot complete while a child is active."
-    }
-    fn schema(&self) -> Value {
-        schema_of::<SpawnRunArgs>()
-    }
+         run cannot complete while a child is active.",
+        SpawnRunArgs
+    );
     fn writes(&self) -> bool {
         true
     }

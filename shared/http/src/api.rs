@@ -111,7 +111,7 @@ pub fn run_view(p: &Platform, run: &Run) -> Value {
     let mut v = serde_json::to_value(run).unwrap_or_default();
     if let Some(obj) = v.as_object_mut() {
         obj.remove("lease");
-        obj.insert("link".into(), json!(p.dispatch.link(&run.id)));
+        obj.insert("link".into(), json!(p.follow_up.link(&run.id)));
         obj.insert("tokens".into(), json!(run.metrics.tokens()));
     }
     v
@@ -256,7 +256,7 @@ async fn list_runs(
                 "id": r.id, "objective": r.objective.chars().take(200).collect::<String>(),
                 "status": r.status, "iteration": r.iteration, "created_at": r.created_at,
                 "updated_at": r.updated_at, "tokens": r.metrics.tokens(), "cost_usd": r.metrics.cost_usd,
-                "stopping_reason": r.stopping_reason, "link": p.dispatch.link(&r.id),
+                "stopping_reason": r.stopping_reason, "link": p.follow_up.link(&r.id),
                 "context": r.context,
             })
         })

@@ -383,7 +383,7 @@ async fn list_runs(p: &Platform, user: &User, a: ListArgs) -> Result<Value, ApiE
         .map(|r| {
             json!({"id": r.id, "objective": r.objective.chars().take(200).collect::<String>(),
                    "status": r.status, "iteration": r.iteration, "created_at": r.created_at,
-                   "link": p.dispatch.link(&r.id)})
+                   "link": p.follow_up.link(&r.id)})
         })
         .collect();
     Ok(json!({"runs": runs, "next_cursor": next_cursor}))

@@ -1,5 +1,5 @@
 //! Users' MCP servers: `POST/GET /v1/mcp-servers`, `DELETE /v1/mcp-servers/{name}`. A user's
-//! runs may call the tools these servers list, as `{name}.{tool}` (see `longrun_fetch::mcp_client`).
+//! runs may call the tools these servers list, as `{name}.{tool}` (see `longrun_outbound::mcp_client`).
 
 use axum::Json;
 use axum::extract::{Path, State};

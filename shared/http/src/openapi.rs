@@ -12,7 +12,7 @@ use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Value, json};
 
 use longrun_domain::RunStatus;
-use longrun_fetch::FetchPolicy;
+use longrun_outbound::FetchPolicy;
 
 use crate::api::CURSOR_PATTERN;
 use crate::api::{ContinueBody, CreateRun, MarkReadBody, MessageBody, RespondBody, WebhooksBody};

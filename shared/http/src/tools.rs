@@ -1,5 +1,5 @@
 //! Registered tools: `POST/GET /v1/tools`, `DELETE /v1/tools/{name}`. A user's runs may call
-//! the user's tools; each call is a signed POST to the tool's URL (see `longrun_fetch`).
+//! the user's tools; each call is a signed POST to the tool's URL (see `longrun_outbound`).
 
 use axum::Json;
 use axum::extract::{Path, State};

@@ -168,27 +168,25 @@ impl LlmSettings {
     /// validates them at start-up.
     pub fn from_env() -> Self {
         let mut s = LlmSettings::default();
-        if let Ok(url) = std::env::var("OPENAI_BASE_URL") {
-            s.openai_base_url = url;
-        }
-        s.openai_api_key = std::env::var("OPENAI_API_KEY")
-            .ok()
-            .filter(|k| !k.is_empty())
-            .map(Secret::new);
-        if let Ok(url) = std::env::var("ANTHROPIC_BASE_URL") {
-            s.anthropic_base_url = url;
-        }
-        s.anthropic_api_key = std::env::var("ANTHROPIC_API_KEY")
-            .ok()
-            .filter(|k| !k.is_empty())
-            .map(Secret::new);
-        if let Ok(url) = std::env::var("PERPLEXITY_BASE_URL") {
-            s.perplexity_base_url = url;
-        }
-        s.perplexity_api_key = std::env::var("PERPLEXITY_API_KEY")
-            .ok()
-            .filter(|k| !k.is_empty())
-            .map(Secret::new);
+        // A provider's base URL replaces the default when set; an empty key counts as unset.
+        let provider = |base_url: &mut String, url_var: &str, key_var: &str| {
+            if let Ok(url) = std::env::var(url_var) {
+                *base_url = url;
+            }
+            let key = std::env::var(key_var).ok().filter(|k| !k.is_empty());
+            key.map(Secret::new)
+        };
+        s.openai_api_key = provider(&mut s.openai_base_url, "OPENAI_BASE_URL", "OPENAI_API_KEY");
+        s.anthropic_api_key = provider(
+            &mut s.anthropic_base_url,
+            "ANTHROPIC_BASE_URL",
+            "ANTHROPIC_API_KEY",
+        );
+        s.perplexity_api_key = provider(
+            &mut s.perplexity_base_url,
+            "PERPLEXITY_BASE_URL",
+            "PERPLEXITY_API_KEY",
+        );
         if let Ok(mode) = std::env::var("OPENAI_STRUCTURED_OUTPUT") {
             s.openai_structured = match mode.as_str() {
                 "json_schema" => Structured::JsonSchema,
@@ -196,17 +194,15 @@ impl LlmSettings {
                 _ => Structured::Tool,
             };
         }
-        if let Some(secs) = std::env::var("LONGRUN_LLM_COOLDOWN_SECS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-        {
-            s.failover.cooldown = Duration::from_secs(secs);
+        let secs = |var: &str| {
+            let secs = std::env::var(var).ok().and_then(|v| v.parse().ok());
+            secs.map(Duration::from_secs)
+        };
+        if let Some(d) = secs("LONGRUN_LLM_COOLDOWN_SECS") {
+            s.failover.cooldown = d;
         }
-        if let Some(secs) = std::env::var("LONGRUN_LLM_TIMEOUT_SECS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-        {
-            s.timeout = Duration::from_secs(secs);
+        if let Some(d) = secs("LONGRUN_LLM_TIMEOUT_SECS") {
+            s.timeout = d;
         }
         s
     }
@@ -335,7 +331,7 @@ pub struct ModelHealth {
     pub degraded: bool,
 }
 
-/// Dispatches by the request's `provider:model`, rotates round robin over the run's models,
+/// Routes by the request's `provider:model`, rotates round robin over the run's models,
 /// fails over past degraded ones, retries retryable failures with backoff, and prices every
 /// answer. Models are set up once at start-up; anything else is refused.
 pub struct ModelRouter {
@@ -379,26 +375,22 @@ impl ModelRouter {
                     routes.insert(spec.clone(), route);
                     continue;
                 }
-                "openai" => Arc::new(
-                    OpenAiClient::new(
-                        shared_http(&mut http, settings)?,
-                        &settings.openai_base_url,
-                        settings.openai_api_key.clone(),
-                        model,
-                    )
-                    .structured(settings.openai_structured),
-                ),
-                // Perplexity answers JSON through `response_format`; it has no forced tool call.
-                "perplexity" => Arc::new(
-                    OpenAiClient::new(
-                        shared_http(&mut http, settings)?,
-                        &settings.perplexity_base_url,
-                        settings.perplexity_api_key.clone(),
-                        model,
-                    )
-                    .structured(Structured::JsonSchema)
-                    .provider("perplexity"),
-                ),
+                "openai" | "perplexity" => {
+                    let s = settings;
+                    let (base_url, key, structured) = match provider {
+                        "openai" => (&s.openai_base_url, &s.openai_api_key, s.openai_structured),
+                        // Perplexity answers JSON through `response_format`; it has no forced
+                        // tool call.
+                        _ => (
+                            &s.perplexity_base_url,
+                            &s.perplexity_api_key,
+                            Structured::JsonSchema,
+                        ),
+                    };
+                    let http = shared_http(&mut http, settings)?;
+                    let client = OpenAiClient::new(http, base_url, key.clone(), model);
+                    Arc::new(client.structured(structured).provider(provider))
+                }
                 "anthropic" => Arc::new(AnthropicClient::new(
                     shared_http(&mut http, settings)?,
                     &settings.anthropic_base_url,

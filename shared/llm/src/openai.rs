@@ -207,24 +207,26 @@ impl LlmClient for OpenAiClient {
 pub async fn send_json(
     request: reqwest::RequestBuilder, error_for_status: fn(u16, &str) -> LlmError,
 ) -> Result<Value, LlmError> {
-    let resp = request.send().await.map_err(|e| {
+    // A timeout is named as one; otherwise a failed send is the server's, a body that
+    // breaks off is malformed.
+    let transport = |kind: LlmErrorKind, what: &str, e: reqwest::Error| {
         let kind = if e.is_timeout() {
             LlmErrorKind::Timeout
         } else {
-            LlmErrorKind::Server
+            kind
         };
-        LlmError::new(kind, format!("request failed: {e}"))
-    })?;
+        LlmError::new(kind, format!("{what} failed: {e}"))
+    };
+    let resp = request
+        .send()
+        .await
+        .map_err(|e| transport(LlmErrorKind::Server, "request", e))?;
     let status = resp.status().as_u16();
     let retry_after = retry_after_ms(resp.headers());
-    let text = resp.text().await.map_err(|e| {
-        let kind = if e.is_timeout() {
-            LlmErrorKind::Timeout
-        } else {
-            LlmErrorKind::Malformed
-        };
-        LlmError::new(kind, format!("reading the response failed: {e}"))
-    })?;
+    let text = resp
+        .text()
+        .await
+        .map_err(|e| transport(LlmErrorKind::Malformed, "reading the response", e))?;
     if !(200..300).contains(&status) {
         let mut err = error_for_status(status, &text);
         err.retry_after_ms = retry_after;

@@ -40,14 +40,12 @@ pub enum Step {
     },
 }
 
+/// Each list may be left out: a script for the planner alone is common.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Script {
-    #[serde(default)]
     pub planner: Vec<Step>,
-    #[serde(default)]
     pub executor: Vec<Step>,
-    #[serde(default)]
     pub repair: Vec<Step>,
     /// The narrative summary at a run's end; without it, reports use the records' summary.
     #[serde(default)]

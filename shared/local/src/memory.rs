@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use longrun_domain::change::ActiveDelta;
 use longrun_domain::doc_hit;
-use longrun_domain::outcome::owes_follow_up;
+use longrun_domain::outcome::stale_owing;
 use longrun_domain::run::Run;
 use longrun_domain::{DeliveryState, DocHit, Notification, WebhookDelivery, sequence_events};
 use longrun_domain::{
@@ -110,6 +110,11 @@ pub(crate) fn run_matches(run: &Run, user_id: &str, q: &RunQuery) -> bool {
             .is_none_or(|(at, id)| (run.created_at, run.id.as_str()) < (*at, id.as_str()))
 }
 
+/// What `read` finds in a run's entry of a per-run map; nothing when the run has none.
+fn of_run<M, T>(map: &HashMap<String, M>, run_id: &str, read: impl FnOnce(&M) -> Vec<T>) -> Vec<T> {
+    map.get(run_id).map(read).unwrap_or_default()
+}
+
 #[async_trait]
 impl RunLog for InMemoryRunStore {
     async fn create_run(&self, change: RunChange) -> StoreResult<Run> {
@@ -150,33 +155,25 @@ impl RunLog for InMemoryRunStore {
 
     async fn events(&self, run_id: &str, after: u64, limit: usize) -> StoreResult<Vec<Event>> {
         let state = self.lock();
-        Ok(state
-            .events
-            .get(run_id)
-            .map(|e| {
-                e.iter()
-                    .filter(|e| e.seq > after)
-                    .take(limit)
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default())
+        Ok(of_run(&state.events, run_id, |e| {
+            e.iter()
+                .filter(|e| e.seq > after)
+                .take(limit)
+                .cloned()
+                .collect()
+        }))
     }
 
     async fn iterations(
         &self, run_id: &str, after: u32, limit: usize,
     ) -> StoreResult<Vec<IterationRecord>> {
         let state = self.lock();
-        Ok(state
-            .iterations
-            .get(run_id)
-            .map(|m| {
-                m.range(after + 1..)
-                    .take(limit)
-                    .map(|(_, r)| r.clone())
-                    .collect()
-            })
-            .unwrap_or_default())
+        Ok(of_run(&state.iterations, run_id, |m| {
+            m.range(after + 1..)
+                .take(limit)
+                .map(|(_, r)| r.clone())
+                .collect()
+        }))
     }
 
     async fn active_runs(&self, user_id: &str) -> StoreResult<u32> {
@@ -184,16 +181,8 @@ impl RunLog for InMemoryRunStore {
     }
 
     async fn stale_runs(&self, updated_before: i64, limit: usize) -> StoreResult<Vec<Run>> {
-        let state = self.lock();
-        let mut out: Vec<Run> = state
-            .runs
-            .values()
-            .filter(|r| r.updated_at < updated_before && owes_follow_up(r))
-            .cloned()
-            .collect();
-        out.sort_by(|a, b| (a.updated_at, &a.id).cmp(&(b.updated_at, &b.id)));
-        out.truncate(limit);
-        Ok(out)
+        let runs = self.lock().runs.values().cloned().collect::<Vec<_>>();
+        Ok(stale_owing(runs, updated_before, limit))
     }
 }
 
@@ -201,17 +190,10 @@ impl RunLog for InMemoryRunStore {
 impl Workspace for InMemoryRunStore {
     async fn docs(&self, run_id: &str, prefix: &str, limit: usize) -> StoreResult<Vec<DocMeta>> {
         let state = self.lock();
-        Ok(state
-            .docs
-            .get(run_id)
-            .map(|m| {
-                m.values()
-                    .filter(|d| d.path.starts_with(prefix))
-                    .take(limit)
-                    .map(Doc::meta)
-                    .collect()
-            })
-            .unwrap_or_default())
+        Ok(of_run(&state.docs, run_id, |m| {
+            let under = m.values().filter(|d| d.path.starts_with(prefix));
+            under.take(limit).map(Doc::meta).collect()
+        }))
     }
 
     async fn doc(&self, run_id: &str, path: &str) -> StoreResult<Option<Doc>> {
@@ -227,16 +209,12 @@ impl Workspace for InMemoryRunStore {
         &self, run_id: &str, query: &str, limit: usize,
     ) -> StoreResult<Vec<DocHit>> {
         let state = self.lock();
-        Ok(state
-            .docs
-            .get(run_id)
-            .map(|m| {
-                m.values()
-                    .filter_map(|d| doc_hit(&d.path, &d.title, &d.content, query))
-                    .take(limit)
-                    .collect()
-            })
-            .unwrap_or_default())
+        Ok(of_run(&state.docs, run_id, |m| {
+            let hits = m
+                .values()
+                .filter_map(|d| doc_hit(&d.path, &d.title, &d.content, query));
+            hits.take(limit).collect()
+        }))
     }
 
     async fn scratchpad(&self, run_id: &str, last: usize) -> StoreResult<Vec<PadEntry>> {

@@ -597,6 +597,21 @@ impl Parser<'_> {
         }
     }
 
+    /// The value a string attribute spells; any other spelling is an error naming the two.
+    fn one_of<T>(
+        &self, attr: &Attribute, key: &str, [(a, va), (b, vb)]: [(&str, T); 2],
+    ) -> Result<T, ConfigError> {
+        match self.string(attr)? {
+            s if s == a => Ok(va),
+            s if s == b => Ok(vb),
+            other => Err(self.err(
+                self.line(attr.span()),
+                key,
+                &format!("must be {a:?} or {b:?}, got {other:?}"),
+            )),
+        }
+    }
+
     pub(crate) fn string(&self, attr: &Attribute) -> Result<String, ConfigError> {
         match &attr.value {
             Expression::String(s) => Ok(s.value().to_string()),
@@ -639,17 +654,11 @@ impl Parser<'_> {
             "degraded_cooldown" => cfg.degraded_cooldown = self.secs(attr, false)?,
             "usage_limit_wait" => cfg.usage_limit_wait = self.secs(attr, true)?,
             "selection" => {
-                cfg.selection = match self.string(attr)?.as_str() {
-                    "round_robin" => Selection::RoundRobin,
-                    "lucky" => Selection::Lucky,
-                    other => {
-                        return Err(self.err(
-                            self.line(attr.span()),
-                            key,
-                            &format!("must be \"round_robin\" or \"lucky\", got {other:?}"),
-                        ));
-                    }
-                }
+                let spellings = [
+                    ("round_robin", Selection::RoundRobin),
+                    ("lucky", Selection::Lucky),
+                ];
+                cfg.selection = self.one_of(attr, key, spellings)?;
             }
             "agent_order" => cfg.agent_order = self.strings(attr)?,
             "resume_sessions" => cfg.resume_sessions = self.boolean(attr)?,
@@ -702,17 +711,8 @@ impl Parser<'_> {
                 "command" => b.command = self.strings(attr)?,
                 "args" => b.args = self.strings(attr)?,
                 "prompt" => {
-                    b.prompt_via = match self.string(attr)?.as_str() {
-                        "stdin" => PromptVia::Stdin,
-                        "arg" => PromptVia::Arg,
-                        other => {
-                            return Err(self.err(
-                                at,
-                                "prompt",
-                                &format!("must be \"stdin\" or \"arg\", got {other:?}"),
-                            ));
-                        }
-                    }
+                    let spellings = [("stdin", PromptVia::Stdin), ("arg", PromptVia::Arg)];
+                    b.prompt_via = self.one_of(attr, "prompt", spellings)?;
                 }
                 "weight" => {
                     b.weight = self.number(attr, 0.0)?;

@@ -110,16 +110,17 @@ pub const SEARCH_KEY_SECRET: &str = "LONGRUN_SEARCH_KEY_SECRET";
 /// `LONGRUN_SEARCH_KEY_SECRET` (or, without one, the provider's key variable).
 pub async fn search_from_env(
     clients: &AwsClients,
-) -> Result<Option<longrun_fetch::SearchSettings>, PlatformError> {
-    let provider = longrun_fetch::SearchProvider::parse(&var("LONGRUN_SEARCH").unwrap_or_default())
-        .map_err(PlatformError::Setting)?;
+) -> Result<Option<longrun_outbound::SearchSettings>, PlatformError> {
+    let provider =
+        longrun_outbound::SearchProvider::parse(&var("LONGRUN_SEARCH").unwrap_or_default())
+            .map_err(PlatformError::Setting)?;
     let (Some(provider), Ok(name)) = (provider, var(SEARCH_KEY_SECRET)) else {
-        return longrun_fetch::SearchSettings::from_env().map_err(PlatformError::Setting);
+        return longrun_outbound::SearchSettings::from_env().map_err(PlatformError::Setting);
     };
     let key = longrun_aws::secrets::secret_string(&clients.secrets, &name)
         .await
         .map_err(|e| PlatformError::Setting(e.to_string()))?;
-    Ok(Some(longrun_fetch::SearchSettings::new(
+    Ok(Some(longrun_outbound::SearchSettings::new(
         provider,
         key.trim().to_string(),
     )))

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use longrun_domain::Budgets;
-use longrun_fetch::{FetchPolicy, FetchSettings, HostLookup, SystemLookup};
+use longrun_outbound::{FetchPolicy, FetchSettings, HostLookup, SystemLookup};
 
 /// Bearer token → user id. Tokens are never logged or printed by `Debug`.
 #[derive(Clone, Default)]
@@ -69,9 +69,9 @@ pub struct AppConfig {
     pub max_objective_bytes: usize,
     pub fetch: FetchConfig,
     /// The `web_search` tool's provider and key; `None`: no web search.
-    pub search: Option<longrun_fetch::SearchSettings>,
+    pub search: Option<longrun_outbound::SearchSettings>,
     /// Bounds on calls to users' MCP servers (time, size, tools per server).
-    pub mcp: longrun_fetch::McpSettings,
+    pub mcp: longrun_outbound::McpSettings,
     /// How deep runs may nest through `spawn_run` (`LONGRUN_MAX_RUN_DEPTH`, default 16).
     pub max_run_depth: u32,
     /// Per-model capacity shared by every run (`--model-limit`, `LONGRUN_MODEL_LIMITS`).
@@ -156,7 +156,7 @@ impl AppConfig {
     /// `web_search` from `LONGRUN_SEARCH` and the provider's key variable (`serve`, embedded
     /// runs); on AWS the key comes from a secret instead.
     pub fn with_search_from_env(mut self) -> Result<AppConfig, ConfigError> {
-        self.search = longrun_fetch::SearchSettings::from_env().map_err(ConfigError::Search)?;
+        self.search = longrun_outbound::SearchSettings::from_env().map_err(ConfigError::Search)?;
         Ok(self)
     }
 

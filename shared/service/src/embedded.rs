@@ -253,7 +253,7 @@ async fn heal(
     let stranded = store.stranded().await?;
     let now = platform.clock.now_ms();
     let report = platform
-        .dispatch
+        .follow_up
         .recover(stranded, &format!("recover-{now}"))
         .await?;
     Ok(report.requeued.len() + report.republished.len())

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use longrun_engine::tools::SpawnRun;
-use longrun_engine::{Dispatch, Engine, EngineConfig, ToolRegistry};
-use longrun_fetch::{HttpFetch, HttpMcpClient, HttpToolFactory, UserToolSettings, WebSearch};
+use longrun_engine::{Engine, EngineConfig, FollowUp, ToolRegistry};
+use longrun_outbound::{HttpFetch, HttpMcpClient, HttpToolFactory, UserToolSettings, WebSearch};
 use longrun_ports::{AgentHost, LlmClient};
 use longrun_ports::{Clock, Faults, Notifier, StepQueue, Store};
 use longrun_ports::{McpConnector, ToolFactory};
@@ -26,7 +26,7 @@ pub enum PlatformError {
 pub struct Platform {
     pub store: Arc<dyn Store>,
     pub queue: Arc<dyn StepQueue>,
-    pub dispatch: Dispatch,
+    pub follow_up: FollowUp,
     pub engine: Arc<Engine>,
     pub clock: Arc<dyn Clock>,
     pub config: Arc<AppConfig>,
@@ -44,7 +44,7 @@ impl Platform {
         mut engine: EngineConfig, agents: Option<Arc<dyn AgentHost>>,
     ) -> Platform {
         engine.app_base_url = config.app_base_url.clone();
-        let dispatch = Dispatch {
+        let follow_up = FollowUp {
             store: store.clone(),
             queue: queue.clone(),
             notifier,
@@ -88,7 +88,7 @@ impl Platform {
             }
         };
         let engine = Arc::new(Engine {
-            dispatch: dispatch.clone(),
+            follow_up: follow_up.clone(),
             llm,
             tools: Arc::new(tools),
             user_tools: user_tools.clone().map(|f| f as Arc<dyn ToolFactory>),
@@ -102,7 +102,7 @@ impl Platform {
         Platform {
             store,
             queue,
-            dispatch,
+            follow_up,
             engine,
             clock,
             config: Arc::new(config),

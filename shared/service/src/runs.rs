@@ -40,7 +40,7 @@ pub async fn create_run_with_id(
         .create_run(change::create(run, p.config.active_limit))
         .await?;
     // If this send fails the run stays queued; the sweeper re-enqueues it.
-    p.dispatch.enqueue_next(&run, StepReason::Start).await?;
+    p.follow_up.enqueue_next(&run, StepReason::Start).await?;
     Ok(run)
 }
 
@@ -244,7 +244,7 @@ pub async fn cancel_run(p: &Platform, id: &str) -> Result<Run, ServiceError> {
         .await?;
     if run.status == RunStatus::Canceled {
         // Ends its children too, and tells its parent.
-        p.dispatch.follow_up(&run).await?;
+        p.follow_up.send(&run).await?;
     }
     if let (Some(_), Some(host)) = (&run.agent, &p.engine.agents) {
         // The iteration in flight ends when its process does; its commit records the cancel.
@@ -276,9 +276,9 @@ pub async fn respond_run(
         .await?;
     if run.status == RunStatus::Stopped {
         // No budget left for the answer: the run ended; its outcome goes out now.
-        p.dispatch.follow_up(&run).await?;
+        p.follow_up.send(&run).await?;
     } else {
-        p.dispatch.enqueue_next(&run, StepReason::Respond).await?;
+        p.follow_up.enqueue_next(&run, StepReason::Respond).await?;
     }
     Ok(run)
 }
@@ -292,7 +292,7 @@ pub async fn continue_run_with(
         .store
         .update_run(id, &|r| change::continue_run(r, budgets, limit, now))
         .await?;
-    p.dispatch.enqueue_next(&run, StepReason::Resume).await?;
+    p.follow_up.enqueue_next(&run, StepReason::Resume).await?;
     Ok(run)
 }
 

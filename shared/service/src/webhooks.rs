@@ -16,7 +16,7 @@ use crate::config::FetchConfig;
 use crate::error::ServiceError;
 
 /// Webhooks are signed the way user tool calls are.
-pub use longrun_fetch::user_tool::{SIGNATURE_HEADER, signature};
+pub use longrun_outbound::user_tool::{SIGNATURE_HEADER, signature};
 /// Same value on every attempt for one outcome, so receivers can drop repeats.
 pub const DELIVERY_HEADER: &str = "x-longrun-delivery";
 
@@ -67,7 +67,7 @@ pub struct WebhookSender {
 impl WebhookSender {
     /// `backoff`: the waits between attempts (its length + 1 attempts in all).
     pub fn new(fetch: &FetchConfig, backoff: Vec<Duration>) -> Result<Self, reqwest::Error> {
-        let http = longrun_fetch::guarded_client(
+        let http = longrun_outbound::guarded_client(
             Arc::new(fetch.policy.clone()),
             fetch.lookup.clone(),
             Duration::from_secs(3),
@@ -133,7 +133,7 @@ impl WebhookSender {
             Ok(r) => Attempt::Failed(format!("HTTP {}", r.status())),
             // A URL the guard refuses (stored before it was checked, or a name that now
             // resolves to a private address) is never retried.
-            Err(e) if longrun_fetch::refusal_in(&e).is_some() => {
+            Err(e) if longrun_outbound::refusal_in(&e).is_some() => {
                 let e = e.without_url();
                 warn!(url = %url, error = %e, "webhook refused by the SSRF guard");
                 Attempt::Refused(format!("refused by the SSRF guard: {e}"))

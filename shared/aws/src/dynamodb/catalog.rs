@@ -146,16 +146,7 @@ impl ScheduleStore for DynamoDbRunStore {
         // `#` sorts before every digit-free suffix, so `{now}#~` bounds all ids due at `now`.
         let upto = format!("{}#~", stamp(now));
         let items = self
-            .query_pages(
-                |b| {
-                    b.index_name(GSI_SWEEP)
-                        .key_condition_expression("GSI2PK = :pk AND GSI2SK <= :upto")
-                        .expression_attribute_values(":pk", s(SCHEDULE_PARTITION))
-                        .expression_attribute_values(":upto", s(upto.clone()))
-                        .limit(limit.clamp(1, 1000) as i32)
-                },
-                limit,
-            )
+            .sweep_index_upto(SCHEDULE_PARTITION, "<=", upto, limit.clamp(1, 1000), limit)
             .await?;
         items.iter().map(|i| from_attr(i, "body")).collect()
     }

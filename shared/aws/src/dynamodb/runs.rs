@@ -183,17 +183,10 @@ impl RunLog for DynamoDbRunStore {
     }
 
     async fn active_runs(&self, user_id: &str) -> StoreResult<u32> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key("PK", s(user_pk(user_id)))
-            .key("SK", s("ACTIVE"))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| unavailable(describe(&e)))?;
-        Ok(out.item.map(|i| num(&i, "count")).transpose()?.unwrap_or(0) as u32)
+        let item = self
+            .get_consistent(user_pk(user_id), "ACTIVE".into())
+            .await?;
+        Ok(item.map(|i| num(&i, "count")).transpose()?.unwrap_or(0) as u32)
     }
 
     async fn stale_runs(&self, updated_before: i64, limit: usize) -> StoreResult<Vec<Run>> {
@@ -201,27 +194,21 @@ impl RunLog for DynamoDbRunStore {
         // were really not written since.
         let upto = stamp(sweep_bucket(updated_before) + SWEEP_BUCKET_MS);
         let items = self
-            .query_pages(
-                |b| {
-                    b.index_name(GSI_SWEEP)
-                        .key_condition_expression("GSI2PK = :pk AND GSI2SK < :upto")
-                        .expression_attribute_values(":pk", s(SWEEP_PARTITION))
-                        .expression_attribute_values(":upto", s(upto.clone()))
-                        .limit(STALE_CANDIDATES as i32)
-                },
+            .sweep_index_upto(
+                SWEEP_PARTITION,
+                "<",
+                upto,
+                STALE_CANDIDATES,
                 STALE_CANDIDATES.max(limit),
             )
             .await?;
         let ids = items.iter().map(run_id_of).collect::<Result<Vec<_>, _>>()?;
-        let mut runs: Vec<Run> = self
-            .runs_by_id(&ids)
-            .await?
-            .into_iter()
-            .filter(|r| r.updated_at < updated_before && (r.status.is_claimable() || !r.notified))
-            .collect();
-        runs.sort_by(|a, b| (a.updated_at, &a.id).cmp(&(b.updated_at, &b.id)));
-        runs.truncate(limit);
-        Ok(runs)
+        let runs = self.runs_by_id(&ids).await?;
+        Ok(longrun_domain::outcome::stale_owing(
+            runs,
+            updated_before,
+            limit,
+        ))
     }
 }
 
@@ -244,17 +231,10 @@ impl Workspace for DynamoDbRunStore {
     }
 
     async fn doc(&self, run_id: &str, path: &str) -> StoreResult<Option<Doc>> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key("PK", s(run_pk(run_id)))
-            .key("SK", s(format!("DOC#{path}")))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| unavailable(describe(&e)))?;
-        out.item.map(|i| from_attr(&i, "doc")).transpose()
+        let item = self
+            .get_consistent(run_pk(run_id), format!("DOC#{path}"))
+            .await?;
+        item.map(|i| from_attr(&i, "doc")).transpose()
     }
 
     async fn search_docs(

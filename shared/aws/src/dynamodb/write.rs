@@ -32,17 +32,7 @@ impl DynamoDbRunStore {
     }
 
     pub(super) async fn load(&self, run_id: &str) -> StoreResult<Option<Stored>> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key("PK", s(run_pk(run_id)))
-            .key("SK", s("RUN"))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| unavailable(describe(&e)))?;
-        let Some(item) = out.item else {
+        let Some(item) = self.get_consistent(run_pk(run_id), "RUN".into()).await? else {
             self.forget(run_id);
             return Ok(None);
         };
@@ -430,6 +420,42 @@ impl DynamoDbRunStore {
         )
         .await?;
         Ok(out)
+    }
+
+    /// One item by its key, read consistently.
+    pub(super) async fn get_consistent(
+        &self, pk: String, sk: String,
+    ) -> StoreResult<Option<HashMap<String, Av>>> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("PK", s(pk))
+            .key("SK", s(sk))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| unavailable(describe(&e)))?;
+        Ok(out.item)
+    }
+
+    /// Items of one partition of the sweep index whose sort key is below `upto` (`<`) or up to
+    /// it (`<=`), oldest first: the sweeper's stale runs and the due schedules.
+    pub(super) async fn sweep_index_upto(
+        &self, partition: &str, op: &str, upto: String, page: usize, limit: usize,
+    ) -> StoreResult<Vec<HashMap<String, Av>>> {
+        let condition = format!("GSI2PK = :pk AND GSI2SK {op} :upto");
+        self.query_pages(
+            |b| {
+                b.index_name(GSI_SWEEP)
+                    .key_condition_expression(&condition)
+                    .expression_attribute_values(":pk", s(partition))
+                    .expression_attribute_values(":upto", s(upto.clone()))
+                    .limit(page as i32)
+            },
+            limit,
+        )
+        .await
     }
 
     pub(super) async fn query_pages(

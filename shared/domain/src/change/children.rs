@@ -173,10 +173,7 @@ mod tests {
 
     #[test]
     fn children_ending_for_a_parent_with_no_iteration_left_end_the_parent() {
-        let mut parent = sample_run();
-        parent = parent.with_status_for_tests(RunStatus::WaitingOnChildren);
-        parent.iteration = 3;
-        parent.budgets.max_iterations = 3;
+        let mut parent = crate::testing::out_of_iterations(RunStatus::WaitingOnChildren, 3);
         let mut child = sample_run();
         child.id = "run-1-c3-1".into();
         child = child.with_status_for_tests(RunStatus::Completed);

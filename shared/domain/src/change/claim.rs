@@ -153,11 +153,7 @@ mod tests {
     #[test]
     fn a_claim_is_refused_while_another_owner_holds_a_live_lease() {
         let mut run = sample_run();
-        run.lease = Some(Lease {
-            owner: "w1".into(),
-            iteration: 1,
-            expires_at: 100,
-        });
+        run.lease = crate::testing::lease("w1", 1, 100);
         assert_eq!(
             claim(&run, 1, "w2", 50, 30).unwrap_err(),
             Rejection::LeaseHeld { expires_at: 100 }

@@ -253,7 +253,7 @@ pub(super) mod tests {
     use crate::change::{claim, request_cancel, request_pause, resume};
     use crate::decide::Outcome;
     use crate::record::EventKind;
-    use crate::run::{BudgetsInput, Lease, Streaks};
+    use crate::run::{BudgetsInput, Streaks};
     use crate::testing::sample_run;
 
     pub(in crate::change) fn continue_plan(run: &Run, owner: &str) -> CommitPlan {
@@ -315,11 +315,7 @@ pub(super) mod tests {
     #[test]
     fn a_commit_by_a_worker_that_lost_the_lease_is_rejected() {
         let mut run = sample_run();
-        run.lease = Some(Lease {
-            owner: "thief".into(),
-            iteration: 1,
-            expires_at: 10,
-        });
+        run.lease = crate::testing::lease("thief", 1, 10);
         let plan = continue_plan(&run, "me");
         assert_eq!(plan.apply(&run).unwrap_err(), Rejection::LeaseLost);
     }

@@ -466,10 +466,7 @@ mod tests {
 
     #[test]
     fn an_answer_to_a_run_with_no_iteration_left_stops_it_and_keeps_the_answer() {
-        let mut run = sample_run();
-        run = run.with_status_for_tests(RunStatus::WaitingOnUser);
-        run.iteration = 2;
-        run.budgets.max_iterations = 2;
+        let run = crate::testing::out_of_iterations(RunStatus::WaitingOnUser, 2);
 
         let change = respond(&run, "use the first", &Approval::default(), &[], 5).unwrap();
 

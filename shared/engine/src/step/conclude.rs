@@ -40,7 +40,7 @@ impl Engine {
     ) -> Result<CommitPlan, EngineError> {
         let (evidence, claim) = evidence(&staging, &draft).await;
         let staged = staging.finish();
-        // Only listed here: they are created after the commit (`Dispatch::start_children`), so
+        // Only listed here: they are created after the commit (`FollowUp::start_children`), so
         // an attempt whose commit is refused leaves no child behind.
         let children: Vec<ChildRun> = staged
             .spawned

@@ -4,13 +4,14 @@
 //!
 //! `claim` holds the fenced claim; `model` the model calls, budgets and spend; `phases` the
 //! working phases over the iteration's draft; `permissions` the permission modes; `conclude`
-//! the verdict and the commit plan; `narrative` the report's final model call; `dispatch` what follows a commit; `user_tools` the tools a
-//! run may call.
+//! the verdict and the commit plan; `narrative` the report's final model call; `follow_up` what
+//! follows a commit; `user_tools` the tools a run may call; `agent` an agent run's iteration
+//! (one coding-agent process instead of the planner).
 
 mod agent;
 mod claim;
 mod conclude;
-mod dispatch;
+mod follow_up;
 mod model;
 mod narrative;
 mod permissions;
@@ -32,7 +33,7 @@ use longrun_ports::LlmClient;
 use longrun_ports::{AgentHost, McpConnector, ToolFactory};
 use longrun_ports::{FaultPoint, Faults, NotifyError, QueueError, StepMessage, Store, StoreError};
 
-pub use self::dispatch::{Dispatch, SweepReport};
+pub use self::follow_up::{FollowUp, SweepReport};
 pub use self::user_tools::{McpCache, UserToolCache};
 
 #[derive(Clone, Debug)]
@@ -109,7 +110,7 @@ pub enum StepOutcome {
 }
 
 pub struct Engine {
-    pub dispatch: Dispatch,
+    pub follow_up: FollowUp,
     pub llm: Arc<dyn LlmClient>,
     pub tools: Arc<ToolRegistry>,
     /// Builds the tools users registered; without it runs use the built-ins only.
@@ -127,11 +128,11 @@ pub struct Engine {
 
 impl Engine {
     fn store(&self) -> &Arc<dyn Store> {
-        &self.dispatch.store
+        &self.follow_up.store
     }
 
     fn now(&self) -> i64 {
-        self.dispatch.clock.now_ms()
+        self.follow_up.clock.now_ms()
     }
 
     fn crash(&self, point: FaultPoint, run_id: &str, n: u32) -> Result<(), EngineError> {
@@ -159,8 +160,8 @@ impl Engine {
         if run.iteration >= n {
             // Redelivery of a committed iteration: heal a crash between commit and send.
             if run.iteration == n {
-                self.dispatch.start_children(&run, n).await?;
-                self.dispatch.follow_up(&run).await?;
+                self.follow_up.start_children(&run, n).await?;
+                self.follow_up.send(&run).await?;
             }
             return Ok(StepOutcome::Dropped(format!(
                 "iteration {n} already committed"
@@ -197,8 +198,8 @@ impl Engine {
         self.crash(FaultPoint::AfterCommit, &run.id, n)?;
         // Effects of the commit, only now that it landed; a crash before them is healed by
         // the redelivery, which finds the iteration committed.
-        self.dispatch.start_children(&run, n).await?;
-        self.dispatch.follow_up_deferred(&run).await?;
+        self.follow_up.start_children(&run, n).await?;
+        self.follow_up.send_deferred(&run).await?;
         self.crash(FaultPoint::AfterEnqueue, &run.id, n)?;
         Ok(StepOutcome::Done)
     }

@@ -6,16 +6,12 @@ use super::*;
 impl ScheduleStore for SqliteRunStore {
     async fn put_schedule(&self, schedule: &Schedule) -> StoreResult<()> {
         let body = to_json(schedule)?;
-        self.db
-            .write(|c| {
-                c.execute(
-                    "INSERT OR REPLACE INTO schedules (id, user_id, next_at, body) VALUES (?1, ?2, ?3, ?4)",
-                    params![schedule.id, schedule.user_id, schedule.next_at, body],
-                )
-                .map(|_| ())
-                .map_err(unavailable)
-            })
-            .await
+        let sql =
+            "INSERT OR REPLACE INTO schedules (id, user_id, next_at, body) VALUES (?1, ?2, ?3, ?4)";
+        let s = schedule;
+        self.execute(sql, (&s.id, &s.user_id, s.next_at, body))
+            .await?;
+        Ok(())
     }
 
     async fn schedules(&self, user_id: &str) -> StoreResult<Vec<Schedule>> {

@@ -502,6 +502,23 @@ impl SqliteDb {
     }
 }
 
+/// A bare queued run row, for the queue's tests.
+#[cfg(test)]
+async fn insert_queued_run(db: &SqliteDb, run: &str, user: &str) {
+    let (run, user) = (run.to_string(), user.to_string());
+    let written = db
+        .write(move |c| {
+            c.execute(
+                "INSERT INTO runs (id, user_id, status, created_at, updated_at, body)
+                 VALUES (?1, ?2, 'queued', 0, 0, '{}')",
+                [run, user],
+            )
+            .map_err(unavailable)
+        })
+        .await;
+    assert!(written.is_ok(), "a test run row is written");
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -524,16 +541,7 @@ mod tests {
         let clock = Arc::new(longrun_ports::ManualClock::new(1_000));
         let queue = SqliteStepQueue::new(db.clone(), clock);
         for (run, user) in [("a1", "a"), ("a2", "a"), ("a3", "a"), ("b1", "b")] {
-            db.write(|c| {
-                c.execute(
-                    "INSERT INTO runs (id, user_id, status, created_at, updated_at, body)
-                     VALUES (?1, ?2, 'queued', 0, 0, '{}')",
-                    [run, user],
-                )
-                .map_err(unavailable)
-            })
-            .await
-            .unwrap();
+            insert_queued_run(&db, run, user).await;
             let msg = StepMessage::new(run, 1, longrun_ports::StepReason::Start);
             queue.enqueue(&msg, &msg.dedup_id(), 0).await.unwrap();
         }
@@ -703,34 +711,21 @@ mod tests {
         let store = SqliteRunStore::new(db);
 
         // Assert
-        let hooks = store
-            .entries(CatalogScope {
+        let entries = |kind| {
+            let scope = CatalogScope {
                 user_id: "u1",
-                kind: CatalogKind::Webhook,
-            })
-            .await
-            .unwrap();
+                kind,
+            };
+            store.entries(scope)
+        };
+        let hooks = entries(CatalogKind::Webhook).await.unwrap();
         let urls: Vec<&str> = hooks
             .iter()
             .map(|(_, v)| v["url"].as_str().unwrap())
             .collect();
         assert_eq!(urls, ["https://a.example/h", "https://b.example/h"]);
-        let tools = store
-            .entries(CatalogScope {
-                user_id: "u1",
-                kind: CatalogKind::Tool,
-            })
-            .await
-            .unwrap();
-        assert_eq!(tools[0].0, "lookup");
-        let servers = store
-            .entries(CatalogScope {
-                user_id: "u1",
-                kind: CatalogKind::McpServer,
-            })
-            .await
-            .unwrap();
-        assert_eq!(servers[0].0, "docs");
+        assert_eq!(entries(CatalogKind::Tool).await.unwrap()[0].0, "lookup");
+        assert_eq!(entries(CatalogKind::McpServer).await.unwrap()[0].0, "docs");
     }
 
     #[tokio::test]

@@ -64,6 +64,15 @@ const LEASED: &str = "SELECT body FROM runs WHERE status IN ('queued', 'running'
        AND status = 'running' AND json_extract(body, '$.lease') IS NOT NULL";
 
 impl SqliteRunStore {
+    /// One statement in the next group commit; how many rows it changed.
+    pub(super) async fn execute(
+        &self, sql: &str, params: impl rusqlite::Params + Send,
+    ) -> StoreResult<usize> {
+        self.db
+            .write(|c| c.execute(sql, params).map_err(unavailable))
+            .await
+    }
+
     /// Runs that should be moving but have no live message (their send was lost in a crash),
     /// and runs whose outcome was never published. Read at start-up by `recover`.
     pub async fn stranded(&self) -> StoreResult<Vec<Run>> {
@@ -490,16 +499,10 @@ impl Workspace for SqliteRunStore {
 impl Inbox for SqliteRunStore {
     async fn put_notification(&self, n: &Notification) -> StoreResult<bool> {
         let body = to_json(n)?;
-        self.db
-            .write(|c| {
-                c.execute(
-                    "INSERT OR IGNORE INTO notifications (id, user_id, at, body) VALUES (?1, ?2, ?3, ?4)",
-                    params![n.id, n.user_id, n.at, body],
-                )
-                .map(|inserted| inserted == 1)
-                .map_err(unavailable)
-            })
-            .await
+        let sql =
+            "INSERT OR IGNORE INTO notifications (id, user_id, at, body) VALUES (?1, ?2, ?3, ?4)";
+        let inserted = self.execute(sql, (&n.id, &n.user_id, n.at, body)).await?;
+        Ok(inserted == 1)
     }
 
     async fn notifications_page(

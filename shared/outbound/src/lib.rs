@@ -1,4 +1,8 @@
-//! `http_fetch`: GET or HEAD a public web page for the agent, behind an SSRF guard.
+//! Outbound HTTP, every request behind one SSRF guard: the agent's `http_fetch` (this module),
+//! `web_search` (`search`), users' HTTP tools (`user_tool`), the MCP client (`mcp_client`) and
+//! the HMAC signature of tool calls and webhooks (`user_tool::signature`).
+//!
+//! `http_fetch`: GET or HEAD a public web page for the agent.
 //!
 //! Every connection goes through [`GuardedResolver`]: the host is resolved once, every answer
 //! is checked, and the client connects to exactly the checked addresses (no second lookup to
@@ -201,6 +205,33 @@ pub fn endpoint_client(
     let client = guarded_client(policy.clone(), lookup, Duration::from_secs(5), timeout)
         .map_err(|e| e.to_string())?;
     Ok((client, policy))
+}
+
+/// One guarded client, its policy, and the settings of what calls through it (the MCP client,
+/// the user-tool factory); cheap to clone (one connection pool).
+#[derive(Clone)]
+pub struct Guarded<S> {
+    client: reqwest::Client,
+    policy: Arc<FetchPolicy>,
+    settings: S,
+}
+
+/// Settings of a guarded endpoint: how long one whole call may take.
+pub trait EndpointSettings {
+    fn timeout(&self) -> Duration;
+}
+
+impl<S: EndpointSettings> Guarded<S> {
+    pub fn new(
+        policy: FetchPolicy, lookup: Arc<dyn HostLookup>, settings: S,
+    ) -> Result<Guarded<S>, String> {
+        let (client, policy) = endpoint_client(policy, lookup, settings.timeout())?;
+        Ok(Guarded {
+            client,
+            policy,
+            settings,
+        })
+    }
 }
 
 /// Reads at most `limit` bytes of the body; true when there was more.

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 use url::Url;
 
-use crate::{FetchPolicy, HostLookup, endpoint_client, read_limited, refusal_in};
+use crate::{EndpointSettings, FetchPolicy, Guarded, read_limited, refusal_in};
 
 pub const SIGNATURE_HEADER: &str = "x-longrun-signature";
 pub const IDEMPOTENCY_HEADER: &str = "idempotency-key";
@@ -53,24 +53,15 @@ impl Default for UserToolSettings {
 }
 
 /// Builds [`HttpTool`]s on one guarded client, shared by every run.
-pub struct HttpToolFactory {
-    client: reqwest::Client,
-    policy: Arc<FetchPolicy>,
-    settings: UserToolSettings,
+pub type HttpToolFactory = Guarded<UserToolSettings>;
+
+impl EndpointSettings for UserToolSettings {
+    fn timeout(&self) -> Duration {
+        self.timeout
+    }
 }
 
 impl HttpToolFactory {
-    pub fn new(
-        policy: FetchPolicy, lookup: Arc<dyn HostLookup>, settings: UserToolSettings,
-    ) -> Result<HttpToolFactory, String> {
-        let (client, policy) = endpoint_client(policy, lookup, settings.timeout)?;
-        Ok(HttpToolFactory {
-            client,
-            policy,
-            settings,
-        })
-    }
-
     /// Checks a registration's URL against the guard (DNS is checked again at every call).
     pub fn check_url(&self, url: &str) -> Result<(), String> {
         let parsed = Url::parse(url).map_err(|e| format!("url `{url}` is not valid: {e}"))?;

@@ -13,7 +13,7 @@ use longrun_ports::{McpConnector, McpToolSpec, Tool, ToolContext};
 use serde_json::{Value, json};
 use url::Url;
 
-use crate::{FetchPolicy, HostLookup, Refusal, endpoint_client, fence, read_limited, refusal_in};
+use crate::{EndpointSettings, Guarded, Refusal, fence, read_limited, refusal_in};
 
 /// What we ask for in `initialize`; the server may answer with another version it supports.
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
@@ -87,25 +87,15 @@ pub struct McpCallResult {
 }
 
 /// The client for every user's servers; cheap to clone (one connection pool).
-#[derive(Clone)]
-pub struct HttpMcpClient {
-    client: reqwest::Client,
-    policy: Arc<FetchPolicy>,
-    settings: McpSettings,
+pub type HttpMcpClient = Guarded<McpSettings>;
+
+impl EndpointSettings for McpSettings {
+    fn timeout(&self) -> Duration {
+        self.timeout
+    }
 }
 
 impl HttpMcpClient {
-    pub fn new(
-        policy: FetchPolicy, lookup: Arc<dyn HostLookup>, settings: McpSettings,
-    ) -> Result<HttpMcpClient, String> {
-        let (client, policy) = endpoint_client(policy, lookup, settings.timeout)?;
-        Ok(HttpMcpClient {
-            client,
-            policy,
-            settings,
-        })
-    }
-
     /// The server's tools (`tools/list`, following `nextCursor`), at most `max_tools`.
     pub async fn list_tools(&self, server: &McpServer) -> Result<Vec<McpToolSpec>, McpError> {
         self.bounded(self.settings.list_timeout, async {
@@ -510,6 +500,7 @@ impl Tool for McpTool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::FetchPolicy;
 
     #[test]
     fn an_event_stream_yields_each_events_json_and_skips_the_rest() {

@@ -10,8 +10,8 @@ use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::any;
-use longrun_fetch::search::{SearchArgs, SearchError};
-use longrun_fetch::{SearchProvider, SearchSettings, WebSearch};
+use longrun_outbound::search::{SearchArgs, SearchError};
+use longrun_outbound::{SearchProvider, SearchSettings, WebSearch};
 use longrun_ports::Tool;
 use serde_json::{Value, json};
 

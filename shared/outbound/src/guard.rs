@@ -313,41 +313,35 @@ mod tests {
         FetchPolicy::default().check_url(&url).expect_err("refused")
     }
 
+    fn classified(addr: &str) -> Option<&'static str> {
+        classify(addr.parse().unwrap_or_else(|e| panic!("{addr}: {e}")))
+    }
+
     #[test]
     fn public_addresses_pass_and_private_ones_are_named() {
-        assert_eq!(classify("93.184.216.34".parse().unwrap()), None);
-        assert_eq!(classify("2606:4700::1111".parse().unwrap()), None);
-        assert_eq!(classify("10.1.2.3".parse().unwrap()), Some("private"));
-        assert_eq!(
-            classify("169.254.169.254".parse().unwrap()),
-            Some("link-local (cloud metadata)")
-        );
-        assert_eq!(
-            classify("100.100.1.1".parse().unwrap()),
-            Some("carrier-grade NAT (shared)")
-        );
-        assert_eq!(
-            classify("fd00::1".parse().unwrap()),
-            Some("unique-local (private)")
-        );
+        for (addr, expected) in [
+            ("93.184.216.34", None),
+            ("2606:4700::1111", None),
+            ("10.1.2.3", Some("private")),
+            ("169.254.169.254", Some("link-local (cloud metadata)")),
+            ("100.100.1.1", Some("carrier-grade NAT (shared)")),
+            ("fd00::1", Some("unique-local (private)")),
+        ] {
+            assert_eq!(classified(addr), expected, "{addr}");
+        }
     }
 
     #[test]
     fn ipv6_forms_that_embed_an_ipv4_address_are_judged_by_it() {
-        assert_eq!(
-            classify("::ffff:127.0.0.1".parse().unwrap()),
-            Some("loopback")
-        );
-        assert_eq!(
-            classify("64:ff9b::a9fe:a9fe".parse().unwrap()),
-            Some("NAT64 of a non-public IPv4")
-        );
-        assert_eq!(classify("64:ff9b::5db8:d822".parse().unwrap()), None);
-        assert_eq!(
-            classify("2002:0a00:0001::".parse().unwrap()),
-            Some("6to4 of a non-public IPv4")
-        );
-        assert_eq!(classify("::10.0.0.1".parse().unwrap()), Some("private"));
+        for (addr, expected) in [
+            ("::ffff:127.0.0.1", Some("loopback")),
+            ("64:ff9b::a9fe:a9fe", Some("NAT64 of a non-public IPv4")),
+            ("64:ff9b::5db8:d822", None),
+            ("2002:0a00:0001::", Some("6to4 of a non-public IPv4")),
+            ("::10.0.0.1", Some("private")),
+        ] {
+            assert_eq!(classified(addr), expected, "{addr}");
+        }
     }
 
     #[test]

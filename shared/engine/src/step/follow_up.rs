@@ -29,7 +29,7 @@ pub struct SweepReport {
 /// Sends what follows a commit: the next step, or the outcome notification. Shared by the
 /// worker and the API (respond, continue, cancel).
 #[derive(Clone)]
-pub struct Dispatch {
+pub struct FollowUp {
     pub store: Arc<dyn Store>,
     pub queue: Arc<dyn StepQueue>,
     pub notifier: Arc<dyn Notifier>,
@@ -37,7 +37,7 @@ pub struct Dispatch {
     pub app_base_url: String,
 }
 
-impl Dispatch {
+impl FollowUp {
     pub fn link(&self, run_id: &str) -> String {
         format!("{}/runs/{run_id}", self.app_base_url.trim_end_matches('/'))
     }
@@ -121,7 +121,7 @@ impl Dispatch {
                 info!(run_id = %run.id, iteration = run.iteration + 1, "re-sent a stalled step");
                 report.requeued.push(run.id);
             } else if !run.notified {
-                self.follow_up(&run).await?;
+                self.send(&run).await?;
                 info!(run_id = %run.id, status = %run.status, "re-published an outcome");
                 report.republished.push(run.id);
             }
@@ -129,9 +129,9 @@ impl Dispatch {
         Ok(report)
     }
 
-    /// `follow_up` from inside a worker step, whose message is still unacknowledged: a send
+    /// `send` from inside a worker step, whose message is still unacknowledged: a send
     /// lost in a crash is re-sent when the message is redelivered.
-    pub async fn follow_up_deferred(&self, run: &Run) -> Result<(), EngineError> {
+    pub async fn send_deferred(&self, run: &Run) -> Result<(), EngineError> {
         if run.status == RunStatus::Running {
             let msg = StepMessage::new(&run.id, run.iteration + 1, StepReason::Continue);
             self.queue
@@ -139,11 +139,11 @@ impl Dispatch {
                 .await?;
             return Ok(());
         }
-        self.follow_up(run).await
+        self.send(run).await
     }
 
     /// What must follow a committed iteration: the next message, or the outcome.
-    pub async fn follow_up(&self, run: &Run) -> Result<(), EngineError> {
+    pub async fn send(&self, run: &Run) -> Result<(), EngineError> {
         match *run.status {
             RunStatus::Running => self.enqueue_next(run, StepReason::Continue).await,
             RunStatus::Queued => self.enqueue_next(run, StepReason::Resume).await,
@@ -170,7 +170,7 @@ impl Dispatch {
                 .update_run(&child.id, &|r| change::request_cancel(r, &docs, now))
                 .await
             {
-                Ok(c) if c.status.is_ended() => Box::pin(self.follow_up(&c)).await?,
+                Ok(c) if c.status.is_ended() => Box::pin(self.send(&c)).await?,
                 Ok(_) | Err(StoreError::Rejected(_)) => {}
                 Err(e) => return Err(e.into()),
             }
@@ -194,7 +194,7 @@ impl Dispatch {
                 self.enqueue_next(&parent, StepReason::ChildDone).await
             }
             // Out of budget for what its children found: its outcome goes out now.
-            Ok(parent) if parent.status.is_ended() => Box::pin(self.follow_up(&parent)).await,
+            Ok(parent) if parent.status.is_ended() => Box::pin(self.send(&parent)).await,
             Ok(_) | Err(StoreError::Rejected(_)) => Ok(()),
             Err(e) => Err(e.into()),
         }
