@@ -132,20 +132,13 @@ fn stop_out_of_budget(
         "Stopped after {} iteration(s): {}",
         next.iteration, reason.detail
     );
-    let narrative = Narrative::from_records(
-        &next,
-        workspace,
-        std::slice::from_ref(&summary),
-        "the budget that ended the run leaves nothing for a final model call",
-    );
-    next.report = Some(build_report(
-        &next,
+    report_from_records(
+        &mut next,
         workspace,
         &summary,
-        &[],
-        narrative,
+        "the budget that ended the run leaves nothing for a final model call",
         now,
-    ));
+    );
     let stopped = RunEvent::Outcome {
         status: RunStatus::Stopped,
         stopping_reason: reason,
@@ -167,6 +160,20 @@ pub fn mark_notified(run: &Run, iteration: u32, status: RunStatus) -> Option<Run
     let mut next = run.clone();
     next.notified = true;
     Some(next)
+}
+
+/// The report of a run ended between iterations, where no model is called: its narrative is
+/// built from the records, and says why.
+pub(crate) fn report_from_records(
+    next: &mut Run, workspace: &[DocMeta], summary: &str, note: &str, now: i64,
+) {
+    let narrative = Narrative::from_records(
+        next,
+        workspace,
+        std::slice::from_ref(&summary.to_string()),
+        note,
+    );
+    next.report = Some(build_report(next, workspace, summary, &[], narrative, now));
 }
 
 #[cfg(test)]

@@ -5,7 +5,6 @@ use super::{ActiveDelta, Rejection, RunChange, stop_out_of_budget};
 use crate::decide::check_budgets;
 use crate::events::{CallDecided, ObjectiveChange, PatchRequested, RunEvent};
 use crate::record::DocMeta;
-use crate::report::{Narrative, build_report};
 use crate::run::{
     BudgetsInput, Decision, PermissionMode, Run, RunPatch, RunStatus, StopType, StoppingReason,
     Streaks, UserAnswer,
@@ -35,20 +34,13 @@ pub fn request_cancel(run: &Run, workspace: &[DocMeta], now: i64) -> Result<RunC
     next.cancel_requested = true;
     next.stopping_reason = Some(reason.clone());
     let summary = format!("Canceled after {} iteration(s).", run.iteration);
-    let narrative = Narrative::from_records(
-        &next,
-        workspace,
-        std::slice::from_ref(&summary),
-        "the run was canceled between iterations, so no final model call was made",
-    );
-    next.report = Some(build_report(
-        &next,
+    super::report_from_records(
+        &mut next,
         workspace,
         &summary,
-        &[],
-        narrative,
+        "the run was canceled between iterations, so no final model call was made",
         now,
-    ));
+    );
     let canceled = RunEvent::Outcome {
         status: RunStatus::Canceled,
         stopping_reason: reason,
