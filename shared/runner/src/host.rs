@@ -14,7 +14,6 @@ use longrun_ports::{AgentError, AgentHost, AgentTurn};
 use tokio::sync::OnceCell;
 
 use crate::RunnerError;
-use crate::backend::Usage;
 use crate::bus::{Bus, MessageType, post_best_effort};
 use crate::config::RunnerConfig;
 use crate::job::{JobRequest, adopt, run_job, stop_run};
@@ -136,6 +135,16 @@ fn model_of(kind: &str, commandline: &str) -> Option<String> {
     Some(format!("{provider}:{named}"))
 }
 
+/// Runs `f` where blocking is allowed: the runner's file and process work is synchronous.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, RunnerError> + Send + 'static,
+) -> Result<T, AgentError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| AgentError::Io(e.to_string()))?
+        .map_err(agent_error)
+}
+
 fn agent_error(e: RunnerError) -> AgentError {
     match e {
         RunnerError::Invalid(m) => AgentError::Invalid(m),
@@ -176,38 +185,31 @@ impl AgentHost for LocalAgentHost {
 
     async fn stop(&self, run: &Run) -> Result<(), AgentError> {
         let (cfg, dir, id) = (self.cfg.clone(), self.task_dir(run), run.id.clone());
-        tokio::task::spawn_blocking(move || {
+        blocking(move || {
             for (run_dir, info) in list_runs(&dir) {
                 if info.str(RUN_KEY) == id && info.str("end_time").is_empty() {
                     stop_run(&cfg, &run_dir)?;
                 }
             }
-            Ok::<_, RunnerError>(())
+            Ok(())
         })
         .await
-        .map_err(|e| AgentError::Io(e.to_string()))?
-        .map_err(agent_error)
     }
 
     async fn view(&self, run: &Run) -> Result<AgentView, AgentError> {
         let dir = self.task_dir(run);
-        tokio::task::spawn_blocking(move || view(&dir))
-            .await
-            .map_err(|e| AgentError::Io(e.to_string()))?
-            .map_err(agent_error)
+        blocking(move || view(&dir)).await
     }
 
     async fn post(&self, run: &Run, text: &str) -> Result<(), AgentError> {
         let (dir, text) = (self.task_dir(run), text.to_string());
-        tokio::task::spawn_blocking(move || {
+        blocking(move || {
             std::fs::create_dir_all(&dir)?;
             Bus::open(&dir)?
                 .post(MessageType::User, "", &text)
                 .map(|_| ())
         })
         .await
-        .map_err(|e| AgentError::Io(e.to_string()))?
-        .map_err(agent_error)
     }
 }
 
@@ -248,10 +250,7 @@ fn view(dir: &Path) -> Result<AgentView, RunnerError> {
 
 fn process_info(i: &RunInfo) -> AgentProcessInfo {
     let some = |k: &str| Some(i.str(k).to_string()).filter(|v| !v.is_empty());
-    let usage: Usage =
-        i.0.get("usage")
-            .and_then(|v| serde_json::from_value(v.clone()).ok())
-            .unwrap_or_default();
+    let usage = i.usage();
     AgentProcessInfo {
         run_id: i.str("run_id").to_string(),
         iteration: i.str(ITERATION_KEY).parse().ok(),
@@ -394,11 +393,7 @@ fn read_turn(
     cfg: &RunnerConfig, dir: &Path, run_dir: &Path, said_before: i64,
 ) -> Result<AgentTurn, RunnerError> {
     let info = RunInfo::read(run_dir)?;
-    let usage: Usage = info
-        .0
-        .get("usage")
-        .and_then(|v| serde_json::from_value(v.clone()).ok())
-        .unwrap_or_default();
+    let usage = info.usage();
     let limited_until_ms = info.int("usage_limit_resets_at").map(|at| match at {
         at if at > 0 => at * 1000,
         _ => chrono::Utc::now().timestamp_millis() + cfg.usage_limit_wait.as_millis() as i64,

@@ -55,6 +55,14 @@ impl RunInfo {
         self.0.get(key).and_then(Value::as_i64)
     }
 
+    /// The usage the run's CLI reported (none: all zero).
+    pub fn usage(&self) -> crate::backend::Usage {
+        self.0
+            .get("usage")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default()
+    }
+
     pub fn write(&self, run_dir: &Path) -> Result<(), RunnerError> {
         let mut out = String::new();
         for (k, v) in &self.0 {

@@ -84,13 +84,7 @@ pub fn root_prompt(task_dir: &Path, task_text: &str) -> String {
 pub fn task_usage(task_dir: &Path) -> Usage {
     let mut total = Usage::default();
     for (_, info) in list_runs(task_dir) {
-        if let Some(u) = info
-            .0
-            .get("usage")
-            .and_then(|v| serde_json::from_value::<Usage>(v.clone()).ok())
-        {
-            total.add(&u);
-        }
+        total.add(&info.usage());
     }
     total
 }
