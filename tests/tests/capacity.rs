@@ -24,9 +24,16 @@ impl LlmClient for Saturated {
         if let Some(clock) = self.clock.get() {
             clock.advance(self.wait_ms as i64);
         }
-        let mut resp = self.inner.chat(req).await?;
-        resp.queued_ms += self.wait_ms;
-        Ok(resp)
+        match self.inner.chat(req).await {
+            Ok(mut resp) => {
+                resp.queued_ms += self.wait_ms;
+                Ok(resp)
+            }
+            Err(mut e) => {
+                e.queued_ms += self.wait_ms;
+                Err(e)
+            }
+        }
     }
 }
 

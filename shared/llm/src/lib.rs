@@ -288,11 +288,12 @@ impl Route {
                 resp.queued_ms += queued_ms;
                 Ok(resp)
             }
-            Err(e) => {
+            Err(mut e) => {
                 limiter.release(permit, SystemClock.now_ms(), None, false);
                 if e.kind == LlmErrorKind::RateLimited {
                     limiter.throttled(SystemClock.now_ms(), e.retry_after_ms);
                 }
+                e.queued_ms += queued_ms;
                 Err(e)
             }
         }

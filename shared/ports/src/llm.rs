@@ -129,6 +129,8 @@ pub struct LlmError {
     /// Set when retrying stopped only because the iteration's deadline would pass: the step
     /// goes back to the queue and is tried again after this delay.
     pub requeue_after_ms: Option<u64>,
+    /// Time the call waited for the model's capacity before it failed: not running time.
+    pub queued_ms: u64,
 }
 
 impl LlmError {
@@ -138,6 +140,7 @@ impl LlmError {
             message: message.into(),
             retry_after_ms: None,
             requeue_after_ms: None,
+            queued_ms: 0,
         }
     }
 

@@ -182,6 +182,8 @@ impl Engine {
                         ),
                     });
                 }
+                // The wait for capacity before a failed call is not running time either.
+                it.spent().queued_ms += e.queued_ms;
                 return Ok(Llm::Failed(e));
             }
         };
