@@ -71,7 +71,7 @@ test('an MCP client starts a run, polls it to its end and reads its report and a
   }
   const report = await client.callTool({ name: 'get_report', arguments: { run_id: runId } });
   const listed = await client.callTool({ name: 'list_runs', arguments: {} });
-  const path = report.structuredContent.artifacts[0].path;
+  const path = report.structuredContent.artifacts.documents[0].path;
   const doc = await client.callTool({ name: 'read_doc', arguments: { run_id: runId, path } });
   const resource = await client.readResource({ uri: `longrun://runs/${runId}/report` });
   const { resources } = await client.listResources();
@@ -87,7 +87,7 @@ test('an MCP client starts a run, polls it to its end and reads its report and a
   assert.equal(run.status, 'completed');
   assert.equal(report.isError, false);
   assert.equal(report.structuredContent.status, 'completed');
-  assert.deepEqual(report.structuredContent.what_changed.created.sort(), report.structuredContent.artifacts.map((a) => a.path).sort());
+  assert.deepEqual(report.structuredContent.what_changed.created.sort(), report.structuredContent.artifacts.documents.map((a) => a.path).sort());
   assert.ok(listed.structuredContent.runs.some((r) => r.id === runId));
   assert.equal(doc.isError, false);
   assert.ok(doc.structuredContent.content.length > 0);
