@@ -177,7 +177,9 @@ struct Inner {
     writes: std::sync::atomic::AtomicU64,
     commit_us: std::sync::atomic::AtomicU64,
     conn: Arc<std::sync::Mutex<Conn>>,
-    finished: watch::Sender<u64>,
+    /// Shared with the committer, which lets go of the database before it wakes the writers:
+    /// a caller that closes the database once its write returns really closes it.
+    finished: Arc<watch::Sender<u64>>,
     failed: std::sync::Mutex<HashSet<u64>>,
     /// The WAL to fsync after each group commit (FULL durability), outside the connection lock.
     wal_path: Option<std::path::PathBuf>,
@@ -186,6 +188,26 @@ struct Inner {
     /// The queue's index of group heads; locked only while holding `conn`, so it moves in step
     /// with the rows (and is rebuilt when the generation says they were rolled back).
     ready: std::sync::Mutex<ready::ReadyIndex>,
+    /// Connections for `read_committed` (none for an in-memory database).
+    readers: Vec<std::sync::Mutex<Connection>>,
+    /// Held for as long as the database is open: the one-process lock.
+    _lock: Option<std::fs::File>,
+}
+
+/// Reader connections: the API's concurrent reads rarely need more than two at once on the
+/// small machines `serve` targets.
+const READERS: usize = 2;
+
+fn open_reader(path: &Path) -> StoreResult<Connection> {
+    let c = Connection::open(path).map_err(unavailable)?;
+    c.pragma_update(None, "query_only", "ON")
+        .map_err(unavailable)?;
+    c.pragma_update(None, "cache_size", -8_000)
+        .map_err(unavailable)?;
+    c.set_prepared_statement_cache_capacity(32);
+    c.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(unavailable)?;
+    Ok(c)
 }
 
 impl Inner {
@@ -281,21 +303,57 @@ fn exec(c: &Connection, sql: &str) -> rusqlite::Result<()> {
 
 impl SqliteDb {
     pub fn open(path: &Path) -> StoreResult<Self> {
+        // One process owns the database: a second `serve` on the same data dir fails at once
+        // instead of racing this one (the run cache relies on being the only writer). A lock
+        // file rather than SQLite's exclusive locking mode, which would keep this process's
+        // own readers out too.
+        let mut lock_path = path.as_os_str().to_owned();
+        lock_path.push(".lock");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(unavailable)?;
+        // Waits a little, as SQLite's busy timeout did: a process that is closing the database
+        // (or this one's last committer, finishing) lets go of it within moments.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            match lock.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(StoreError::Unavailable(format!(
+                        "{} is in use by another process (is another `longrun serve` running on it?)",
+                        path.display()
+                    )));
+                }
+                Err(std::fs::TryLockError::Error(e)) => return Err(unavailable(e)),
+            }
+        }
         let conn = Connection::open(path).map_err(unavailable)?;
         let mut wal = path.as_os_str().to_owned();
         wal.push("-wal");
-        Self::init(conn, Some(wal.into()))
+        let mut inner = Self::init(conn, Some(wal.into()))?;
+        inner.readers = (0..READERS)
+            .map(|_| open_reader(path).map(std::sync::Mutex::new))
+            .collect::<StoreResult<Vec<_>>>()?;
+        inner._lock = Some(lock);
+        Ok(SqliteDb {
+            inner: Arc::new(inner),
+        })
     }
 
     pub fn open_in_memory() -> StoreResult<Self> {
-        Self::init(Connection::open_in_memory().map_err(unavailable)?, None)
+        let inner = Self::init(Connection::open_in_memory().map_err(unavailable)?, None)?;
+        Ok(SqliteDb {
+            inner: Arc::new(inner),
+        })
     }
 
-    fn init(conn: Connection, wal: Option<std::path::PathBuf>) -> StoreResult<Self> {
-        // One process owns the database: a second `serve` on the same data dir fails at once
-        // instead of racing this one (the run cache relies on being the only writer).
-        conn.pragma_update(None, "locking_mode", "EXCLUSIVE")
-            .map_err(unavailable)?;
+    fn init(conn: Connection, wal: Option<std::path::PathBuf>) -> StoreResult<Inner> {
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(unavailable)?;
         // FULL (the default): a group is fsynced before any of its writes is acknowledged. The
@@ -338,23 +396,23 @@ impl SqliteDb {
         outbox::migrate(&conn).map_err(unavailable)?;
         idempotency::migrate(&conn).map_err(unavailable)?;
         index_for_a_full_store(&conn).map_err(unavailable)?;
-        Ok(SqliteDb {
-            inner: Arc::new(Inner {
-                generation: std::sync::atomic::AtomicU64::new(0),
-                writes: std::sync::atomic::AtomicU64::new(0),
-                commit_us: std::sync::atomic::AtomicU64::new(0),
-                conn: Arc::new(std::sync::Mutex::new(Conn {
-                    c: conn,
-                    open: None,
-                    next: 1,
-                })),
-                finished: watch::channel(0).0,
-                failed: std::sync::Mutex::default(),
-                wal_path,
-                wal_file: std::sync::OnceLock::new(),
-                wal_syncs: std::sync::atomic::AtomicU64::new(0),
-                ready: std::sync::Mutex::default(),
-            }),
+        Ok(Inner {
+            generation: std::sync::atomic::AtomicU64::new(0),
+            writes: std::sync::atomic::AtomicU64::new(0),
+            commit_us: std::sync::atomic::AtomicU64::new(0),
+            conn: Arc::new(std::sync::Mutex::new(Conn {
+                c: conn,
+                open: None,
+                next: 1,
+            })),
+            finished: Arc::new(watch::channel(0).0),
+            failed: std::sync::Mutex::default(),
+            wal_path,
+            wal_file: std::sync::OnceLock::new(),
+            wal_syncs: std::sync::atomic::AtomicU64::new(0),
+            ready: std::sync::Mutex::default(),
+            readers: Vec::new(),
+            _lock: None,
         })
     }
 
@@ -398,6 +456,24 @@ impl SqliteDb {
     pub async fn read<T>(&self, f: impl FnOnce(&Connection) -> T) -> T {
         let g = self.lock();
         f(&g.c)
+    }
+
+    /// A read of committed state only, on a reader connection: it does not wait for the writer's
+    /// connection (held through each group commit and checkpoint), and does not see the open
+    /// group's writes. For the API's reads of what a caller was already told is written (every
+    /// acknowledged write is committed); never for the engine, which must see its own writes.
+    pub async fn read_committed<T>(&self, f: impl FnOnce(&Connection) -> T) -> T {
+        let readers = &self.inner.readers;
+        let Some(first) = readers.first() else {
+            return self.read(f).await;
+        };
+        for r in readers {
+            if let Ok(g) = r.try_lock() {
+                return f(&g);
+            }
+        }
+        let g = first.lock().unwrap_or_else(|e| e.into_inner());
+        f(&g)
     }
 
     /// Runs `f` in the current group and waits until the group is committed. If `f` fails, the
@@ -473,7 +549,9 @@ impl SqliteDb {
                     if inner.sync_wal().is_err() {
                         inner.abandon(batch);
                     }
-                    inner.finished.send_modify(|f| *f = (*f).max(batch));
+                    let finished = inner.finished.clone();
+                    drop(inner);
+                    finished.send_modify(|f| *f = (*f).max(batch));
                 })
                 .await;
             });
@@ -617,6 +695,51 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(n, 2);
+    }
+
+    #[tokio::test]
+    async fn a_second_open_of_a_database_in_use_fails_with_a_clear_error() {
+        // Arrange
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        let first = SqliteDb::open(&path).unwrap();
+
+        // Act
+        let second = SqliteDb::open(&path);
+
+        // Assert
+        let Err(StoreError::Unavailable(msg)) = second else {
+            panic!("a second open of a database in use succeeded");
+        };
+        assert!(msg.contains("in use by another process"), "{msg}");
+        drop(first);
+        assert!(SqliteDb::open(&path).is_ok(), "closed, it opens again");
+    }
+
+    #[tokio::test]
+    async fn a_committed_read_sees_acknowledged_writes_and_does_not_wait_for_the_writer() {
+        // Arrange: one acknowledged write, then the writer's connection held (as through a
+        // long commit) with a write of its own not yet committed.
+        let dir = tempfile::tempdir().unwrap();
+        let db = SqliteDb::open(&dir.path().join("db.sqlite")).unwrap();
+        insert(&db, "acked").await;
+        let held = db.lock();
+        exec(&held.c, "BEGIN IMMEDIATE").unwrap();
+        put(&held.c, "open").unwrap();
+
+        // Act: this read would deadlock on this thread if it needed the writer's connection.
+        let read = db.read_committed(|c| {
+            let mut st = c.prepare("SELECT user_id FROM active ORDER BY user_id")?;
+            let rows = st.query_map([], |r| r.get(0))?;
+            rows.collect::<rusqlite::Result<Vec<String>>>()
+        });
+        let seen = futures_util::FutureExt::now_or_never(read)
+            .expect("a committed read does not wait")
+            .unwrap();
+
+        // Assert
+        assert_eq!(seen, vec!["acked".to_string()]);
+        exec(&held.c, "ROLLBACK").unwrap();
     }
 
     fn put(c: &Connection, id: &str) -> StoreResult<()> {

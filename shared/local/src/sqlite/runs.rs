@@ -13,10 +13,48 @@ pub struct SqliteRunStore {
 #[derive(Default)]
 struct RunCache {
     generation: u64,
-    map: HashMap<String, Arc<Run>>,
+    /// Each run with the tick it was last written or read at.
+    map: HashMap<String, (Arc<Run>, u64)>,
+    tick: u64,
 }
 
-const RUN_CACHE_MAX: usize = 4096;
+/// Room for every run in flight (at most `max_inflight`, 4,096 by default) and those queued
+/// behind them at 10,000 runs: a run that falls out is parsed again on its next write, under the
+/// connection lock, and a read of it waits for that lock.
+const RUN_CACHE_MAX: usize = 16_384;
+
+impl RunCache {
+    fn get(&mut self, run_id: &str) -> Option<Arc<Run>> {
+        self.tick += 1;
+        let tick = self.tick;
+        self.map.get_mut(run_id).map(|(run, at)| {
+            *at = tick;
+            run.clone()
+        })
+    }
+
+    fn insert(&mut self, run: Arc<Run>) {
+        if self.map.len() >= RUN_CACHE_MAX && !self.map.contains_key(&run.id) {
+            self.evict();
+        }
+        self.tick += 1;
+        self.map.insert(run.id.clone(), (run, self.tick));
+    }
+
+    /// Drops the ended runs and the least recently used half of the rest: the runs at work
+    /// stay, so a full cache does not make every run in flight a miss at once.
+    fn evict(&mut self) {
+        self.map.retain(|_, (run, _)| !run.status.is_ended());
+        if self.map.len() < RUN_CACHE_MAX * 3 / 4 {
+            return;
+        }
+        let mut ticks: Vec<u64> = self.map.values().map(|(_, at)| *at).collect();
+        let mid = ticks.len() / 2;
+        let (_, median, _) = ticks.select_nth_unstable(mid);
+        let median = *median;
+        self.map.retain(|_, (_, at)| *at > median);
+    }
+}
 
 // The reads of tables that grow with the store, named so a test can check that each one is a
 // search of an index, never a scan or a sort (`EXPLAIN QUERY PLAN`), however many ended runs
@@ -102,7 +140,7 @@ impl SqliteRunStore {
     }
 
     fn cached(&self, run_id: &str) -> Option<Arc<Run>> {
-        self.cache().map.get(run_id).cloned()
+        self.cache().get(run_id)
     }
 
     /// The current run; call with the connection lock held (inside a db closure).
@@ -119,11 +157,7 @@ impl SqliteRunStore {
     }
 
     fn remember(&self, run: Arc<Run>) {
-        let mut c = self.cache();
-        if c.map.len() >= RUN_CACHE_MAX && !c.map.contains_key(&run.id) {
-            c.map.clear();
-        }
-        c.map.insert(run.id.clone(), run);
+        self.cache().insert(run);
     }
 
     /// Computes the change from the cached run and serializes it before taking the
@@ -145,7 +179,7 @@ impl SqliteRunStore {
                         .cache()
                         .map
                         .get(run_id)
-                        .is_some_and(|r| Arc::ptr_eq(r, &base));
+                        .is_some_and(|(r, _)| Arc::ptr_eq(r, &base));
                     if !unchanged {
                         return Ok::<_, StoreError>(None);
                     }
@@ -346,7 +380,7 @@ impl RunLog for SqliteRunStore {
             LIST_RUNS_WITH_STATUS
         };
         self.db
-            .read(|c| {
+            .read_committed(|c| {
                 query_json(
                     c,
                     sql,
@@ -374,7 +408,7 @@ impl RunLog for SqliteRunStore {
 
     async fn events(&self, run_id: &str, after: u64, limit: usize) -> StoreResult<Vec<Event>> {
         self.db
-            .read(|c| query_json(c, EVENTS, &[&run_id, &(after as i64), &(limit as i64)]))
+            .read_committed(|c| query_json(c, EVENTS, &[&run_id, &(after as i64), &(limit as i64)]))
             .await
     }
 
@@ -382,7 +416,7 @@ impl RunLog for SqliteRunStore {
         &self, run_id: &str, after: u32, limit: usize,
     ) -> StoreResult<Vec<IterationRecord>> {
         self.db
-            .read(|c| query_json(c, ITERATIONS, &[&run_id, &after, &(limit as i64)]))
+            .read_committed(|c| query_json(c, ITERATIONS, &[&run_id, &after, &(limit as i64)]))
             .await
     }
 
@@ -510,7 +544,7 @@ impl Inbox for SqliteRunStore {
     ) -> StoreResult<Vec<Notification>> {
         let limit = limit as i64;
         self.db
-            .read(|c| match before {
+            .read_committed(|c| match before {
                 None => query_json(c, NOTIFICATIONS, &[&user_id, &limit]),
                 Some((at, id)) => query_json(c, NOTIFICATIONS_BEFORE, &[&user_id, &limit, at, id]),
             })
@@ -536,6 +570,47 @@ impl Inbox for SqliteRunStore {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    fn run(id: &str, status: RunStatus) -> Arc<Run> {
+        let mut run = longrun_domain::testing::sample_run();
+        run.id = id.to_string();
+        run.transition_to(RunStatus::Running, 0).unwrap();
+        if status != RunStatus::Running {
+            run.transition_to(status, 0).unwrap();
+        }
+        Arc::new(run)
+    }
+
+    #[test]
+    fn a_full_run_cache_keeps_the_runs_at_work_and_lets_ended_and_idle_ones_go() {
+        // Arrange: a full cache of running runs, a few of them ended, the first ones idle.
+        let mut cache = RunCache::default();
+        for i in 0..RUN_CACHE_MAX {
+            let status = if i % 100 == 99 {
+                RunStatus::Completed
+            } else {
+                RunStatus::Running
+            };
+            cache.insert(run(&format!("r{i}"), status));
+        }
+        let busy = format!("r{}", 10);
+        assert!(cache.get(&busy).is_some());
+
+        // Act
+        cache.insert(run("new", RunStatus::Running));
+
+        // Assert
+        assert!(cache.get("new").is_some(), "the new run is kept");
+        assert!(cache.get(&busy).is_some(), "a run just used is kept");
+        assert!(cache.get("r99").is_none(), "ended runs go first");
+        assert!(
+            cache.get("r11").is_none(),
+            "the least recently used go next"
+        );
+        let last = format!("r{}", RUN_CACHE_MAX - 2);
+        assert!(cache.get(&last).is_some(), "recently written runs stay");
+        assert!(cache.map.len() < RUN_CACHE_MAX, "room is made");
+    }
 
     #[tokio::test]
     async fn no_read_of_a_growing_table_scans_or_sorts_it() {
