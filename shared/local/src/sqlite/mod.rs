@@ -29,6 +29,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 mod catalog;
+mod checkpoint;
 mod idempotency;
 mod outbox;
 mod queue;
@@ -176,6 +177,8 @@ struct Inner {
     generation: std::sync::atomic::AtomicU64,
     writes: std::sync::atomic::AtomicU64,
     commit_us: std::sync::atomic::AtomicU64,
+    /// The newest group opened (it may not be committed yet).
+    opened: std::sync::atomic::AtomicU64,
     conn: Arc<std::sync::Mutex<Conn>>,
     /// Shared with the committer, which lets go of the database before it wakes the writers:
     /// a caller that closes the database once its write returns really closes it.
@@ -190,7 +193,10 @@ struct Inner {
     ready: std::sync::Mutex<ready::ReadyIndex>,
     /// Connections for `read_committed` (none for an in-memory database).
     readers: Vec<std::sync::Mutex<Connection>>,
-    /// Held for as long as the database is open: the one-process lock.
+    /// The background checkpointer's connection (none for an in-memory database).
+    checkpointer: Option<checkpoint::Checkpointer>,
+    /// Held for as long as the database is open: the one-process lock. Last, so it is let go
+    /// of after every connection is closed.
     _lock: Option<std::fs::File>,
 }
 
@@ -340,10 +346,21 @@ impl SqliteDb {
         inner.readers = (0..READERS)
             .map(|_| open_reader(path).map(std::sync::Mutex::new))
             .collect::<StoreResult<Vec<_>>>()?;
+        // Checkpoints run on their own connection and thread, so copying the WAL back into the
+        // database (and its two fsyncs) no longer holds the writer's connection.
+        inner
+            .conn
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .c
+            .pragma_update(None, "wal_autocheckpoint", 0)
+            .map_err(unavailable)?;
+        let (wake, woken) = std::sync::mpsc::sync_channel(1);
+        inner.checkpointer = Some(checkpoint::Checkpointer::open(path, wake)?);
         inner._lock = Some(lock);
-        Ok(SqliteDb {
-            inner: Arc::new(inner),
-        })
+        let inner = Arc::new(inner);
+        checkpoint::spawn(Arc::downgrade(&inner), woken);
+        Ok(SqliteDb { inner })
     }
 
     pub fn open_in_memory() -> StoreResult<Self> {
@@ -400,6 +417,7 @@ impl SqliteDb {
             generation: std::sync::atomic::AtomicU64::new(0),
             writes: std::sync::atomic::AtomicU64::new(0),
             commit_us: std::sync::atomic::AtomicU64::new(0),
+            opened: std::sync::atomic::AtomicU64::new(0),
             conn: Arc::new(std::sync::Mutex::new(Conn {
                 c: conn,
                 open: None,
@@ -412,6 +430,7 @@ impl SqliteDb {
             wal_syncs: std::sync::atomic::AtomicU64::new(0),
             ready: std::sync::Mutex::default(),
             readers: Vec::new(),
+            checkpointer: None,
             _lock: None,
         })
     }
@@ -462,11 +481,20 @@ impl SqliteDb {
     /// connection (held through each group commit and checkpoint), and does not see the open
     /// group's writes. For the API's reads of what a caller was already told is written (every
     /// acknowledged write is committed); never for the engine, which must see its own writes.
+    ///
+    /// It first waits for the group open when it is called to commit: a run read from the run
+    /// cache may show that group's writes, and the reads that follow must not be behind it.
     pub async fn read_committed<T>(&self, f: impl FnOnce(&Connection) -> T) -> T {
         let readers = &self.inner.readers;
         let Some(first) = readers.first() else {
             return self.read(f).await;
         };
+        let opened = self.inner.opened.load(std::sync::atomic::Ordering::SeqCst);
+        if *self.inner.finished.borrow() < opened {
+            let mut rx = self.inner.finished.subscribe();
+            // The committer is gone only when the database is: read what is there.
+            let _ = rx.wait_for(|f| *f >= opened).await;
+        }
         for r in readers {
             if let Ok(g) = r.try_lock() {
                 return f(&g);
@@ -506,6 +534,9 @@ impl SqliteDb {
             if leader {
                 exec(&g.c, "BEGIN IMMEDIATE").map_err(fail)?;
                 g.open = Some(g.next);
+                self.inner
+                    .opened
+                    .store(g.next, std::sync::atomic::Ordering::SeqCst);
                 g.next += 1;
             }
             let batch = g.open.unwrap_or_default();
@@ -548,6 +579,9 @@ impl SqliteDb {
                     // they retry, and every write here is idempotent.
                     if inner.sync_wal().is_err() {
                         inner.abandon(batch);
+                    }
+                    if let Some(c) = &inner.checkpointer {
+                        c.committed();
                     }
                     let finished = inner.finished.clone();
                     drop(inner);
@@ -740,6 +774,65 @@ mod tests {
         // Assert
         assert_eq!(seen, vec!["acked".to_string()]);
         exec(&held.c, "ROLLBACK").unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_committed_read_is_never_behind_a_write_that_already_returned() {
+        // Arrange: a write that returns before its group is committed (as a claim does).
+        let dir = tempfile::tempdir().unwrap();
+        let db = SqliteDb::open(&dir.path().join("db.sqlite")).unwrap();
+        db.write_deferred(|c| put(c, "deferred")).await.unwrap();
+
+        // Act
+        let seen: i64 = db
+            .read_committed(|c| c.query_row("SELECT count(*) FROM active", [], |r| r.get(0)))
+            .await
+            .unwrap();
+
+        // Assert
+        assert_eq!(seen, 1, "the read waited for the write's group to commit");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_wal_starts_over_under_a_steady_stream_of_commits_and_loses_nothing() {
+        // Arrange: about twice the WAL the checkpointer lets grow, written one group at a time.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        let db = SqliteDb::open(&path).unwrap();
+        let page = "x".repeat(3_000);
+        let rows = 2 * checkpoint::RESTART_FRAMES as usize;
+
+        // Act
+        for i in 0..rows {
+            let (id, body) = (format!("u{i:05}"), page.clone());
+            db.write(move |c| {
+                c.execute(
+                    "INSERT INTO notifications (id, user_id, at, body) VALUES (?1, 'u', 0, ?2)",
+                    [id, body],
+                )
+                .map_err(unavailable)
+            })
+            .await
+            .unwrap();
+        }
+
+        // Assert: the WAL holds fewer frames than were written (it started over), and every row
+        // is there after reopening.
+        let frames: i64 = db
+            .read(|c| c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get(1)))
+            .await
+            .unwrap();
+        assert!(
+            frames < rows as i64,
+            "the WAL never started over: {frames} frames"
+        );
+        drop(db);
+        let again = SqliteDb::open(&path).unwrap();
+        let n: i64 = again
+            .read(|c| c.query_row("SELECT count(*) FROM notifications", [], |r| r.get(0)))
+            .await
+            .unwrap();
+        assert_eq!(n, rows as i64);
     }
 
     fn put(c: &Connection, id: &str) -> StoreResult<()> {

@@ -1,0 +1,107 @@
+//! The WAL checkpointer: copies committed pages from the WAL back into the database on its own
+//! connection and thread, so the writer's connection is not held for the copy and its fsyncs
+//! (with SQLite's automatic checkpoint, every 4,000th page of WAL stalled every writer and every
+//! read waiting for the connection).
+//!
+//! SQLite starts the WAL over only when a write transaction begins with every frame copied
+//! back. Under a steady stream of commits a background pass rarely ends before the next commit,
+//! so once the WAL is long the checkpointer finishes a pass between two groups, holding the
+//! writer's connection only for the frames written since its last pass. That keeps the WAL
+//! near the 16 MB the automatic checkpoint kept it to.
+
+use std::sync::{Weak, mpsc};
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+use super::{Inner, StoreResult, unavailable};
+
+/// Pages of WAL (4 KB each) past which a pass is finished under the writer's lock.
+pub(super) const RESTART_FRAMES: i64 = 4_000;
+/// At most one pass per this long: each pass fsyncs the WAL and the database once.
+const PAUSE: Duration = Duration::from_millis(200);
+/// How often a finishing pass looks for the moment between two groups before giving up until
+/// the next pass.
+const FINISH_TRIES: u32 = 50;
+
+pub(super) struct Checkpointer {
+    conn: std::sync::Mutex<Connection>,
+    wake: mpsc::SyncSender<()>,
+}
+
+impl Checkpointer {
+    pub(super) fn open(path: &std::path::Path, wake: mpsc::SyncSender<()>) -> StoreResult<Self> {
+        let c = Connection::open(path).map_err(unavailable)?;
+        // NORMAL: a pass syncs the WAL before copying from it and the database before the WAL
+        // may start over, so a restart never drops a frame the database does not hold yet.
+        c.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(unavailable)?;
+        c.busy_timeout(Duration::from_secs(5))
+            .map_err(unavailable)?;
+        Ok(Checkpointer {
+            conn: std::sync::Mutex::new(c),
+            wake,
+        })
+    }
+
+    /// A group was committed: there may be frames to copy.
+    pub(super) fn committed(&self) {
+        let _ = self.wake.try_send(());
+    }
+
+    /// One passive checkpoint: (frames in the WAL, frames copied back so far).
+    fn pass(&self) -> rusqlite::Result<(i64, i64)> {
+        let c = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+            Ok((r.get(1)?, r.get(2)?))
+        })
+    }
+}
+
+/// Runs passes after commits until the database is closed (its `Inner` dropped).
+pub(super) fn spawn(db: Weak<Inner>, woken: mpsc::Receiver<()>) {
+    let started = std::thread::Builder::new()
+        .name("sqlite-checkpoint".into())
+        .spawn(move || {
+            while woken.recv().is_ok() {
+                let Some(inner) = db.upgrade() else {
+                    break;
+                };
+                checkpoint(&inner);
+                drop(inner);
+                std::thread::sleep(PAUSE);
+            }
+        });
+    if let Err(e) = started {
+        tracing::error!(error = %e, "the checkpoint thread did not start; the WAL will grow");
+    }
+}
+
+fn checkpoint(inner: &Inner) {
+    let Some(cp) = &inner.checkpointer else {
+        return;
+    };
+    let frames = match cp.pass() {
+        Ok((frames, _)) => frames,
+        Err(e) => {
+            tracing::warn!(error = %e, "WAL checkpoint failed");
+            return;
+        }
+    };
+    if frames < RESTART_FRAMES {
+        return;
+    }
+    // Between two groups (no transaction open on the writer's connection), so the next group
+    // begins with every frame copied back and SQLite starts the WAL over.
+    for _ in 0..FINISH_TRIES {
+        let g = inner.conn.lock().unwrap_or_else(|e| e.into_inner());
+        if g.open.is_none() {
+            if let Err(e) = cp.pass() {
+                tracing::warn!(error = %e, "WAL checkpoint failed");
+            }
+            return;
+        }
+        drop(g);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
