@@ -130,31 +130,38 @@ async fn capacity(runs: usize, iterations: i64, latency_ms: u64) -> Value {
         let ids = ids.clone();
         tokio::spawn(async move {
             let http = reqwest::Client::new();
-            let mut lat = vec![];
+            // Every other probe lists the user's newest runs (a page of 20) instead.
+            let (mut lat, mut list) = (vec![], vec![]);
             let mut i = 0usize;
             while !done.load(std::sync::atomic::Ordering::SeqCst) {
                 let id = &ids[(i * 7919) % ids.len()];
                 i += 1;
+                let url = if i % 2 == 0 {
+                    format!("{base}/v1/runs?limit=20")
+                } else {
+                    format!("{base}/v1/runs/{id}")
+                };
                 let t = Instant::now();
-                let r = http
-                    .get(format!("{base}/v1/runs/{id}"))
-                    .bearer_auth(TOKEN)
-                    .send()
-                    .await
-                    .unwrap();
+                let r = http.get(url).bearer_auth(TOKEN).send().await.unwrap();
                 assert!(r.status().is_success());
                 let _ = r.bytes().await;
-                lat.push(t.elapsed().as_secs_f64() * 1e3);
+                let ms = t.elapsed().as_secs_f64() * 1e3;
+                if i % 2 == 0 {
+                    list.push(ms)
+                } else {
+                    lat.push(ms)
+                }
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
-            lat
+            (lat, list)
         })
     };
     wait_until_idle(&p, &["a"]).await;
     let secs = t0.elapsed().as_secs_f64();
     done.store(true, std::sync::atomic::Ordering::SeqCst);
-    let mut lat = probe.await.unwrap();
+    let (mut lat, mut list) = probe.await.unwrap();
     lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    list.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let _ = stop.send(true);
     for h in handles {
         let _ = h.await;
@@ -168,7 +175,8 @@ async fn capacity(runs: usize, iterations: i64, latency_ms: u64) -> Value {
            "iterations_per_sec": total / secs, "ideal": ideal, "peak_rss_mb": peak,
            "kb_per_inflight": (peak - rss_before).max(0.0) * 1024.0 / inflight,
            "get_p50_ms": percentile(&lat, 0.5), "get_p99_ms": percentile(&lat, 0.99),
-           "gets": lat.len()})
+           "gets": lat.len(), "list_p50_ms": percentile(&list, 0.5),
+           "list_p99_ms": percentile(&list, 0.99), "lists": list.len()})
 }
 
 /// User b's one run, alone or while user a has `others` ready runs, with `max_inflight` slots.
@@ -280,7 +288,7 @@ fn child(args: &[&str]) -> Value {
 
 fn capacity_row(v: &Value) -> String {
     format!(
-        "| {} runs × {} iterations, {:.0} s a call | {:.1} s | {:.0} | {:.0} ({:.0} %) | {:.1} MB | {:.1} / {:.1} ms ({} GETs) |\n",
+        "| {} runs × {} iterations, {:.0} s a call | {:.1} s | {:.0} | {:.0} ({:.0} %) | {:.1} MB | {:.1} / {:.1} ms ({} GETs) | {:.1} / {:.1} ms ({} lists) |\n",
         v["runs"],
         v["iterations"],
         v["latency_ms"].as_f64().unwrap() / 1e3,
@@ -292,6 +300,9 @@ fn capacity_row(v: &Value) -> String {
         v["get_p50_ms"].as_f64().unwrap(),
         v["get_p99_ms"].as_f64().unwrap(),
         v["gets"],
+        v["list_p50_ms"].as_f64().unwrap_or(0.0),
+        v["list_p99_ms"].as_f64().unwrap_or(0.0),
+        v["lists"],
     )
 }
 
@@ -336,7 +347,7 @@ fn main() {
          all runs are created first, then the worker starts. The ideal is one iteration per run in\n\
          flight: N / L iterations/s (at most 4,096 in flight). `GET /v1/runs/{{id}}` is timed over\n\
          loopback HTTP every 10 ms while the load runs. Shared 2-core VM: treat single numbers as ±50 %.\n\n\
-         | scenario | wall time | iterations/s | ideal | peak RSS | GET run p50 / p99 |\n|---|---|---|---|---|---|\n\
+         | scenario | wall time | iterations/s | ideal | peak RSS | GET run p50 / p99 | GET /v1/runs p50 / p99 |\n|---|---|---|---|---|---|---|\n\
          {}{}{}\n\
          A receive picks from an in-memory index of each run's head (ready ones per user, users by\n\
          when they were last served), so it costs O(batch) however many runs are ready; before, it\n\
