@@ -28,6 +28,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::watch;
 
+mod archive;
 mod catalog;
 mod idempotency;
 mod outbox;
@@ -337,6 +338,7 @@ impl SqliteDb {
         fold_catalog(&conn).map_err(unavailable)?;
         outbox::migrate(&conn).map_err(unavailable)?;
         idempotency::migrate(&conn).map_err(unavailable)?;
+        archive::migrate(&conn).map_err(unavailable)?;
         index_for_a_full_store(&conn).map_err(unavailable)?;
         Ok(SqliteDb {
             inner: Arc::new(Inner {
