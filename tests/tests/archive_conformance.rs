@@ -14,11 +14,12 @@ use longrun_domain::{
 };
 use longrun_local::{InMemoryRunStore, SqliteDb, SqliteRunStore};
 use longrun_ports::{RunArchive, RunRetention, Store, StoreError, WebhookOutbox};
+use longrun_service::retention::RetentionStore;
 use longrun_tests::new_run;
 use serde_json::json;
 
 /// What the retention pass and export/import need of a store.
-trait ArchiveStore: Store + RunArchive + RunRetention + WebhookOutbox {}
+trait ArchiveStore: Store + RetentionStore + WebhookOutbox {}
 impl<T: Store + RunArchive + RunRetention + WebhookOutbox> ArchiveStore for T {}
 
 type Fixture = (Arc<dyn ArchiveStore>, Option<tempfile::TempDir>);
@@ -406,3 +407,70 @@ macro_rules! conformance {
 
 conformance!(memory);
 conformance!(sqlite);
+
+/// The retention pass over a store: what it deletes and exports, read back from the files.
+mod pass {
+    use super::*;
+    use longrun_ports::ManualClock;
+    use longrun_service::retention::{DAY_MS, Retention, RetentionPolicy};
+
+    #[tokio::test]
+    async fn an_export_pass_files_each_old_run_then_deletes_it_and_the_file_imports_exactly() {
+        // Arrange: an old ended run, a young one and an active one; a 1-day export policy.
+        let (store, _g) = sqlite().await;
+        ended_run(&*store, "old", "alice", 100, DeliveryState::Delivered).await;
+        ended_run(&*store, "young", "alice", DAY_MS, DeliveryState::Delivered).await;
+        worked_run(&*store, "active", "alice", None).await;
+        let before = export(&*store, "old").await;
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(ManualClock::new(DAY_MS + 101));
+        let policy = RetentionPolicy::days(1, Some(dir.path().to_path_buf())).unwrap();
+        let pass = Retention::new(store.clone() as Arc<dyn RetentionStore>, clock, policy);
+
+        // Act
+        let report = pass.pass().await.unwrap();
+        let again = pass.pass().await.unwrap();
+
+        // Assert
+        assert_eq!(report.deleted, ["old"]);
+        assert_eq!(report.exported, 1);
+        assert!(again.deleted.is_empty());
+        assert!(store.get_run("old").await.unwrap().is_none());
+        assert!(store.get_run("young").await.unwrap().is_some());
+        assert!(store.get_run("active").await.unwrap().is_some());
+        let text = std::fs::read(dir.path().join("old.json")).unwrap();
+        let filed: RunExport = serde_json::from_slice(&text).unwrap();
+        assert_eq!(filed, before);
+        store.import_run(&filed).await.unwrap();
+        assert_eq!(export(&*store, "old").await, before);
+    }
+
+    #[tokio::test]
+    async fn a_delete_pass_goes_through_more_runs_than_one_batch() {
+        // Arrange: 7 old runs, batches of 3.
+        let (store, _g) = memory().await;
+        for i in 0..7 {
+            ended_run(
+                &*store,
+                &format!("r{i}"),
+                "alice",
+                100 + i,
+                DeliveryState::Delivered,
+            )
+            .await;
+        }
+        let clock = Arc::new(ManualClock::new(DAY_MS + 200));
+        let mut policy = RetentionPolicy::days(1, None).unwrap();
+        policy.batch = 3;
+
+        // Act
+        let report = Retention::new(store.clone() as Arc<dyn RetentionStore>, clock, policy)
+            .pass()
+            .await
+            .unwrap();
+
+        // Assert
+        assert_eq!(report.deleted.len(), 7);
+        assert!(store.expired_runs(i64::MAX, 10).await.unwrap().is_empty());
+    }
+}
