@@ -121,7 +121,7 @@ fn delivery(n: &Notification, hook: u32, state: DeliveryState) -> WebhookDeliver
 
 /// A run of `user` created at 10 with two committed iterations (records, docs, scratchpad),
 /// left running.
-async fn worked_run(s: &dyn ArchiveStore, id: &str, user: &str, parent: Option<&str>) {
+async fn worked_run(s: &dyn Store, id: &str, user: &str, parent: Option<&str>) {
     let mut run = new_run(id, user, 10);
     run.parent_run_id = parent.map(str::to_string);
     s.create_run(change::create(run, 50)).await.unwrap();
@@ -172,15 +172,22 @@ async fn ended_run(
     .unwrap();
 }
 
-async fn end(s: &dyn ArchiveStore, id: &str, at: i64) {
+async fn end(s: &dyn Store, id: &str, at: i64) {
+    end_as(s, id, RunStatus::Completed, at).await
+}
+
+async fn end_as(s: &dyn Store, id: &str, status: RunStatus, at: i64) {
     s.update_run(id, &|r| {
         let mut next = r.clone();
-        next.transition_to(RunStatus::Completed, at)?;
+        next.transition_to(status, at)?;
         Ok(RunChange {
             active: ActiveDelta::Release,
             ..RunChange::of(
                 next,
-                vec![EventDraft::new(EventKind::RunCompleted, json!({}))],
+                vec![EventDraft::new(
+                    EventKind::for_status(status).unwrap_or(EventKind::Warning),
+                    json!({}),
+                )],
             )
         })
     })
@@ -472,5 +479,91 @@ mod pass {
         // Assert
         assert_eq!(report.deleted.len(), 7);
         assert!(store.expired_runs(i64::MAX, 10).await.unwrap().is_empty());
+    }
+}
+
+/// DynamoDB keeps runs by the table's TTL (on `expires_at`) instead of a retention pass: every
+/// item of a run that ended and was notified carries the time it may go, and a continue takes
+/// it back from all of them.
+mod dynamodb_ttl {
+    use super::*;
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use longrun_domain::run::BudgetsInput;
+    use longrun_ports::RunLog;
+
+    /// `expires_at` of every item of run `id`, by sort key.
+    async fn expiries(
+        c: &aws_sdk_dynamodb::Client, table: &str, id: &str,
+    ) -> Vec<(String, Option<i64>)> {
+        let out = c
+            .query()
+            .table_name(table)
+            .key_condition_expression("PK = :pk")
+            .expression_attribute_values(":pk", AttributeValue::S(format!("RUN#{id}")))
+            .consistent_read(true)
+            .send()
+            .await
+            .unwrap();
+        out.items()
+            .iter()
+            .map(|i| {
+                let sk = i["SK"].as_s().unwrap().clone();
+                let at = i
+                    .get("expires_at")
+                    .map(|v| v.as_n().unwrap().parse().unwrap());
+                (sk, at)
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn the_items_of_an_ended_notified_run_expire_and_a_continue_takes_that_back() {
+        // Arrange: a 30-day policy; a run stopped at 1,000 s, and one still running.
+        let c = longrun_tests::aws::clients().await;
+        let table = longrun_tests::aws::table(&c).await;
+        let store = longrun_aws::DynamoDbRunStore::new(c.dynamodb.clone(), table.clone())
+            .with_retention_days(Some(30));
+        worked_run(&store, "r1", "alice", None).await;
+        worked_run(&store, "live", "alice", None).await;
+        end_as(&store, "r1", RunStatus::Stopped, 1_000_000).await;
+        let unnotified = expiries(&c.dynamodb, &table, "r1").await;
+
+        // Act
+        store
+            .update_run("r1", &|r| {
+                let next =
+                    change::mark_notified(r, 2, RunStatus::Stopped).ok_or(Rejection::NotFound)?;
+                Ok(RunChange::of(next, vec![]))
+            })
+            .await
+            .unwrap();
+        let notified = expiries(&c.dynamodb, &table, "r1").await;
+        let more = BudgetsInput {
+            max_iterations: Some(50),
+            ..Default::default()
+        };
+        store
+            .update_run("r1", &|r| change::continue_run(r, &more, 50, 2_000_000))
+            .await
+            .unwrap();
+        let continued = expiries(&c.dynamodb, &table, "r1").await;
+
+        // Assert
+        let want = 1_000 + 30 * 24 * 3600;
+        assert!(
+            unnotified.iter().all(|(_, at)| at.is_none()),
+            "{unnotified:?}"
+        );
+        assert!(notified.len() >= 5, "run, iterations, docs: {notified:?}");
+        assert!(
+            notified.iter().all(|(_, at)| *at == Some(want)),
+            "{notified:?}"
+        );
+        assert!(
+            continued.iter().all(|(_, at)| at.is_none()),
+            "{continued:?}"
+        );
+        let live = expiries(&c.dynamodb, &table, "live").await;
+        assert!(live.iter().all(|(_, at)| at.is_none()), "{live:?}");
     }
 }
