@@ -89,8 +89,8 @@ impl RunExport {
         self
     }
 
-    /// Why a document cannot be imported as it stands: another format, or parts that name
-    /// another run or user than its run.
+    /// Why a document cannot be imported as it stands: another format, a run that has not
+    /// ended, or parts that name another run or user than its run.
     pub fn check(&self) -> Result<(), String> {
         if self.format != EXPORT_FORMAT {
             return Err(format!(
@@ -99,6 +99,13 @@ impl RunExport {
             ));
         }
         let (id, user) = (&self.run.id, &self.run.user_id);
+        // An active run would need a slot in its owner's active count and a step in the queue.
+        if !self.run.status.is_ended() {
+            return Err(format!(
+                "run {id} is {}; only ended runs can be imported (export it once it has ended)",
+                self.run.status
+            ));
+        }
         let foreign = self.events.iter().any(|e| &e.run_id != id)
             || self
                 .notifications
@@ -176,7 +183,7 @@ mod tests {
     }
 
     #[test]
-    fn a_document_of_another_format_or_with_missing_events_is_refused() {
+    fn a_document_of_another_format_missing_events_or_an_active_run_is_refused() {
         let run = ended(RunStatus::Completed, 100);
         let mut doc = RunExport {
             format: "other".into(),
@@ -194,8 +201,13 @@ mod tests {
         let missing = doc.check();
         doc.run.event_seq = 0;
 
+        let ended = doc.check();
+        doc.run = sample_run();
+        let active = doc.check();
+
         assert!(wrong_format.unwrap_err().contains(EXPORT_FORMAT));
         assert!(missing.unwrap_err().contains("event_seq 2"));
-        assert_eq!(doc.check(), Ok(()));
+        assert_eq!(ended, Ok(()));
+        assert!(active.unwrap_err().contains("only ended runs"));
     }
 }
