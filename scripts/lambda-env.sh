@@ -32,18 +32,28 @@ invoke() {
   wait "$fn" 2>/dev/null || true
 }
 
-# sqs_event OUT: receives the step message the API enqueued and writes it as an SQS event.
+# sqs_event OUT [N]: receives N (default 1) step messages the API enqueued and writes them as one
+# SQS event, as the event source batches them.
 sqs_event() {
-  "$py" - "$LONGRUN_QUEUE_URL" >"$1" <<'PY'
+  "$py" - "$LONGRUN_QUEUE_URL" "${2:-1}" >"$1" <<'PY'
 import json, sys, boto3
 q = boto3.client("sqs")
-m = q.receive_message(QueueUrl=sys.argv[1], MaxNumberOfMessages=1,
-                      AttributeNames=["All"])["Messages"][0]
-body = json.loads(m["Body"])
-print(json.dumps({"Records": [{
-    "messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
-    "attributes": {"ApproximateReceiveCount": "1", "MessageGroupId": body["run_id"]},
-    "messageAttributes": {}, "md5OfBody": m["MD5OfBody"], "eventSource": "aws:sqs",
-    "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:steps.fifo", "awsRegion": "us-east-1"}]}))
+want, records = int(sys.argv[2]), []
+for _ in range(50):
+    if len(records) >= want:
+        break
+    got = q.receive_message(QueueUrl=sys.argv[1], MaxNumberOfMessages=min(10, want - len(records)),
+                            AttributeNames=["All"]).get("Messages", [])
+    for m in got:
+        body = json.loads(m["Body"])
+        records.append({
+            "messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
+            "attributes": {"ApproximateReceiveCount": "1", "MessageGroupId": body["run_id"]},
+            "messageAttributes": {}, "md5OfBody": m["MD5OfBody"], "eventSource": "aws:sqs",
+            "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:steps.fifo",
+            "awsRegion": "us-east-1"})
+if len(records) < want:
+    sys.exit(f"received {len(records)} of {want} step messages")
+print(json.dumps({"Records": records}))
 PY
 }

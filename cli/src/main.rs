@@ -1,6 +1,7 @@
 //! `longrun`: serve the embedded platform, start and follow runs.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod archive;
 mod http;
 mod remote;
 mod runner;
@@ -22,7 +23,7 @@ use longrun_http::{
     router_with_console,
 };
 use longrun_llm::ModelLimits;
-use longrun_service::WorkerConfig;
+use longrun_service::{RetentionPolicy, WorkerConfig};
 use tokio::sync::watch;
 
 const DEMO_SCRIPT: &str = include_str!("../../examples/demo.json");
@@ -157,6 +158,14 @@ struct ServeArgs {
     /// the next start (under the 30 s most orchestrators wait before SIGKILL).
     #[arg(long, env = "LONGRUN_DRAIN_GRACE")]
     drain_grace: Option<u64>,
+    /// Delete ended runs this many days after they ended (never one with a webhook delivery
+    /// still pending, nor a child whose parent runs). Default: keep every run.
+    #[arg(long, env = "LONGRUN_RETENTION_DAYS")]
+    retention_days: Option<u32>,
+    /// With a retention policy: write each run to DIR/<run-id>.json (`longrun import` restores
+    /// it) before deleting it.
+    #[arg(long, env = "LONGRUN_RETENTION_EXPORT_DIR", value_name = "DIR")]
+    retention_export_dir: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -256,6 +265,22 @@ enum Command {
     Workspace {
         run_id: String,
         path: Option<String>,
+    },
+    /// Write a run of a data directory (serve stopped) as one JSON document.
+    Export {
+        run_id: String,
+        #[arg(long, default_value = ".longrun")]
+        data_dir: PathBuf,
+        /// Write here instead of to stdout.
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+    },
+    /// Restore an exported run into a data directory (serve stopped), with the same ids; a run
+    /// that exists there is an error.
+    Import {
+        file: PathBuf,
+        #[arg(long, default_value = ".longrun")]
+        data_dir: PathBuf,
     },
     #[command(flatten)]
     Runner(runner::RunnerCommand),
@@ -372,6 +397,16 @@ async fn run_command(cli: Cli) -> Result<()> {
             println!("    LONGRUN_TOKEN=$(cat {token}) {exe} workspace {id}");
             Ok(())
         }
+        Command::Export {
+            run_id,
+            data_dir,
+            out,
+        } => archive::export(&data_dir, &run_id, out.as_deref()).await,
+        Command::Import { file, data_dir } => {
+            let id = archive::import(&data_dir, &file).await?;
+            println!("imported run {id}");
+            Ok(())
+        }
         // Blocking by design (processes, files, sleeps): one job or loop per invocation.
         Command::Runner(cmd) => tokio::task::block_in_place(|| runner::run(cmd, quiet)),
         other => remote::run(other, &cli.api_url, cli.token, cli.json).await,
@@ -411,6 +446,8 @@ async fn serve(args: ServeArgs) -> Result<()> {
         request_timeout,
         max_connections,
         drain_grace,
+        retention_days,
+        retention_export_dir,
     } = args;
     let file = agents.config().serve.clone();
     let data_dir = data_dir
@@ -431,6 +468,16 @@ async fn serve(args: ServeArgs) -> Result<()> {
     let app_base_url = app_base_url.or(file.app_base_url);
     let read_timeout = read_timeout.or(file.read_timeout).unwrap_or(30);
     let drain_grace = drain_grace.or(file.drain_grace).unwrap_or(20);
+    let retention = match retention_days.or(file.retention_days) {
+        Some(days) => Some(
+            RetentionPolicy::days(days, retention_export_dir.or(file.retention_export_dir))
+                .map_err(|e| anyhow::anyhow!("--retention-days: {e}"))?,
+        ),
+        None if retention_export_dir.is_some() || file.retention_export_dir.is_some() => {
+            bail!("--retention-export-dir needs --retention-days (how old a run must be)")
+        }
+        None => None,
+    };
     let model_limits = ModelLimits::parse(model_limits.iter().map(String::as_str))?;
     if max_inflight == 0 {
         bail!("--max-inflight must be at least 1");
@@ -489,6 +536,9 @@ async fn serve(args: ServeArgs) -> Result<()> {
         ..Embedded::default()
     };
     let mut running = Platform::embedded(Some(data_dir), config, opts)?;
+    if let Some(policy) = retention {
+        running.set_retention(policy);
+    }
     let healed = running.recover().await?;
     if healed > 0 {
         println!("recovered {healed} run(s) left behind by an earlier crash");

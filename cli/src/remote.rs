@@ -238,7 +238,12 @@ pub async fn run(
             Ok(())
         }
         Command::Workspace { run_id, path } => workspace(&c, &run_id, path, json).await,
-        Command::Serve { .. } | Command::Demo { .. } | Command::Openapi | Command::Runner(_) => {
+        Command::Serve { .. }
+        | Command::Demo { .. }
+        | Command::Openapi
+        | Command::Export { .. }
+        | Command::Import { .. }
+        | Command::Runner(_) => {
             unreachable!("handled in main")
         }
     }

@@ -40,7 +40,7 @@ pub(crate) async fn all(sim: &Sim, p: &Platform, users: &[String], settled: bool
         budgets(run, &mine, &mut out);
         outcome(store, run, &mut out).await;
         completed_with_evidence(store, run, &mut out).await;
-        children(store, run, &mine, &mut out).await;
+        children(sim, run, &mine, &mut out).await;
         if !settled && !world::settled(run) {
             out.push(format!(
                 "liveness: {} is {} (notified: {}) after faults stopped",
@@ -210,7 +210,8 @@ async fn completed_with_evidence(store: &InMemoryRunStore, run: &Run, out: &mut 
 }
 
 /// Children's budgets fit in what their parent had left.
-async fn children(store: &InMemoryRunStore, run: &Run, spent: &Spent, out: &mut Vec<String>) {
+async fn children(sim: &Sim, run: &Run, spent: &Spent, out: &mut Vec<String>) {
+    let store = &*sim.inner;
     if let Some(max) = run.budgets.max_tokens {
         let reserved: u64 = run
             .children
@@ -226,7 +227,8 @@ async fn children(store: &InMemoryRunStore, run: &Run, spent: &Spent, out: &mut 
         }
     }
     for c in &run.children {
-        if store.get_run(&c.id).await.ok().flatten().is_none() {
+        let deleted = lock(&sim.deleted).contains(&c.id);
+        if !deleted && store.get_run(&c.id).await.ok().flatten().is_none() {
             out.push(format!("{}: child {} does not exist", run.id, c.id));
         }
     }

@@ -6,10 +6,11 @@
 
 mod check;
 mod ports;
+mod retention;
 mod rng;
 mod world;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -69,6 +70,10 @@ pub struct Sim {
     inner: Arc<InMemoryRunStore>,
     /// Set while the schedule runs; cleared after, to break the cycle through the model.
     platform: Mutex<Option<Platform>>,
+    /// The retention policy's age (ms after a run's end); the seed picks it.
+    retention_ms: i64,
+    /// Runs the retention policy deleted: their children and parents may name them.
+    deleted: Mutex<BTreeSet<String>>,
 }
 
 #[derive(Default)]
@@ -84,8 +89,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Sim {
     fn new(seed: u64) -> Sim {
+        let mut rng = Rng::new(seed);
+        let retention_ms = rng.range(5, 120) as i64 * 1_000;
         Sim {
-            rng: Mutex::new(Rng::new(seed)),
+            rng: Mutex::new(rng),
             clock: Arc::new(ManualClock::new(1_700_000_000_000)),
             chaos: AtomicBool::new(true),
             depth: AtomicU32::new(0),
@@ -94,6 +101,8 @@ impl Sim {
             ledger: Mutex::new(Ledger::default()),
             inner: Arc::new(InMemoryRunStore::new()),
             platform: Mutex::new(None),
+            retention_ms,
+            deleted: Mutex::default(),
         }
     }
 

@@ -160,6 +160,7 @@ impl World {
                 }
             }
             72..=79 => sweep(&self.sim, &self.p).await,
+            85..=86 => crate::retention::pass(&self.sim, &self.users).await,
             80..=84 => match longrun_http::schedules::start_due(&self.p, 5).await {
                 Ok(ids) if !ids.is_empty() => self.sim.note(format!("scheduler started {ids:?}")),
                 Ok(_) => {}
@@ -218,8 +219,11 @@ impl World {
     async fn settle(&self, steps: u32) -> bool {
         for _ in 0..steps {
             let runs = check::all_runs(&self.sim.inner, &self.users).await;
-            if runs.iter().all(settled) && no_child_owed(&runs) {
+            if runs.iter().all(settled) && no_child_owed(&runs, &lock(&self.sim.deleted)) {
                 return true;
+            }
+            if self.sim.chance(20) {
+                crate::retention::pass(&self.sim, &self.users).await;
             }
             if self.queue.is_empty() || self.sim.chance(200) {
                 self.sim.clock.advance(31_000);
@@ -241,12 +245,13 @@ pub(crate) fn settled(r: &Run) -> bool {
 }
 
 /// Children are created after the commit that lists them: a crash in between leaves them owed
-/// to the redelivery of that iteration's message, so their parent is not at rest yet.
-fn no_child_owed(runs: &[Run]) -> bool {
+/// to the redelivery of that iteration's message, so their parent is not at rest yet. A child
+/// the retention policy deleted was there.
+fn no_child_owed(runs: &[Run], deleted: &std::collections::BTreeSet<String>) -> bool {
     let ids: std::collections::HashSet<&str> = runs.iter().map(|r| r.id.as_str()).collect();
     runs.iter()
         .flat_map(|r| &r.children)
-        .all(|c| ids.contains(c.id.as_str()))
+        .all(|c| ids.contains(c.id.as_str()) || deleted.contains(&c.id))
 }
 
 fn template(objective: &str, budgets: BudgetsInput, mode: Option<PermissionMode>) -> RunTemplate {

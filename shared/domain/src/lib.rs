@@ -12,6 +12,7 @@ pub mod outcome;
 pub mod planner;
 pub mod record;
 pub mod report;
+pub mod retention;
 pub mod run;
 pub mod schedule;
 pub mod status;
@@ -34,6 +35,7 @@ pub use record::{
     sequence_events,
 };
 pub use report::Report;
+pub use retention::{EXPORT_FORMAT, Keep, RunExport};
 pub use run::{Budgets, BudgetsInput, Run, RunStatus, StopType, StoppingReason, Thresholds};
 pub use schedule::{RunTemplate, Schedule};
 

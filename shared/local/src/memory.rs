@@ -21,6 +21,8 @@ use longrun_ports::{
 use longrun_ports::{IdempotencyKeys, IdempotencyRecord};
 use serde_json::Value;
 
+mod archive;
+
 #[derive(Default)]
 struct State {
     runs: HashMap<String, Run>,

@@ -4,6 +4,7 @@
 //! in `tests/` that every adapter passes.
 
 pub mod agent;
+pub mod archive;
 pub mod clock;
 pub mod faults;
 pub mod idempotency;
@@ -15,6 +16,7 @@ pub mod store;
 pub mod tools;
 
 pub use agent::{AgentError, AgentHost, AgentTurn};
+pub use archive::{RunArchive, RunRetention};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use faults::{FaultPoint, Faults, NoFaults};
 pub use idempotency::{IDEMPOTENCY_WINDOW_MS, IdempotencyKeys, IdempotencyRecord};

@@ -20,6 +20,8 @@ pub struct ServeSettings {
     pub app_base_url: Option<String>,
     pub read_timeout: Option<u64>,
     pub drain_grace: Option<u64>,
+    pub retention_days: Option<u32>,
+    pub retention_export_dir: Option<PathBuf>,
 }
 
 /// Keys of the `serve { … }` block.
@@ -78,6 +80,18 @@ pub const SERVE_KEYS: &[KeySpec] = &[
         default: "20",
         doc: "How long iterations in flight get after SIGTERM (LONGRUN_DRAIN_GRACE).",
     },
+    KeySpec {
+        key: "retention_days",
+        kind: "integer >= 1",
+        default: "keep every run",
+        doc: "Delete ended runs this many days after they ended (LONGRUN_RETENTION_DAYS).",
+    },
+    KeySpec {
+        key: "retention_export_dir",
+        kind: "string (path; ~ expands)",
+        default: "none: delete only",
+        doc: "Write each run there as <run-id>.json before deleting it (LONGRUN_RETENTION_EXPORT_DIR).",
+    },
 ];
 
 impl Parser<'_> {
@@ -110,6 +124,10 @@ impl Parser<'_> {
                 "app_base_url" => s.app_base_url = Some(self.string(attr)?),
                 "read_timeout" => s.read_timeout = Some(int(1.0, 86_400.0)? as u64),
                 "drain_grace" => s.drain_grace = Some(int(0.0, 86_400.0)? as u64),
+                "retention_days" => s.retention_days = Some(int(1.0, 36_500.0)? as u32),
+                "retention_export_dir" => {
+                    s.retention_export_dir = Some(expand_home(&self.string(attr)?))
+                }
                 _ => {
                     return Err(self.err(
                         self.line(attr.span()),
@@ -139,6 +157,23 @@ mod tests {
         assert_eq!(cfg.serve.models, ["openai:gpt-5"]);
         assert_eq!(cfg.serve.drain_grace, Some(5));
         assert_eq!(cfg.serve.host, None);
+    }
+
+    #[test]
+    fn a_serve_block_sets_the_retention_policy() {
+        let cfg = RunnerConfig::parse(
+            "serve {\n  retention_days = 30\n  retention_export_dir = \"/var/lib/longrun/archive\"\n}\n",
+            "c.hcl",
+        )
+        .expect("parses");
+        let zero = RunnerConfig::parse("serve {\n  retention_days = 0\n}\n", "c.hcl").unwrap_err();
+
+        assert_eq!(cfg.serve.retention_days, Some(30));
+        assert_eq!(
+            cfg.serve.retention_export_dir.as_deref(),
+            Some(std::path::Path::new("/var/lib/longrun/archive"))
+        );
+        assert!(zero.key.ends_with("retention_days"), "{}", zero.key);
     }
 
     #[test]

@@ -64,6 +64,20 @@ pub fn config_from_env() -> Result<AppConfig, PlatformError> {
     Ok(config)
 }
 
+/// `LONGRUN_RETENTION_DAYS`: items of runs ended (and notified) this many days ago expire by
+/// the table's TTL; unset keeps every run.
+pub fn retention_days() -> Result<Option<u32>, PlatformError> {
+    match var("LONGRUN_RETENTION_DAYS") {
+        Err(_) => Ok(None),
+        Ok(v) => match v.trim().parse::<u32>() {
+            Ok(d) if d >= 1 => Ok(Some(d)),
+            _ => Err(PlatformError::Setting(format!(
+                "LONGRUN_RETENTION_DAYS must be a whole number of days >= 1, got {v:?}"
+            ))),
+        },
+    }
+}
+
 /// `LONGRUN_LLM_KEY_SECRET`: the Secrets Manager secret holding the provider's API key.
 pub const LLM_KEY_SECRET: &str = "LONGRUN_LLM_KEY_SECRET";
 
@@ -152,10 +166,10 @@ impl Platform {
             )?),
         };
         Ok(Platform::assemble(
-            Arc::new(DynamoDbRunStore::new(
-                clients.dynamodb.clone(),
-                settings.table.clone(),
-            )),
+            Arc::new(
+                DynamoDbRunStore::new(clients.dynamodb.clone(), settings.table.clone())
+                    .with_retention_days(retention_days()?),
+            ),
             Arc::new(SqsStepQueue::new(
                 clients.sqs.clone(),
                 settings.queue_url.clone(),

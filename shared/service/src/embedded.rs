@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 use crate::config::AppConfig;
 use crate::outbox::{Outbox, OutboxConfig};
 use crate::platform::{Platform, PlatformError};
+use crate::retention::{Retention, RetentionPolicy};
 use crate::webhooks::WebhookSender;
 
 /// Knobs for building the embedded platform; tests swap the clock, faults or model.
@@ -58,6 +59,8 @@ pub struct Running {
     pub worker: Arc<WorkerLoop>,
     /// Outcome webhooks, when the platform's notifier records them in an outbox.
     pub outbox: Option<Arc<Outbox>>,
+    /// The retention pass, when a policy is set.
+    pub retention: Option<Arc<Retention>>,
 }
 
 impl Running {
@@ -74,6 +77,7 @@ impl Running {
             db: None,
             sqlite: None,
             outbox: None,
+            retention: None,
         }
     }
 
@@ -133,6 +137,15 @@ impl Running {
         }))
     }
 
+    /// Deletes (or exports, then deletes) the ended runs `policy` names, in the background once
+    /// `spawn` starts the loops; without it every run is kept. Only on the embedded database.
+    pub fn set_retention(&mut self, policy: RetentionPolicy) {
+        if let Some((store, _)) = &self.sqlite {
+            let clock = self.platform.clock.clone();
+            self.retention = Some(Arc::new(Retention::new(store.clone(), clock, policy)));
+        }
+    }
+
     /// Starts due scheduled runs every `every` until `shutdown` turns true.
     pub fn spawn_scheduler(
         &self, every: std::time::Duration, mut shutdown: watch::Receiver<bool>,
@@ -151,7 +164,8 @@ impl Running {
         })
     }
 
-    /// Starts the worker loop, the scheduler, the healer and the webhook outbox; they stop when
+    /// Starts the worker loop, the scheduler, the healer, the webhook outbox and the retention
+    /// pass; they stop when
     /// `shutdown` turns true.
     pub fn spawn(&mut self, shutdown: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
         let mut handles =
@@ -160,6 +174,10 @@ impl Running {
         if let Some(outbox) = self.outbox.clone() {
             let shutdown = shutdown.clone();
             handles.push(tokio::spawn(async move { outbox.run(shutdown).await }));
+        }
+        if let Some(retention) = self.retention.clone() {
+            let shutdown = shutdown.clone();
+            handles.push(tokio::spawn(async move { retention.run(shutdown).await }));
         }
         let worker = self.worker.clone();
         handles.push(tokio::spawn(async move { worker.run(shutdown).await }));

@@ -36,6 +36,55 @@ const DDB_WRU: f64 = 0.625 / 1e6;
 const DDB_RRU: f64 = 0.125 / 1e6;
 const SNS_PUBLISH: f64 = 0.50 / 1e6;
 
+/// DynamoDB Standard table storage, USD per GB-month (us-east-1; the first 25 GB are free).
+const DDB_GB_MONTH: f64 = 0.25;
+/// What an iteration leaves on the table: its log item and its doc, each under 1 KB as `make
+/// bench-aws` measured them (its closing note), with DynamoDB's 100 bytes of per-item overhead
+/// each: an upper bound. The run item (one per run) is left out.
+const STORED_BYTES_PER_ITERATION: f64 = 2.0 * (1024.0 + 100.0);
+
+/// GB on the table, and USD per month for them, when `its` iterations a second are kept `days`.
+fn storage(its: f64, days: f64) -> (f64, f64) {
+    let gb = its * days * 86_400.0 * STORED_BYTES_PER_ITERATION / 1e9;
+    (gb, gb * DDB_GB_MONTH)
+}
+
+/// The retention policy's effect on storage at 1k / 10k / 100k runs (20 s a call, one call per
+/// iteration): the table holds what the policy keeps, or grows by a month's iterations a month.
+fn storage_section(per: &PerIteration) -> String {
+    let mut rows = String::new();
+    for runs in [1_000.0, 10_000.0, 100_000.0] {
+        let load = Load {
+            runs,
+            latency_s: 20.0,
+            calls: 1.0,
+        };
+        let its = model(&load, per).iterations_per_s;
+        let cell = |days: f64| {
+            let (gb, usd) = storage(its, days);
+            format!("{gb:.0} GB, ${usd:.0}")
+        };
+        rows.push_str(&format!(
+            "| {runs:.0} | {:.2} M | {} | {} | {} |\n",
+            its * 86_400.0 / 1e6,
+            cell(30.0),
+            cell(90.0),
+            cell(365.0),
+        ));
+    }
+    format!(
+        "### Storage with a retention policy\n\n\
+         At 20 s a call, one call an iteration, every run kept in flight: the table's storage and its\n\
+         monthly cost (${DDB_GB_MONTH}/GB-month) once a `LONGRUN_RETENTION_DAYS` policy holds it steady,\n\
+         and without a policy after a year (it keeps growing by the 30-day figure each month).\n\
+         {STORED_BYTES_PER_ITERATION:.0} bytes an iteration: its log item and doc, each under 1 KB\n\
+         (above), with DynamoDB's per-item overhead; an upper bound. TTL deletes within days of\n\
+         the time, so a policy keeps a few days more than it says.\n\n\
+         | runs N | iterations/day | policy 30 days | policy 90 days | no policy, after a year |\n\
+         |---|---|---|---|---|\n{rows}"
+    )
+}
+
 /// What one iteration costs in requests, as measured by `make bench-aws`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct PerIteration {
@@ -221,8 +270,12 @@ fn main() {
          per-action rate (shard it past ~70,000 iterations/s). A run's own message group\n\
          needs one message per iteration, far below its 300 TPS. Waiting Lambdas cost more than\n\
          the requests: a longer model latency lowers the hourly bill but raises the cost per\n\
-         iteration.\n",
-        per.sqs, per.wru, per.rru, per.sns,
+         iteration.\n\n{}",
+        per.sqs,
+        per.wru,
+        per.rru,
+        per.sns,
+        storage_section(&per),
     );
     replace_section(&path, SECTION, &section);
     println!("{section}");
@@ -278,6 +331,19 @@ mod tests {
         assert!(o.binding.0.starts_with("DynamoDB table WRU"), "{o:?}");
         assert!(o.also_over.iter().any(|q| q.starts_with("Lambda")), "{o:?}");
         assert!((o.iterations_per_s - 250_000.0).abs() < 1.0);
+    }
+
+    #[test]
+    fn a_retention_policy_holds_storage_at_its_age_and_none_grows_with_time() {
+        let its = 1_000.0 / 20.3;
+
+        let (month, usd) = storage(its, 30.0);
+        let (year, _) = storage(its, 365.0);
+
+        // ~49 iterations/s for 30 days at 2,248 bytes each: ~288 GB, ~$72 a month.
+        assert!((month - 287.0).abs() < 1.0, "{month}");
+        assert!((usd - month * 0.25).abs() < 1e-9);
+        assert!((year / month - 365.0 / 30.0).abs() < 1e-9);
     }
 
     #[test]

@@ -57,6 +57,7 @@ use crate::{describe, error_code};
 
 mod catalog;
 mod idempotency;
+mod retention;
 mod runs;
 mod write;
 
@@ -183,6 +184,8 @@ pub struct DynamoDbRunStore {
     /// still conditioned on `ver`, so a stale copy costs one failed write, never a wrong one;
     /// a fresh copy saves the read before every claim, spend and commit.
     cache: Mutex<HashMap<String, Stored>>,
+    /// The retention policy's age in seconds (`retention`); `None`: items of runs never expire.
+    retention_s: Option<i64>,
 }
 
 /// A run item as stored: the run, its version, and its events not yet moved to an event

@@ -1,5 +1,6 @@
 //! The optimistic, fenced writes of `DynamoDbRunStore`.
 
+use super::retention::may_expire;
 use super::*;
 
 impl DynamoDbRunStore {
@@ -8,6 +9,7 @@ impl DynamoDbRunStore {
             client,
             table: table.into(),
             cache: Mutex::default(),
+            retention_s: None,
         }
     }
 
@@ -61,6 +63,9 @@ impl DynamoDbRunStore {
                 s(format!("{}#{}", stamp(run.created_at), run.id)),
             ),
         ]);
+        if let Some(at) = self.expiry(run) {
+            item.insert("expires_at".into(), n(at));
+        }
         // Sparse: only runs the sweeper may have to nudge (a next step or an outcome owed).
         if run.status.is_claimable() || !run.notified {
             item.insert("GSI2PK".into(), s(SWEEP_PARTITION));
@@ -277,9 +282,18 @@ impl DynamoDbRunStore {
                 Err(_) if !fresh => continue,
                 Err(rejection) => return Err(rejection.into()),
             };
+            let (was, will) = (self.expiry(&stored.run), self.expiry(&c.run));
+            // Before the write that brings the run back (a continue), its items must stop
+            // expiring, whatever this instance's policy: another function may have stamped them.
+            if may_expire(&stored.run) && !may_expire(&c.run) {
+                self.stamp_expiry(run_id, None).await?;
+            }
             match self.write(c, Some(&stored), release_counter).await {
                 Ok(next) => {
                     self.remember(&next);
+                    if will.is_some() && will != was {
+                        self.stamp_expiry(run_id, will).await?;
+                    }
                     return Ok(next.run);
                 }
                 Err(WriteFailure::Store(e)) => {

@@ -28,6 +28,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::watch;
 
+mod archive;
 mod catalog;
 mod checkpoint;
 mod idempotency;
@@ -412,6 +413,7 @@ impl SqliteDb {
         fold_catalog(&conn).map_err(unavailable)?;
         outbox::migrate(&conn).map_err(unavailable)?;
         idempotency::migrate(&conn).map_err(unavailable)?;
+        archive::migrate(&conn).map_err(unavailable)?;
         index_for_a_full_store(&conn).map_err(unavailable)?;
         Ok(Inner {
             generation: std::sync::atomic::AtomicU64::new(0),

@@ -139,12 +139,17 @@ impl SqliteRunStore {
         c
     }
 
+    /// Drops a run from the cache: it was deleted (or written behind the cache's back).
+    pub(super) fn forget(&self, run_id: &str) {
+        self.cache().map.remove(run_id);
+    }
+
     fn cached(&self, run_id: &str) -> Option<Arc<Run>> {
         self.cache().get(run_id)
     }
 
     /// The current run; call with the connection lock held (inside a db closure).
-    fn current(&self, conn: &Connection, run_id: &str) -> StoreResult<Option<Arc<Run>>> {
+    pub(super) fn current(&self, conn: &Connection, run_id: &str) -> StoreResult<Option<Arc<Run>>> {
         if let Some(run) = self.cached(run_id) {
             return Ok(Some(run));
         }
@@ -156,7 +161,7 @@ impl SqliteRunStore {
         Ok(Some(run))
     }
 
-    fn remember(&self, run: Arc<Run>) {
+    pub(super) fn remember(&self, run: Arc<Run>) {
         self.cache().insert(run);
     }
 
@@ -209,6 +214,22 @@ fn load_run(conn: &Connection, run_id: &str) -> StoreResult<Option<Run>> {
         .and_then(|mut st| st.query_row([run_id], |r| r.get(0)).optional())
         .map_err(unavailable)?;
     body.map(|b| from_json(&b)).transpose()
+}
+
+/// A document from its row: the title and content columns and the meta JSON.
+pub(super) fn doc_from_row(title: String, content: String, meta: &str) -> StoreResult<Doc> {
+    let meta: DocMeta = from_json(meta)?;
+    Ok(Doc {
+        path: meta.path,
+        title,
+        content,
+        tags: meta.tags,
+        created_iteration: meta.created_iteration,
+        updated_iteration: meta.updated_iteration,
+        version: meta.version,
+        updated_at: meta.updated_at,
+        sources: meta.sources,
+    })
 }
 
 /// A change with its events numbered and every row serialized: what is left to do with the
@@ -471,21 +492,8 @@ impl Workspace for SqliteRunStore {
             })
             .await
             .map_err(unavailable)?;
-        let Some((title, content, meta)) = row else {
-            return Ok(None);
-        };
-        let meta: DocMeta = from_json(&meta)?;
-        Ok(Some(Doc {
-            path: meta.path,
-            title,
-            content,
-            tags: meta.tags,
-            created_iteration: meta.created_iteration,
-            updated_iteration: meta.updated_iteration,
-            version: meta.version,
-            updated_at: meta.updated_at,
-            sources: meta.sources,
-        }))
+        row.map(|(title, content, meta)| doc_from_row(title, content, &meta))
+            .transpose()
     }
 
     async fn search_docs(

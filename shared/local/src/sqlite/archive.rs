@@ -1,0 +1,268 @@
+//! Export, import and retention in SQLite. A run's deletion is one write through the group
+//! committer (its check and its deletes together, one run at a time), so a retention pass
+//! never holds the writer for long and never races a continue or a commit of that run.
+
+use longrun_domain::retention::verdict;
+use longrun_domain::{EXPORT_FORMAT, RunExport, WebhookDelivery};
+use longrun_ports::{RunArchive, RunRetention};
+
+use super::runs::doc_from_row;
+use super::*;
+
+/// Its own step, after the base schema: the ended runs by their last write, so a retention
+/// pass reads only the runs it may delete, however many active ones the store holds.
+const RETENTION_SCHEMA: &str = "
+CREATE INDEX IF NOT EXISTS runs_ended ON runs(updated_at, id)
+    WHERE status IN ('completed', 'stopped', 'canceled', 'failed');
+";
+
+pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(RETENTION_SCHEMA)
+}
+
+/// The runs `delete_run` would take, oldest write first. A run's last write is never before
+/// its end, so `updated_at < cutoff` misses none that the age rule would keep.
+const EXPIRED_RUNS: &str = "SELECT id FROM runs
+     WHERE status IN ('completed', 'stopped', 'canceled', 'failed') AND updated_at < ?1
+       AND json_extract(body, '$.ended_at') < ?1 AND json_extract(body, '$.notified') = 1
+       AND NOT EXISTS (SELECT 1 FROM outbox WHERE run_id = runs.id AND state = 'pending')
+       AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.id = json_extract(runs.body, '$.parent_run_id')
+                         AND p.status NOT IN ('completed', 'stopped', 'canceled', 'failed'))
+     ORDER BY updated_at, id LIMIT +?2";
+
+/// A run's notification ids start with `{run_id}#` (one per outcome): a range of the key.
+const RUN_NOTIFICATIONS: &str = "SELECT body FROM notifications
+     WHERE id > ?1 || '#' AND id < ?1 || '$' AND json_extract(body, '$.run_id') = ?1";
+
+/// Every table keyed by a run, and how to delete its rows there (the run row goes last).
+const DELETES: [&str; 7] = [
+    "DELETE FROM events WHERE run_id = ?1",
+    "DELETE FROM iterations WHERE run_id = ?1",
+    "DELETE FROM docs WHERE run_id = ?1",
+    "DELETE FROM pads WHERE run_id = ?1",
+    "DELETE FROM outbox WHERE run_id = ?1",
+    "DELETE FROM notifications
+       WHERE id > ?1 || '#' AND id < ?1 || '$' AND json_extract(body, '$.run_id') = ?1",
+    "DELETE FROM runs WHERE id = ?1",
+];
+
+fn all_docs(c: &Connection, run_id: &str) -> StoreResult<Vec<Doc>> {
+    let rows: Vec<(String, String, String)> = c
+        .prepare_cached("SELECT title, content, body FROM docs WHERE run_id = ?1 ORDER BY path")
+        .and_then(|mut st| {
+            st.query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect()
+        })
+        .map_err(unavailable)?;
+    rows.into_iter()
+        .map(|(title, content, meta)| doc_from_row(title, content, &meta))
+        .collect()
+}
+
+fn export(c: &Connection, run: Run) -> StoreResult<RunExport> {
+    let id = run.id.as_str();
+    Ok(RunExport {
+        format: EXPORT_FORMAT.into(),
+        iterations: query_json(
+            c,
+            "SELECT body FROM iterations WHERE run_id = ?1 ORDER BY n",
+            &[&id],
+        )?,
+        events: query_json(
+            c,
+            "SELECT body FROM events WHERE run_id = ?1 ORDER BY seq",
+            &[&id],
+        )?,
+        docs: all_docs(c, id)?,
+        scratchpad: query_json(
+            c,
+            "SELECT body FROM pads WHERE run_id = ?1 ORDER BY n",
+            &[&id],
+        )?,
+        notifications: query_json(c, RUN_NOTIFICATIONS, &[&id])?,
+        deliveries: query_json(c, "SELECT body FROM outbox WHERE run_id = ?1", &[&id])?,
+        run,
+    }
+    .normalized())
+}
+
+fn insert_delivery(c: &Connection, d: &WebhookDelivery) -> StoreResult<()> {
+    let body = to_json(d)?;
+    c.prepare_cached(
+        "INSERT INTO outbox (id, hook, user_id, run_id, state, next_at, leased, body)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7)",
+    )
+    .and_then(|mut st| {
+        st.execute(params![
+            d.id,
+            d.hook,
+            d.user_id,
+            d.run_id,
+            d.state.as_str(),
+            d.next_at,
+            body
+        ])
+    })
+    .map(|_| ())
+    .map_err(unavailable)
+}
+
+/// Every row of the document, the run's first. Called after the checks: a failing insert
+/// abandons the group (see `SqliteDb`), so an import lands whole or not at all.
+fn insert_all(c: &Connection, x: &RunExport) -> StoreResult<()> {
+    let run = &x.run;
+    let id = run.id.as_str();
+    let exec = |sql: &str, p: &[&dyn rusqlite::ToSql]| -> StoreResult<()> {
+        c.prepare_cached(sql)
+            .and_then(|mut st| st.execute(p))
+            .map(|_| ())
+            .map_err(unavailable)
+    };
+    exec(
+        "INSERT INTO runs (id, user_id, status, created_at, updated_at, body)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        &[
+            &id,
+            &run.user_id,
+            &run.status.as_str(),
+            &run.created_at,
+            &run.updated_at,
+            &to_json(run)?,
+        ],
+    )?;
+    for e in &x.events {
+        let sql = "INSERT INTO events (run_id, seq, body) VALUES (?1, ?2, ?3)";
+        exec(sql, &[&id, &(e.seq as i64), &to_json(e)?])?;
+    }
+    for r in &x.iterations {
+        let sql = "INSERT INTO iterations (run_id, n, body) VALUES (?1, ?2, ?3)";
+        exec(sql, &[&id, &r.n, &to_json(r)?])?;
+    }
+    for d in &x.docs {
+        let sql =
+            "INSERT INTO docs (run_id, path, title, content, body) VALUES (?1, ?2, ?3, ?4, ?5)";
+        exec(
+            sql,
+            &[&id, &d.path, &d.title, &d.content, &to_json(&d.meta())?],
+        )?;
+    }
+    for p in &x.scratchpad {
+        let sql = "INSERT INTO pads (run_id, n, body) VALUES (?1, ?2, ?3)";
+        exec(sql, &[&id, &p.n, &to_json(p)?])?;
+    }
+    for n in &x.notifications {
+        let sql =
+            "INSERT OR REPLACE INTO notifications (id, user_id, at, body) VALUES (?1, ?2, ?3, ?4)";
+        exec(sql, &[&n.id, &n.user_id, &n.at, &to_json(n)?])?;
+    }
+    for d in &x.deliveries {
+        insert_delivery(c, d)?;
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl RunArchive for SqliteRunStore {
+    async fn export_run(&self, run_id: &str) -> StoreResult<Option<RunExport>> {
+        self.db
+            .read(|c| match self.current(c, run_id)? {
+                Some(run) => export(c, Run::clone(&run)).map(Some),
+                None => Ok(None),
+            })
+            .await
+    }
+
+    async fn import_run(&self, x: &RunExport) -> StoreResult<()> {
+        x.check().map_err(Rejection::Conflict)?;
+        self.db
+            .write(|c| {
+                if self.current(c, &x.run.id)?.is_some() {
+                    let id = &x.run.id;
+                    return Err(Rejection::Conflict(format!("run {id} already exists")).into());
+                }
+                insert_all(c, x)
+            })
+            .await
+    }
+}
+
+#[async_trait]
+impl RunRetention for SqliteRunStore {
+    async fn expired_runs(&self, ended_before: i64, limit: usize) -> StoreResult<Vec<String>> {
+        self.db
+            .read(|c| {
+                c.prepare_cached(EXPIRED_RUNS)
+                    .and_then(|mut st| {
+                        st.query_map(params![ended_before, limit as i64], |r| r.get(0))?
+                            .collect()
+                    })
+                    .map_err(unavailable)
+            })
+            .await
+    }
+
+    async fn delete_run(&self, run_id: &str, ended_before: i64) -> StoreResult<bool> {
+        self.db
+            .write(|c| {
+                let Some(run) = self.current(c, run_id)? else {
+                    return Ok(false);
+                };
+                let parent = match run.parent_run_id.as_deref() {
+                    Some(p) => self.current(c, p)?,
+                    None => None,
+                };
+                let pending: bool = c
+                    .prepare_cached(
+                        "SELECT EXISTS (SELECT 1 FROM outbox WHERE run_id = ?1 AND state = 'pending')",
+                    )
+                    .and_then(|mut st| st.query_row([run_id], |r| r.get(0)))
+                    .map_err(unavailable)?;
+                if verdict(&run, ended_before, pending, parent.as_deref()).is_err() {
+                    return Ok(false);
+                }
+                for sql in DELETES {
+                    c.prepare_cached(sql)
+                        .and_then(|mut st| st.execute([run_id]))
+                        .map_err(unavailable)?;
+                }
+                self.forget(run_id);
+                Ok(true)
+            })
+            .await
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_retention_scan_reads_only_ended_runs_by_an_index() {
+        // Arrange
+        let db = SqliteDb::open_in_memory().unwrap();
+
+        // Act
+        let plan: Vec<String> = db
+            .read(|c| {
+                let mut st = c
+                    .prepare(&format!("EXPLAIN QUERY PLAN {EXPIRED_RUNS}"))
+                    .unwrap();
+                let unbound = vec![rusqlite::types::Null; st.parameter_count()];
+                st.query_map(rusqlite::params_from_iter(unbound), |r| r.get(3))
+                    .unwrap()
+                    .collect::<Result<_, _>>()
+                    .unwrap()
+            })
+            .await;
+
+        // Assert: a walk of the partial index of ended runs, then searches by key.
+        let plan = plan.join("; ");
+        assert!(plan.contains("USING INDEX runs_ended"), "{plan}");
+        let scans = plan
+            .split("; ")
+            .filter(|s| s.starts_with("SCAN") && !s.contains("runs_ended"))
+            .count();
+        assert_eq!(scans, 0, "{plan}");
+    }
+}
