@@ -230,6 +230,21 @@ pub async fn run(
             });
             Ok(())
         }
+        Command::FollowUp {
+            run_id,
+            question,
+            budgets,
+        } => {
+            let body = json!({"question": question, "budgets": budgets.input()});
+            let r = c
+                .post(&format!("/v1/runs/{run_id}/follow-up"), body)
+                .await?;
+            print(&r, json, |r| {
+                let status = r["status"].as_str().unwrap_or("");
+                format!("{run_id} ({status}) takes up the question at its next iteration")
+            });
+            Ok(())
+        }
         Command::Report { run_id } => {
             let r = c.get(&format!("/v1/runs/{run_id}/report")).await?;
             print(&r, json, |r| {

@@ -109,6 +109,13 @@ impl RunLog for SimStore {
     async fn stale_runs(&self, updated_before: i64, limit: usize) -> StoreResult<Vec<Run>> {
         self.inner.stale_runs(updated_before, limit).await
     }
+
+    async fn waits_due(&self, now: i64, limit: usize) -> StoreResult<Vec<Run>> {
+        if self.sim.roll(5) {
+            return Err(self.unavailable("waits_due"));
+        }
+        self.inner.waits_due(now, limit).await
+    }
 }
 
 #[async_trait]

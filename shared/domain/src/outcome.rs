@@ -389,3 +389,21 @@ mod tests {
         );
     }
 }
+
+/// The answer to `waits_due` from candidate runs: those waiting on children whose wait times
+/// out at or before `now`, earliest deadline first, at most `limit`.
+pub fn waits_due(
+    runs: impl IntoIterator<Item = crate::Run>, now: i64, limit: usize,
+) -> Vec<crate::Run> {
+    let mut out: Vec<(i64, crate::Run)> = runs
+        .into_iter()
+        .filter(|r| r.status == crate::RunStatus::WaitingOnChildren)
+        .filter_map(|r| {
+            r.children_wait_until
+                .filter(|at| *at <= now)
+                .map(|at| (at, r))
+        })
+        .collect();
+    out.sort_by(|(a, x), (b, y)| (a, &x.id).cmp(&(b, &y.id)));
+    out.into_iter().take(limit).map(|(_, r)| r).collect()
+}

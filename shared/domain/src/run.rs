@@ -133,6 +133,17 @@ pub struct Thresholds {
     #[serde(default = "default_tool_failure")]
     #[schemars(range(min = 1, max = 1000))]
     pub repeated_tool_failure_limit: u32,
+    /// Seconds a run waits for its children (`wait_for_children`) before it goes on without
+    /// them: the children still running are left running on their own, as if detached, and
+    /// the next prompt names them.
+    #[serde(default = "default_child_wait_timeout")]
+    #[schemars(range(min = 1, max = 604800))]
+    pub child_wait_timeout_s: u64,
+}
+
+/// An hour: children do whole runs of model calls, so the wait is long, but bounded.
+fn default_child_wait_timeout() -> u64 {
+    3_600
 }
 
 fn default_no_progress() -> u32 {
@@ -155,6 +166,7 @@ impl Default for Thresholds {
             repeated_error_limit: default_repeated_error(),
             repeated_action_limit: default_repeat(),
             repeated_tool_failure_limit: default_tool_failure(),
+            child_wait_timeout_s: default_child_wait_timeout(),
         }
     }
 }
@@ -179,6 +191,13 @@ impl Thresholds {
                     message: format!("must be between 1 and 1000, got {v}"),
                 });
             }
+        }
+        let wait = self.child_wait_timeout_s;
+        if wait == 0 || wait > 604_800 {
+            return Err(DomainError::InvalidField {
+                field: "thresholds.child_wait_timeout_s",
+                message: format!("must be between 1 and 604800 seconds, got {wait}"),
+            });
         }
         Ok(())
     }
@@ -333,11 +352,16 @@ pub struct ChildRun {
     pub tokens: u64,
     #[serde(default)]
     pub cost_usd: f64,
+    /// Fire-and-forget (`spawn_run` with `detached`): the parent neither waits for it nor
+    /// takes it down when it ends; it runs on its own budgets, still listed here (and counted
+    /// against the parent's children and depth limits), and reports its end here.
+    #[serde(default)]
+    pub detached: bool,
 }
 
 impl ChildRun {
     /// A child as its parent's commit lists it: queued, nothing spent yet.
-    pub fn new(id: &str, objective: &str, budgets: Budgets) -> ChildRun {
+    pub fn new(id: &str, objective: &str, budgets: Budgets, detached: bool) -> ChildRun {
         ChildRun {
             id: id.to_string(),
             objective: objective.to_string(),
@@ -346,7 +370,13 @@ impl ChildRun {
             summary: None,
             tokens: 0,
             cost_usd: 0.0,
+            detached,
         }
+    }
+
+    /// A child its parent waits for and takes down with it: attached and not yet ended.
+    pub fn is_attached_and_active(&self) -> bool {
+        !self.detached && !self.status.is_ended()
     }
 }
 
@@ -672,6 +702,14 @@ pub struct Run {
     /// planner: the next iteration's prompt carries them, whatever the run's status.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending_messages: Vec<UserAnswer>,
+    /// The user's follow-up question to the run after it ended (`POST /v1/runs/{id}/follow-up`):
+    /// every planner prompt from then on carries it, until another follow-up replaces it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub follow_up_question: Option<String>,
+    /// While `waiting_on_children`: when the wait times out (`child_wait_timeout_s` after it
+    /// began) and the run goes on without the children still running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub children_wait_until: Option<i64>,
     /// Open questions while `waiting_on_user`.
     pub questions: Vec<String>,
     /// Guidance for the next planner prompt (failed exit-gate conditions, anti-repetition).
@@ -730,6 +768,8 @@ impl Run {
             depth: 0,
             pending_answers: vec![],
             pending_messages: vec![],
+            follow_up_question: None,
+            children_wait_until: None,
             questions: vec![],
             hints: vec![],
             remaining_work: vec![],
@@ -757,11 +797,12 @@ impl Run {
         self.recent_docs.truncate(RECENT_DOCS);
     }
 
-    /// Children not yet ended.
+    /// Attached children not yet ended: those the run may wait for, and must see end before it
+    /// completes. Detached children are left out: fire-and-forget.
     pub fn active_children(&self) -> usize {
         self.children
             .iter()
-            .filter(|c| !c.status.is_ended())
+            .filter(|c| c.is_attached_and_active())
             .count()
     }
 

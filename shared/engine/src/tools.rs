@@ -60,6 +60,8 @@ pub struct ChildRequest {
     pub id: String,
     pub objective: String,
     pub budgets: Budgets,
+    /// Fire-and-forget: not waited for, not ended with its parent.
+    pub detached: bool,
 }
 
 /// What the iteration staged, ready for the commit.
@@ -535,6 +537,11 @@ struct SpawnRunArgs {
     /// Limits for the child; capped at what this run has left.
     #[serde(default)]
     budgets: BudgetsInput,
+    /// Fire-and-forget: this run neither waits for the child nor ends it when it ends itself;
+    /// the child runs on its own budgets (still carved from this run's) and reports its end
+    /// here.
+    #[serde(default)]
+    detached: bool,
 }
 
 /// `spawn_run`, allowing trees of runs up to `max_depth` deep.
@@ -548,7 +555,8 @@ impl Tool for SpawnRun {
         "spawn_run",
         "Start a child run for a self-contained part of the objective. Its budgets come out of \
          this run's remaining budget. Use wait_for_children to sleep until children end; this \
-         run cannot complete while a child is active.",
+         run cannot complete while a child is active. With detached: true the child is \
+         fire-and-forget: not waited for, it outlives this run's end.",
         SpawnRunArgs
     );
     fn writes(&self) -> bool {
@@ -583,8 +591,11 @@ impl Tool for SpawnRun {
             id: id.clone(),
             objective,
             budgets: budgets.clone(),
+            detached: a.detached,
         });
-        Ok(json!({"child_run_id": id, "budgets": budgets, "status": "starting"}))
+        Ok(
+            json!({"child_run_id": id, "budgets": budgets, "status": "starting", "detached": a.detached}),
+        )
     }
 }
 
@@ -609,9 +620,9 @@ impl Tool for WaitForChildren {
             .as_ref()
             .map(|p| p.active_children())
             .unwrap_or(0)
-            + inner.spawned.len();
+            + inner.spawned.iter().filter(|c| !c.detached).count();
         if active == 0 {
-            return Err("no child run is active; nothing to wait for".into());
+            return Err("no attached child run is active; nothing to wait for (detached children are not waited for)".into());
         }
         inner.wait_for_children = true;
         Ok(json!({"waiting_for": active}))
