@@ -478,6 +478,9 @@ pub struct PlanStep {
     pub title: String,
     pub status: StepStatus,
     pub iteration_last_touched: u32,
+    /// The last note an executor left on the step it worked on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
 }
 
 pub const MAX_PLAN_STEPS: usize = 50;
@@ -538,11 +541,58 @@ pub fn apply_plan_updates(
                 title: title.clone(),
                 status: *status,
                 iteration_last_touched: iteration,
+                notes: None,
             });
             advanced = true;
         }
     }
     advanced
+}
+
+/// Characters of an executor's note kept on a plan step.
+pub const MAX_STEP_NOTE_CHARS: usize = 1_000;
+
+/// What an executor's plan updates did: the steps changed (as the plan lists them now) and
+/// why the others were refused.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ExecutorPlanEdit {
+    pub changed: Vec<PlanStep>,
+    pub refused: Vec<String>,
+    pub advanced: bool,
+}
+
+/// An executor's updates of the plan steps its task was `given`: the status and note of those
+/// steps only. A step not given to it, or not in the plan, is refused (an executor never adds
+/// a step); a note is clipped to [`MAX_STEP_NOTE_CHARS`].
+pub fn apply_executor_updates(
+    plan: &mut [PlanStep], given: &[String], updates: &[crate::planner::StepNote], iteration: u32,
+) -> ExecutorPlanEdit {
+    let mut edit = ExecutorPlanEdit::default();
+    for u in updates {
+        if !given.contains(&u.id) {
+            edit.refused
+                .push(format!("step {} was not given to this task", u.id));
+            continue;
+        }
+        let Some(step) = plan.iter_mut().find(|s| s.id == u.id) else {
+            edit.refused
+                .push(format!("step {} is not in the plan", u.id));
+            continue;
+        };
+        let before = step.clone();
+        if let Some(status) = u.status {
+            edit.advanced |= status.rank() > step.status.rank();
+            step.status = status;
+        }
+        if let Some(note) = u.note.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
+            step.notes = Some(note.chars().take(MAX_STEP_NOTE_CHARS).collect());
+        }
+        if *step != before {
+            step.iteration_last_touched = iteration;
+            edit.changed.push(step.clone());
+        }
+    }
+    edit
 }
 
 /// Consecutive-iteration counters behind the breakers.
@@ -825,6 +875,57 @@ impl Run {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_executor_updates_the_status_and_notes_of_the_steps_it_was_given_and_no_other() {
+        // Arrange
+        let step = |id: &str| PlanStep {
+            id: id.into(),
+            title: format!("step {id}"),
+            status: StepStatus::Pending,
+            iteration_last_touched: 1,
+            notes: None,
+        };
+        let mut plan = vec![step("s1"), step("s2")];
+        let note =
+            |id: &str, status: Option<StepStatus>, note: Option<&str>| crate::planner::StepNote {
+                id: id.into(),
+                status,
+                note: note.map(str::to_string),
+            };
+        let updates = [
+            note(
+                "s1",
+                Some(StepStatus::Done),
+                Some("  found three sources  "),
+            ),
+            note("s2", Some(StepStatus::Done), None),
+            note("s9", None, Some("made up")),
+        ];
+
+        // Act
+        let edit = apply_executor_updates(&mut plan, &["s1".into(), "s9".into()], &updates, 4);
+
+        // Assert
+        assert_eq!(plan[0].status, StepStatus::Done);
+        assert_eq!(plan[0].notes.as_deref(), Some("found three sources"));
+        assert_eq!(plan[0].iteration_last_touched, 4);
+        assert_eq!(
+            plan[1],
+            step("s2"),
+            "a step not given to the task is left alone"
+        );
+        assert_eq!(plan.len(), 2, "an executor never adds a step");
+        assert!(edit.advanced);
+        assert_eq!(edit.changed.len(), 1);
+        assert_eq!(
+            edit.refused,
+            vec![
+                "step s2 was not given to this task",
+                "step s9 is not in the plan"
+            ]
+        );
+    }
 
     #[test]
     fn negative_budgets_are_rejected_with_the_field_named() {

@@ -218,6 +218,39 @@ impl Staging {
         inner.plan_changes.extend(changes);
     }
 
+    /// An executor's updates of the plan steps its task was given, recorded like the
+    /// planner's; returns why any were refused.
+    pub fn executor_plan_updates(
+        &self, task: &str, given: &[String], updates: &[longrun_domain::planner::StepNote],
+    ) -> Vec<String> {
+        let mut inner = self.lock();
+        let edit = longrun_domain::run::apply_executor_updates(
+            &mut inner.plan,
+            given,
+            updates,
+            self.iteration,
+        );
+        inner.plan_advanced |= edit.advanced;
+        let task: String = task.chars().take(80).collect();
+        inner.plan_changes.extend(
+            edit.changed
+                .iter()
+                .map(|s| format!("{} [{}] {:?} (executor `{task}`)", s.id, s.title, s.status)),
+        );
+        edit.refused
+    }
+
+    /// The plan steps of `ids`, as staged now (for an executor's prompt).
+    pub fn plan_steps(&self, ids: &[String]) -> Vec<PlanStep> {
+        let inner = self.lock();
+        inner
+            .plan
+            .iter()
+            .filter(|s| ids.contains(&s.id))
+            .cloned()
+            .collect()
+    }
+
     /// Sources a tool just read: docs written from here on cite them.
     pub fn note_sources(&self, read: Vec<String>) {
         let read: Vec<String> = read
