@@ -709,6 +709,48 @@ async fn a_blank_follow_up_or_one_to_an_active_run_is_a_problem_and_changes_noth
 }
 
 #[tokio::test]
+async fn mcp_follow_up_asks_an_ended_run_and_is_a_tool_error_on_an_active_one() {
+    // Arrange
+    let app = spawn_app(FINISH_THEN_ANSWER, 3, true).await;
+    let (_, run) = app
+        .post("/v1/runs", ALICE, json!({"objective": "a tea field guide"}))
+        .await;
+    let id = run["id"].as_str().unwrap().to_string();
+    let (_, busy) = app
+        .post("/v1/runs", BOB, json!({"objective": "tea notes forever"}))
+        .await;
+    let busy_id = busy["id"].as_str().unwrap().to_string();
+    app.wait_status(&id, &["completed"]).await;
+    let call = |run_id: &str, question: &str| {
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "follow_up",
+            "arguments": {"run_id": run_id, "question": question}}})
+    };
+
+    // Act
+    let (_, asked) = app
+        .post("/mcp", ALICE, call(&id, "Which tea is cheapest?"))
+        .await;
+    let (_, blank) = app.post("/mcp", ALICE, call(&id, " ")).await;
+    let (_, foreign) = app.post("/mcp", ALICE, call(&busy_id, "and?")).await;
+    let ended = app.wait_status(&id, &["completed"]).await;
+
+    // Assert
+    assert_eq!(asked["result"]["isError"], false, "{asked}");
+    assert_eq!(
+        asked["result"]["structuredContent"]["follow_up_question"],
+        "Which tea is cheapest?"
+    );
+    assert_eq!(blank["result"]["isError"], true, "{blank}");
+    assert_eq!(
+        foreign["result"]["isError"], true,
+        "another user's run: {foreign}"
+    );
+    let prompt = app.t.llm.planner_prompt(&id, 2).unwrap();
+    assert!(prompt.contains("Which tea is cheapest?"), "{prompt}");
+    assert_eq!(ended["iteration"], 2);
+}
+
+#[tokio::test]
 async fn edge_requests_get_problem_json_with_the_right_status() {
     // Arrange
     let app = spawn_app(LOOP, 3, false).await;

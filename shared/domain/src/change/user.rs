@@ -380,6 +380,11 @@ pub fn follow_up(
             "agent runs take no follow-up question: start a new run that names this one".into(),
         ));
     }
+    if run.parent_run_id.is_some() {
+        return Err(Rejection::Conflict(
+            "a child run answers to the run that spawned it: ask that run the follow-up".into(),
+        ));
+    }
     let question = question.trim();
     if question.is_empty() {
         return Err(Rejection::Conflict("give a follow-up question".into()));
@@ -577,7 +582,7 @@ mod tests {
     }
 
     #[test]
-    fn a_follow_up_is_refused_for_active_and_canceled_runs_and_a_blank_question() {
+    fn a_follow_up_is_refused_for_active_canceled_and_child_runs_and_a_blank_question() {
         // Arrange
         let running = sample_run();
         let canceled = sample_run().with_status_for_tests(RunStatus::Canceled);
@@ -589,6 +594,9 @@ mod tests {
         let on_canceled = follow_up(&canceled, "why?", &none, 3, 1);
         let blank = follow_up(&completed_run(), " \n ", &none, 3, 1);
         let on_failed = follow_up(&failed, "why?", &none, 3, 1);
+        let mut child = completed_run();
+        child.parent_run_id = Some("run-0".into());
+        let on_child = follow_up(&child, "why?", &none, 3, 1);
 
         // Assert
         assert!(matches!(on_running, Err(Rejection::Conflict(m)) if m.contains("run is running")));
@@ -597,6 +605,7 @@ mod tests {
         );
         assert!(matches!(blank, Err(Rejection::Conflict(m)) if m.contains("question")));
         assert_eq!(on_failed.unwrap().run.status, RunStatus::Queued);
+        assert!(matches!(on_child, Err(Rejection::Conflict(m)) if m.contains("child run")));
     }
 
     #[test]
