@@ -1111,6 +1111,8 @@ export interface components {
             id: string;
             /** Format: uint32 */
             iteration_last_touched: number;
+            /** @description The last note an executor left on the step it worked on. */
+            notes?: string | null;
             status: components["schemas"]["StepStatus"];
             title: string;
         };
