@@ -259,6 +259,15 @@ enum Command {
         #[command(flatten)]
         budgets: BudgetFlags,
     },
+    /// Ask a run that ended (completed, stopped or failed) a follow-up question: it runs
+    /// again on the budgets it has left (raise them with the budget flags) and writes a new
+    /// report.
+    FollowUp {
+        run_id: String,
+        question: String,
+        #[command(flatten)]
+        budgets: BudgetFlags,
+    },
     /// Print a run's report.
     Report { run_id: String },
     /// List a run's workspace, or print one document.

@@ -222,14 +222,12 @@ pub async fn run(
             objective,
             steps,
         } => edit(&c, &run_id, objective, &steps, json).await,
-        Command::Continue { run_id, budgets } => {
-            let body = json!({"budgets": budgets.input()});
-            let r = c.post(&format!("/v1/runs/{run_id}/continue"), body).await?;
-            print(&r, json, |r| {
-                format!("{} is {}", run_id, r["status"].as_str().unwrap_or(""))
-            });
-            Ok(())
-        }
+        Command::Continue { run_id, budgets } => continue_run(&c, &run_id, &budgets, json).await,
+        Command::FollowUp {
+            run_id,
+            question,
+            budgets,
+        } => follow_up(&c, &run_id, &question, &budgets, json).await,
         Command::Report { run_id } => {
             let r = c.get(&format!("/v1/runs/{run_id}/report")).await?;
             print(&r, json, |r| {
@@ -306,6 +304,33 @@ async fn events(c: &Client, run_id: &str, after: u64, json: bool) -> Result<()> 
             .as_array()
             .map(|a| a.iter().map(event_line).collect::<Vec<_>>().join("\n"))
             .unwrap_or_default()
+    });
+    Ok(())
+}
+
+/// Continues a stopped run with raised budgets, or resumes a paused one.
+async fn continue_run(
+    c: &Client, run_id: &str, budgets: &crate::BudgetFlags, json: bool,
+) -> Result<()> {
+    let body = json!({"budgets": budgets.input()});
+    let r = c.post(&format!("/v1/runs/{run_id}/continue"), body).await?;
+    print(&r, json, |r| {
+        format!("{} is {}", run_id, r["status"].as_str().unwrap_or(""))
+    });
+    Ok(())
+}
+
+/// Asks an ended run a follow-up question.
+async fn follow_up(
+    c: &Client, run_id: &str, question: &str, budgets: &crate::BudgetFlags, json: bool,
+) -> Result<()> {
+    let body = json!({"question": question, "budgets": budgets.input()});
+    let r = c
+        .post(&format!("/v1/runs/{run_id}/follow-up"), body)
+        .await?;
+    print(&r, json, |r| {
+        let status = r["status"].as_str().unwrap_or("");
+        format!("{run_id} ({status}) takes up the question at its next iteration")
     });
     Ok(())
 }

@@ -449,6 +449,65 @@ fn a_message_from_the_cli_lands_in_the_runs_log_for_its_next_iteration() {
 }
 
 #[test]
+fn a_follow_up_from_the_cli_sends_an_ended_run_back_to_work_with_the_question() {
+    // Arrange: a run of one iteration, ended.
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let cli = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_longrun"))
+            .args(["--json", "--api-url", &server.url("")])
+            .args(args)
+            .env("LONGRUN_TOKEN", TOKEN)
+            .output()
+            .unwrap()
+    };
+    let started = cli(&["run", "Tea notes", "--max-iterations", "1"]);
+    let run: Value = serde_json::from_slice(&started.stdout).unwrap();
+    let id = run["id"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut ended = Value::Null;
+    while Instant::now() < deadline {
+        ended = reqwest_get_json(&server, &format!("/v1/runs/{id}"));
+        if ["completed", "stopped", "failed"].contains(&ended["status"].as_str().unwrap_or("")) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(ended["ended_at"].is_i64(), "the run never ended: {ended}");
+
+    // Act
+    let blank = cli(&["follow-up", &id, "  "]);
+    let asked = cli(&[
+        "follow-up",
+        &id,
+        "Which tea is cheapest?",
+        "--max-iterations",
+        "3",
+    ]);
+
+    // Assert
+    assert!(!blank.status.success());
+    let err = String::from_utf8_lossy(&blank.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(
+        asked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&asked.stderr)
+    );
+    let answer: Value = serde_json::from_slice(&asked.stdout).unwrap();
+    assert_eq!(answer["follow_up_question"], "Which tea is cheapest?");
+    assert_eq!(answer["budgets"]["max_iterations"], 3);
+    let events = reqwest_get_json(&server, &format!("/v1/runs/{id}/events"));
+    let follow_ups = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "follow_up_asked")
+        .count();
+    assert_eq!(follow_ups, 1);
+}
+
+#[test]
 fn serve_takes_its_settings_from_the_config_file_under_its_flags() {
     // Arrange: a config whose serve block names a model and a data dir.
     let dir = tempfile::tempdir().unwrap();

@@ -41,6 +41,9 @@ pub(crate) async fn all(sim: &Sim, p: &Platform, users: &[String], settled: bool
         outcome(store, run, &mut out).await;
         completed_with_evidence(store, run, &mut out).await;
         children(sim, run, &mine, &mut out).await;
+        if settled {
+            attached_children_end_with_their_parent(store, run, &mut out).await;
+        }
         if !settled && !world::settled(run) {
             out.push(format!(
                 "liveness: {} is {} (notified: {}) after faults stopped",
@@ -230,6 +233,34 @@ async fn children(sim: &Sim, run: &Run, spent: &Spent, out: &mut Vec<String>) {
         let deleted = lock(&sim.deleted).contains(&c.id);
         if !deleted && store.get_run(&c.id).await.ok().flatten().is_none() {
             out.push(format!("{}: child {} does not exist", run.id, c.id));
+        }
+    }
+}
+
+/// Once the world is at rest, an ended parent's attached children have ended too (detached
+/// ones, and those its wait timed out on, may run on).
+async fn attached_children_end_with_their_parent(
+    store: &InMemoryRunStore, run: &Run, out: &mut Vec<String>,
+) {
+    if !run.status.is_ended() {
+        return;
+    }
+    for c in run.children.iter().filter(|c| !c.detached) {
+        let Some(child) = store.get_run(&c.id).await.ok().flatten() else {
+            continue;
+        };
+        // A user may send an ended child back to work (`continue`) after its parent ended.
+        let revived = store
+            .events(&c.id, 0, 100_000)
+            .await
+            .unwrap_or_default()
+            .iter()
+            .any(|e| e.kind == EventKind::RunContinued);
+        if !child.status.is_ended() && !revived {
+            out.push(format!(
+                "{}: ended {} but its attached child {} is {}",
+                run.id, run.status, c.id, child.status
+            ));
         }
     }
 }

@@ -109,6 +109,13 @@ impl RunLog for SimStore {
     async fn stale_runs(&self, updated_before: i64, limit: usize) -> StoreResult<Vec<Run>> {
         self.inner.stale_runs(updated_before, limit).await
     }
+
+    async fn waits_due(&self, now: i64, limit: usize) -> StoreResult<Vec<Run>> {
+        if self.sim.roll(5) {
+            return Err(self.unavailable("waits_due"));
+        }
+        self.inner.waits_due(now, limit).await
+    }
 }
 
 #[async_trait]
@@ -538,8 +545,11 @@ impl SimLlm {
             45..=59 => claim(self.sim.range(0, 39), n, criteria),
             60..=64 => json!({"status": status(false, true, "need a choice", &[])}),
             65..=70 => {
+                // Some children are fire-and-forget: never waited for, never ended with their parent.
+                let detached = self.sim.chance(300);
                 let mut calls = vec![json!({"name": "spawn_run", "args": {
-                    "objective": format!("part {n}"), "budgets": {"max_iterations": 3}}})];
+                    "objective": format!("part {n}"), "budgets": {"max_iterations": 3},
+                    "detached": detached}})];
                 if self.sim.chance(600) {
                     calls.push(json!({"name": "wait_for_children", "args": {}}));
                 }

@@ -1,4 +1,4 @@
-//! The actors of a schedule — users (create, cancel, pause, continue, respond, patch), workers,
+//! The actors of a schedule — users (create, cancel, pause, continue, follow-up, respond, patch), workers,
 //! the sweeper, the scheduler and time — each step chosen by the seed; then faults stop and the
 //! liveness phase drives every run to an ended or waiting state.
 
@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use longrun_domain::change::Approval;
-use longrun_domain::run::{BudgetsInput, PermissionMode, Run, RunPatch, RunStatus};
+use longrun_domain::run::{BudgetsInput, PermissionMode, Run, RunPatch, RunStatus, Thresholds};
 use longrun_domain::{RunTemplate, Schedule};
 use longrun_engine::EngineConfig;
 use longrun_http::{AppConfig, Platform, Tokens};
@@ -198,6 +198,13 @@ impl World {
             _ => None,
         };
         let mut req = template("research the topic", budgets, mode);
+        // Some parents give up on their children after a few idle sweeps.
+        if self.sim.chance(500) {
+            req.thresholds = Some(Thresholds {
+                child_wait_timeout_s: self.sim.range(30, 300),
+                ..Default::default()
+            });
+        }
         // Some runs name criteria their completion claim must map to evidence.
         req.completion_criteria = (1..=self.sim.below(3))
             .map(|i| format!("criterion {i}"))
@@ -296,7 +303,8 @@ async fn sweep(sim: &Sim, p: &Platform) {
     }
 }
 
-/// What a user does to a run: cancel, pause, continue with more budget, respond, or edit.
+/// What a user does to a run: cancel, pause, continue with more budget (or ask an ended run a
+/// follow-up question), respond, or edit.
 async fn user_action(sim: &Sim, p: &Platform, id: &str) {
     let Some(run) = sim.inner.get_run(id).await.ok().flatten() else {
         return;
@@ -311,10 +319,18 @@ async fn user_action(sim: &Sim, p: &Platform, id: &str) {
                 max_tokens: b.max_tokens.map(|t| t as i64 + 3_000),
                 ..Default::default()
             };
-            (
-                "continue",
-                longrun_http::api::continue_run_with(p, id, &more).await,
-            )
+            if sim.chance(400) {
+                let question = "and what did the sources disagree on?";
+                (
+                    "follow-up",
+                    longrun_http::api::follow_up_run(p, id, question, &more).await,
+                )
+            } else {
+                (
+                    "continue",
+                    longrun_http::api::continue_run_with(p, id, &more).await,
+                )
+            }
         }
         50..=79 => {
             let approval = Approval {

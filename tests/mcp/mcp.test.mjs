@@ -79,7 +79,7 @@ test('an MCP client starts a run, polls it to its end and reads its report and a
   // Assert
   assert.deepEqual(
     tools.map((t) => t.name).sort(),
-    ['cancel', 'get_report', 'get_run', 'list_runs', 'post_message', 'read_doc', 'respond', 'start_run'],
+    ['cancel', 'follow_up', 'get_report', 'get_run', 'list_runs', 'post_message', 'read_doc', 'respond', 'start_run'],
   );
   assert.ok(tools.every((t) => t.inputSchema.type === 'object'));
   assert.equal(started.isError, false);

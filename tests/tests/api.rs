@@ -602,6 +602,154 @@ async fn a_token_budget_stops_the_run_with_a_partial_report() {
     assert_eq!(last["created_docs"], json!(["notes/3.md"]));
 }
 
+const FINISH_THEN_ANSWER: &str = r#"{"planner": [
+  {"content": {"status": {"exit_signal": true, "needs_user_input": false, "progress_summary": "wrote guide.md",
+    "remaining_work": [], "completion_evidence": ["guide.md"]},
+    "tool_calls": [{"name": "doc_write", "args": {"path": "guide.md", "content": "green, black, oolong"}}]}},
+  {"content": {"status": {"exit_signal": true, "needs_user_input": false, "progress_summary": "answered in prices.md",
+    "remaining_work": [], "completion_evidence": ["prices.md"]},
+    "tool_calls": [{"name": "doc_write", "args": {"path": "prices.md", "content": "sencha is cheapest"}}]}}]}"#;
+
+#[tokio::test]
+async fn a_completed_run_asked_a_follow_up_runs_again_with_the_question_and_ends_with_a_new_report()
+{
+    // Arrange
+    let app = spawn_app(FINISH_THEN_ANSWER, 3, true).await;
+    let (_, run) = app
+        .post("/v1/runs", ALICE, json!({"objective": "a tea field guide"}))
+        .await;
+    let id = run["id"].as_str().unwrap().to_string();
+    app.wait_status(&id, &["completed"]).await;
+    let (_, first) = app.get(&format!("/v1/runs/{id}/report"), ALICE).await;
+
+    // Act
+    let (s, asked) = app
+        .post(
+            &format!("/v1/runs/{id}/follow-up"),
+            ALICE,
+            json!({"question": "Which tea is cheapest?"}),
+        )
+        .await;
+    app.wait_iteration(&id, 2).await;
+    let ended = app.wait_status(&id, &["completed"]).await;
+    let (_, second) = app.get(&format!("/v1/runs/{id}/report"), ALICE).await;
+
+    // Assert
+    assert_eq!(s, StatusCode::OK, "{asked}");
+    assert_eq!(asked["status"], "queued");
+    assert_eq!(asked["follow_up_question"], "Which tea is cheapest?");
+    assert_eq!(ended["iteration"], 2);
+    let prompt = app.t.llm.planner_prompt(&id, 2).unwrap();
+    assert!(prompt.contains("Which tea is cheapest?"), "{prompt}");
+    assert!(prompt.contains("follow_up_question"), "{prompt}");
+    assert_eq!(first["metrics"]["iterations"], 1);
+    assert_eq!(second["metrics"]["iterations"], 2);
+    assert_eq!(second["stopping_reason"]["detail"], "answered in prices.md");
+    assert!(second.to_string().contains("prices.md"), "{second}");
+    let (_, events) = app.get(&format!("/v1/runs/{id}/events"), ALICE).await;
+    let asked_event = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "follow_up_asked")
+        .unwrap();
+    assert_eq!(asked_event["payload"]["question"], "Which tea is cheapest?");
+    assert_eq!(asked_event["payload"]["superseded"]["status"], "completed");
+    assert_eq!(
+        asked_event["payload"]["superseded"]["stopping_reason"]["detail"],
+        "wrote guide.md"
+    );
+}
+
+#[tokio::test]
+async fn a_blank_follow_up_or_one_to_an_active_run_is_a_problem_and_changes_nothing() {
+    // Arrange: no worker, so the run stays queued.
+    let app = spawn_app(LOOP, 3, false).await;
+    let (_, run) = app
+        .post("/v1/runs", ALICE, json!({"objective": "tea notes"}))
+        .await;
+    let id = run["id"].as_str().unwrap().to_string();
+    let path = format!("/v1/runs/{id}/follow-up");
+
+    // Act
+    let (blank, blank_body, blank_type) = app
+        .req(
+            reqwest::Method::POST,
+            &path,
+            Some(ALICE),
+            Some(json!({"question": "   "})),
+        )
+        .await;
+    let (active, active_body, active_type) = app
+        .req(
+            reqwest::Method::POST,
+            &path,
+            Some(ALICE),
+            Some(json!({"question": "and then?"})),
+        )
+        .await;
+    let (others, _) = app.post(&path, BOB, json!({"question": "and then?"})).await;
+    let (_, after) = app.get(&format!("/v1/runs/{id}"), ALICE).await;
+
+    // Assert
+    assert_eq!(blank, StatusCode::UNPROCESSABLE_ENTITY, "{blank_body}");
+    assert_eq!(blank_type, "application/problem+json");
+    assert_eq!(active, StatusCode::CONFLICT, "{active_body}");
+    assert_eq!(active_type, "application/problem+json");
+    assert!(
+        active_body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("run is queued"),
+        "{active_body}"
+    );
+    assert_eq!(others, StatusCode::NOT_FOUND);
+    assert_eq!(after["status"], "queued");
+    assert!(after.get("follow_up_question").is_none());
+}
+
+#[tokio::test]
+async fn mcp_follow_up_asks_an_ended_run_and_is_a_tool_error_on_an_active_one() {
+    // Arrange
+    let app = spawn_app(FINISH_THEN_ANSWER, 3, true).await;
+    let (_, run) = app
+        .post("/v1/runs", ALICE, json!({"objective": "a tea field guide"}))
+        .await;
+    let id = run["id"].as_str().unwrap().to_string();
+    let (_, busy) = app
+        .post("/v1/runs", BOB, json!({"objective": "tea notes forever"}))
+        .await;
+    let busy_id = busy["id"].as_str().unwrap().to_string();
+    app.wait_status(&id, &["completed"]).await;
+    let call = |run_id: &str, question: &str| {
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "follow_up",
+            "arguments": {"run_id": run_id, "question": question}}})
+    };
+
+    // Act
+    let (_, asked) = app
+        .post("/mcp", ALICE, call(&id, "Which tea is cheapest?"))
+        .await;
+    let (_, blank) = app.post("/mcp", ALICE, call(&id, " ")).await;
+    let (_, foreign) = app.post("/mcp", ALICE, call(&busy_id, "and?")).await;
+    let ended = app.wait_status(&id, &["completed"]).await;
+
+    // Assert
+    assert_eq!(asked["result"]["isError"], false, "{asked}");
+    assert_eq!(
+        asked["result"]["structuredContent"]["follow_up_question"],
+        "Which tea is cheapest?"
+    );
+    assert_eq!(blank["result"]["isError"], true, "{blank}");
+    assert_eq!(
+        foreign["result"]["isError"], true,
+        "another user's run: {foreign}"
+    );
+    let prompt = app.t.llm.planner_prompt(&id, 2).unwrap();
+    assert!(prompt.contains("Which tea is cheapest?"), "{prompt}");
+    assert_eq!(ended["iteration"], 2);
+}
+
 #[tokio::test]
 async fn edge_requests_get_problem_json_with_the_right_status() {
     // Arrange
@@ -653,6 +801,7 @@ async fn the_openapi_document_is_3_1_and_covers_the_routes() {
         "/v1/runs",
         "/v1/runs/{id}/events",
         "/v1/runs/{id}/respond",
+        "/v1/runs/{id}/follow-up",
         "/v1/notifications",
         "/v1/notifications/read",
         "/v1/config",

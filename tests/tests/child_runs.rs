@@ -1,5 +1,6 @@
 //! Child runs: budgets carved from the parent's remainder, the parent sleeping until its
-//! children end and reading their outcomes, and cancellation taking the whole tree down.
+//! children end and reading their outcomes, cancellation taking the whole tree down, detached
+//! children outliving their parent, and a parent's wait timing out.
 #![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
@@ -92,7 +93,14 @@ fn tree_with_faults(parent: &str, child: &str, faults: Arc<dyn Faults>) -> TestP
 }
 
 async fn start(t: &TestPlatform) -> String {
-    let req = CreateRun {
+    create_run(t.p(), "alice", start_request())
+        .await
+        .unwrap()
+        .id
+}
+
+fn start_request() -> CreateRun {
+    CreateRun {
         agent: None,
         objective: "compare three teas".into(),
         completion_criteria: vec![],
@@ -106,8 +114,7 @@ async fn start(t: &TestPlatform) -> String {
         models: vec![],
         allowed_tools: None,
         context: None,
-    };
-    create_run(t.p(), "alice", req).await.unwrap().id
+    }
 }
 
 /// Polls the worker until the run has ended and its outcome went out.
@@ -376,4 +383,122 @@ async fn a_spawn_past_the_configured_depth_is_a_tool_error_and_nothing_starts() 
     );
     assert!(parent.children.is_empty());
     assert_eq!(parent.status, RunStatus::Completed);
+}
+
+const PARENT_DETACHES: &str = r#"{"planner": [
+  {"content": {"status": {"exit_signal": true, "needs_user_input": false, "progress_summary": "handed off the archive",
+    "remaining_work": [], "completion_evidence": ["summary.md"]},
+    "tool_calls": [
+      {"name": "spawn_run", "args": {"objective": "archive the tea notes", "detached": true,
+        "budgets": {"max_iterations": 3, "max_tokens": 400}}},
+      {"name": "doc_write", "args": {"path": "summary.md", "content": "archive handed off"}}]},
+   "usage": {"input_tokens": 10, "output_tokens": 5}}]}"#;
+
+#[tokio::test]
+async fn a_detached_child_outlives_its_parents_end_on_its_own_budget_and_stays_in_its_lineage() {
+    // Arrange: the parent completes in the iteration that spawns a child that never finishes
+    // by itself.
+    let t = tree_with_faults(PARENT_DETACHES, CHILD_FOREVER, Arc::new(NoFaults));
+    let id = start(&t).await;
+
+    // Act
+    let parent = settle(&t, &id).await;
+    let child_id = parent.children[0].id.clone();
+    let at_parents_end = t.p().store.get_run(&child_id).await.unwrap().unwrap();
+    let child = settle(&t, &child_id).await;
+    let parent_after = t.p().store.get_run(&id).await.unwrap().unwrap();
+
+    // Assert
+    assert_eq!(
+        parent.status,
+        RunStatus::Completed,
+        "{:?}",
+        parent.stopping_reason
+    );
+    assert!(parent.children[0].detached);
+    assert!(
+        !at_parents_end.status.is_ended(),
+        "the parent's end left it running: {}",
+        at_parents_end.status
+    );
+    assert_eq!(child.parent_run_id.as_deref(), Some(id.as_str()));
+    assert_eq!(child.depth, 1);
+    assert_eq!(child.status, RunStatus::Stopped, "it ran to its own budget");
+    assert_eq!(child.iteration, 3);
+    assert_eq!(
+        parent_after.children[0].status,
+        RunStatus::Stopped,
+        "its end is recorded in its parent's lineage"
+    );
+    assert_eq!(parent_after.status, RunStatus::Completed);
+}
+
+const PARENT_WAITS: &str = r#"{"planner": [
+  {"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "split the work",
+    "remaining_work": ["collect the part"]},
+    "tool_calls": [
+      {"name": "spawn_run", "args": {"objective": "research pu-erh", "budgets": {"max_iterations": 40, "max_tokens": 400}}},
+      {"name": "wait_for_children", "args": {}}]},
+   "usage": {"input_tokens": 10, "output_tokens": 5}},
+  {"content": {"status": {"exit_signal": true, "needs_user_input": false, "progress_summary": "went on without it",
+    "remaining_work": [], "completion_evidence": ["summary.md"]},
+    "tool_calls": [{"name": "doc_write", "args": {"path": "summary.md", "content": "without pu-erh"}}]},
+   "usage": {"input_tokens": 10, "output_tokens": 5}}]}"#;
+
+#[tokio::test]
+async fn a_parent_whose_wait_times_out_goes_on_and_its_next_prompt_names_the_child_still_running() {
+    // Arrange: a one-minute wait for a child that never finishes by itself.
+    let t = tree_with_faults(PARENT_WAITS, CHILD_FOREVER, Arc::new(NoFaults));
+    let mut req = start_request();
+    req.thresholds = Some(longrun_domain::run::Thresholds {
+        child_wait_timeout_s: 60,
+        ..Default::default()
+    });
+    let id = create_run(t.p(), "alice", req).await.unwrap().id;
+    let mut parent = t.p().store.get_run(&id).await.unwrap().unwrap();
+    for _ in 0..60 {
+        parent = t.p().store.get_run(&id).await.unwrap().unwrap();
+        if parent.status == RunStatus::WaitingOnChildren {
+            break;
+        }
+        t.running.worker.poll_once().await.unwrap();
+    }
+    assert_eq!(parent.status, RunStatus::WaitingOnChildren);
+    let child_id = parent.children[0].id.clone();
+
+    // Act
+    let early = t.p().follow_up.wake_waits(10).await.unwrap();
+    t.clock.advance(61_000);
+    let woken = t.p().follow_up.wake_waits(10).await.unwrap();
+    let parent = settle(&t, &id).await;
+    let child = t.p().store.get_run(&child_id).await.unwrap().unwrap();
+
+    // Assert
+    assert!(early.is_empty(), "not before the timeout");
+    assert_eq!(woken, vec![id.clone()]);
+    assert_eq!(
+        parent.status,
+        RunStatus::Completed,
+        "{:?}",
+        parent.stopping_reason
+    );
+    let prompt = t.llm.planner_prompt(&id, 2).unwrap();
+    assert!(prompt.contains("timed out"), "{prompt}");
+    assert!(prompt.contains(&child_id), "{prompt}");
+    let events = t.p().store.events(&id, 0, 1_000).await.unwrap();
+    let timed_out = events
+        .iter()
+        .find(|e| e.kind == longrun_domain::EventKind::ChildWaitTimedOut)
+        .expect("the timeout is in the parent's log");
+    assert_eq!(
+        timed_out.payload["still_running"],
+        serde_json::json!([child_id])
+    );
+    assert!(timed_out.payload["waited_ms"].as_i64().unwrap() >= 60_000);
+    assert!(parent.children[0].detached, "left running on its own");
+    assert_ne!(
+        child.status,
+        RunStatus::Canceled,
+        "the parent's end did not take it down"
+    );
 }

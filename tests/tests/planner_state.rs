@@ -162,3 +162,47 @@ async fn messages_are_refused_to_other_users_when_blank_and_once_the_run_ended()
     assert_eq!(ended, 409, "{problem}");
     assert!(problem["detail"].as_str().unwrap().contains("continue"));
 }
+
+/// Plans two steps and hands `s1` to an executor, which marks it done with a note and also
+/// tries to mark `s2`, which it was not given.
+const EXECUTOR_MARKS: &str = r#"{"planner": [{"content": {"status": {"exit_signal": false, "needs_user_input": false,
+    "progress_summary": "delegated s1", "remaining_work": ["s2"]},
+    "plan_updates": [{"id": "s1", "title": "find sources", "status": "in_progress"},
+                     {"id": "s2", "title": "write the guide", "status": "pending"}],
+    "executor_tasks": [{"title": "find sources", "instructions": "write sources.md", "tools": ["doc_write"],
+                        "plan_steps": ["s1"]}]}}],
+  "executor": [{"content": {"tool_calls": [{"name": "doc_write", "args": {"path": "sources.md", "content": "three"}}],
+    "summary": "found three", "plan_updates": [{"id": "s1", "status": "done", "note": "three sources"},
+                                              {"id": "s2", "status": "done"}]}}]}"#;
+
+#[tokio::test]
+async fn an_executor_marks_the_plan_steps_it_was_given_and_no_other() {
+    // Arrange
+    let t = platform(EXECUTOR_MARKS, Arc::new(NoFaults), &[], 5);
+    let id = create_run(t.p(), "alice", notes_run(1)).await.unwrap().id;
+
+    // Act
+    t.drive(&id, 200).await;
+
+    // Assert
+    let run = t.p().store.get_run(&id).await.unwrap().unwrap();
+    let step = |id: &str| run.plan.iter().find(|s| s.id == id).unwrap().clone();
+    assert_eq!(step("s1").status, longrun_domain::run::StepStatus::Done);
+    assert_eq!(step("s1").notes.as_deref(), Some("three sources"));
+    assert_eq!(step("s2").status, longrun_domain::run::StepStatus::Pending);
+    let it1 = t.p().store.iterations(&id, 0, 1).await.unwrap().remove(0);
+    let pad = t.p().store.scratchpad(&id, 1).await.unwrap().remove(0);
+    assert!(
+        pad.plan_changes
+            .iter()
+            .any(|c| c.starts_with("s1 ") && c.contains("Done") && c.contains("executor")),
+        "{:?}",
+        pad.plan_changes
+    );
+    let brief = &it1.executor_results[0];
+    assert!(
+        brief.summary.contains("step s2 was not given to this task"),
+        "{}",
+        brief.summary
+    );
+}

@@ -448,6 +448,53 @@ mod suite {
         assert!(s.stale_runs(100, 10).await.unwrap().is_empty());
     }
 
+    pub async fn runs_whose_wait_for_children_is_due_are_found_earliest_deadline_first(
+        s: &dyn Store,
+    ) {
+        // Arrange: three runs waiting on children (deadlines 1_100, 1_200, 5_000), one queued.
+        for (id, timeout_s) in [("w2", 2), ("w1", 1), ("late", 5), ("q", 1)] {
+            let mut run = new_run(id, "alice", 0);
+            run.thresholds.child_wait_timeout_s = timeout_s;
+            s.create_run(change::create(run, 50)).await.unwrap();
+        }
+        let wait = |from: i64| {
+            move |r: &longrun_domain::Run| {
+                let mut next = r.clone();
+                next.transition_to(RunStatus::Running, from)?;
+                next.transition_to(RunStatus::WaitingOnChildren, from)?;
+                Ok::<_, Rejection>(RunChange::of(next, vec![]))
+            }
+        };
+        for id in ["w2", "w1", "late"] {
+            s.update_run(id, &wait(100)).await.unwrap();
+        }
+        let ids =
+            |runs: Vec<longrun_domain::Run>| runs.into_iter().map(|r| r.id).collect::<Vec<_>>();
+
+        // Act
+        let due = ids(s.waits_due(2_100, 10).await.unwrap());
+        let first = ids(s.waits_due(2_100, 1).await.unwrap());
+        let none = s.waits_due(1_099, 10).await.unwrap();
+        s.update_run("w1", &|r: &longrun_domain::Run| {
+            let mut next = r.clone();
+            next.transition_to(RunStatus::Queued, 1_500)?;
+            Ok::<_, Rejection>(RunChange::of(next, vec![]))
+        })
+        .await
+        .unwrap();
+        let after_wake = ids(s.waits_due(2_100, 10).await.unwrap());
+
+        // Assert
+        assert_eq!(due, vec!["w1", "w2"]);
+        assert_eq!(first, vec!["w1"]);
+        assert!(none.is_empty(), "no wait is due before its deadline");
+        assert_eq!(
+            after_wake,
+            vec!["w2"],
+            "a run woken meanwhile waits no more"
+        );
+    }
+
     pub async fn webhooks_are_replaced_whole_and_scoped_to_their_user(s: &dyn Store) {
         let hook = |url: &str| Webhook {
             url: url.into(),
@@ -1034,6 +1081,7 @@ macro_rules! all_adapters {
                 runs_are_listed_per_user_newest_first_with_filters_and_cursor,
                 runs_are_listed_by_their_context_type_entity_or_both,
                 stale_runs_are_the_claimable_and_the_unnotified_oldest_first,
+                runs_whose_wait_for_children_is_due_are_found_earliest_deadline_first,
                 webhooks_are_replaced_whole_and_scoped_to_their_user,
                 tools_are_kept_per_user_by_name_and_deleted_only_by_their_owner,
                 mcp_servers_are_kept_per_user_by_name_apart_from_tools_and_deleted_only_by_their_owner,

@@ -51,6 +51,7 @@ export const runPage: Page = (ctx, root, params) => {
   const waiting = h("div", { class: "waiting-slot" });
   const cont = h("div", { class: "continue-slot" });
   const tell = h("div", { class: "tell-slot" });
+  const followUp = h("div", { class: "follow-up-slot" });
   const overview = h("dl", { class: "facts" });
   const cost = h("div", { class: "cost" });
   const report = h("div", {});
@@ -79,7 +80,7 @@ export const runPage: Page = (ctx, root, params) => {
         title,
         h("div", { class: "run-status" }, badge, liveDot),
         controls),
-      warning, waiting, cont, tell,
+      warning, waiting, cont, followUp, tell,
       h("div", { class: "cols" },
         section("overview", "Overview", overview),
         section("cost", "Cost", cost)),
@@ -173,6 +174,7 @@ export const runPage: Page = (ctx, root, params) => {
       : null);
     renderWaiting(run);
     renderContinue(run);
+    renderFollowUp(run);
     renderTell(run);
     renderOverview(run);
     renderCost(run);
@@ -274,6 +276,30 @@ export const runPage: Page = (ctx, root, params) => {
     // A waiting run has its answer form; an ended one takes no messages.
     if (ENDED.includes(run.status) || run.status === "waiting_on_user") { replace(tell); return; }
     if (!tell.contains(tellForm)) replace(tell, tellForm);
+  }
+
+  // Built once so a half-typed question survives refreshes.
+  const question = h("textarea", { id: "follow-up", rows: 2, maxlength: "4096" });
+  const askBtn = h("button", { type: "submit", class: "primary" }, "Ask");
+  const followForm = h("form", { class: "card follow-up", "aria-labelledby": "follow-up-h" },
+    h("h2", { id: "follow-up-h" }, "Ask a follow-up"),
+    h("p", { class: "muted" }, "The run goes on with your question, on the budgets it has left; its next end writes a new report."),
+    h("div", { class: "field" }, h("label", { for: "follow-up" }, "Question"), question),
+    h("div", { class: "row" }, askBtn));
+  followForm.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const text = question.value.trim();
+    if (!text) { ctx.fail(new Error("Write a question first.")); question.focus(); return; }
+    askBtn.disabled = true;
+    if (await act("follow-up", { question: text })) question.value = "";
+    askBtn.disabled = false;
+  });
+
+  function renderFollowUp(run: Run) {
+    // Ended runs but canceled ones take a follow-up; agent runs do not.
+    const open = ["completed", "stopped", "failed"].includes(run.status) && !run.agent;
+    if (!open) { replace(followUp); return; }
+    if (!followUp.contains(followForm)) replace(followUp, followForm);
   }
 
   const contForm = h("form", { class: "card continue", "aria-labelledby": "continue-h" });

@@ -216,6 +216,10 @@ test("a run started from the composer advances live, waits on the user, complete
   assert.equal(await page.getByTestId("report-evidence").textContent(), "guide.md");
   assert.match(await page.getByTestId("report-changes").textContent(), /document guide\.md created in iteration 3 — Tea guide/);
   await page.getByText("Stopping reason: completed").waitFor();
+  // An ended run takes a follow-up question; a blank one is refused before any request.
+  await page.getByRole("heading", { name: "Ask a follow-up" }).waitFor();
+  await page.getByRole("button", { name: "Ask", exact: true }).click();
+  await page.getByText("Write a question first.").waitFor();
   await shot(page, "4-report-and-doc");
 
   await page.getByRole("button", { name: "Live view" }).click();

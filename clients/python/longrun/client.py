@@ -34,6 +34,7 @@ from .openapi.api.default import (
     post_runs,
     post_runs_id_cancel,
     post_runs_id_continue,
+    post_runs_id_follow_up,
     post_runs_id_messages,
     post_runs_id_pause,
 )
@@ -41,6 +42,7 @@ from .openapi.client import AuthenticatedClient, Client
 from .openapi.models import (
     ContinueBody,
     Doc,
+    FollowUpBody,
     Event,
     GetRunsResponse200,
     GetRunsStatus,
@@ -240,6 +242,12 @@ class Longrun(_Base):
         body = ContinueBody.from_dict({"budgets": budgets} if budgets else {})
         return self._call(post_runs_id_continue.sync_detailed, run_id, body=body)
 
+    def follow_up(self, run_id: str, question: str, budgets: Optional[Dict[str, Any]] = None) -> Run:
+        """Ask an ended run (completed, stopped or failed) a follow-up question: it runs again
+        on the budgets it has left (or those raised here) and writes a new report."""
+        body = FollowUpBody.from_dict({"question": question, **({"budgets": budgets} if budgets else {})})
+        return self._call(post_runs_id_follow_up.sync_detailed, run_id, body=body)
+
     def report(self, run_id: str) -> Report:
         return self._call(get_runs_id_report.sync_detailed, run_id)
 
@@ -431,6 +439,10 @@ class AsyncLongrun(_Base):
     async def continue_run(self, run_id: str, budgets: Optional[Dict[str, Any]] = None) -> Run:
         body = ContinueBody.from_dict({"budgets": budgets} if budgets else {})
         return await self._call(post_runs_id_continue.asyncio_detailed, run_id, body=body)
+
+    async def follow_up(self, run_id: str, question: str, budgets: Optional[Dict[str, Any]] = None) -> Run:
+        body = FollowUpBody.from_dict({"question": question, **({"budgets": budgets} if budgets else {})})
+        return await self._call(post_runs_id_follow_up.asyncio_detailed, run_id, body=body)
 
     async def report(self, run_id: str) -> Report:
         return await self._call(get_runs_id_report.asyncio_detailed, run_id)

@@ -14,6 +14,7 @@ export type CreateRun = S["RunTemplate"];
 export type BudgetsInput = S["BudgetsInput"];
 export type RespondBody = S["RespondBody"];
 export type ContinueBody = S["ContinueBody"];
+export type FollowUpBody = S["FollowUpBody"];
 export type RunPatch = S["RunPatch"];
 export type CreateSchedule = S["CreateSchedule"];
 export type Webhook = S["Webhook"];
@@ -208,6 +209,9 @@ export class LongrunClient {
   pause(id: string) { return this.post<Run>(`/v1/runs/${enc(id)}/pause`); }
   /** Resume a paused run, or continue a stopped one with raised budgets. */
   continue(id: string, body: ContinueBody = {}) { return this.post<Run>(`/v1/runs/${enc(id)}/continue`, body); }
+  /** Ask an ended run (completed, stopped or failed) a follow-up question: it runs again on the
+   * budgets it has left (or those raised in `budgets`) and writes a new report. */
+  followUp(id: string, body: FollowUpBody) { return this.post<Run>(`/v1/runs/${enc(id)}/follow-up`, body); }
   patch(id: string, body: RunPatch) { return this.request<Run>("PATCH", `/v1/runs/${enc(id)}`, body); }
 
   iterations(id: string, q: { after?: number; limit?: number } = {}) {

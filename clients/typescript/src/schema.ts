@@ -225,6 +225,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/runs/{id}/follow-up": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Ask an ended run a follow-up question; it runs again and writes a new report */
+        post: operations["post_runs_id_follow-up"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/runs/{id}/iterations": {
         parameters: {
             query?: never;
@@ -648,6 +665,13 @@ export interface components {
              * @default 0
              */
             cost_usd?: number;
+            /**
+             * @description Fire-and-forget (`spawn_run` with `detached`): the parent neither waits for it nor
+             *     takes it down when it ends; it runs on its own budgets, still listed here (and counted
+             *     against the parent's children and depth limits), and reports its end here.
+             * @default false
+             */
+            detached?: boolean;
             id: string;
             objective: string;
             status: components["schemas"]["RunStatus"];
@@ -768,13 +792,35 @@ export interface components {
          *     `waiting_for_capacity`: A model call waited for the model's shared capacity (per-model limits) before it was made; the wait is not running time.
          *
          *     `message_posted`: The user posted a message to the run; the next planner prompt carries it.
+         *
+         *     `follow_up_asked`: An ended run was asked a follow-up question; the payload sums up the report it supersedes.
+         *
+         *     `child_wait_timed_out`: A run's wait for its children timed out; it goes on without those still running.
          * @enum {string}
          */
-        EventKind: "run_created" | "iteration_started" | "iteration_cost_update" | "iteration_committed" | "run_waiting" | "run_completed" | "run_stopped" | "run_canceled" | "run_failed" | "cancel_requested" | "user_responded" | "run_continued" | "pause_requested" | "run_paused" | "run_resumed" | "run_patched" | "child_spawned" | "child_finished" | "warning" | "iteration_deferred" | "waiting_for_capacity" | "message_posted";
+        EventKind: "run_created" | "iteration_started" | "iteration_cost_update" | "iteration_committed" | "run_waiting" | "run_completed" | "run_stopped" | "run_canceled" | "run_failed" | "cancel_requested" | "user_responded" | "run_continued" | "pause_requested" | "run_paused" | "run_resumed" | "run_patched" | "child_spawned" | "child_finished" | "warning" | "iteration_deferred" | "waiting_for_capacity" | "message_posted" | "follow_up_asked" | "child_wait_timed_out";
         ExecutorBrief: {
             summary: string;
             title: string;
             tool_results: components["schemas"]["ToolResultBrief"][];
+        };
+        /**
+         * @description A follow-up question to an ended run (completed, stopped or failed): the run is queued
+         *     again and its planner answers the question. It runs on the budgets the run has left;
+         *     `budgets` raises them (needed when none is left).
+         */
+        FollowUpBody: {
+            /**
+             * @default {
+             *       "max_cost_usd": null,
+             *       "max_iterations": null,
+             *       "max_running_ms": null,
+             *       "max_tokens": null,
+             *       "max_tool_calls": null
+             *     }
+             */
+            budgets?: components["schemas"]["BudgetsInput"];
+            question: string;
         };
         IterationMetrics: {
             /** Format: double */
@@ -1065,6 +1111,8 @@ export interface components {
             id: string;
             /** Format: uint32 */
             iteration_last_touched: number;
+            /** @description The last note an executor left on the step it worked on. */
+            notes?: string | null;
             status: components["schemas"]["StepStatus"];
             title: string;
         };
@@ -1206,6 +1254,12 @@ export interface components {
              */
             children?: components["schemas"]["ChildRun"][];
             /**
+             * Format: int64
+             * @description While `waiting_on_children`: when the wait times out (`child_wait_timeout_s` after it
+             *     began) and the run goes on without the children still running.
+             */
+            children_wait_until?: number | null;
+            /**
              * @description Plain-language conditions the result must meet: a completion claim must map each one
              *     (`c1`, `c2`, … in order) to accepted evidence.
              */
@@ -1223,6 +1277,11 @@ export interface components {
              * @description Number of events appended so far; the next event gets `event_seq + 1`.
              */
             event_seq: number;
+            /**
+             * @description The user's follow-up question to the run after it ended (`POST /v1/runs/{id}/follow-up`):
+             *     every planner prompt from then on carries it, until another follow-up replaces it.
+             */
+            follow_up_question?: string | null;
             /** @description Guidance for the next planner prompt (failed exit-gate conditions, anti-repetition). */
             hints: string[];
             id: string;
@@ -1459,6 +1518,14 @@ export interface components {
         };
         /** @description Breaker thresholds, configurable per run. */
         Thresholds: {
+            /**
+             * Format: uint64
+             * @description Seconds a run waits for its children (`wait_for_children`) before it goes on without
+             *     them: the children still running are left running on their own, as if detached, and
+             *     the next prompt names them.
+             * @default 3600
+             */
+            child_wait_timeout_s?: number;
             /**
              * Format: uint32
              * @description Consecutive iterations without progress before `no_progress`.
@@ -2751,6 +2818,86 @@ export interface operations {
                         events?: components["schemas"]["Event"][];
                         next_after?: number;
                     };
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "post_runs_id_follow-up": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FollowUpBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Run"];
                 };
             };
             /** @description Problem details (RFC 7807) */

@@ -50,6 +50,7 @@ pub async fn handle(
         republished = report.republished.len(),
         leased = report.leased,
         started = report.started.len(),
+        woken = report.woken.len(),
         "sweep done"
     );
     Ok(report)

@@ -143,6 +143,7 @@ fn a_completion_claim_with_remaining_work_or_open_steps_continues() {
         title: "t".into(),
         status: StepStatus::InProgress,
         iteration_last_touched: 1,
+        notes: None,
     }];
     let v = decide(&sample_run(), &f);
     assert_eq!(v.outcome, Outcome::Continue);

@@ -63,6 +63,8 @@ pub enum RunEvent {
         child_run_id: String,
         objective: String,
         budgets: Budgets,
+        /// Fire-and-forget: the parent neither waits for it nor ends it.
+        detached: bool,
     },
     RunPaused {
         after_iteration: u32,
@@ -70,6 +72,12 @@ pub enum RunEvent {
     /// `run_waiting` for the children still active.
     WaitingOnChildren {
         children: Vec<String>,
+    },
+    /// The run waited `waited_ms` for its children (its `child_wait_timeout_s`) and goes on:
+    /// those still running (`still_running`) are left running on their own, as if detached.
+    ChildWaitTimedOut {
+        waited_ms: i64,
+        still_running: Vec<String>,
     },
     /// `run_waiting` for the user's answers.
     WaitingOnUser {
@@ -107,6 +115,14 @@ pub enum RunEvent {
     RunContinued {
         budgets: Budgets,
         from_iteration: u32,
+    },
+    /// An ended run was asked a follow-up question and queued again; the report it ended with
+    /// is superseded by the one its next end writes, and is summed up here.
+    FollowUpAsked {
+        question: String,
+        from_iteration: u32,
+        budgets: Budgets,
+        superseded: SupersededReport,
     },
     ChildFinished {
         child_run_id: String,
@@ -175,9 +191,21 @@ impl RunEvent {
             RunEvent::UserResponded { .. } => EventKind::UserResponded,
             RunEvent::MessagePosted { .. } => EventKind::MessagePosted,
             RunEvent::RunContinued { .. } => EventKind::RunContinued,
+            RunEvent::FollowUpAsked { .. } => EventKind::FollowUpAsked,
             RunEvent::ChildFinished { .. } => EventKind::ChildFinished,
+            RunEvent::ChildWaitTimedOut { .. } => EventKind::ChildWaitTimedOut,
         }
     }
+}
+
+/// What a report superseded by a follow-up said: the status the run had ended in, why, and the
+/// report's summary.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SupersededReport {
+    pub status: RunStatus,
+    pub stopping_reason: Option<StoppingReason>,
+    pub summary: Option<String>,
+    pub ended_at: Option<i64>,
 }
 
 impl From<RunEvent> for EventDraft {

@@ -336,6 +336,7 @@ mod tests {
             title: "t".into(),
             status,
             iteration_last_touched: 1,
+            notes: None,
         }
     }
 

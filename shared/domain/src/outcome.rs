@@ -299,6 +299,24 @@ pub fn stale_owing(
     out
 }
 
+/// The answer to `waits_due` from candidate runs: those waiting on children whose wait times
+/// out at or before `now`, earliest deadline first, at most `limit`.
+pub fn waits_due(
+    runs: impl IntoIterator<Item = crate::Run>, now: i64, limit: usize,
+) -> Vec<crate::Run> {
+    let mut out: Vec<(i64, crate::Run)> = runs
+        .into_iter()
+        .filter(|r| r.status == crate::RunStatus::WaitingOnChildren)
+        .filter_map(|r| {
+            r.children_wait_until
+                .filter(|at| *at <= now)
+                .map(|at| (at, r))
+        })
+        .collect();
+    out.sort_by(|(a, x), (b, y)| (a, &x.id).cmp(&(b, &y.id)));
+    out.into_iter().take(limit).map(|(_, r)| r).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -73,6 +73,10 @@ pub struct ExecutorTask {
     pub instructions: String,
     #[serde(default)]
     pub tools: Vec<String>,
+    /// Ids of the plan steps this task works on: its executor may update their status and
+    /// notes, and no other step's.
+    #[serde(default)]
+    pub plan_steps: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -93,6 +97,19 @@ pub struct ExecutorOutput {
     pub tool_calls: Vec<ToolCall>,
     #[serde(default)]
     pub summary: String,
+    /// Updates to the plan steps the task was given (others are refused).
+    #[serde(default)]
+    pub plan_updates: Vec<StepNote>,
+}
+
+/// An executor's update of one plan step its task was given: a new status, a note, or both.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StepNote {
+    pub id: String,
+    #[serde(default)]
+    pub status: Option<StepStatus>,
+    #[serde(default)]
+    pub note: Option<String>,
 }
 
 /// What the repair pass answers: corrected calls for the ones that failed.

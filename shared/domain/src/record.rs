@@ -29,12 +29,17 @@ pub enum EventKind {
     /// The user posted a message to the run; the next planner prompt carries it.
     MessagePosted,
     RunContinued,
+    /// An ended run was asked a follow-up question; the payload sums up the report it
+    /// supersedes.
+    FollowUpAsked,
     PauseRequested,
     RunPaused,
     RunResumed,
     RunPatched,
     ChildSpawned,
     ChildFinished,
+    /// A run's wait for its children timed out; it goes on without those still running.
+    ChildWaitTimedOut,
     Warning,
 }
 

@@ -479,12 +479,14 @@ mod tests {
                 title: "Outline".into(),
                 status: StepStatus::Done,
                 iteration_last_touched: 2,
+                notes: None,
             },
             PlanStep {
                 id: "s2".into(),
                 title: "Review".into(),
                 status: StepStatus::Pending,
                 iteration_last_touched: 1,
+                notes: None,
             },
         ];
         let docs = [meta("a.md", 1), meta("b.md", 3)];

@@ -133,6 +133,17 @@ pub struct Thresholds {
     #[serde(default = "default_tool_failure")]
     #[schemars(range(min = 1, max = 1000))]
     pub repeated_tool_failure_limit: u32,
+    /// Seconds a run waits for its children (`wait_for_children`) before it goes on without
+    /// them: the children still running are left running on their own, as if detached, and
+    /// the next prompt names them.
+    #[serde(default = "default_child_wait_timeout")]
+    #[schemars(range(min = 1, max = 604800))]
+    pub child_wait_timeout_s: u64,
+}
+
+/// An hour: children do whole runs of model calls, so the wait is long, but bounded.
+fn default_child_wait_timeout() -> u64 {
+    3_600
 }
 
 fn default_no_progress() -> u32 {
@@ -155,6 +166,7 @@ impl Default for Thresholds {
             repeated_error_limit: default_repeated_error(),
             repeated_action_limit: default_repeat(),
             repeated_tool_failure_limit: default_tool_failure(),
+            child_wait_timeout_s: default_child_wait_timeout(),
         }
     }
 }
@@ -179,6 +191,13 @@ impl Thresholds {
                     message: format!("must be between 1 and 1000, got {v}"),
                 });
             }
+        }
+        let wait = self.child_wait_timeout_s;
+        if wait == 0 || wait > 604_800 {
+            return Err(DomainError::InvalidField {
+                field: "thresholds.child_wait_timeout_s",
+                message: format!("must be between 1 and 604800 seconds, got {wait}"),
+            });
         }
         Ok(())
     }
@@ -333,11 +352,16 @@ pub struct ChildRun {
     pub tokens: u64,
     #[serde(default)]
     pub cost_usd: f64,
+    /// Fire-and-forget (`spawn_run` with `detached`): the parent neither waits for it nor
+    /// takes it down when it ends; it runs on its own budgets, still listed here (and counted
+    /// against the parent's children and depth limits), and reports its end here.
+    #[serde(default)]
+    pub detached: bool,
 }
 
 impl ChildRun {
     /// A child as its parent's commit lists it: queued, nothing spent yet.
-    pub fn new(id: &str, objective: &str, budgets: Budgets) -> ChildRun {
+    pub fn new(id: &str, objective: &str, budgets: Budgets, detached: bool) -> ChildRun {
         ChildRun {
             id: id.to_string(),
             objective: objective.to_string(),
@@ -346,7 +370,13 @@ impl ChildRun {
             summary: None,
             tokens: 0,
             cost_usd: 0.0,
+            detached,
         }
+    }
+
+    /// A child its parent waits for and takes down with it: attached and not yet ended.
+    pub fn is_attached_and_active(&self) -> bool {
+        !self.detached && !self.status.is_ended()
     }
 }
 
@@ -448,6 +478,9 @@ pub struct PlanStep {
     pub title: String,
     pub status: StepStatus,
     pub iteration_last_touched: u32,
+    /// The last note an executor left on the step it worked on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
 }
 
 pub const MAX_PLAN_STEPS: usize = 50;
@@ -508,11 +541,58 @@ pub fn apply_plan_updates(
                 title: title.clone(),
                 status: *status,
                 iteration_last_touched: iteration,
+                notes: None,
             });
             advanced = true;
         }
     }
     advanced
+}
+
+/// Characters of an executor's note kept on a plan step.
+pub const MAX_STEP_NOTE_CHARS: usize = 1_000;
+
+/// What an executor's plan updates did: the steps changed (as the plan lists them now) and
+/// why the others were refused.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ExecutorPlanEdit {
+    pub changed: Vec<PlanStep>,
+    pub refused: Vec<String>,
+    pub advanced: bool,
+}
+
+/// An executor's updates of the plan steps its task was `given`: the status and note of those
+/// steps only. A step not given to it, or not in the plan, is refused (an executor never adds
+/// a step); a note is clipped to [`MAX_STEP_NOTE_CHARS`].
+pub fn apply_executor_updates(
+    plan: &mut [PlanStep], given: &[String], updates: &[crate::planner::StepNote], iteration: u32,
+) -> ExecutorPlanEdit {
+    let mut edit = ExecutorPlanEdit::default();
+    for u in updates {
+        if !given.contains(&u.id) {
+            edit.refused
+                .push(format!("step {} was not given to this task", u.id));
+            continue;
+        }
+        let Some(step) = plan.iter_mut().find(|s| s.id == u.id) else {
+            edit.refused
+                .push(format!("step {} is not in the plan", u.id));
+            continue;
+        };
+        let before = step.clone();
+        if let Some(status) = u.status {
+            edit.advanced |= status.rank() > step.status.rank();
+            step.status = status;
+        }
+        if let Some(note) = u.note.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
+            step.notes = Some(note.chars().take(MAX_STEP_NOTE_CHARS).collect());
+        }
+        if *step != before {
+            step.iteration_last_touched = iteration;
+            edit.changed.push(step.clone());
+        }
+    }
+    edit
 }
 
 /// Consecutive-iteration counters behind the breakers.
@@ -672,6 +752,14 @@ pub struct Run {
     /// planner: the next iteration's prompt carries them, whatever the run's status.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending_messages: Vec<UserAnswer>,
+    /// The user's follow-up question to the run after it ended (`POST /v1/runs/{id}/follow-up`):
+    /// every planner prompt from then on carries it, until another follow-up replaces it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub follow_up_question: Option<String>,
+    /// While `waiting_on_children`: when the wait times out (`child_wait_timeout_s` after it
+    /// began) and the run goes on without the children still running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub children_wait_until: Option<i64>,
     /// Open questions while `waiting_on_user`.
     pub questions: Vec<String>,
     /// Guidance for the next planner prompt (failed exit-gate conditions, anti-repetition).
@@ -730,6 +818,8 @@ impl Run {
             depth: 0,
             pending_answers: vec![],
             pending_messages: vec![],
+            follow_up_question: None,
+            children_wait_until: None,
             questions: vec![],
             hints: vec![],
             remaining_work: vec![],
@@ -757,11 +847,12 @@ impl Run {
         self.recent_docs.truncate(RECENT_DOCS);
     }
 
-    /// Children not yet ended.
+    /// Attached children not yet ended: those the run may wait for, and must see end before it
+    /// completes. Detached children are left out: fire-and-forget.
     pub fn active_children(&self) -> usize {
         self.children
             .iter()
-            .filter(|c| !c.status.is_ended())
+            .filter(|c| c.is_attached_and_active())
             .count()
     }
 
@@ -784,6 +875,57 @@ impl Run {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_executor_updates_the_status_and_notes_of_the_steps_it_was_given_and_no_other() {
+        // Arrange
+        let step = |id: &str| PlanStep {
+            id: id.into(),
+            title: format!("step {id}"),
+            status: StepStatus::Pending,
+            iteration_last_touched: 1,
+            notes: None,
+        };
+        let mut plan = vec![step("s1"), step("s2")];
+        let note =
+            |id: &str, status: Option<StepStatus>, note: Option<&str>| crate::planner::StepNote {
+                id: id.into(),
+                status,
+                note: note.map(str::to_string),
+            };
+        let updates = [
+            note(
+                "s1",
+                Some(StepStatus::Done),
+                Some("  found three sources  "),
+            ),
+            note("s2", Some(StepStatus::Done), None),
+            note("s9", None, Some("made up")),
+        ];
+
+        // Act
+        let edit = apply_executor_updates(&mut plan, &["s1".into(), "s9".into()], &updates, 4);
+
+        // Assert
+        assert_eq!(plan[0].status, StepStatus::Done);
+        assert_eq!(plan[0].notes.as_deref(), Some("found three sources"));
+        assert_eq!(plan[0].iteration_last_touched, 4);
+        assert_eq!(
+            plan[1],
+            step("s2"),
+            "a step not given to the task is left alone"
+        );
+        assert_eq!(plan.len(), 2, "an executor never adds a step");
+        assert!(edit.advanced);
+        assert_eq!(edit.changed.len(), 1);
+        assert_eq!(
+            edit.refused,
+            vec![
+                "step s2 was not given to this task",
+                "step s9 is not in the plan"
+            ]
+        );
+    }
 
     #[test]
     fn negative_budgets_are_rejected_with_the_field_named() {

@@ -54,7 +54,8 @@ impl RunStatus {
         RunStatus::ALL.into_iter().find(|st| st.as_str() == s)
     }
 
-    /// Ended runs hold no slot in the per-user active counter. `stopped` can still be continued.
+    /// Ended runs hold no slot in the per-user active counter. `stopped` can still be continued,
+    /// and every ended run but a `canceled` one can be asked a follow-up question.
     pub fn is_ended(self) -> bool {
         matches!(
             self,
@@ -62,12 +63,10 @@ impl RunStatus {
         )
     }
 
-    /// Final: nothing can move the run out of these.
+    /// Final: nothing can move the run out of it. The user's cancel stays the one sure way
+    /// to end a run (and its attached children) for good.
     pub fn is_final(self) -> bool {
-        matches!(
-            self,
-            RunStatus::Completed | RunStatus::Canceled | RunStatus::Failed
-        )
+        self == RunStatus::Canceled
     }
 
     /// A worker may claim the next iteration only in these.
@@ -84,7 +83,8 @@ impl RunStatus {
 
     /// The machine, and only the moves the domain makes: a claim (queued or running to
     /// running), a commit (running to anything but queued), the user's cancel, pause, answer,
-    /// resume and continue, and the children's end waking or stopping their parent.
+    /// resume, continue and follow-up question, and the children's end (or the wait for them
+    /// timing out) waking or stopping their parent.
     pub fn can_transition_to(self, to: RunStatus) -> bool {
         use RunStatus::*;
         match self {
@@ -92,8 +92,9 @@ impl RunStatus {
             Running => to != Queued,
             WaitingOnUser | WaitingOnChildren => matches!(to, Queued | Stopped | Canceled),
             Paused => matches!(to, Queued | Canceled),
-            Stopped => matches!(to, Queued),
-            Completed | Canceled | Failed => false,
+            // `continue`, or a follow-up question to an ended run.
+            Stopped | Completed | Failed => matches!(to, Queued),
+            Canceled => false,
         }
     }
 
@@ -190,9 +191,12 @@ impl Run {
     /// follow it here, so no caller can leave one behind:
     /// - leaving `running`: no lease (no iteration is in flight) and no pause pending;
     /// - leaving `waiting_on_user`: the questions are answered or moot;
+    /// - entering `waiting_on_children`: the wait's deadline (`child_wait_timeout_s` from now);
+    ///   leaving it: none;
     /// - entering an ended status: `ended_at`; leaving one (`continue`): no `ended_at`, no
     ///   cancel pending;
-    /// - entering `queued`: the last stop's reason and report no longer describe the run;
+    /// - entering `queued`: the last stop's reason and report no longer describe the run (a
+    ///   follow-up's event keeps what the superseded report said);
     /// - entering `waiting_on_user` or an ended status: its outcome is owed to the user
     ///   (`notified` false); entering `paused` or `waiting_on_children`: nothing to announce.
     pub fn transition_to(&mut self, to: RunStatus, now: i64) -> Result<(), DomainError> {
@@ -207,6 +211,8 @@ impl Run {
         if from == RunStatus::WaitingOnUser && to != RunStatus::WaitingOnUser {
             self.questions.clear();
         }
+        self.children_wait_until = (to == RunStatus::WaitingOnChildren)
+            .then(|| now.saturating_add((self.thresholds.child_wait_timeout_s * 1_000) as i64));
         if to.is_ended() && !from.is_ended() {
             self.ended_at = Some(now);
         }
@@ -265,6 +271,8 @@ mod tests {
         (Paused, Queued),
         (Paused, Canceled),
         (Stopped, Queued),
+        (Completed, Queued),
+        (Failed, Queued),
     ];
 
     #[test]
@@ -316,10 +324,12 @@ mod tests {
     }
 
     #[test]
-    fn final_statuses_accept_no_transition() {
-        for from in [Completed, Canceled, Failed] {
-            assert!(RunStatus::ALL.iter().all(|to| !from.can_transition_to(*to)));
-        }
+    fn a_canceled_run_accepts_no_transition() {
+        assert!(
+            RunStatus::ALL
+                .iter()
+                .all(|to| !Canceled.can_transition_to(*to))
+        );
     }
 
     #[test]

@@ -60,6 +60,8 @@ pub struct ChildRequest {
     pub id: String,
     pub objective: String,
     pub budgets: Budgets,
+    /// Fire-and-forget: not waited for, not ended with its parent.
+    pub detached: bool,
 }
 
 /// What the iteration staged, ready for the commit.
@@ -214,6 +216,39 @@ impl Staging {
             .map(|s| format!("{} [{}] {:?}", s.id, s.title, s.status))
             .collect();
         inner.plan_changes.extend(changes);
+    }
+
+    /// An executor's updates of the plan steps its task was given, recorded like the
+    /// planner's; returns why any were refused.
+    pub fn executor_plan_updates(
+        &self, task: &str, given: &[String], updates: &[longrun_domain::planner::StepNote],
+    ) -> Vec<String> {
+        let mut inner = self.lock();
+        let edit = longrun_domain::run::apply_executor_updates(
+            &mut inner.plan,
+            given,
+            updates,
+            self.iteration,
+        );
+        inner.plan_advanced |= edit.advanced;
+        let task: String = task.chars().take(80).collect();
+        inner.plan_changes.extend(
+            edit.changed
+                .iter()
+                .map(|s| format!("{} [{}] {:?} (executor `{task}`)", s.id, s.title, s.status)),
+        );
+        edit.refused
+    }
+
+    /// The plan steps of `ids`, as staged now (for an executor's prompt).
+    pub fn plan_steps(&self, ids: &[String]) -> Vec<PlanStep> {
+        let inner = self.lock();
+        inner
+            .plan
+            .iter()
+            .filter(|s| ids.contains(&s.id))
+            .cloned()
+            .collect()
     }
 
     /// Sources a tool just read: docs written from here on cite them.
@@ -535,6 +570,11 @@ struct SpawnRunArgs {
     /// Limits for the child; capped at what this run has left.
     #[serde(default)]
     budgets: BudgetsInput,
+    /// Fire-and-forget: this run neither waits for the child nor ends it when it ends itself;
+    /// the child runs on its own budgets (still carved from this run's) and reports its end
+    /// here.
+    #[serde(default)]
+    detached: bool,
 }
 
 /// `spawn_run`, allowing trees of runs up to `max_depth` deep.
@@ -548,7 +588,8 @@ impl Tool for SpawnRun {
         "spawn_run",
         "Start a child run for a self-contained part of the objective. Its budgets come out of \
          this run's remaining budget. Use wait_for_children to sleep until children end; this \
-         run cannot complete while a child is active.",
+         run cannot complete while a child is active. With detached: true the child is \
+         fire-and-forget: not waited for, it outlives this run's end.",
         SpawnRunArgs
     );
     fn writes(&self) -> bool {
@@ -583,8 +624,11 @@ impl Tool for SpawnRun {
             id: id.clone(),
             objective,
             budgets: budgets.clone(),
+            detached: a.detached,
         });
-        Ok(json!({"child_run_id": id, "budgets": budgets, "status": "starting"}))
+        Ok(
+            json!({"child_run_id": id, "budgets": budgets, "status": "starting", "detached": a.detached}),
+        )
     }
 }
 
@@ -609,9 +653,9 @@ impl Tool for WaitForChildren {
             .as_ref()
             .map(|p| p.active_children())
             .unwrap_or(0)
-            + inner.spawned.len();
+            + inner.spawned.iter().filter(|c| !c.detached).count();
         if active == 0 {
-            return Err("no child run is active; nothing to wait for".into());
+            return Err("no attached child run is active; nothing to wait for (detached children are not waited for)".into());
         }
         inner.wait_for_children = true;
         Ok(json!({"waiting_for": active}))

@@ -29,7 +29,7 @@ use longrun_service::Platform;
 use longrun_service::idempotency::{MAX_KEY_LEN, check_key, create_run_once};
 pub use longrun_service::runs::{
     CreateRun, MAX_ALLOWED_TOOLS, cancel_run, continue_run_with, create_run, create_run_with_id,
-    patch_run_with, pause_run, post_message, prepare_run, respond_run,
+    follow_up_run, patch_run_with, pause_run, post_message, prepare_run, respond_run,
 };
 
 /// The caller, from `Authorization: Bearer <token>`, or from a [`VerifiedUser`] that the
@@ -103,6 +103,18 @@ pub struct MessageBody {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContinueBody {
+    #[serde(default)]
+    pub budgets: BudgetsInput,
+}
+
+/// A follow-up question to an ended run (completed, stopped or failed): the run is queued
+/// again and its planner answers the question. It runs on the budgets the run has left;
+/// `budgets` raises them (needed when none is left).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FollowUpBody {
+    #[schemars(length(min = 1, max = 4096), extend("pattern" = longrun_domain::NOT_BLANK))]
+    pub question: String,
     #[serde(default)]
     pub budgets: BudgetsInput,
 }
@@ -581,6 +593,15 @@ async fn continue_run(
     Ok(Json(run_view(&p, &run)))
 }
 
+async fn follow_up(
+    State(p): State<Platform>, user: User, Path(id): Path<String>,
+    ApiJson(body): ApiJson<FollowUpBody>,
+) -> Result<Json<Value>, ApiError> {
+    owned(&p, &user, &id).await?;
+    let run = follow_up_run(&p, &id, &body.question, &body.budgets).await?;
+    Ok(Json(run_view(&p, &run)))
+}
+
 async fn pause(
     State(p): State<Platform>, user: User, Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
@@ -760,6 +781,7 @@ pub fn routes(p: Platform) -> Router {
         .route("/v1/runs/{id}/messages", post(message))
         .route("/v1/runs/{id}/agent", get(agent))
         .route("/v1/runs/{id}/continue", post(continue_run))
+        .route("/v1/runs/{id}/follow-up", post(follow_up))
         .route("/v1/config", get(server_config))
         .route("/v1/notifications", get(notifications))
         .route("/v1/notifications/read", post(mark_read))

@@ -139,7 +139,7 @@ fn initialize(params: &Value) -> Value {
         "instructions": "longrun runs long agent tasks to completion in the background. \
             start_run returns at once with a run id; poll get_run until its status is \
             completed, failed, stopped, canceled or waiting_on_user, then read get_report. \
-            A run waiting on you continues after respond.",
+            A run waiting on you continues after respond; an ended one answers a follow_up.",
     })
 }
 
@@ -213,6 +213,14 @@ fn tools() -> Value {
             "text": {"type": "string", "minLength": 1, "maxLength": 4000}})),
             "required": ["run_id", "text"]},
          "annotations": {"readOnlyHint": false}},
+        {"name": "follow_up", "description": "Ask a run that ended (completed, stopped or failed) \
+            a follow-up question: it runs again on the budgets it has left (raise them with \
+            budgets), its planner answers the question, and its next end writes a new report.",
+         "inputSchema": {"type": "object", "properties": by_id(json!({
+            "question": {"type": "string", "minLength": 1, "maxLength": 4096},
+            "budgets": {"type": "object", "description": "Raised limits, as in start_run"}})),
+            "required": ["run_id", "question"]},
+         "annotations": {"readOnlyHint": false, "idempotentHint": false}},
         {"name": "cancel", "description": "Cancel a run: at once when it is not iterating, before \
             its next model call when it is.",
          "inputSchema": {"type": "object", "properties": by_id(json!({})), "required": ["run_id"]},
@@ -246,6 +254,15 @@ struct DocArgs {
 struct MessageArgs {
     run_id: String,
     text: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FollowUpArgs {
+    run_id: String,
+    question: String,
+    #[serde(default)]
+    budgets: longrun_domain::run::BudgetsInput,
 }
 
 #[derive(Deserialize)]
@@ -322,6 +339,10 @@ async fn call_tool(p: &Platform, user: &User, params: &Value) -> RpcResult {
                 Err(e) => Err(e),
             }
         }
+        "follow_up" => {
+            let a: FollowUpArgs = args(name, a)?;
+            follow_up(p, user, a).await
+        }
         "cancel" => {
             let a: ById = args(name, a)?;
             match api::owned(p, user, &a.run_id).await {
@@ -346,6 +367,12 @@ async fn call_tool(p: &Platform, user: &User, params: &Value) -> RpcResult {
             "isError": true,
         }),
     })
+}
+
+async fn follow_up(p: &Platform, user: &User, a: FollowUpArgs) -> Result<Value, ApiError> {
+    api::owned(p, user, &a.run_id).await?;
+    let run = api::follow_up_run(p, &a.run_id, &a.question, &a.budgets).await?;
+    Ok(api::run_view(p, &run))
 }
 
 async fn list_runs(p: &Platform, user: &User, a: ListArgs) -> Result<Value, ApiError> {

@@ -15,7 +15,9 @@ use longrun_domain::RunStatus;
 use longrun_outbound::FetchPolicy;
 
 use crate::api::CURSOR_PATTERN;
-use crate::api::{ContinueBody, CreateRun, MarkReadBody, MessageBody, RespondBody, WebhooksBody};
+use crate::api::{
+    ContinueBody, CreateRun, FollowUpBody, MarkReadBody, MessageBody, RespondBody, WebhooksBody,
+};
 use crate::config::AppConfig;
 use crate::mcp_servers::{McpServerList, McpServerView, RegisterMcpServer};
 use crate::schedules::CreateSchedule;
@@ -240,6 +242,14 @@ const OPS: &[Op] = &[
         path: "/v1/runs/{id}/continue",
         summary: "Continue a stopped run with raised budgets, or resume a paused one",
         body: Some(schema::<ContinueBody>),
+        ok: 200,
+        response: Some(schema::<Run>),
+    },
+    Op {
+        method: "post",
+        path: "/v1/runs/{id}/follow-up",
+        summary: "Ask an ended run a follow-up question; it runs again and writes a new report",
+        body: Some(schema::<FollowUpBody>),
         ok: 200,
         response: Some(schema::<Run>),
     },

@@ -186,6 +186,11 @@ impl RunLog for InMemoryRunStore {
         let runs = self.lock().runs.values().cloned().collect::<Vec<_>>();
         Ok(stale_owing(runs, updated_before, limit))
     }
+
+    async fn waits_due(&self, now: i64, limit: usize) -> StoreResult<Vec<Run>> {
+        let runs = self.lock().runs.values().cloned().collect::<Vec<_>>();
+        Ok(longrun_domain::outcome::waits_due(runs, now, limit))
+    }
 }
 
 #[async_trait]

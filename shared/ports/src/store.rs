@@ -94,6 +94,9 @@ pub trait RunLog: Send + Sync {
     /// Runs the sweeper may have to nudge, oldest write first: claimable (a next step is owed)
     /// or with an outcome not yet published, and not written since `updated_before`.
     async fn stale_runs(&self, updated_before: i64, limit: usize) -> StoreResult<Vec<Run>>;
+    /// Runs waiting on their children whose wait times out at or before `now`
+    /// (`children_wait_until`), earliest deadline first, at most `limit`.
+    async fn waits_due(&self, now: i64, limit: usize) -> StoreResult<Vec<Run>>;
 }
 
 /// A run's workspace documents and scratchpad, as committed by `RunLog::update_run`.

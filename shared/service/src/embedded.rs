@@ -146,7 +146,8 @@ impl Running {
         }
     }
 
-    /// Starts due scheduled runs every `every` until `shutdown` turns true.
+    /// Starts due scheduled runs, and sends on runs whose wait for their children timed out,
+    /// every `every` until `shutdown` turns true.
     pub fn spawn_scheduler(
         &self, every: std::time::Duration, mut shutdown: watch::Receiver<bool>,
     ) -> JoinHandle<()> {
@@ -155,6 +156,9 @@ impl Running {
             loop {
                 if let Err(e) = crate::schedules::start_due(&platform, 100).await {
                     tracing::error!(error = %e, "starting scheduled runs failed; retrying");
+                }
+                if let Err(e) = platform.follow_up.wake_waits(100).await {
+                    tracing::error!(error = %e, "waking runs whose wait timed out failed; retrying");
                 }
                 tokio::select! {
                     _ = tokio::time::sleep(every) => {}

@@ -296,6 +296,30 @@ pub async fn continue_run_with(
     Ok(run)
 }
 
+/// A follow-up question to an ended run (completed, stopped or failed): the run is queued
+/// again and every planner prompt from its next iteration on carries the question. Budgets are
+/// the run's own (spend never resets), raised by `budgets` when given; a run with nothing left
+/// is refused with what to raise. Its report is superseded by the one its next end writes.
+pub async fn follow_up_run(
+    p: &Platform, id: &str, question: &str, budgets: &BudgetsInput,
+) -> Result<Run, ServiceError> {
+    if is_blank(question) || question.chars().count() > change::MAX_FOLLOW_UP_CHARS {
+        return Err(ServiceError::Invalid(format!(
+            "question must be 1 to {} characters",
+            change::MAX_FOLLOW_UP_CHARS
+        )));
+    }
+    no_controls("question", question).map_err(ServiceError::Invalid)?;
+    let now = p.clock.now_ms();
+    let limit = p.config.active_limit;
+    let run = p
+        .store
+        .update_run(id, &|r| change::follow_up(r, question, budgets, limit, now))
+        .await?;
+    p.follow_up.enqueue_next(&run, StepReason::Resume).await?;
+    Ok(run)
+}
+
 /// A message to a run that has not ended: its next iteration's planner reads it. Nothing is
 /// enqueued: a queued or running run gets to its next iteration anyway, and a waiting or paused
 /// one shows it once it goes on.

@@ -74,6 +74,8 @@ const SWEEP_PARTITION: &str = "SWEEP";
 const SWEEP_BUCKET_MS: i64 = 5 * 60 * 1000;
 /// Schedules share the sparse index, in their own partition keyed by `next_at`.
 const SCHEDULE_PARTITION: &str = "SCHED";
+/// Runs waiting on children share it too, keyed by their wait's deadline.
+const WAIT_PARTITION: &str = "WAIT";
 pub const GSI_USER_RUNS: &str = "GSI1";
 pub const GSI_SWEEP: &str = "GSI2";
 

@@ -210,6 +210,18 @@ impl RunLog for DynamoDbRunStore {
             limit,
         ))
     }
+
+    async fn waits_due(&self, now: i64, limit: usize) -> StoreResult<Vec<Run>> {
+        // `#` sorts before every id, so `{now}#~` bounds every deadline at `now`.
+        let upto = format!("{}#~", stamp(now));
+        let page = limit.clamp(1, 1000);
+        let items = self
+            .sweep_index_upto(WAIT_PARTITION, "<=", upto, page, limit)
+            .await?;
+        let ids = items.iter().map(run_id_of).collect::<Result<Vec<_>, _>>()?;
+        let runs = self.runs_by_id(&ids).await?;
+        Ok(longrun_domain::outcome::waits_due(runs, now, limit))
+    }
 }
 
 #[async_trait]

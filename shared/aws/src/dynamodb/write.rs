@@ -67,9 +67,15 @@ impl DynamoDbRunStore {
             item.insert("expires_at".into(), n(at));
         }
         // Sparse: only runs the sweeper may have to nudge (a next step or an outcome owed).
-        if run.status.is_claimable() || !run.notified {
+        if longrun_domain::outcome::owes_follow_up(run) {
             item.insert("GSI2PK".into(), s(SWEEP_PARTITION));
             item.insert("GSI2SK".into(), s(stamp(sweep_bucket(run.updated_at))));
+        } else if let (longrun_domain::RunStatus::WaitingOnChildren, Some(at)) =
+            (*run.status, run.children_wait_until)
+        {
+            // Never owing a follow-up (a wait on children is not announced): its deadline is.
+            item.insert("GSI2PK".into(), s(WAIT_PARTITION));
+            item.insert("GSI2SK".into(), s(format!("{}#{}", stamp(at), run.id)));
         }
         Ok(item)
     }

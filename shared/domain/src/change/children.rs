@@ -113,6 +113,56 @@ pub fn child_finished(
     Ok(RunChange::of(next, events))
 }
 
+/// The wait for children timed out (`children_wait_until` passed): the run goes on without
+/// the children still running, which are left running on their own (detached: no longer
+/// waited for, nor ended with it); the event and the next prompt name them. With no iteration
+/// left, the run ends as out of budget instead.
+pub fn child_wait_timed_out(
+    run: &Run, workspace: &[DocMeta], now: i64,
+) -> Result<RunChange, Rejection> {
+    let due = run.children_wait_until.filter(|at| *at <= now);
+    let (RunStatus::WaitingOnChildren, Some(deadline)) = (*run.status, due) else {
+        return Err(Rejection::Conflict("no wait for children is due".into()));
+    };
+    let waited_ms = (run.thresholds.child_wait_timeout_s * 1_000) as i64;
+    let mut next = run.clone();
+    let mut still_running = vec![];
+    let mut named = vec![];
+    for c in next
+        .children
+        .iter_mut()
+        .filter(|c| c.is_attached_and_active())
+    {
+        c.detached = true;
+        still_running.push(c.id.clone());
+        named.push(format!(
+            "{} ({})",
+            c.id,
+            c.objective.chars().take(120).collect::<String>()
+        ));
+    }
+    next.hints.push(format!(
+        "You waited {} s for your child runs and the wait timed out (child_wait_timeout_s); \
+         still running: {}. Go on without them: they run on their own, and their reports reach \
+         you here if they end while this run is active.",
+        waited_ms / 1_000,
+        named.join(", ")
+    ));
+    next.updated_at = now;
+    let timed_out = RunEvent::ChildWaitTimedOut {
+        waited_ms: now - deadline + waited_ms,
+        still_running,
+    };
+    let events = vec![timed_out.into()];
+    let next_n = next.iteration + 1;
+    let running = next.metrics.running_ms;
+    if let Some(spent) = check_budgets(&next.budgets, &next.budget_metrics(), next_n, running) {
+        return stop_out_of_budget(next, events, spent, workspace, now);
+    }
+    next.transition_to(RunStatus::Queued, now)?;
+    Ok(RunChange::of(next, events))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,6 +178,7 @@ mod tests {
             summary: None,
             tokens: 0,
             cost_usd: 0.0,
+            detached: false,
         }
     }
 
@@ -185,12 +236,107 @@ mod tests {
             summary: None,
             tokens: 0,
             cost_usd: 0.0,
+            detached: false,
         });
 
         let change = child_finished(&parent, &child, &[], 9).unwrap();
 
         assert_eq!(change.run.status, RunStatus::Stopped);
         assert_eq!(change.run.iteration, 3);
+        assert_eq!(change.active, ActiveDelta::Release);
+    }
+
+    fn waiting_parent(timeout_s: u64) -> Run {
+        let mut parent = sample_run();
+        parent.thresholds.child_wait_timeout_s = timeout_s;
+        parent.children = vec![
+            listed("run-1-c1-1", RunStatus::Running),
+            listed("run-1-c1-2", RunStatus::Completed),
+        ];
+        parent
+            .transition_to(RunStatus::WaitingOnChildren, 1_000)
+            .unwrap();
+        parent
+    }
+
+    #[test]
+    fn a_detached_child_is_neither_waited_for_nor_counted_as_active() {
+        // Arrange
+        let mut parent = sample_run();
+        parent.children = vec![listed("run-1-c1-1", RunStatus::Running)];
+        parent.children[0].detached = true;
+
+        // Act
+        let active = parent.active_children();
+
+        // Assert
+        assert_eq!(active, 0);
+        assert_eq!(
+            parent.children.len(),
+            1,
+            "still listed in the parent's lineage"
+        );
+    }
+
+    #[test]
+    fn a_wait_for_children_gets_its_deadline_from_the_runs_timeout_and_loses_it_on_leaving() {
+        // Arrange
+        let mut parent = waiting_parent(60);
+        let deadline = parent.children_wait_until;
+
+        // Act
+        parent.transition_to(RunStatus::Queued, 2_000).unwrap();
+
+        // Assert
+        assert_eq!(deadline, Some(61_000));
+        assert_eq!(parent.children_wait_until, None);
+    }
+
+    #[test]
+    fn a_timed_out_wait_queues_the_parent_and_leaves_its_running_children_on_their_own() {
+        // Arrange
+        let parent = waiting_parent(60);
+
+        // Act
+        let early = child_wait_timed_out(&parent, &[], 60_999);
+        let change = child_wait_timed_out(&parent, &[], 61_500).unwrap();
+
+        // Assert
+        assert!(
+            matches!(early, Err(Rejection::Conflict(_))),
+            "not before its deadline"
+        );
+        let next = &change.run;
+        assert_eq!(next.status, RunStatus::Queued);
+        assert_eq!(next.active_children(), 0);
+        assert!(next.children[0].detached && !next.children[1].detached);
+        assert_eq!(
+            change.events[0].kind,
+            crate::record::EventKind::ChildWaitTimedOut
+        );
+        assert_eq!(
+            change.events[0].payload["still_running"],
+            serde_json::json!(["run-1-c1-1"])
+        );
+        assert_eq!(change.events[0].payload["waited_ms"], 60_500);
+        let hint = next.hints.last().unwrap();
+        assert!(
+            hint.contains("run-1-c1-1 (part)") && hint.contains("timed out"),
+            "{hint}"
+        );
+    }
+
+    #[test]
+    fn a_timed_out_wait_with_no_iteration_left_ends_the_parent() {
+        // Arrange
+        let mut parent = crate::testing::out_of_iterations(RunStatus::WaitingOnChildren, 3);
+        parent.children_wait_until = Some(10);
+
+        // Act
+        let change = child_wait_timed_out(&parent, &[], 10).unwrap();
+
+        // Assert
+        assert_eq!(change.run.status, RunStatus::Stopped);
         assert_eq!(change.active, ActiveDelta::Release);
     }
 }

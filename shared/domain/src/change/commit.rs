@@ -121,6 +121,7 @@ impl CommitPlan {
                         child_run_id: child.id.clone(),
                         objective: child.objective.clone(),
                         budgets: child.budgets.clone(),
+                        detached: child.detached,
                     }
                     .into(),
                 );
@@ -182,7 +183,7 @@ impl CommitPlan {
                 let children = next
                     .children
                     .iter()
-                    .filter(|c| !c.status.is_ended())
+                    .filter(|c| c.is_attached_and_active())
                     .map(|c| c.id.clone())
                     .collect();
                 events.push(RunEvent::WaitingOnChildren { children }.into());
@@ -407,6 +408,7 @@ pub(super) mod tests {
             summary: Some("done".into()),
             tokens: 0,
             cost_usd: 0.0,
+            detached: false,
         });
         let mut plan = continue_plan(&run, "me");
         plan.verdict.outcome = Outcome::WaitChildren;

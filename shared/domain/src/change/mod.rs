@@ -22,14 +22,16 @@ use crate::record::{Doc, DocMeta, EventDraft, IterationRecord, PadEntry};
 use crate::report::{Narrative, build_report};
 use crate::run::{Run, RunStatus, StopType, StoppingReason};
 
-pub use children::{child_finished, child_id, children_to_start, spawn_child};
+pub use children::{
+    child_finished, child_id, child_wait_timed_out, children_to_start, spawn_child,
+};
 pub use claim::{claim, claimed, expire_lease, release};
 pub use commit::CommitPlan;
 pub use spend::{record_spend, record_spend_once};
 pub use user::{
-    Approval, CallDecision, MAX_ANSWER_CHARS, MAX_MESSAGE_CHARS, MAX_PATCH_OBJECTIVE_BYTES,
-    MAX_PENDING_MESSAGES, continue_run, patch, post_message, request_cancel, request_pause,
-    respond, resume,
+    Approval, CallDecision, MAX_ANSWER_CHARS, MAX_FOLLOW_UP_CHARS, MAX_MESSAGE_CHARS,
+    MAX_PATCH_OBJECTIVE_BYTES, MAX_PENDING_MESSAGES, continue_run, follow_up, patch, post_message,
+    request_cancel, request_pause, respond, resume,
 };
 
 /// How a change moves the owner's active-run counter.

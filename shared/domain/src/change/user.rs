@@ -3,7 +3,7 @@
 
 use super::{ActiveDelta, Rejection, RunChange, stop_out_of_budget};
 use crate::decide::check_budgets;
-use crate::events::{CallDecided, ObjectiveChange, PatchRequested, RunEvent};
+use crate::events::{CallDecided, ObjectiveChange, PatchRequested, RunEvent, SupersededReport};
 use crate::record::DocMeta;
 use crate::run::{
     BudgetsInput, Decision, PermissionMode, Run, RunPatch, RunStatus, StopType, StoppingReason,
@@ -358,6 +358,78 @@ pub fn continue_run(
     })
 }
 
+/// Characters, so at most 16 KiB of UTF-8.
+pub const MAX_FOLLOW_UP_CHARS: usize = 4 * 1024;
+
+/// A follow-up question to an ended run (`completed`, `stopped` or `failed`; a `canceled` run
+/// is final): the run is queued again with the question for its planner, on the budgets it
+/// has left, raised by `budgets` when given (spend never resets; a run with nothing left is
+/// refused with what to raise, as `continue` is). The report it ended with is superseded by
+/// the one its next end writes; the event keeps what it said.
+pub fn follow_up(
+    run: &Run, question: &str, budgets: &BudgetsInput, active_limit: u32, now: i64,
+) -> Result<RunChange, Rejection> {
+    if !run.status.is_ended() || run.status.is_final() {
+        return Err(Rejection::Conflict(format!(
+            "run is {}; follow-up questions go to runs that ended completed, stopped or failed",
+            run.status
+        )));
+    }
+    if run.agent.is_some() {
+        return Err(Rejection::Conflict(
+            "agent runs take no follow-up question: start a new run that names this one".into(),
+        ));
+    }
+    if run.parent_run_id.is_some() {
+        return Err(Rejection::Conflict(
+            "a child run answers to the run that spawned it: ask that run the follow-up".into(),
+        ));
+    }
+    let question = question.trim();
+    if question.is_empty() {
+        return Err(Rejection::Conflict("give a follow-up question".into()));
+    }
+    let raised = budgets
+        .resolve(&run.budgets)
+        .map_err(|e| Rejection::Conflict(e.to_string()))?;
+    if let Some(b) = check_budgets(
+        &raised,
+        &run.budget_metrics(),
+        run.iteration + 1,
+        run.metrics.running_ms,
+    ) {
+        return Err(Rejection::Conflict(format!(
+            "no budget is left for the follow-up: raise {} in the request's budgets",
+            b.detail
+        )));
+    }
+    child_keeps_its_carve(run, &raised)?;
+    let superseded = SupersededReport {
+        status: *run.status,
+        stopping_reason: run.stopping_reason.clone(),
+        summary: run.report.as_ref().map(|r| r.summary.clone()),
+        ended_at: run.ended_at,
+    };
+    let mut next = run.clone();
+    next.budgets = raised;
+    next.transition_to(RunStatus::Queued, now)?;
+    next.follow_up_question = Some(question.to_string());
+    // A new question: the breakers start over, as after `continue`.
+    next.streaks = Streaks::default();
+    let event = RunEvent::FollowUpAsked {
+        question: question.to_string(),
+        from_iteration: run.iteration,
+        budgets: next.budgets.clone(),
+        superseded,
+    };
+    Ok(RunChange {
+        active: ActiveDelta::Acquire {
+            limit: active_limit,
+        },
+        ..RunChange::of(next, vec![event.into()])
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -454,6 +526,105 @@ mod tests {
         let change = continue_run(&run, &raised, 3, 0).unwrap();
         assert_eq!(change.run.status, RunStatus::Queued);
         assert_eq!(change.active, ActiveDelta::Acquire { limit: 3 });
+    }
+
+    fn completed_run() -> Run {
+        let mut run = sample_run();
+        run.transition_to(RunStatus::Completed, 5).unwrap();
+        run.iteration = 4;
+        run.stopping_reason = Some(StoppingReason::new(StopType::Completed, "guide written"));
+        run.report = Some(crate::report::build_report(
+            &run,
+            &[],
+            "The guide is written.",
+            &[],
+            Default::default(),
+            5,
+        ));
+        run
+    }
+
+    #[test]
+    fn a_follow_up_queues_a_completed_run_with_the_question_and_records_the_superseded_report() {
+        // Arrange
+        let run = completed_run();
+
+        // Act
+        let change = follow_up(
+            &run,
+            "  Which tea is cheapest?  ",
+            &BudgetsInput::default(),
+            3,
+            9,
+        )
+        .unwrap();
+
+        // Assert
+        let next = &change.run;
+        assert_eq!(next.status, RunStatus::Queued);
+        assert_eq!(
+            next.follow_up_question.as_deref(),
+            Some("Which tea is cheapest?")
+        );
+        assert!(next.report.is_none() && next.stopping_reason.is_none() && next.ended_at.is_none());
+        assert_eq!(change.active, ActiveDelta::Acquire { limit: 3 });
+        let payload = &change.events[0].payload;
+        assert_eq!(change.events[0].kind, EventKind::FollowUpAsked);
+        assert_eq!(payload["question"], "Which tea is cheapest?");
+        assert_eq!(payload["from_iteration"], 4);
+        assert_eq!(payload["superseded"]["status"], "completed");
+        assert_eq!(
+            payload["superseded"]["stopping_reason"]["detail"],
+            "guide written"
+        );
+        assert_eq!(payload["superseded"]["ended_at"], 5);
+        assert!(payload["superseded"]["summary"].as_str().is_some());
+    }
+
+    #[test]
+    fn a_follow_up_is_refused_for_active_canceled_and_child_runs_and_a_blank_question() {
+        // Arrange
+        let running = sample_run();
+        let canceled = sample_run().with_status_for_tests(RunStatus::Canceled);
+        let failed = sample_run().with_status_for_tests(RunStatus::Failed);
+        let none = BudgetsInput::default();
+
+        // Act
+        let on_running = follow_up(&running, "why?", &none, 3, 1);
+        let on_canceled = follow_up(&canceled, "why?", &none, 3, 1);
+        let blank = follow_up(&completed_run(), " \n ", &none, 3, 1);
+        let on_failed = follow_up(&failed, "why?", &none, 3, 1);
+        let mut child = completed_run();
+        child.parent_run_id = Some("run-0".into());
+        let on_child = follow_up(&child, "why?", &none, 3, 1);
+
+        // Assert
+        assert!(matches!(on_running, Err(Rejection::Conflict(m)) if m.contains("run is running")));
+        assert!(
+            matches!(on_canceled, Err(Rejection::Conflict(m)) if m.contains("run is canceled"))
+        );
+        assert!(matches!(blank, Err(Rejection::Conflict(m)) if m.contains("question")));
+        assert_eq!(on_failed.unwrap().run.status, RunStatus::Queued);
+        assert!(matches!(on_child, Err(Rejection::Conflict(m)) if m.contains("child run")));
+    }
+
+    #[test]
+    fn a_follow_up_to_a_run_with_no_iteration_left_needs_a_raised_budget() {
+        // Arrange
+        let mut run = completed_run();
+        run.iteration = 25;
+        let raised = BudgetsInput {
+            max_iterations: Some(27),
+            ..Default::default()
+        };
+
+        // Act
+        let refused = follow_up(&run, "and the prices?", &BudgetsInput::default(), 3, 9);
+        let accepted = follow_up(&run, "and the prices?", &raised, 3, 9).unwrap();
+
+        // Assert
+        assert!(matches!(refused, Err(Rejection::Conflict(m)) if m.contains("max_iterations")));
+        assert_eq!(accepted.run.budgets.max_iterations, 27);
     }
 
     #[test]

@@ -45,7 +45,7 @@ impl Engine {
         let children: Vec<ChildRun> = staged
             .spawned
             .iter()
-            .map(|req| ChildRun::new(&req.id, &req.objective, req.budgets.clone()))
+            .map(|req| ChildRun::new(&req.id, &req.objective, req.budgets.clone(), req.detached))
             .collect();
         let budget = it.budget_after(self.now());
         let mut judged = judge(it, &draft, &staged, &children, evidence, claim, budget);
@@ -171,7 +171,7 @@ fn judge(
         questions: (!questions.is_empty()).then_some(questions),
         claim,
         awaiting_approval: !draft.approval_questions.is_empty(),
-        active_children: run.active_children() + children.len(),
+        active_children: run.active_children() + children.iter().filter(|c| !c.detached).count(),
         wait_for_children: staged.wait_for_children,
     };
     let verdict = decide(run, &facts);

@@ -1,5 +1,5 @@
 //! What follows a commit, for the worker and the API alike: the children it listed started,
-//! the next step, the outcome notification, children canceled with their parent, a child's end
+//! the next step, the outcome notification, attached children canceled with their parent, a child's end
 //! reported to its parent, and the sweeper's nudges. Never does an iteration's work.
 
 use std::sync::Arc;
@@ -24,6 +24,8 @@ pub struct SweepReport {
     pub leased: usize,
     /// Runs started by due schedules.
     pub started: Vec<String>,
+    /// Runs whose wait for their children timed out, sent on without them.
+    pub woken: Vec<String>,
 }
 
 /// Sends what follows a commit: the next step, or the outcome notification. Shared by the
@@ -99,7 +101,36 @@ impl FollowUp {
     pub async fn sweep(&self, stale_ms: i64, limit: usize) -> Result<SweepReport, EngineError> {
         let now = self.clock.now_ms();
         let runs = self.store.stale_runs(now - stale_ms, limit).await?;
-        self.recover(runs, &format!("sweep-{}", now / 60_000)).await
+        let mut report = self
+            .recover(runs, &format!("sweep-{}", now / 60_000))
+            .await?;
+        report.woken = self.wake_waits(limit).await?;
+        Ok(report)
+    }
+
+    /// Sends on the runs whose wait for their children timed out (`child_wait_timeout_s`):
+    /// each goes on without the children still running (or ends, with no iteration left).
+    /// Repeatable: a run woken already, or by its children meanwhile, is left alone.
+    pub async fn wake_waits(&self, limit: usize) -> Result<Vec<String>, EngineError> {
+        let now = self.clock.now_ms();
+        let mut woken = vec![];
+        for run in self.store.waits_due(now, limit).await? {
+            let docs = self.store.docs(&run.id, "", 10_000).await?;
+            match self
+                .store
+                .update_run(&run.id, &|r| change::child_wait_timed_out(r, &docs, now))
+                .await
+            {
+                Ok(run) => {
+                    info!(run_id = %run.id, "the wait for children timed out; the run goes on");
+                    self.send(&run).await?;
+                    woken.push(run.id);
+                }
+                Err(StoreError::Rejected(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(woken)
     }
 
     /// The one recovery path, for runs that may owe something: a claimable run without a live
@@ -159,10 +190,10 @@ impl FollowUp {
         }
     }
 
-    /// An ended run takes its active children with it: queued or waiting ones end now, a
-    /// running one before its next model call.
+    /// An ended run takes its attached active children with it: queued or waiting ones end
+    /// now, a running one before its next model call. Detached children run on.
     async fn cancel_children(&self, run: &Run) -> Result<(), EngineError> {
-        for child in run.children.iter().filter(|c| !c.status.is_ended()) {
+        for child in run.children.iter().filter(|c| c.is_attached_and_active()) {
             let docs = self.store.docs(&child.id, "", 10_000).await?;
             let now = self.clock.now_ms();
             match self

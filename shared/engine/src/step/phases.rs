@@ -282,10 +282,11 @@ impl Engine {
     ) -> Result<ExecutorBrief, EngineError> {
         let allowed = permissions::executor_tools(it.run, &it.tools, task);
         let max = self.config.executor_tool_calls;
+        let steps = staging.plan_steps(&task.plan_steps);
         let messages = prompt::executor_messages(
             &it.run.objective,
-            &task.title,
-            &task.instructions,
+            task,
+            &steps,
             &it.tools.specs(Some(&allowed)),
             max,
         );
@@ -311,8 +312,14 @@ impl Engine {
         let results = self
             .run_tools(it, staging, &out.tool_calls, Some(&allowed), max)
             .await;
+        let refused =
+            staging.executor_plan_updates(&task.title, &task.plan_steps, &out.plan_updates);
+        let mut summary = clip(&out.summary, 500);
+        if !refused.is_empty() {
+            summary.push_str(&format!(" (plan updates refused: {})", refused.join("; ")));
+        }
         Ok(brief(
-            clip(&out.summary, 500),
+            summary,
             results.iter().map(|r| brief_of(r, false)).collect(),
         ))
     }

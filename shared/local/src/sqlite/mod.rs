@@ -56,12 +56,15 @@ fn add_fair_key(conn: &Connection) -> rusqlite::Result<()> {
 /// Indexes that keep a full store (a year of ended runs) as fast as an empty one, each checked
 /// with `EXPLAIN QUERY PLAN` (see the tests): listing one status of a user's runs, the runs the
 /// sweeper and start-up recovery look at (active or not yet notified; `stale_runs`, `stranded`),
-/// and a user's latest notifications without sorting. A step of its own, after the schema.
+/// the runs waiting on children by their wait's deadline (`waits_due`), and a user's latest notifications without sorting. A step of its own, after the schema.
 fn index_for_a_full_store(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(
         "CREATE INDEX IF NOT EXISTS runs_by_user_status ON runs(user_id, status, created_at DESC, id DESC);
          CREATE INDEX IF NOT EXISTS runs_unsettled ON runs(updated_at, id)
              WHERE status IN ('queued', 'running') OR json_extract(body, '$.notified') = 0;
+         CREATE INDEX IF NOT EXISTS runs_waiting
+             ON runs(json_extract(body, '$.children_wait_until'), id)
+             WHERE status = 'waiting_on_children';
          CREATE INDEX IF NOT EXISTS notifications_latest ON notifications(user_id, at DESC, id DESC);
          DROP INDEX IF EXISTS notifications_by_user;",
     )

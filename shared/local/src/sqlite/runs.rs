@@ -97,6 +97,10 @@ const STRANDED: &str = "SELECT body FROM runs
      WHERE (status IN ('queued', 'running') OR json_extract(body, '$.notified') = 0)
        AND (status NOT IN ('queued', 'running')
             OR NOT EXISTS (SELECT 1 FROM queue WHERE group_id = runs.id AND dead = 0))";
+// The index `runs_waiting`'s terms, so only runs waiting on children are read.
+const WAITS_DUE: &str = "SELECT body FROM runs WHERE status = 'waiting_on_children'
+       AND json_extract(body, '$.children_wait_until') <= ?1
+     ORDER BY json_extract(body, '$.children_wait_until'), id LIMIT +?2";
 // The IN term is `runs_active`'s, so ended runs are not read.
 const LEASED: &str = "SELECT body FROM runs WHERE status IN ('queued', 'running')
        AND status = 'running' AND json_extract(body, '$.lease') IS NOT NULL";
@@ -461,6 +465,12 @@ impl RunLog for SqliteRunStore {
             .read(|c| query_json(c, STALE_RUNS, &[&updated_before, &(limit as i64)]))
             .await
     }
+
+    async fn waits_due(&self, now: i64, limit: usize) -> StoreResult<Vec<Run>> {
+        self.db
+            .read(|c| query_json(c, WAITS_DUE, &[&now, &(limit as i64)]))
+            .await
+    }
 }
 
 #[async_trait]
@@ -634,6 +644,7 @@ mod tests {
             STALE_RUNS,
             STRANDED,
             LEASED,
+            WAITS_DUE,
         ];
 
         // Act

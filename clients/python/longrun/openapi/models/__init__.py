@@ -25,6 +25,7 @@ from .doc_meta import DocMeta
 from .event import Event
 from .event_kind import EventKind
 from .executor_brief import ExecutorBrief
+from .follow_up_body import FollowUpBody
 from .get_config_response_200 import GetConfigResponse200
 from .get_notifications_response_200 import GetNotificationsResponse200
 from .get_runs_id_events_response_200 import GetRunsIdEventsResponse200
@@ -121,6 +122,7 @@ __all__ = (
     "Event",
     "EventKind",
     "ExecutorBrief",
+    "FollowUpBody",
     "GetConfigResponse200",
     "GetNotificationsResponse200",
     "GetRunsIdEventsResponse200",

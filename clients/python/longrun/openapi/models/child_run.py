@@ -27,6 +27,9 @@ class ChildRun:
         objective (str):
         status (RunStatus): `paused`: Held by the user between iterations; `continue` queues it again.
         cost_usd (float | Unset):  Default: 0.0.
+        detached (bool | Unset): Fire-and-forget (`spawn_run` with `detached`): the parent neither waits for it nor
+            takes it down when it ends; it runs on its own budgets, still listed here (and counted
+            against the parent's children and depth limits), and reports its end here. Default: False.
         summary (None | str | Unset): The child's report summary, once it ended.
         tokens (int | Unset):  Default: 0.
     """
@@ -36,6 +39,7 @@ class ChildRun:
     objective: str
     status: RunStatus
     cost_usd: float | Unset = 0.0
+    detached: bool | Unset = False
     summary: None | str | Unset = UNSET
     tokens: int | Unset = 0
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -50,6 +54,8 @@ class ChildRun:
         status = self.status.value
 
         cost_usd = self.cost_usd
+
+        detached = self.detached
 
         summary: None | str | Unset
         if isinstance(self.summary, Unset):
@@ -71,6 +77,8 @@ class ChildRun:
         )
         if cost_usd is not UNSET:
             field_dict["cost_usd"] = cost_usd
+        if detached is not UNSET:
+            field_dict["detached"] = detached
         if summary is not UNSET:
             field_dict["summary"] = summary
         if tokens is not UNSET:
@@ -93,6 +101,8 @@ class ChildRun:
 
         cost_usd = d.pop("cost_usd", UNSET)
 
+        detached = d.pop("detached", UNSET)
+
         def _parse_summary(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -110,6 +120,7 @@ class ChildRun:
             objective=objective,
             status=status,
             cost_usd=cost_usd,
+            detached=detached,
             summary=summary,
             tokens=tokens,
         )

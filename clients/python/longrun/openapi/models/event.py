@@ -27,6 +27,10 @@ class Event:
             made; the wait is not running time.
 
             `message_posted`: The user posted a message to the run; the next planner prompt carries it.
+
+            `follow_up_asked`: An ended run was asked a follow-up question; the payload sums up the report it supersedes.
+
+            `child_wait_timed_out`: A run's wait for its children timed out; it goes on without those still running.
     """
 
     at: int

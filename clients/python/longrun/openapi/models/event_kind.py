@@ -5,6 +5,8 @@ class EventKind(StrEnum):
     CANCEL_REQUESTED = "cancel_requested"
     CHILD_FINISHED = "child_finished"
     CHILD_SPAWNED = "child_spawned"
+    CHILD_WAIT_TIMED_OUT = "child_wait_timed_out"
+    FOLLOW_UP_ASKED = "follow_up_asked"
     ITERATION_COMMITTED = "iteration_committed"
     ITERATION_COST_UPDATE = "iteration_cost_update"
     ITERATION_DEFERRED = "iteration_deferred"

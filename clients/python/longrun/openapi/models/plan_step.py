@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 from typing_extensions import Self
 
 from ..models.step_status import StepStatus
+from ..types import UNSET, Unset
 
 T = TypeVar("T", bound="PlanStep")
 
@@ -20,12 +21,14 @@ class PlanStep:
         iteration_last_touched (int):
         status (StepStatus):
         title (str):
+        notes (None | str | Unset): The last note an executor left on the step it worked on.
     """
 
     id: str
     iteration_last_touched: int
     status: StepStatus
     title: str
+    notes: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -37,6 +40,12 @@ class PlanStep:
 
         title = self.title
 
+        notes: None | str | Unset
+        if isinstance(self.notes, Unset):
+            notes = UNSET
+        else:
+            notes = self.notes
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -47,6 +56,8 @@ class PlanStep:
                 "title": title,
             }
         )
+        if notes is not UNSET:
+            field_dict["notes"] = notes
 
         return field_dict
 
@@ -61,11 +72,21 @@ class PlanStep:
 
         title = d.pop("title")
 
+        def _parse_notes(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        notes = _parse_notes(d.pop("notes", UNSET))
+
         plan_step = cls(
             id=id,
             iteration_last_touched=iteration_last_touched,
             status=status,
             title=title,
+            notes=notes,
         )
 
         plan_step.additional_properties = d

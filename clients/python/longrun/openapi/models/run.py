@@ -64,12 +64,18 @@ class Run:
             tool. Children
             inherit it.
         children (list[ChildRun] | Unset): Runs this run spawned, with the budgets carved out for them.
+        children_wait_until (int | None | Unset): While `waiting_on_children`: when the wait times out
+            (`child_wait_timeout_s` after it
+            began) and the run goes on without the children still running.
         completion_criteria (list[str] | Unset): Plain-language conditions the result must meet: a completion claim must
             map each one
             (`c1`, `c2`, … in order) to accepted evidence.
         context (None | RunContext | Unset): What the run is about in the caller's world (`GET
             /v1/runs?context_type=&entity_id=`).
         ended_at (int | None | Unset):
+        follow_up_question (None | str | Unset): The user's follow-up question to the run after it ended (`POST
+            /v1/runs/{id}/follow-up`):
+            every planner prompt from then on carries it, until another follow-up replaces it.
         last_iteration (LastIteration | None | Unset):
         lease (Lease | None | Unset):
         models (list[str] | Unset): Models the run rotates over (round robin, failing over past degraded ones) when more
@@ -125,9 +131,11 @@ class Run:
     agent: None | str | Unset = UNSET
     allowed_tools: list[str] | None | Unset = UNSET
     children: list[ChildRun] | Unset = UNSET
+    children_wait_until: int | None | Unset = UNSET
     completion_criteria: list[str] | Unset = UNSET
     context: None | RunContext | Unset = UNSET
     ended_at: int | None | Unset = UNSET
+    follow_up_question: None | str | Unset = UNSET
     last_iteration: LastIteration | None | Unset = UNSET
     lease: Lease | None | Unset = UNSET
     models: list[str] | Unset = UNSET
@@ -222,6 +230,12 @@ class Run:
                 children_item = children_item_data.to_dict()
                 children.append(children_item)
 
+        children_wait_until: int | None | Unset
+        if isinstance(self.children_wait_until, Unset):
+            children_wait_until = UNSET
+        else:
+            children_wait_until = self.children_wait_until
+
         completion_criteria: list[str] | Unset = UNSET
         if not isinstance(self.completion_criteria, Unset):
             completion_criteria = self.completion_criteria
@@ -239,6 +253,12 @@ class Run:
             ended_at = UNSET
         else:
             ended_at = self.ended_at
+
+        follow_up_question: None | str | Unset
+        if isinstance(self.follow_up_question, Unset):
+            follow_up_question = UNSET
+        else:
+            follow_up_question = self.follow_up_question
 
         last_iteration: dict[str, Any] | None | Unset
         if isinstance(self.last_iteration, Unset):
@@ -356,12 +376,16 @@ class Run:
             field_dict["allowed_tools"] = allowed_tools
         if children is not UNSET:
             field_dict["children"] = children
+        if children_wait_until is not UNSET:
+            field_dict["children_wait_until"] = children_wait_until
         if completion_criteria is not UNSET:
             field_dict["completion_criteria"] = completion_criteria
         if context is not UNSET:
             field_dict["context"] = context
         if ended_at is not UNSET:
             field_dict["ended_at"] = ended_at
+        if follow_up_question is not UNSET:
+            field_dict["follow_up_question"] = follow_up_question
         if last_iteration is not UNSET:
             field_dict["last_iteration"] = last_iteration
         if lease is not UNSET:
@@ -499,6 +523,17 @@ class Run:
 
                 children.append(children_item)
 
+        def _parse_children_wait_until(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        children_wait_until = _parse_children_wait_until(
+            d.pop("children_wait_until", UNSET)
+        )
+
         completion_criteria = cast(list[str], d.pop("completion_criteria", UNSET))
 
         def _parse_context(data: object) -> None | RunContext | Unset:
@@ -526,6 +561,17 @@ class Run:
             return cast(int | None | Unset, data)
 
         ended_at = _parse_ended_at(d.pop("ended_at", UNSET))
+
+        def _parse_follow_up_question(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        follow_up_question = _parse_follow_up_question(
+            d.pop("follow_up_question", UNSET)
+        )
 
         def _parse_last_iteration(data: object) -> LastIteration | None | Unset:
             if data is None:
@@ -688,9 +734,11 @@ class Run:
             agent=agent,
             allowed_tools=allowed_tools,
             children=children,
+            children_wait_until=children_wait_until,
             completion_criteria=completion_criteria,
             context=context,
             ended_at=ended_at,
+            follow_up_question=follow_up_question,
             last_iteration=last_iteration,
             lease=lease,
             models=models,

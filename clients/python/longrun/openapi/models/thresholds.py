@@ -16,6 +16,10 @@ class Thresholds:
     """Breaker thresholds, configurable per run.
 
     Attributes:
+        child_wait_timeout_s (int | Unset): Seconds a run waits for its children (`wait_for_children`) before it goes on
+            without
+            them: the children still running are left running on their own, as if detached, and
+            the next prompt names them. Default: 3600.
         no_progress_limit (int | Unset): Consecutive iterations without progress before `no_progress`. Default: 3.
         repeated_action_limit (int | Unset): Consecutive repeats of the same action set without progress before
             `no_progress`:
@@ -29,12 +33,15 @@ class Thresholds:
             after repair, before `repeated_error`. Default: 3.
     """
 
+    child_wait_timeout_s: int | Unset = 3600
     no_progress_limit: int | Unset = 3
     repeated_action_limit: int | Unset = 1
     repeated_error_limit: int | Unset = 5
     repeated_tool_failure_limit: int | Unset = 3
 
     def to_dict(self) -> dict[str, Any]:
+        child_wait_timeout_s = self.child_wait_timeout_s
+
         no_progress_limit = self.no_progress_limit
 
         repeated_action_limit = self.repeated_action_limit
@@ -46,6 +53,8 @@ class Thresholds:
         field_dict: dict[str, Any] = {}
 
         field_dict.update({})
+        if child_wait_timeout_s is not UNSET:
+            field_dict["child_wait_timeout_s"] = child_wait_timeout_s
         if no_progress_limit is not UNSET:
             field_dict["no_progress_limit"] = no_progress_limit
         if repeated_action_limit is not UNSET:
@@ -60,6 +69,8 @@ class Thresholds:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
+        child_wait_timeout_s = d.pop("child_wait_timeout_s", UNSET)
+
         no_progress_limit = d.pop("no_progress_limit", UNSET)
 
         repeated_action_limit = d.pop("repeated_action_limit", UNSET)
@@ -69,6 +80,7 @@ class Thresholds:
         repeated_tool_failure_limit = d.pop("repeated_tool_failure_limit", UNSET)
 
         thresholds = cls(
+            child_wait_timeout_s=child_wait_timeout_s,
             no_progress_limit=no_progress_limit,
             repeated_action_limit=repeated_action_limit,
             repeated_error_limit=repeated_error_limit,
