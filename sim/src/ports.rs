@@ -8,12 +8,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use longrun_domain::run::{Run, RunStatus};
 use longrun_domain::{Doc, DocMeta, Event, IterationRecord, PadEntry, RunChange, Schedule};
-use longrun_domain::{DocHit, Notification, OutcomeMessage};
+use longrun_domain::{DocHit, Notification, OutcomeMessage, WebhookDelivery};
 use longrun_local::{InMemoryRunStore, InboxNotifier};
 use longrun_ports::{
     CatalogEntry, CatalogScope, ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, Enqueued, FaultPoint,
     Faults, Inbox, Notifier, NotifyError, QueueError, RunLog, RunQuery, ScheduleStore, StepMessage,
-    StepQueue, StoreError, UserCatalog, Workspace,
+    StepQueue, StoreError, UserCatalog, WebhookOutbox, Workspace,
 };
 use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, LlmRole, Usage};
 use longrun_ports::{IdempotencyKeys, IdempotencyRecord, QueueResult, StoreResult};
@@ -166,6 +166,38 @@ impl Inbox for SimStore {
 
     async fn mark_notification_read(&self, n: &Notification) -> StoreResult<()> {
         self.inner.mark_notification_read(n).await
+    }
+}
+
+/// The outbox's writes fail (before or after they land) like any other; a lease taken by a
+/// `take_due` whose answer is lost stays taken until it ends.
+#[async_trait]
+impl WebhookOutbox for SimStore {
+    async fn put_outcome(
+        &self, n: &Notification, deliveries: &[WebhookDelivery],
+    ) -> StoreResult<bool> {
+        self.write("put_outcome", None, self.inner.put_outcome(n, deliveries))
+            .await
+    }
+
+    async fn take_due(
+        &self, now: i64, lease_until: i64, limit: usize,
+    ) -> StoreResult<Vec<WebhookDelivery>> {
+        self.write(
+            "take_due",
+            None,
+            self.inner.take_due(now, lease_until, limit),
+        )
+        .await
+    }
+
+    async fn record_attempt(&self, d: &WebhookDelivery) -> StoreResult<()> {
+        self.write("record_attempt", None, self.inner.record_attempt(d))
+            .await
+    }
+
+    async fn deliveries(&self, user_id: &str, run_id: &str) -> StoreResult<Vec<WebhookDelivery>> {
+        self.inner.deliveries(user_id, run_id).await
     }
 }
 

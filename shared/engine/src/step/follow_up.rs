@@ -24,6 +24,8 @@ pub struct SweepReport {
     pub leased: usize,
     /// Runs started by due schedules.
     pub started: Vec<String>,
+    /// Webhook deliveries attempted (the sweeper Lambda's pass over the outbox).
+    pub webhook_attempts: usize,
 }
 
 /// Sends what follows a commit: the next step, or the outcome notification. Shared by the
