@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use longrun_domain::run::{Run, RunStatus};
 use longrun_domain::{Doc, DocMeta, Event, IterationRecord, PadEntry, RunChange, Schedule};
 use longrun_domain::{DocHit, Notification, OutcomeMessage, WebhookDelivery};
-use longrun_local::{InMemoryRunStore, InboxNotifier};
+use longrun_local::InMemoryRunStore;
 use longrun_ports::{
     CatalogEntry, CatalogScope, ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, Enqueued, FaultPoint,
     Faults, Inbox, Notifier, NotifyError, QueueError, RunLog, RunQuery, ScheduleStore, StepMessage,
@@ -17,6 +17,7 @@ use longrun_ports::{
 };
 use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, LlmRole, Usage};
 use longrun_ports::{IdempotencyKeys, IdempotencyRecord, QueueResult, StoreResult};
+use longrun_service::Outbox;
 use serde_json::{Value, json};
 
 use crate::Sim;
@@ -441,11 +442,11 @@ impl StepQueue for SimQueue {
     }
 }
 
-/// The local notifier (the inbox written before the run is marked notified), failing
-/// sometimes before it writes.
+/// `serve`'s notifier (the inbox entry and the webhook deliveries written together before the
+/// run is marked notified), failing sometimes before it writes.
 pub struct SimNotifier {
     pub sim: Arc<Sim>,
-    pub inbox: InboxNotifier,
+    pub outbox: Arc<Outbox>,
 }
 
 #[async_trait]
@@ -454,7 +455,11 @@ impl Notifier for SimNotifier {
         if self.sim.roll(15) {
             return Err(NotifyError("simulated: topic unavailable".into()));
         }
-        self.inbox.publish(msg).await
+        self.outbox
+            .record(msg)
+            .await
+            .map(|_| ())
+            .map_err(|e| NotifyError(format!("recording the outcome: {e}")))
     }
 }
 
