@@ -89,13 +89,18 @@ impl SimPoster {
                 return Attempt::Failed("operation timed out".into());
             }
         }
-        if sim.roll(40) {
+        // The pass this attempt belongs to: the innermost one running (passes nest only
+        // inside a slow attempt, which runs the nested one to its end before going on).
+        let pass = lock(&sim.passes).last().cloned();
+        if let Some(pass) = pass
+            && sim.roll(40)
+        {
             // The sender's process dies mid-attempt, before or after the receiver took it.
             if sim.chance(500) {
                 self.receive(&d.url, &d.id);
             }
             sim.note(format!("outbox crashed posting {}#{}", d.id, d.hook));
-            sim.outbox_crash.notify_one();
+            pass.notify_one();
             std::future::pending::<()>().await;
         }
         self.receive(&d.url, &d.id);
@@ -141,6 +146,8 @@ impl WebhookPoster for SimPoster {
 /// One pass of the outbox as one process: a crash mid-attempt ends the pass there, leaving
 /// what it had taken leased until the lease runs out.
 pub async fn pass(sim: &Sim, outbox: &Outbox) {
+    let crash = Arc::new(tokio::sync::Notify::new());
+    lock(&sim.passes).push(crash.clone());
     tokio::select! {
         biased;
         r = outbox.deliver_due() => match r {
@@ -148,8 +155,9 @@ pub async fn pass(sim: &Sim, outbox: &Outbox) {
             Ok(n) => sim.note(format!("outbox attempted {n}")),
             Err(e) => sim.note(format!("outbox: {e}")),
         },
-        _ = sim.outbox_crash.notified() => {}
+        _ = crash.notified() => {}
     }
+    lock(&sim.passes).pop();
 }
 
 /// Faults are off: passes, with time moved to the next delivery due, until none is pending.

@@ -78,8 +78,9 @@ pub struct Sim {
     outbox: Mutex<Option<Arc<Outbox>>>,
     /// What the simulated webhook receivers got.
     received: Mutex<hooks::Received>,
-    /// Signalled by a receiver when the outbox's process dies mid-attempt (see `hooks::pass`).
-    outbox_crash: tokio::sync::Notify,
+    /// The outbox passes under way, innermost last: a receiver signals the innermost when its
+    /// process dies mid-attempt, which ends that pass (see `hooks::pass`).
+    passes: Mutex<Vec<Arc<tokio::sync::Notify>>>,
 }
 
 #[derive(Default)]
@@ -107,7 +108,7 @@ impl Sim {
             platform: Mutex::new(None),
             outbox: Mutex::new(None),
             received: Mutex::default(),
-            outbox_crash: tokio::sync::Notify::new(),
+            passes: Mutex::default(),
         }
     }
 
