@@ -33,11 +33,11 @@ test:
 	scripts/web test
 	scripts/infra check
 
-## The DynamoDB conformance suite and the Lambda handlers again, with DynamoDB on AWS's own
+## The DynamoDB conformance suites (store, outbox) and the Lambda handlers again, with DynamoDB on AWS's own
 ## emulator (DynamoDB Local, stricter than moto about transactions and item sizes) and
 ## SQS/SNS still on moto.
 test-dynamodb-local:
-	scripts/with-moto scripts/with-dynamodb-local sh -c '$(CARGO) test -q -p longrun-tests --test store_conformance dynamodb && $(CARGO) test -q -p longrun-tests --test aws_lambda'
+	scripts/with-moto scripts/with-dynamodb-local sh -c '$(CARGO) test -q -p longrun-tests --test store_conformance dynamodb && $(CARGO) test -q -p longrun-tests --test outbox_conformance dynamodb && $(CARGO) test -q -p longrun-tests --test aws_lambda'
 
 ## The real coding-agent CLIs (Claude Code, Codex, Gemini CLI; ~0.9 GB from npm on first use)
 ## each completing one `longrun task` against fake model servers on loopback.

@@ -81,8 +81,15 @@ fn refusal() -> String {
     )
 }
 
-/// The largest request line and headers taken, together.
+/// The largest request line and headers hyper reads, together. Above the API's own bounds on
+/// the target and the headers (`longrun_http::error::head_limits`), so a head the API refuses
+/// is still read in full and gets its problem+json; only a head past this gets hyper's 431,
+/// which has no body.
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+const _: () = assert!(
+    MAX_HEAD_BYTES
+        > longrun_http::error::MAX_URI_BYTES + longrun_http::error::MAX_HEADER_BYTES + 1024
+);
 
 /// Connections still open at shutdown (an SSE stream, a long-poll) get this long to finish.
 const DRAIN: Duration = Duration::from_secs(5);
@@ -105,7 +112,7 @@ pub async fn serve(
     http.timer(TokioTimer::new())
         .header_read_timeout(timeouts.header)
         // Bounds a request's head (hyper's default lets one header be ~400 KB): past it hyper
-        // answers 431 itself, with no body.
+        // answers 431 itself, with no body; below it the API's own limits answer problem+json.
         .max_buf_size(MAX_HEAD_BYTES);
     tokio::pin!(stop);
     loop {

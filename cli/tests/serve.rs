@@ -691,6 +691,63 @@ fn past_max_connections_a_connection_gets_a_503_problem_and_is_closed() {
     );
 }
 
+/// The status line and the content type and body of a whole answer.
+fn answer_parts(raw: &[u8]) -> (String, String, serde_json::Value) {
+    let text = String::from_utf8_lossy(raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.lines().next().unwrap_or("").to_string();
+    let content_type = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-type: ")
+                .map(str::to_string)
+        })
+        .unwrap_or_default();
+    (
+        status,
+        content_type,
+        serde_json::from_str(body).unwrap_or_default(),
+    )
+}
+
+#[test]
+#[cfg(unix)]
+fn a_20_kb_request_target_and_40_kb_of_headers_get_problem_json_414_and_431_on_the_wire() {
+    // Arrange: both inside what hyper reads (64 KiB of head), past what the API takes.
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &[]);
+    let long_target = format!(
+        "GET /v1/runs/{} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        "r".repeat(20 * 1024)
+    );
+    let big_headers = format!(
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Padding: {}\r\n\r\n",
+        "a".repeat(40 * 1024)
+    );
+
+    // Act
+    let uri = closed_within(&server.addr, long_target.as_bytes(), Duration::from_secs(5));
+    let headers = closed_within(&server.addr, big_headers.as_bytes(), Duration::from_secs(5));
+
+    // Assert
+    let (status, content_type, problem) = answer_parts(&uri.expect("answered"));
+    assert!(status.starts_with("HTTP/1.1 414"), "{status}");
+    assert_eq!(content_type, "application/problem+json");
+    assert_eq!(problem["status"], 414);
+    assert!(
+        problem["detail"].as_str().unwrap().contains("8192"),
+        "{problem}"
+    );
+    let (status, content_type, problem) = answer_parts(&headers.expect("answered"));
+    assert!(status.starts_with("HTTP/1.1 431"), "{status}");
+    assert_eq!(content_type, "application/problem+json");
+    assert_eq!(
+        problem["type"],
+        "https://longrun.dev/problems/headers-too-large"
+    );
+}
+
 #[test]
 #[cfg(unix)]
 fn a_request_with_a_200_kb_header_is_refused_and_a_normal_one_still_served() {

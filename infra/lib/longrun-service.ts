@@ -194,8 +194,9 @@ export class LongrunService extends Construct {
     });
     // GSI1: a user's runs, newest first, with their status (runs are then read by key, so
     // the index is not rewritten on every write of a run). GSI2 (sparse): runs owing a step or
-    // an outcome, by their last write rounded down to 5 minutes, and schedules (their body)
-    // by when they are due; only the sweeper reads it. Keep in step with
+    // an outcome, by their last write rounded down to 5 minutes, and schedules and pending
+    // webhook deliveries (their body) by when they are due; only the sweeper reads it. Keep in
+    // step with
     // shared/aws/src/dynamodb.rs `INDEXES`.
     const indexes: [string, string][] = [
       ['GSI1', 'status'],

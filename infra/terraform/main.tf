@@ -108,8 +108,9 @@ resource "aws_dynamodb_table" "runs" {
   }
 
   # GSI1: a user's runs with their status (runs are then read by key). GSI2 (sparse): runs
-  # owing a step or an outcome, by last write rounded down to 5 minutes, and schedules (their
-  # body) by when they are due. Keep in step with shared/aws/src/dynamodb.rs `INDEXES`.
+  # owing a step or an outcome, by last write rounded down to 5 minutes, and schedules and
+  # pending webhook deliveries (their body) by when they are due. Keep in step with
+  # shared/aws/src/dynamodb.rs `INDEXES`.
   dynamic "global_secondary_index" {
     for_each = { GSI1 = "status", GSI2 = "body" }
     content {

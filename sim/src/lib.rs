@@ -1,10 +1,11 @@
 //! A deterministic simulator of the whole protocol: one seed is one schedule of users, workers,
 //! the sweeper and the scheduler acting on the real `Engine` and the API's run actions over the
 //! memory ports, with faults at every port (see `ports`), and the invariants checked at the end
-//! (see `check`). Everything runs on one thread against a manual clock, so a seed replays
+//! (see `check`), the webhooks' among them (see `hooks`). Everything runs on one thread against a manual clock, so a seed replays
 //! exactly: `make sim SEED=…`.
 
 mod check;
+mod hooks;
 mod ports;
 mod retention;
 mod rng;
@@ -17,6 +18,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use longrun_http::Platform;
 use longrun_local::InMemoryRunStore;
 use longrun_ports::ManualClock;
+use longrun_service::Outbox;
 
 pub use self::ports::Spent;
 use self::rng::Rng;
@@ -28,6 +30,9 @@ pub struct Summary {
     pub iterations: u64,
     pub model_calls: u64,
     pub faults: usize,
+    /// Webhook deliveries recorded, and of them given up (a webhook gone or never reachable).
+    pub deliveries: usize,
+    pub given_up: usize,
     /// The schedule's trace, hashed: equal for two replays of one seed.
     pub fingerprint: u64,
     pub trace: Vec<String>,
@@ -74,6 +79,13 @@ pub struct Sim {
     retention_ms: i64,
     /// Runs the retention policy deleted: their children and parents may name them.
     deleted: Mutex<BTreeSet<String>>,
+    /// The webhook outbox, likewise.
+    outbox: Mutex<Option<Arc<Outbox>>>,
+    /// What the simulated webhook receivers got.
+    received: Mutex<hooks::Received>,
+    /// The outbox passes under way, innermost last: a receiver signals the innermost when its
+    /// process dies mid-attempt, which ends that pass (see `hooks::pass`).
+    passes: Mutex<Vec<Arc<tokio::sync::Notify>>>,
 }
 
 #[derive(Default)]
@@ -103,6 +115,9 @@ impl Sim {
             platform: Mutex::new(None),
             retention_ms,
             deleted: Mutex::default(),
+            outbox: Mutex::new(None),
+            received: Mutex::default(),
+            passes: Mutex::default(),
         }
     }
 
@@ -159,6 +174,10 @@ impl Sim {
     fn platform(&self) -> Option<Platform> {
         lock(&self.platform).clone()
     }
+
+    fn outbox(&self) -> Option<Arc<Outbox>> {
+        lock(&self.outbox).clone()
+    }
 }
 
 /// How a batch of schedules is run.
@@ -168,6 +187,8 @@ pub struct Options {
     pub fault_steps: u32,
     /// Steps the liveness phase may take before a run still in flight is a violation.
     pub settle_steps: u32,
+    /// Outbox passes after that before a pending webhook delivery is a violation.
+    pub drain_steps: u32,
     pub users: u32,
 }
 
@@ -176,6 +197,7 @@ impl Default for Options {
         Options {
             fault_steps: 120,
             settle_steps: 2_000,
+            drain_steps: 200,
             users: 3,
         }
     }

@@ -60,8 +60,8 @@ fn main() -> ExitCode {
                     println!("{line}");
                 }
                 println!(
-                    "seed {seed}: every invariant held ({} runs, {} iterations, {} model calls, {} faults)",
-                    s.runs, s.iterations, s.model_calls, s.faults
+                    "seed {seed}: every invariant held ({} runs, {} iterations, {} model calls, {} faults, {} webhook deliveries, {} given up)",
+                    s.runs, s.iterations, s.model_calls, s.faults, s.deliveries, s.given_up
                 );
                 ExitCode::SUCCESS
             }
@@ -76,6 +76,7 @@ fn main() -> ExitCode {
     }
     let started = Instant::now();
     let (mut runs, mut iterations, mut calls, mut faults) = (0, 0, 0, 0);
+    let (mut deliveries, mut given_up) = (0, 0);
     for seed in args.from..args.from + args.seeds {
         match run_seed(seed, &options) {
             Ok(s) => {
@@ -83,6 +84,8 @@ fn main() -> ExitCode {
                 iterations += s.iterations;
                 calls += s.model_calls;
                 faults += s.faults;
+                deliveries += s.deliveries;
+                given_up += s.given_up;
             }
             Err(f) if args.expect_failure => {
                 println!("as expected, the simulator caught it:\n{f}");
@@ -103,7 +106,7 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     println!(
-        "{} schedules ran in {secs:.1} s ({:.0} schedules/s): {runs} runs, {iterations} iterations, {calls} model calls, {faults} faults injected; every invariant held",
+        "{} schedules ran in {secs:.1} s ({:.0} schedules/s): {runs} runs, {iterations} iterations, {calls} model calls, {faults} faults injected, {deliveries} webhook deliveries ({given_up} given up); every invariant held",
         args.seeds,
         args.seeds as f64 / secs.max(1e-9)
     );

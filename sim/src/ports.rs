@@ -8,15 +8,16 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use longrun_domain::run::{Run, RunStatus};
 use longrun_domain::{Doc, DocMeta, Event, IterationRecord, PadEntry, RunChange, Schedule};
-use longrun_domain::{DocHit, Notification, OutcomeMessage};
-use longrun_local::{InMemoryRunStore, InboxNotifier};
+use longrun_domain::{DocHit, Notification, OutcomeMessage, WebhookDelivery};
+use longrun_local::InMemoryRunStore;
 use longrun_ports::{
     CatalogEntry, CatalogScope, ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, Enqueued, FaultPoint,
     Faults, Inbox, Notifier, NotifyError, QueueError, RunLog, RunQuery, ScheduleStore, StepMessage,
-    StepQueue, StoreError, UserCatalog, Workspace,
+    StepQueue, StoreError, UserCatalog, WebhookOutbox, Workspace,
 };
 use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, LlmRole, Usage};
 use longrun_ports::{IdempotencyKeys, IdempotencyRecord, QueueResult, StoreResult};
+use longrun_service::Outbox;
 use serde_json::{Value, json};
 
 use crate::Sim;
@@ -173,6 +174,38 @@ impl Inbox for SimStore {
 
     async fn mark_notification_read(&self, n: &Notification) -> StoreResult<()> {
         self.inner.mark_notification_read(n).await
+    }
+}
+
+/// The outbox's writes fail (before or after they land) like any other; a lease taken by a
+/// `take_due` whose answer is lost stays taken until it ends.
+#[async_trait]
+impl WebhookOutbox for SimStore {
+    async fn put_outcome(
+        &self, n: &Notification, deliveries: &[WebhookDelivery],
+    ) -> StoreResult<bool> {
+        self.write("put_outcome", None, self.inner.put_outcome(n, deliveries))
+            .await
+    }
+
+    async fn take_due(
+        &self, now: i64, lease_until: i64, limit: usize,
+    ) -> StoreResult<Vec<WebhookDelivery>> {
+        self.write(
+            "take_due",
+            None,
+            self.inner.take_due(now, lease_until, limit),
+        )
+        .await
+    }
+
+    async fn record_attempt(&self, d: &WebhookDelivery) -> StoreResult<()> {
+        self.write("record_attempt", None, self.inner.record_attempt(d))
+            .await
+    }
+
+    async fn deliveries(&self, user_id: &str, run_id: &str) -> StoreResult<Vec<WebhookDelivery>> {
+        self.inner.deliveries(user_id, run_id).await
     }
 }
 
@@ -416,11 +449,11 @@ impl StepQueue for SimQueue {
     }
 }
 
-/// The local notifier (the inbox written before the run is marked notified), failing
-/// sometimes before it writes.
+/// `serve`'s notifier (the inbox entry and the webhook deliveries written together before the
+/// run is marked notified), failing sometimes before it writes.
 pub struct SimNotifier {
     pub sim: Arc<Sim>,
-    pub inbox: InboxNotifier,
+    pub outbox: Arc<Outbox>,
 }
 
 #[async_trait]
@@ -429,7 +462,11 @@ impl Notifier for SimNotifier {
         if self.sim.roll(15) {
             return Err(NotifyError("simulated: topic unavailable".into()));
         }
-        self.inbox.publish(msg).await
+        self.outbox
+            .record(msg)
+            .await
+            .map(|_| ())
+            .map_err(|e| NotifyError(format!("recording the outcome: {e}")))
     }
 }
 

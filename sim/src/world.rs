@@ -11,10 +11,10 @@ use longrun_domain::run::{BudgetsInput, PermissionMode, Run, RunPatch, RunStatus
 use longrun_domain::{RunTemplate, Schedule};
 use longrun_engine::EngineConfig;
 use longrun_http::{AppConfig, Platform, Tokens};
-use longrun_local::InboxNotifier;
 use longrun_ports::{Clock, Store};
-use longrun_service::handle_delivery;
+use longrun_service::{Outbox, OutboxConfig, handle_delivery};
 
+use crate::hooks::{self, SimPoster};
 use crate::ports::{SimFaults, SimLlm, SimNotifier, SimQueue, SimStore};
 use crate::{Failure, Options, Sim, Summary, check, lock};
 
@@ -28,14 +28,25 @@ pub(crate) fn users(n: u32) -> Vec<String> {
     (0..n).map(|i| format!("user{i}")).collect()
 }
 
-fn assemble(sim: &Arc<Sim>, queue: Arc<SimQueue>) -> Option<Platform> {
+fn assemble(sim: &Arc<Sim>, queue: Arc<SimQueue>) -> Option<(Platform, Arc<Outbox>)> {
     let store: Arc<dyn Store> = Arc::new(SimStore {
         sim: sim.clone(),
         inner: sim.inner.clone(),
     });
+    // The real outbox, with `serve`'s lease and retry policy, over the faulty store.
+    let outbox = Arc::new(Outbox::new(
+        store.clone(),
+        store.clone(),
+        Arc::new(SimPoster { sim: sim.clone() }),
+        sim.clock.clone(),
+        OutboxConfig {
+            batch: 4,
+            ..OutboxConfig::default()
+        },
+    ));
     let notifier = Arc::new(SimNotifier {
         sim: sim.clone(),
-        inbox: InboxNotifier::new(store.clone()),
+        outbox: outbox.clone(),
     });
     let mut config = AppConfig::new(Tokens::default(), vec![MODEL.into()]).ok()?;
     config.fetch.enabled = false;
@@ -45,7 +56,7 @@ fn assemble(sim: &Arc<Sim>, queue: Arc<SimQueue>) -> Option<Platform> {
         lease_ms: LEASE_MS,
         ..Default::default()
     };
-    Some(Platform::assemble(
+    let platform = Platform::assemble(
         store,
         queue,
         notifier,
@@ -55,12 +66,14 @@ fn assemble(sim: &Arc<Sim>, queue: Arc<SimQueue>) -> Option<Platform> {
         Arc::new(SimFaults { sim: sim.clone() }),
         engine,
         None,
-    ))
+    );
+    Some((platform, outbox))
 }
 
 struct World {
     sim: Arc<Sim>,
     p: Platform,
+    outbox: Arc<Outbox>,
     queue: Arc<SimQueue>,
     users: Vec<String>,
     created: u32,
@@ -69,7 +82,7 @@ struct World {
 pub(crate) async fn run(seed: u64, o: &Options) -> Result<Summary, Failure> {
     let sim = Arc::new(Sim::new(seed));
     let queue = Arc::new(SimQueue::new(sim.clone()));
-    let Some(p) = assemble(&sim, queue.clone()) else {
+    let Some((p, outbox)) = assemble(&sim, queue.clone()) else {
         return Err(Failure {
             seed,
             violations: vec!["the simulated platform could not be assembled".into()],
@@ -77,13 +90,16 @@ pub(crate) async fn run(seed: u64, o: &Options) -> Result<Summary, Failure> {
         });
     };
     *lock(&sim.platform) = Some(p.clone());
+    *lock(&sim.outbox) = Some(outbox.clone());
     let mut world = World {
         sim: sim.clone(),
         p,
+        outbox,
         queue,
         users: users(o.users),
         created: 0,
     };
+    hooks::register(&sim, &world.users).await;
     world.schedule().await;
     for _ in 0..o.fault_steps {
         world.act().await;
@@ -91,8 +107,12 @@ pub(crate) async fn run(seed: u64, o: &Options) -> Result<Summary, Failure> {
     sim.chaos.store(false, Ordering::SeqCst);
     sim.note("faults stop".into());
     let settled = world.settle(o.settle_steps).await;
-    let violations = check::all(&sim, &world.p, &world.users, settled).await;
+    let drained = hooks::drain(&sim, &world.outbox, &world.users, o.drain_steps).await;
+    let mut violations = check::all(&sim, &world.p, &world.users, settled).await;
+    hooks::check(&sim, &world.users, drained, &mut violations).await;
+    let (deliveries, given_up) = hooks::tally(&sim, &world.users).await;
     lock(&sim.platform).take();
+    lock(&sim.outbox).take();
     let trace = std::mem::take(&mut *lock(&sim.trace));
     let runs = check::all_runs(&sim.inner, &world.users).await;
     let ledger = lock(&sim.ledger);
@@ -115,6 +135,8 @@ pub(crate) async fn run(seed: u64, o: &Options) -> Result<Summary, Failure> {
         iterations: runs.iter().map(|r| r.iteration as u64).sum(),
         model_calls: ledger.spent.values().map(|s| s.calls).sum(),
         faults: ledger.faults,
+        deliveries,
+        given_up,
         fingerprint: fingerprint(&trace),
         trace,
     })
@@ -160,12 +182,13 @@ impl World {
                 }
             }
             72..=79 => sweep(&self.sim, &self.p).await,
-            85..=86 => crate::retention::pass(&self.sim, &self.users).await,
-            80..=84 => match longrun_http::schedules::start_due(&self.p, 5).await {
+            80..=83 => match longrun_http::schedules::start_due(&self.p, 5).await {
                 Ok(ids) if !ids.is_empty() => self.sim.note(format!("scheduler started {ids:?}")),
                 Ok(_) => {}
                 Err(e) => self.sim.note(format!("scheduler: {e}")),
             },
+            84..=87 => hooks::pass(&self.sim, &self.outbox).await,
+            88..=89 => crate::retention::pass(&self.sim, &self.users).await,
             _ => {
                 let ms = if self.sim.chance(100) {
                     self.sim.range(31_000, 120_000)
@@ -414,5 +437,23 @@ pub(crate) async fn race(sim: &Arc<Sim>, run_id: &str) {
     let fut: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> =
         Box::pin(user_action(sim, &p, run_id));
     fut.await;
+    sim.depth.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// Another actor's turn while a webhook POST is slow: a worker, or another pass of the outbox
+/// (which must not take the delivery in flight: it is leased).
+pub(crate) async fn interleave_webhook(sim: &Arc<Sim>) {
+    let (Some(p), Some(outbox)) = (sim.platform(), sim.outbox()) else {
+        return;
+    };
+    if sim.depth.fetch_add(1, Ordering::SeqCst) < 2 {
+        let fut: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> =
+            if sim.chance(500) {
+                Box::pin(hooks::pass(sim, &outbox))
+            } else {
+                Box::pin(worker(sim, &p))
+            };
+        fut.await;
+    }
     sim.depth.fetch_sub(1, Ordering::SeqCst);
 }

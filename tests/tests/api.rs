@@ -1954,3 +1954,50 @@ async fn the_inbox_pages_by_cursor_through_every_notification_once() {
     assert_eq!(pages, 3);
     assert_eq!(bad, StatusCode::BAD_REQUEST, "{problem}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_target_or_headers_past_the_api_limits_get_problem_json_414_and_431() {
+    // Arrange: targets of exactly the limit and one byte more; headers past theirs.
+    let app = spawn_app(LOOP, 3, false).await;
+    let path = |len: usize| {
+        let prefix = "/v1/runs/";
+        format!("{prefix}{}", "r".repeat(len - prefix.len()))
+    };
+    let max = longrun_http::error::MAX_URI_BYTES;
+
+    // Act
+    let (at_limit, _) = app.get(&path(max), ALICE).await;
+    let (past, uri_problem, uri_type) = app
+        .req(reqwest::Method::GET, &path(max + 1), Some(ALICE), None)
+        .await;
+    let headers = app
+        .http
+        .get(format!("{}/v1/runs", app.base))
+        .bearer_auth(ALICE)
+        .header(
+            "x-padding",
+            "a".repeat(longrun_http::error::MAX_HEADER_BYTES),
+        )
+        .send()
+        .await
+        .unwrap();
+
+    // Assert
+    assert_eq!(at_limit, StatusCode::NOT_FOUND, "taken, and no such run");
+    assert_eq!(past, StatusCode::URI_TOO_LONG);
+    assert_eq!(uri_type, "application/problem+json");
+    assert_eq!(
+        uri_problem["type"],
+        "https://longrun.dev/problems/uri-too-long"
+    );
+    assert_eq!(
+        headers.status(),
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE
+    );
+    assert_eq!(
+        headers.headers()["content-type"],
+        "application/problem+json"
+    );
+    let problem: Value = headers.json().await.unwrap();
+    assert_eq!(problem["status"], 431);
+}

@@ -13,8 +13,13 @@ use http_body_util::BodyExt;
 use longrun_domain::Webhook;
 use longrun_domain::change;
 use longrun_domain::run::{RunStatus, StopType};
+use longrun_domain::{DeliveryState, RetryPolicy};
 use longrun_fn_notifier::{DELIVERY_HEADER, NotifierHandler, SIGNATURE_HEADER, signature};
-use longrun_ports::{Clock, FaultPoint, NoFaults, StepMessage, StepQueue, StepReason};
+use longrun_fn_sweeper::Sweeper;
+use longrun_ports::{
+    Clock, FaultPoint, NoFaults, StepMessage, StepQueue, StepReason, WebhookOutbox,
+};
+use longrun_service::OutboxConfig;
 use longrun_tests::aws::{APP_BASE_URL, Stack, sqs_event, stack};
 use longrun_tests::{CrashOnce, NOTES_SCRIPT, assert_gapless, assert_iterations_once, new_run};
 use serde_json::{Value, json};
@@ -74,15 +79,21 @@ type Received = Arc<Mutex<Vec<(HeaderMap, Bytes)>>>;
 
 /// A webhook receiver on loopback that records every POST.
 async fn webhook_server() -> (String, Received) {
+    webhook_server_answering(vec![StatusCode::NO_CONTENT]).await
+}
+
+/// One that answers each POST with the next of `answers` (the last once they run out).
+async fn webhook_server_answering(answers: Vec<StatusCode>) -> (String, Received) {
     let got: Received = Arc::default();
     let store = got.clone();
     let app = axum::Router::new().route(
         "/hook",
         axum::routing::post(move |headers: HeaderMap, body: Bytes| {
-            let store = store.clone();
+            let (store, answers) = (store.clone(), answers.clone());
             async move {
-                store.lock().unwrap().push((headers, body));
-                StatusCode::NO_CONTENT
+                let mut got = store.lock().unwrap();
+                got.push((headers, body));
+                answers[(got.len() - 1).min(answers.len() - 1)]
             }
         }),
     );
@@ -96,12 +107,23 @@ async fn webhook_server() -> (String, Received) {
 }
 
 fn notifier(s: &Stack) -> NotifierHandler {
-    NotifierHandler::new(
-        s.p().store.clone(),
-        &s.p().config.fetch,
-        vec![Duration::from_millis(10), Duration::from_millis(20)],
-    )
-    .unwrap()
+    NotifierHandler::with_config(s.p(), retry_at_once()).unwrap()
+}
+
+fn sweeper(s: &Stack, stale_ms: i64) -> Sweeper {
+    Sweeper::with_outbox(s.p().clone(), stale_ms, retry_at_once()).unwrap()
+}
+
+/// An outbox whose failed attempts are due again at once, so the next sweep retries them.
+fn retry_at_once() -> OutboxConfig {
+    OutboxConfig {
+        retry: RetryPolicy {
+            first_wait_ms: 0,
+            max_wait_ms: 0,
+            max_attempts: 3,
+        },
+        ..OutboxConfig::default()
+    }
 }
 
 async fn create(s: &Stack, sub: &str) -> String {
@@ -281,9 +303,7 @@ async fn the_sweeper_recovers_a_run_whose_next_message_was_lost() {
     assert!(s.steps.receive(1, 30_000).await.unwrap().is_empty());
 
     let scheduled = serde_json::from_str(&fixture("eventbridge-scheduled.json")).unwrap();
-    let report = longrun_fn_sweeper::handle(s.p(), 0, scheduled)
-        .await
-        .unwrap();
+    let report = sweeper(&s, 0).handle(scheduled).await.unwrap();
     assert_eq!(report.requeued, vec![run_id.clone()]);
     s.drive(&run_id, 200).await;
 
@@ -307,9 +327,7 @@ async fn the_sweeper_republishes_an_outcome_that_was_never_marked_published() {
         .unwrap();
 
     let scheduled = serde_json::from_str(&fixture("eventbridge-scheduled.json")).unwrap();
-    let report = longrun_fn_sweeper::handle(s.p(), 0, scheduled)
-        .await
-        .unwrap();
+    let report = sweeper(&s, 0).handle(scheduled).await.unwrap();
 
     assert_eq!(report.republished, vec![run_id.clone()]);
     let again = s.next_outcome().await;
@@ -483,36 +501,40 @@ async fn a_record_that_must_wait_fails_with_the_later_records_of_its_run() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_notifier_records_the_fixture_outcome_once_and_retries_a_failing_webhook() {
+async fn the_notifier_records_the_outcome_once_and_the_sweeper_retries_a_failing_webhook_until_delivered()
+ {
+    // Arrange: one receiver that answers, one that fails its first POST.
     let s = stack(NOTES_SCRIPT, Arc::new(NoFaults), 30_000).await;
     let (url, received) = webhook_server().await;
+    let (flaky, flaky_got) = webhook_server_answering(vec![
+        StatusCode::SERVICE_UNAVAILABLE,
+        StatusCode::NO_CONTENT,
+    ])
+    .await;
+    let hook = |url: &str| Webhook {
+        url: url.into(),
+        secret: "a-long-enough-secret".into(),
+    };
     s.p()
         .store
-        .put_webhooks(
-            "user-jwt-1",
-            &[
-                Webhook {
-                    url: url.clone(),
-                    secret: "a-long-enough-secret".into(),
-                },
-                Webhook {
-                    url: format!("http://{}:9/unreachable", longrun_tests::HOOKS_HOST),
-                    secret: "a-long-enough-secret".into(),
-                },
-            ],
-        )
+        .put_webhooks("user-jwt-1", &[hook(&url), hook(&flaky)])
         .await
         .unwrap();
     let event = || serde_json::from_str(&fixture("sns-outcome.json")).unwrap();
+    let scheduled = || serde_json::from_str(&fixture("eventbridge-scheduled.json")).unwrap();
 
+    // Act: SNS delivers the outcome twice; then two sweeps.
     let first = notifier(&s).handle(event()).await;
     let second = notifier(&s).handle(event()).await;
-
-    assert!(
-        matches!(&first, Err(e) if e.is_retryable() && e.to_string().contains("after 3 attempts")),
-        "{first:?}"
+    let after_notifier = (
+        received.lock().unwrap().len(),
+        flaky_got.lock().unwrap().len(),
     );
-    assert!(second.is_err());
+    let sweep = sweeper(&s, 60_000).handle(scheduled()).await.unwrap();
+    let next_sweep = sweeper(&s, 60_000).handle(scheduled()).await.unwrap();
+
+    // Assert: a failing webhook fails no record; the sweeper's retry delivers it.
+    assert!(first.is_ok() && second.is_ok(), "{first:?} {second:?}");
     let inbox = s.p().store.notifications("user-jwt-1", 10).await.unwrap();
     assert_eq!(
         inbox.len(),
@@ -520,15 +542,75 @@ async fn the_notifier_records_the_fixture_outcome_once_and_retries_a_failing_web
         "one notification per outcome, however often delivered"
     );
     assert_eq!(
-        inbox[0].link,
-        "https://console.example.com/runs/run-fixture-a"
+        after_notifier,
+        (1, 1),
+        "each webhook attempted once, not per SNS delivery"
     );
-    let got = received.lock().unwrap().clone();
-    assert_eq!(got.len(), 2, "the reachable hook got each delivery");
+    assert_eq!(
+        (sweep.webhook_attempts, next_sweep.webhook_attempts),
+        (1, 0)
+    );
+    let got = flaky_got.lock().unwrap().clone();
+    assert_eq!(got.len(), 2);
     assert_eq!(
         got[0].0[DELIVERY_HEADER], got[1].0[DELIVERY_HEADER],
-        "repeats carry the same delivery id"
+        "a retry carries the same delivery id"
     );
+    assert_eq!(got[0].1, got[1].1, "and the same bytes");
+    let log = s
+        .observer
+        .deliveries("user-jwt-1", "run-fixture-a")
+        .await
+        .unwrap();
+    let states: Vec<_> = log.iter().map(|d| (d.hook, d.state, d.attempts)).collect();
+    assert_eq!(
+        states,
+        [
+            (0, DeliveryState::Delivered, 1),
+            (1, DeliveryState::Delivered, 2)
+        ]
+    );
+    assert_eq!(log[1].id, got[0].0[DELIVERY_HEADER].to_str().unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outcome_the_table_cannot_take_fails_the_record_so_sns_brings_it_again() {
+    // Arrange: every DynamoDB request throttled while the first delivery of the outcome runs.
+    let s = stack(NOTES_SCRIPT, Arc::new(NoFaults), 30_000).await;
+    let (url, received) = webhook_server().await;
+    let hook = Webhook {
+        url,
+        secret: "a-long-enough-secret".into(),
+    };
+    s.p()
+        .store
+        .put_webhooks("user-jwt-1", &[hook])
+        .await
+        .unwrap();
+    let event = || serde_json::from_str(&fixture("sns-outcome.json")).unwrap();
+
+    // Act
+    s.throttle.set_every(1);
+    let refused = notifier(&s).handle(event()).await;
+    let posted_meanwhile = received.lock().unwrap().len();
+    s.throttle.set_every(0);
+    let again = notifier(&s).handle(event()).await;
+
+    // Assert
+    assert!(
+        matches!(&refused, Err(e) if e.is_retryable()),
+        "{refused:?}"
+    );
+    assert_eq!(posted_meanwhile, 0, "nothing is sent that is not recorded");
+    assert!(again.is_ok(), "{again:?}");
+    assert_eq!(received.lock().unwrap().len(), 1);
+    let log = s
+        .observer
+        .deliveries("user-jwt-1", "run-fixture-a")
+        .await
+        .unwrap();
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0].state, DeliveryState::Delivered);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -550,12 +632,8 @@ async fn the_sweeper_starts_a_due_schedule_once() {
     s.p().store.put_schedule(&due).await.unwrap();
     let scheduled = || serde_json::from_str(&fixture("eventbridge-scheduled.json")).unwrap();
 
-    let first = longrun_fn_sweeper::handle(s.p(), 60_000, scheduled())
-        .await
-        .unwrap();
-    let second = longrun_fn_sweeper::handle(s.p(), 60_000, scheduled())
-        .await
-        .unwrap();
+    let first = sweeper(&s, 60_000).handle(scheduled()).await.unwrap();
+    let second = sweeper(&s, 60_000).handle(scheduled()).await.unwrap();
 
     assert_eq!(first.started.len(), 1);
     assert!(second.started.is_empty());
@@ -704,12 +782,8 @@ async fn a_start_run_event_starts_its_run_once_however_often_it_is_delivered() {
     let event = || serde_json::from_str(&fixture("eventbridge-start-run.json")).unwrap();
 
     // Act: EventBridge delivers at least once; here twice.
-    let first = longrun_fn_sweeper::handle(s.p(), 60_000, event())
-        .await
-        .unwrap();
-    let second = longrun_fn_sweeper::handle(s.p(), 60_000, event())
-        .await
-        .unwrap();
+    let first = sweeper(&s, 60_000).handle(event()).await.unwrap();
+    let second = sweeper(&s, 60_000).handle(event()).await.unwrap();
 
     // Assert
     assert_eq!(first.started.len(), 1);
@@ -732,10 +806,12 @@ async fn a_start_run_event_with_a_bad_template_fails_and_starts_nothing() {
     unknown["detail"]["template"] = json!({"objective": "x", "colour": "red"});
 
     // Act
-    let empty =
-        longrun_fn_sweeper::handle(s.p(), 60_000, serde_json::from_value(event).unwrap()).await;
-    let unknown =
-        longrun_fn_sweeper::handle(s.p(), 60_000, serde_json::from_value(unknown).unwrap()).await;
+    let empty = sweeper(&s, 60_000)
+        .handle(serde_json::from_value(event).unwrap())
+        .await;
+    let unknown = sweeper(&s, 60_000)
+        .handle(serde_json::from_value(unknown).unwrap())
+        .await;
 
     // Assert
     let empty = empty.unwrap_err().to_string();

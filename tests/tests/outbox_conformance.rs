@@ -1,11 +1,12 @@
-//! The `WebhookOutbox` contract, run against every adapter that has one (memory, SQLite), and
-//! the outbox's delivery loop against a real receiver on loopback: retried with the same
-//! delivery id, given up on a refusal, taken again when an attempt was cut short.
+//! The `WebhookOutbox` contract, run against every adapter (memory, SQLite, DynamoDB on the
+//! emulator), and the outbox's delivery loop against a real receiver on loopback: retried with
+//! the same delivery id, given up on a refusal, taken again when an attempt was cut short.
 #![allow(clippy::unwrap_used)]
 
 use std::sync::{Arc, Mutex};
 
 use axum::http::{HeaderMap, StatusCode};
+use longrun_aws::DynamoDbRunStore;
 use longrun_domain::{
     DeliveryState, Notification, NotificationMetrics, OutcomeMessage, RetryPolicy, RunStatus,
     Webhook, WebhookDelivery,
@@ -131,6 +132,34 @@ mod suite {
         assert_eq!(log[0].state, DeliveryState::Delivered);
         assert_eq!(log[1].attempts, 1);
     }
+
+    pub async fn takers_at_the_same_moment_share_the_due_deliveries_without_overlap<
+        S: WebhookOutbox,
+    >(
+        s: &S,
+    ) {
+        // Arrange: six due deliveries of two outcomes.
+        for run in ["r1#1#completed", "r1#2#failed"] {
+            let n = note(run, "u1");
+            let ds: Vec<_> = (0..3).map(|h| delivery(&n.id, h, "u1", 100)).collect();
+            s.put_outcome(&n, &ds).await.unwrap();
+        }
+
+        // Act
+        let (a, b) = tokio::join!(s.take_due(100, 1_000, 10), s.take_due(100, 1_000, 10));
+
+        // Assert: every delivery taken once, by one of them.
+        let mut taken: Vec<_> = a
+            .unwrap()
+            .into_iter()
+            .chain(b.unwrap())
+            .map(|d| (d.id, d.hook))
+            .collect();
+        taken.sort();
+        let before = taken.len();
+        taken.dedup();
+        assert_eq!((before, taken.len()), (6, 6));
+    }
 }
 
 macro_rules! conformance {
@@ -139,7 +168,7 @@ macro_rules! conformance {
             $(
                 #[tokio::test]
                 async fn $test() {
-                    let (store, _dir) = super::$adapter();
+                    let (store, _dir) = super::$adapter().await;
                     super::suite::$test(&*store).await;
                 }
             )*
@@ -153,26 +182,32 @@ macro_rules! all_adapters {
             an_outcome_and_its_deliveries_are_recorded_together_and_once,
             a_due_delivery_goes_to_one_taker_until_its_lease_ends,
             a_recorded_attempt_settles_or_reschedules_the_delivery,
+            takers_at_the_same_moment_share_the_due_deliveries_without_overlap,
         );)*
     };
 }
 
-fn memory() -> (Arc<InMemoryRunStore>, Option<tempfile::TempDir>) {
+async fn memory() -> (Arc<InMemoryRunStore>, Option<tempfile::TempDir>) {
     (Arc::new(InMemoryRunStore::new()), None)
 }
 
-fn sqlite() -> (Arc<SqliteRunStore>, Option<tempfile::TempDir>) {
+async fn sqlite() -> (Arc<SqliteRunStore>, Option<tempfile::TempDir>) {
     let dir = tempfile::tempdir().unwrap();
     let db = SqliteDb::open(&dir.path().join("t.sqlite3")).unwrap();
     (Arc::new(SqliteRunStore::new(db)), Some(dir))
 }
 
-all_adapters!(memory, sqlite);
+async fn dynamodb() -> (Arc<DynamoDbRunStore>, Option<tempfile::TempDir>) {
+    let c = longrun_tests::aws::clients().await;
+    (Arc::new(longrun_tests::aws::dynamodb_store(&c).await), None)
+}
+
+all_adapters!(memory, sqlite, dynamodb);
 
 #[tokio::test]
 async fn a_restarted_sqlite_store_hands_back_the_deliveries_a_gone_process_had_taken() {
     // Arrange: a delivery taken with a long lease, then the process is gone.
-    let (s, _dir) = sqlite();
+    let (s, _dir) = sqlite().await;
     let n = note("r1#1#completed", "u1");
     s.put_outcome(&n, &[delivery(&n.id, 0, "u1", 100)])
         .await
@@ -263,7 +298,7 @@ async fn outbox(url: &str) -> (Outbox, Arc<InMemoryRunStore>, Arc<ManualClock>) 
     let outbox = Outbox::new(
         store.clone(),
         store.clone(),
-        WebhookSender::new(&fetch, vec![]).unwrap(),
+        Arc::new(WebhookSender::new(&fetch).unwrap()),
         clock.clone() as Arc<dyn Clock>,
         config,
     );
@@ -329,4 +364,30 @@ async fn a_delivery_the_receiver_refuses_or_that_runs_out_of_attempts_is_given_u
     assert_eq!(down_log[0].state, DeliveryState::GivenUp);
     assert_eq!(down_log[0].attempts, 3, "the policy's three attempts");
     assert_eq!(down_posts.lock().unwrap().len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delivering_at_once_attempts_each_webhook_once_leaves_the_retry_to_the_outbox_and_records_a_repeat_once()
+ {
+    // Arrange: the receiver fails the first POST.
+    let (url, posts) = receiver(vec![StatusCode::BAD_GATEWAY, StatusCode::NO_CONTENT]).await;
+    let (outbox, store, clock) = outbox(&url).await;
+
+    // Act: the notifier's way, twice (SNS delivers at least once); a taker meanwhile; then
+    // a pass once the retry is due.
+    let first = outbox.deliver_now(&outcome()).await.unwrap();
+    let repeat = outbox.deliver_now(&outcome()).await.unwrap();
+    let meanwhile = outbox.deliver_due().await.unwrap();
+    clock.advance(1_000);
+    let retried = outbox.deliver_due().await.unwrap();
+
+    // Assert
+    assert_eq!([first, repeat, meanwhile, retried], [1, 0, 0, 1]);
+    assert_eq!(store.notifications("u1", 10).await.unwrap().len(), 1);
+    assert_eq!(posts.lock().unwrap().len(), 2);
+    let log = store.deliveries("u1", "r1").await.unwrap();
+    assert_eq!(
+        (log[0].state, log[0].attempts),
+        (DeliveryState::Delivered, 2)
+    );
 }

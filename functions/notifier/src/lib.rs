@@ -1,42 +1,42 @@
-//! The notifier: each SNS outcome becomes one in-app notification (idempotent on its id) and
-//! one signed POST to each of the owner's webhooks (`longrun_service::webhooks`).
-
-use std::sync::Arc;
-use std::time::Duration;
+//! The notifier: each SNS outcome becomes one in-app notification and one delivery per webhook
+//! of its owner, written together in the outbox (idempotent on the outcome's id), then each
+//! delivery attempted once at once (`longrun_service::outbox`). Retries are the outbox's:
+//! the sweeper attempts what is due every minute, for as long as the retry policy says.
 
 use aws_lambda_events::event::sns::SnsEvent;
 use longrun_domain::OutcomeMessage;
-use longrun_ports::Store;
-use longrun_service::OutcomeDelivery;
-use longrun_service::config::FetchConfig;
-use longrun_service::webhooks::{WebhookError, WebhookSender};
+use longrun_ports::StoreError;
+use longrun_service::{Outbox, OutboxConfig, Platform, PlatformError};
 use tracing::warn;
 
 pub use longrun_service::webhooks::{DELIVERY_HEADER, SIGNATURE_HEADER, payload, signature};
 
-pub type NotifierError = WebhookError;
+/// Recording the outcome failed: the record fails, so SNS (Lambda's async retries) brings it
+/// again.
+pub type NotifierError = StoreError;
 
 pub struct NotifierHandler {
-    delivery: OutcomeDelivery,
+    outbox: Outbox,
 }
 
 impl NotifierHandler {
-    /// `backoff`: the waits between webhook attempts (its length + 1 attempts in all).
-    pub fn new(
-        store: Arc<dyn Store>, fetch: &FetchConfig, backoff: Vec<Duration>,
-    ) -> Result<Self, reqwest::Error> {
-        let webhooks = WebhookSender::new(fetch, backoff)?;
+    pub fn new(platform: &Platform) -> Result<Self, PlatformError> {
+        Self::with_config(platform, OutboxConfig::default())
+    }
+
+    /// With another retry policy or lease (tests).
+    pub fn with_config(platform: &Platform, config: OutboxConfig) -> Result<Self, PlatformError> {
         Ok(NotifierHandler {
-            delivery: OutcomeDelivery::new(store.clone(), store, webhooks),
+            outbox: platform.outbox(config)?,
         })
     }
 
-    /// A failed delivery fails the invocation, so SNS delivers the outcome again; the inbox id
-    /// and the delivery id make the repeat land once.
+    /// Fails only when an outcome could not be recorded: a webhook that fails is the outbox's
+    /// to retry, not SNS's (whose few retries would end, and could not say which webhook).
     pub async fn handle(&self, event: SnsEvent) -> Result<(), NotifierError> {
         for record in event.records {
             match serde_json::from_str::<OutcomeMessage>(&record.sns.message) {
-                Ok(msg) => self.delivery.deliver(&msg).await?,
+                Ok(msg) => self.deliver(&msg).await?,
                 // It would never parse: retrying only delays the rest.
                 Err(e) => {
                     warn!(message_id = %record.sns.message_id, error = %e, "skipping an unreadable outcome")
@@ -47,6 +47,6 @@ impl NotifierHandler {
     }
 
     pub async fn deliver(&self, msg: &OutcomeMessage) -> Result<(), NotifierError> {
-        self.delivery.deliver(msg).await
+        self.outbox.deliver_now(msg).await.map(|_| ())
     }
 }

@@ -1,5 +1,3 @@
-use std::time::Duration;
-
 use lambda_runtime::{LambdaEvent, service_fn};
 use longrun_fn_notifier::NotifierHandler;
 use longrun_service::Platform;
@@ -8,15 +6,7 @@ use longrun_service::Platform;
 async fn main() -> anyhow::Result<()> {
     longrun_service::init_tracing(true, "info");
     let platform = Platform::aws_from_env().await?;
-    let handler = NotifierHandler::new(
-        platform.store.clone(),
-        &platform.config.fetch,
-        vec![
-            Duration::from_millis(500),
-            Duration::from_secs(1),
-            Duration::from_secs(2),
-        ],
-    )?;
+    let handler = NotifierHandler::new(&platform)?;
     let handler = &handler;
     lambda_runtime::run(service_fn(move |ev: LambdaEvent<_>| async move {
         handler

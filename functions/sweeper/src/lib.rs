@@ -1,12 +1,14 @@
 //! The sweeper, on an EventBridge schedule: re-sends the next step of runs that stalled (a
 //! lost message, a crashed worker whose lease ran out), re-publishes outcomes that were never
-//! marked published, and starts the scheduled runs that are due. An event whose `detail-type`
-//! is `longrun.StartRun` (from a rule on the bus or an EventBridge Scheduler target) starts one
-//! run instead.
+//! marked published, starts the scheduled runs that are due, and attempts the webhook
+//! deliveries whose wait is over (the outbox's retries, beyond the notifier's first attempt and
+//! SNS's own). An event whose `detail-type` is `longrun.StartRun` (from a rule on the bus or an
+//! EventBridge Scheduler target) starts one run instead.
 
 use aws_lambda_events::event::eventbridge::EventBridgeEvent;
 use longrun_engine::{EngineError, SweepReport};
-use longrun_service::{CreateRun, Platform, ServiceError};
+use longrun_ports::StoreError;
+use longrun_service::{CreateRun, Outbox, OutboxConfig, Platform, PlatformError, ServiceError};
 use serde::Deserialize;
 use tracing::info;
 
@@ -26,6 +28,11 @@ pub struct StartRun {
 /// Runs (and schedules) the sweeper looks at per invocation.
 pub const SWEEP_LIMIT: usize = 200;
 
+/// Webhook deliveries attempted at once, and passes per sweep: at most 4 × 64 a minute, each
+/// pass bounded by the sender's timeouts (5 s), well inside the function's 60 s.
+const DELIVERY_BATCH: usize = 64;
+const DELIVERY_PASSES: usize = 4;
+
 #[derive(Debug, thiserror::Error)]
 pub enum SweepError {
     #[error(transparent)]
@@ -34,26 +41,63 @@ pub enum SweepError {
     Schedules(#[from] ServiceError),
     #[error("a longrun.StartRun event {0}")]
     BadEvent(String),
+    #[error("webhook deliveries: {0}")]
+    Webhooks(#[from] StoreError),
 }
 
-pub async fn handle(
-    p: &Platform, stale_ms: i64, event: EventBridgeEvent,
-) -> Result<SweepReport, SweepError> {
-    if event.detail_type == START_RUN {
-        return start_run(p, event).await;
+/// The platform and the outbox it delivers webhooks with, built once per execution
+/// environment.
+pub struct Sweeper {
+    platform: Platform,
+    outbox: Outbox,
+    /// Runs not written for this long are looked at.
+    stale_ms: i64,
+}
+
+impl Sweeper {
+    pub fn new(platform: Platform, stale_ms: i64) -> Result<Self, PlatformError> {
+        Self::with_outbox(
+            platform,
+            stale_ms,
+            OutboxConfig {
+                batch: DELIVERY_BATCH,
+                ..OutboxConfig::default()
+            },
+        )
     }
-    let mut report = p.follow_up.sweep(stale_ms, SWEEP_LIMIT).await?;
-    report.started = longrun_service::schedules::start_due(p, SWEEP_LIMIT).await?;
-    info!(
-        event_id = event.id.as_deref().unwrap_or("?"),
-        requeued = report.requeued.len(),
-        republished = report.republished.len(),
-        leased = report.leased,
-        started = report.started.len(),
-        woken = report.woken.len(),
-        "sweep done"
-    );
-    Ok(report)
+
+    /// With another retry policy, lease or batch (tests).
+    pub fn with_outbox(
+        platform: Platform, stale_ms: i64, config: OutboxConfig,
+    ) -> Result<Self, PlatformError> {
+        let outbox = platform.outbox(config)?;
+        Ok(Sweeper {
+            platform,
+            outbox,
+            stale_ms,
+        })
+    }
+
+    pub async fn handle(&self, event: EventBridgeEvent) -> Result<SweepReport, SweepError> {
+        let p = &self.platform;
+        if event.detail_type == START_RUN {
+            return start_run(p, event).await;
+        }
+        let mut report = p.follow_up.sweep(self.stale_ms, SWEEP_LIMIT).await?;
+        report.started = longrun_service::schedules::start_due(p, SWEEP_LIMIT).await?;
+        report.webhook_attempts = self.outbox.deliver_due_passes(DELIVERY_PASSES).await?;
+        info!(
+            event_id = event.id.as_deref().unwrap_or("?"),
+            requeued = report.requeued.len(),
+            republished = report.republished.len(),
+            leased = report.leased,
+            started = report.started.len(),
+            woken = report.woken.len(),
+            webhook_attempts = report.webhook_attempts,
+            "sweep done"
+        );
+        Ok(report)
+    }
 }
 
 /// Starts the run an event asks for. Its id is derived from the event's id, so a redelivered

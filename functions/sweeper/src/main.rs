@@ -12,9 +12,11 @@ async fn main() -> anyhow::Result<()> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(DEFAULT_STALE_MS);
-    let platform = &platform;
+    let sweeper = longrun_fn_sweeper::Sweeper::new(platform, stale_ms)?;
+    let sweeper = &sweeper;
     lambda_runtime::run(service_fn(move |ev: LambdaEvent<_>| async move {
-        longrun_fn_sweeper::handle(platform, stale_ms, ev.payload)
+        sweeper
+            .handle(ev.payload)
             .await
             .map_err(lambda_runtime::Error::from)
     }))

@@ -751,7 +751,12 @@ async fn fallback() -> ApiError {
 pub const BODY_LIMIT: usize = 1024 * 1024;
 
 pub fn router(p: Platform) -> Router {
-    routes(p).fallback(fallback)
+    with_head_limits(routes(p).fallback(fallback))
+}
+
+/// `app` (its routes and fallback) behind the API's bounds on a request's target and headers.
+pub fn with_head_limits(app: Router) -> Router {
+    app.layer(axum::middleware::from_fn(crate::error::head_limits))
 }
 
 /// Every API route, with no fallback: `router` adds the API's 404, the console its files.

@@ -122,10 +122,12 @@ fn content_type(path: &str) -> &'static str {
 
 /// The API, and the console for every path the API does not own.
 pub fn router_with_console(p: Platform, console: Console) -> Router {
-    crate::api::routes(p).fallback(move |method: Method, uri: Uri| {
-        let console = console.clone();
-        async move { console.respond(&method, &uri) }
-    })
+    crate::api::with_head_limits(
+        crate::api::routes(p).fallback(move |method: Method, uri: Uri| {
+            let console = console.clone();
+            async move { console.respond(&method, &uri) }
+        }),
+    )
 }
 
 #[cfg(test)]

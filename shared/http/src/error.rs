@@ -34,6 +34,10 @@ pub enum ApiError {
     #[error("{0}")]
     RequestTimeout(String),
     #[error("{0}")]
+    UriTooLong(String),
+    #[error("{0}")]
+    HeadersTooLarge(String),
+    #[error("{0}")]
     TooManyRequests(String),
     #[error("{0}")]
     Unavailable(String),
@@ -70,6 +74,16 @@ impl ApiError {
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "payload-too-large",
                 "Request body too large",
+            ),
+            ApiError::UriTooLong(_) => (
+                StatusCode::URI_TOO_LONG,
+                "uri-too-long",
+                "Request target too long",
+            ),
+            ApiError::HeadersTooLarge(_) => (
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "headers-too-large",
+                "Request headers too large",
             ),
             ApiError::TooManyRequests(_) => (
                 StatusCode::TOO_MANY_REQUESTS,
@@ -299,4 +313,36 @@ pub async fn plain_errors_as_problems(resp: Response) -> Response {
         out.headers_mut().insert(header::ALLOW, a);
     }
     out
+}
+
+/// The longest request target (path and query) the API takes: its ids, paths and cursors are
+/// far shorter.
+pub const MAX_URI_BYTES: usize = 8 * 1024;
+/// The most header bytes (names and values, all headers together) the API takes in a request.
+pub const MAX_HEADER_BYTES: usize = 32 * 1024;
+
+/// Refuses a request whose target or headers are larger than the API takes, with a
+/// problem+json 414 or 431, before any route or extractor reads it. Below the HTTP server's
+/// own bound on a request's head (`serve`: 64 KiB), so this answer, not the server's bodiless
+/// one, is what a client sees for anything the server could read.
+pub async fn head_limits(req: Request, next: axum::middleware::Next) -> Response {
+    let target = req.uri().path_and_query().map_or(0, |p| p.as_str().len());
+    if target > MAX_URI_BYTES {
+        return ApiError::UriTooLong(format!(
+            "the request target is {target} bytes; at most {MAX_URI_BYTES} are taken"
+        ))
+        .into_response();
+    }
+    let headers: usize = req
+        .headers()
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len())
+        .sum();
+    if headers > MAX_HEADER_BYTES {
+        return ApiError::HeadersTooLarge(format!(
+            "the request headers are {headers} bytes; at most {MAX_HEADER_BYTES} are taken"
+        ))
+        .into_response();
+    }
+    next.run(req).await
 }

@@ -24,7 +24,7 @@ pub use llm::{
     ChatMessage, ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, LlmRole, Usage,
 };
 pub use notify::{Notifier, NotifyError};
-pub use outbox::WebhookOutbox;
+pub use outbox::{WebhookOutbox, WebhookPoster};
 pub use queue::{
     DEDUP_WINDOW_MS, Delivery, Enqueued, QueueError, QueueResult, StepMessage, StepQueue,
     StepReason,
@@ -39,6 +39,7 @@ pub use tools::{McpConnector, McpToolSpec, Tool, ToolContext, ToolFactory};
 /// wiring); code holding a `dyn Store` needs only `CatalogExt`.
 pub mod prelude {
     pub use crate::idempotency::IdempotencyKeys as _;
+    pub use crate::outbox::WebhookOutbox as _;
     pub use crate::store::{
         CatalogExt as _, Inbox as _, RunLog as _, ScheduleStore as _, UserCatalog as _,
         Workspace as _,

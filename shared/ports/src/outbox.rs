@@ -1,8 +1,9 @@
 //! The webhook outbox: outcome deliveries recorded with the inbox entry, so a delivery a crash
-//! or a restart interrupted is attempted again instead of lost.
+//! or a restart interrupted is attempted again instead of lost; and the poster that attempts
+//! one delivery.
 
 use async_trait::async_trait;
-use longrun_domain::{Notification, WebhookDelivery};
+use longrun_domain::{Attempt, Notification, WebhookDelivery};
 
 use crate::store::StoreResult;
 
@@ -23,4 +24,12 @@ pub trait WebhookOutbox: Send + Sync {
     async fn record_attempt(&self, d: &WebhookDelivery) -> StoreResult<()>;
     /// A run's deliveries (of `user_id`'s runs only), oldest first: the delivery log.
     async fn deliveries(&self, user_id: &str, run_id: &str) -> StoreResult<Vec<WebhookDelivery>>;
+}
+
+/// One attempt of one delivery: a signed POST of its body to its URL under its id. Never
+/// fails as a call: what the receiver (or the way to it) did is the `Attempt` — delivered, a
+/// failure worth retrying, or a refusal that will not change.
+#[async_trait]
+pub trait WebhookPoster: Send + Sync {
+    async fn post(&self, d: &WebhookDelivery) -> Attempt;
 }

@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::idempotency::IdempotencyKeys;
+use crate::outbox::WebhookOutbox;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -201,12 +202,20 @@ pub trait ScheduleStore: Send + Sync {
 /// Everything one database holds; what wiring passes around. Use cases and the engine take
 /// the narrower traits it upcasts to.
 pub trait Store:
-    RunLog + Workspace + Inbox + UserCatalog + ScheduleStore + IdempotencyKeys
+    RunLog + Workspace + Inbox + UserCatalog + ScheduleStore + IdempotencyKeys + WebhookOutbox
 {
 }
 
-impl<T: RunLog + Workspace + Inbox + UserCatalog + ScheduleStore + IdempotencyKeys + ?Sized> Store
-    for T
+impl<
+    T: RunLog
+        + Workspace
+        + Inbox
+        + UserCatalog
+        + ScheduleStore
+        + IdempotencyKeys
+        + WebhookOutbox
+        + ?Sized,
+> Store for T
 {
 }
 

@@ -214,13 +214,12 @@ impl Platform {
         let store: Arc<dyn Store> = sqlite_store.clone();
         let sqlite_queue = Arc::new(SqliteStepQueue::new(db.clone(), opts.clock.clone()));
         let queue: Arc<dyn StepQueue> = sqlite_queue.clone();
-        // One attempt per call: the outbox keeps the backoff, durably.
-        let webhooks = WebhookSender::new(&config.fetch, vec![])
+        let webhooks = WebhookSender::new(&config.fetch)
             .map_err(|e| PlatformError::Setting(format!("webhook client: {e}")))?;
         let outbox = Arc::new(Outbox::new(
             sqlite_store.clone(),
             store.clone(),
-            webhooks,
+            Arc::new(webhooks),
             opts.clock.clone(),
             opts.outbox,
         ));

@@ -1,7 +1,8 @@
-//! Outcome webhooks through a durable outbox (`serve`): the inbox entry and one delivery per
-//! webhook are written together when an outcome is published, and a loop attempts what is due
-//! with backoff until each is delivered or given up. A delivery interrupted by a crash or a
-//! stop is attempted again after the restart, under the same delivery id: at least once, and
+//! Outcome webhooks through a durable outbox, on every platform: the inbox entry and one
+//! delivery per webhook are written together when an outcome is published, and what is due is
+//! attempted with backoff until each is delivered or given up — by `serve`'s loop, or on AWS by
+//! the notifier Lambda (at once) and the sweeper (every minute after). A delivery interrupted
+//! by a crash or a stop is attempted again, under the same delivery id: at least once, and
 //! receivers drop repeats by the id.
 
 use std::sync::Arc;
@@ -11,11 +12,12 @@ use futures_util::future::join_all;
 use longrun_domain::{
     Attempt, DeliveryState, OutcomeMessage, RetryPolicy, Webhook, WebhookDelivery, notification_for,
 };
-use longrun_ports::{CatalogExt, Clock, StoreError, UserCatalog, WebhookOutbox};
+use longrun_ports::{CatalogExt, Clock, StoreError, UserCatalog, WebhookOutbox, WebhookPoster};
 use tokio::sync::{Notify, watch};
 use tracing::{info, warn};
 
-use crate::webhooks::{WebhookError, WebhookSender, payload, signature};
+use crate::platform::{Platform, PlatformError};
+use crate::webhooks::{WebhookSender, payload, signature};
 
 #[derive(Clone, Debug)]
 pub struct OutboxConfig {
@@ -43,7 +45,7 @@ impl Default for OutboxConfig {
 pub struct Outbox {
     store: Arc<dyn WebhookOutbox>,
     catalog: Arc<dyn UserCatalog>,
-    sender: WebhookSender,
+    poster: Arc<dyn WebhookPoster>,
     clock: Arc<dyn Clock>,
     config: OutboxConfig,
     wake: Notify,
@@ -73,15 +75,31 @@ pub fn deliveries_for(msg: &OutcomeMessage, hooks: &[Webhook], now: i64) -> Vec<
         .collect()
 }
 
+impl Platform {
+    /// The outbox over this platform's store, posting through the SSRF-guarded client: what
+    /// the notifier Lambda and the sweeper deliver with.
+    pub fn outbox(&self, config: OutboxConfig) -> Result<Outbox, PlatformError> {
+        let sender = WebhookSender::new(&self.config.fetch)
+            .map_err(|e| PlatformError::Setting(format!("webhook client: {e}")))?;
+        Ok(Outbox::new(
+            self.store.clone(),
+            self.store.clone(),
+            Arc::new(sender),
+            self.clock.clone(),
+            config,
+        ))
+    }
+}
+
 impl Outbox {
     pub fn new(
-        store: Arc<dyn WebhookOutbox>, catalog: Arc<dyn UserCatalog>, sender: WebhookSender,
-        clock: Arc<dyn Clock>, config: OutboxConfig,
+        store: Arc<dyn WebhookOutbox>, catalog: Arc<dyn UserCatalog>,
+        poster: Arc<dyn WebhookPoster>, clock: Arc<dyn Clock>, config: OutboxConfig,
     ) -> Self {
         Outbox {
             store,
             catalog,
-            sender,
+            poster,
             clock,
             config,
             wake: Notify::new(),
@@ -90,20 +108,51 @@ impl Outbox {
 
     /// The inbox entry and its deliveries, durable when this returns (so the run is marked
     /// notified only then); idempotent per outcome. Wakes the loop.
-    pub async fn record(&self, msg: &OutcomeMessage) -> Result<bool, WebhookError> {
+    pub async fn record(&self, msg: &OutcomeMessage) -> Result<bool, StoreError> {
+        let (fresh, deliveries) = self.put(msg, 0).await?;
+        if fresh && !deliveries.is_empty() {
+            self.wake.notify_one();
+        }
+        Ok(fresh)
+    }
+
+    /// The notifier Lambda's way: the outcome recorded with its deliveries already taken by
+    /// this caller (leased, so no sweep takes them meanwhile), then each attempted once at once
+    /// and its result recorded; the retries are the sweeper's. Only the outcome's own write is
+    /// an error: a result that cannot be recorded leaves its delivery to be taken again when
+    /// the lease ends. A repeat of the outcome attempts nothing: its deliveries are recorded
+    /// already, and due to whoever takes them. Returns how many it attempted.
+    pub async fn deliver_now(&self, msg: &OutcomeMessage) -> Result<usize, StoreError> {
+        let (fresh, deliveries) = self.put(msg, self.config.lease_ms).await?;
+        if !fresh {
+            return Ok(0);
+        }
+        let results = join_all(deliveries.iter().map(|d| self.attempt(d))).await;
+        for e in results.into_iter().filter_map(Result::err) {
+            warn!(run_id = %msg.run_id, error = %e, "webhook attempt not recorded; retried after its lease");
+        }
+        Ok(deliveries.len())
+    }
+
+    /// Writes the outcome with one delivery per webhook of its owner, first due `lease_ms`
+    /// from now (0: at once).
+    async fn put(
+        &self, msg: &OutcomeMessage, lease_ms: i64,
+    ) -> Result<(bool, Vec<WebhookDelivery>), StoreError> {
         let hooks = self.catalog.webhooks(&msg.user_id).await?;
-        let deliveries = deliveries_for(msg, &hooks, self.clock.now_ms());
+        let now = self.clock.now_ms();
+        let mut deliveries = deliveries_for(msg, &hooks, now);
+        for d in &mut deliveries {
+            d.next_at = now.saturating_add(lease_ms);
+        }
         let fresh = self
             .store
             .put_outcome(&notification_for(msg), &deliveries)
             .await?;
         if fresh {
             info!(run_id = %msg.run_id, status = %msg.status, link = %msg.link, "run outcome");
-            if !deliveries.is_empty() {
-                self.wake.notify_one();
-            }
         }
-        Ok(fresh)
+        Ok((fresh, deliveries))
     }
 
     /// One pass: takes the deliveries due now, attempts them at once, records each result.
@@ -122,10 +171,7 @@ impl Outbox {
     }
 
     async fn attempt(&self, d: &WebhookDelivery) -> Result<(), StoreError> {
-        let attempt = self
-            .sender
-            .attempt(&d.url, &d.signature, &d.id, d.body.as_bytes())
-            .await;
+        let attempt = self.poster.post(d).await;
         let next = d.after(&attempt, self.clock.now_ms(), &self.config.retry);
         match (&attempt, next.state) {
             (Attempt::Delivered, _) => {}
@@ -139,6 +185,20 @@ impl Outbox {
             }
         }
         self.store.record_attempt(&next).await
+    }
+
+    /// Passes while each takes a full batch, at most `passes`: what one sweep delivers.
+    /// Returns how many it attempted.
+    pub async fn deliver_due_passes(&self, passes: usize) -> Result<usize, StoreError> {
+        let mut attempted = 0;
+        for _ in 0..passes {
+            let n = self.deliver_due().await?;
+            attempted += n;
+            if n < self.config.batch {
+                break;
+            }
+        }
+        Ok(attempted)
     }
 
     /// Delivers until `shutdown` turns true: right after an outcome is recorded, and every

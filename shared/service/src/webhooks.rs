@@ -1,14 +1,13 @@
-//! Outcome webhooks, shared by the notifier Lambda and `longrun serve`: URLs checked by the
-//! SSRF guard when registered, each outcome POSTed signed through the guarded client (names
-//! resolved once and pinned, no redirects), retried with backoff.
+//! Outcome webhooks, shared by the notifier Lambda, the sweeper and `longrun serve`: URLs
+//! checked by the SSRF guard when registered, each delivery POSTed signed through the guarded
+//! client (names resolved once and pinned, no redirects); the outbox (`crate::outbox`) retries.
 
-use longrun_ports::CatalogExt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use longrun_domain::{Attempt, OutcomeMessage, Webhook};
-use longrun_ports::StoreError;
-use longrun_ports::UserCatalog;
+use async_trait::async_trait;
+use longrun_domain::{Attempt, OutcomeMessage, WebhookDelivery};
+use longrun_ports::WebhookPoster;
 use serde_json::Value;
 use tracing::warn;
 
@@ -19,27 +18,6 @@ use crate::error::ServiceError;
 pub use longrun_outbound::user_tool::{SIGNATURE_HEADER, signature};
 /// Same value on every attempt for one outcome, so receivers can drop repeats.
 pub const DELIVERY_HEADER: &str = "x-longrun-delivery";
-
-#[derive(Debug, thiserror::Error)]
-pub enum WebhookError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("webhook {url} failed after {attempts} attempts: {last}")]
-    Failed {
-        url: String,
-        attempts: u32,
-        last: String,
-    },
-}
-
-impl WebhookError {
-    pub fn is_retryable(&self) -> bool {
-        match self {
-            WebhookError::Store(e) => e.is_retryable(),
-            WebhookError::Failed { .. } => true,
-        }
-    }
-}
 
 /// A webhook URL as `PUT /v1/webhooks` accepts it: https (plain http only to a host the
 /// deployment trusts as private, e.g. a local receiver), and nothing the SSRF guard refuses —
@@ -58,58 +36,22 @@ pub fn payload(msg: &OutcomeMessage) -> Value {
     serde_json::to_value(msg.payload()).unwrap_or_default()
 }
 
-/// Posts outcomes to their owner's webhooks through the SSRF-guarded client.
+/// Posts a delivery to its webhook through the SSRF-guarded client: the real `WebhookPoster`.
 pub struct WebhookSender {
     http: reqwest::Client,
-    backoff: Vec<Duration>,
 }
 
 impl WebhookSender {
-    /// `backoff`: the waits between attempts (its length + 1 attempts in all).
-    pub fn new(fetch: &FetchConfig, backoff: Vec<Duration>) -> Result<Self, reqwest::Error> {
+    /// One attempt per call, bounded by the client's connect (3 s) and request (5 s)
+    /// timeouts: the outbox keeps the backoff, durably.
+    pub fn new(fetch: &FetchConfig) -> Result<Self, reqwest::Error> {
         let http = longrun_outbound::guarded_client(
             Arc::new(fetch.policy.clone()),
             fetch.lookup.clone(),
             Duration::from_secs(3),
             Duration::from_secs(5),
         )?;
-        Ok(WebhookSender { http, backoff })
-    }
-
-    /// One signed POST of the outcome to each of its owner's webhooks; `delivery` is the same
-    /// on every retry of one outcome.
-    pub async fn post_all(
-        &self, store: &dyn UserCatalog, msg: &OutcomeMessage, delivery: &str,
-    ) -> Result<(), WebhookError> {
-        let body = serde_json::to_vec(&payload(msg)).unwrap_or_default();
-        for hook in store.webhooks(&msg.user_id).await? {
-            self.post(&hook, delivery, &body).await?;
-        }
-        Ok(())
-    }
-
-    async fn post(&self, hook: &Webhook, delivery: &str, body: &[u8]) -> Result<(), WebhookError> {
-        let sig = signature(&hook.secret, body);
-        let mut last = String::new();
-        let attempts = self.backoff.len() as u32 + 1;
-        for attempt in 0..attempts {
-            if let Some(wait) = attempt
-                .checked_sub(1)
-                .and_then(|i| self.backoff.get(i as usize))
-            {
-                tokio::time::sleep(*wait).await;
-            }
-            match self.attempt(&hook.url, &sig, delivery, body).await {
-                // A refusal will not change on retry.
-                Attempt::Delivered | Attempt::Refused(_) => return Ok(()),
-                Attempt::Failed(why) => last = why,
-            }
-        }
-        Err(WebhookError::Failed {
-            url: hook.url.clone(),
-            attempts,
-            last,
-        })
+        Ok(WebhookSender { http })
     }
 
     /// One signed POST of `body` (already signed: `sig`) under the delivery id.
@@ -140,5 +82,13 @@ impl WebhookSender {
             }
             Err(e) => Attempt::Failed(e.without_url().to_string()),
         }
+    }
+}
+
+#[async_trait]
+impl WebhookPoster for WebhookSender {
+    async fn post(&self, d: &WebhookDelivery) -> Attempt {
+        self.attempt(&d.url, &d.signature, &d.id, d.body.as_bytes())
+            .await
     }
 }

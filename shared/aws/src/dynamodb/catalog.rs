@@ -2,9 +2,12 @@
 
 use super::*;
 
-#[async_trait]
-impl Inbox for DynamoDbRunStore {
-    async fn put_notification(&self, note: &Notification) -> StoreResult<bool> {
+impl DynamoDbRunStore {
+    /// An inbox entry's two puts: the marker by id, put only if absent (what makes a repeat
+    /// add nothing), and the entry in time order.
+    pub(super) fn notification_writes(
+        &self, note: &Notification,
+    ) -> StoreResult<Vec<TransactWriteItem>> {
         let pk = user_pk(&note.user_id);
         let expires = n(note.at / 1000 + NOTIFICATION_TTL_S);
         let marker = Put::builder()
@@ -19,11 +22,17 @@ impl Inbox for DynamoDbRunStore {
             .item("SK", s(format!("NOTIF#{}#{}", stamp(note.at), note.id)))
             .item("body", s(to_json(note)?))
             .item("expires_at", expires);
+        Ok(vec![put_item(marker)?, put_item(record)?])
+    }
+
+    /// `writes` (the marker first) in one transaction: false when the marker was there.
+    pub(super) async fn put_notification_with(
+        &self, writes: Vec<TransactWriteItem>,
+    ) -> StoreResult<bool> {
         let result = self
             .client
             .transact_write_items()
-            .transact_items(put_item(marker)?)
-            .transact_items(put_item(record)?)
+            .set_transact_items(Some(writes))
             .send()
             .await;
         match result {
@@ -42,6 +51,14 @@ impl Inbox for DynamoDbRunStore {
                 }
             }
         }
+    }
+}
+
+#[async_trait]
+impl Inbox for DynamoDbRunStore {
+    async fn put_notification(&self, note: &Notification) -> StoreResult<bool> {
+        let writes = self.notification_writes(note)?;
+        self.put_notification_with(writes).await
     }
 
     async fn notifications_page(

@@ -57,6 +57,7 @@ use crate::{describe, error_code};
 
 mod catalog;
 mod idempotency;
+mod outbox;
 mod retention;
 mod runs;
 mod write;

@@ -26,6 +26,8 @@ pub struct SweepReport {
     pub started: Vec<String>,
     /// Runs whose wait for their children timed out, sent on without them.
     pub woken: Vec<String>,
+    /// Webhook deliveries attempted (the sweeper Lambda's pass over the outbox).
+    pub webhook_attempts: usize,
 }
 
 /// Sends what follows a commit: the next step, or the outcome notification. Shared by the
