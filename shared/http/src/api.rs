@@ -130,7 +130,7 @@ pub fn run_view(p: &Platform, run: &Run) -> Value {
 }
 
 pub(crate) async fn owned(p: &Platform, user: &User, id: &str) -> Result<Run, ApiError> {
-    match p.store.get_run(id).await? {
+    match p.store.get_committed_run(id).await? {
         Some(run) if run.user_id == user.0 => Ok(run),
         _ => Err(ApiError::NotFound(format!("run {id}"))),
     }
@@ -390,7 +390,7 @@ async fn stream(
                         (p, id, last, false, draining),
                     ));
                 }
-                let settled = match p.store.get_run(&id).await {
+                let settled = match p.store.get_committed_run(&id).await {
                     Ok(Some(r)) => r.status.is_ended() || r.status.is_waiting(),
                     _ => true,
                 };

@@ -77,6 +77,13 @@ pub struct RunQuery {
 pub trait RunLog: Send + Sync {
     async fn create_run(&self, change: RunChange) -> StoreResult<Run>;
     async fn get_run(&self, run_id: &str) -> StoreResult<Option<Run>>;
+    /// The run as last committed: what the API shows, so that it is never ahead of the
+    /// run's events and iterations a caller reads next. `get_run` may return a write of a group
+    /// not committed yet, which only the engine, whose write it is, may act on. Stores whose
+    /// every write is committed when it returns need not override it.
+    async fn get_committed_run(&self, run_id: &str) -> StoreResult<Option<Run>> {
+        self.get_run(run_id).await
+    }
     async fn list_runs(&self, user_id: &str, query: &RunQuery) -> StoreResult<Vec<Run>>;
     async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run>;
     /// `update_run` for a change a crash may lose harmlessly: a claim (the lease is taken

@@ -13,8 +13,9 @@ pub struct SqliteRunStore {
 #[derive(Default)]
 struct RunCache {
     generation: u64,
-    /// Each run with the tick it was last written or read at.
-    map: HashMap<String, (Arc<Run>, u64)>,
+    /// Each run with the tick it was last written or read at, and the group it was written in
+    /// (it is committed once that group is).
+    map: HashMap<String, Cached>,
     tick: u64,
 }
 
@@ -23,36 +24,49 @@ struct RunCache {
 /// connection lock, and a read of it waits for that lock.
 const RUN_CACHE_MAX: usize = 16_384;
 
+struct Cached {
+    run: Arc<Run>,
+    used: u64,
+    group: u64,
+}
+
 impl RunCache {
     fn get(&mut self, run_id: &str) -> Option<Arc<Run>> {
         self.tick += 1;
         let tick = self.tick;
-        self.map.get_mut(run_id).map(|(run, at)| {
-            *at = tick;
-            run.clone()
+        self.map.get_mut(run_id).map(|c| {
+            c.used = tick;
+            c.run.clone()
         })
     }
 
-    fn insert(&mut self, run: Arc<Run>) {
+    /// The cached run if the group it was written in is committed (`committed` or older).
+    fn get_committed(&mut self, run_id: &str, committed: u64) -> Option<Arc<Run>> {
+        let group = self.map.get(run_id)?.group;
+        (group <= committed).then(|| self.get(run_id)).flatten()
+    }
+
+    fn insert(&mut self, run: Arc<Run>, group: u64) {
         if self.map.len() >= RUN_CACHE_MAX && !self.map.contains_key(&run.id) {
             self.evict();
         }
         self.tick += 1;
-        self.map.insert(run.id.clone(), (run, self.tick));
+        let used = self.tick;
+        self.map.insert(run.id.clone(), Cached { run, used, group });
     }
 
     /// Drops the ended runs and the least recently used half of the rest: the runs at work
     /// stay, so a full cache does not make every run in flight a miss at once.
     fn evict(&mut self) {
-        self.map.retain(|_, (run, _)| !run.status.is_ended());
+        self.map.retain(|_, c| !c.run.status.is_ended());
         if self.map.len() < RUN_CACHE_MAX * 3 / 4 {
             return;
         }
-        let mut ticks: Vec<u64> = self.map.values().map(|(_, at)| *at).collect();
+        let mut ticks: Vec<u64> = self.map.values().map(|c| c.used).collect();
         let mid = ticks.len() / 2;
         let (_, median, _) = ticks.select_nth_unstable(mid);
         let median = *median;
-        self.map.retain(|_, (_, at)| *at > median);
+        self.map.retain(|_, c| c.used > median);
     }
 }
 
@@ -165,8 +179,10 @@ impl SqliteRunStore {
         Ok(Some(run))
     }
 
+    /// Call with the connection lock held: the run is as of the group open now.
     pub(super) fn remember(&self, run: Arc<Run>) {
-        self.cache().insert(run);
+        let group = self.db.open_group();
+        self.cache().insert(run, group);
     }
 
     /// Computes the change from the cached run and serializes it before taking the
@@ -188,7 +204,7 @@ impl SqliteRunStore {
                         .cache()
                         .map
                         .get(run_id)
-                        .is_some_and(|(r, _)| Arc::ptr_eq(r, &base));
+                        .is_some_and(|c| Arc::ptr_eq(&c.run, &base));
                     if !unchanged {
                         return Ok::<_, StoreError>(None);
                     }
@@ -393,6 +409,14 @@ impl RunLog for SqliteRunStore {
             .read(|c| self.current(c, run_id))
             .await?
             .map(|r| Run::clone(&r)))
+    }
+
+    async fn get_committed_run(&self, run_id: &str) -> StoreResult<Option<Run>> {
+        let committed = self.db.committed_group();
+        if let Some(run) = self.cache().get_committed(run_id, committed) {
+            return Ok(Some(Run::clone(&run)));
+        }
+        self.db.read_committed(|c| load_run(c, run_id)).await
     }
 
     async fn list_runs(&self, user_id: &str, q: &RunQuery) -> StoreResult<Vec<Run>> {
@@ -609,13 +633,13 @@ mod tests {
             } else {
                 RunStatus::Running
             };
-            cache.insert(run(&format!("r{i}"), status));
+            cache.insert(run(&format!("r{i}"), status), 1);
         }
         let busy = format!("r{}", 10);
         assert!(cache.get(&busy).is_some());
 
         // Act
-        cache.insert(run("new", RunStatus::Running));
+        cache.insert(run("new", RunStatus::Running), 1);
 
         // Assert
         assert!(cache.get("new").is_some(), "the new run is kept");
@@ -628,6 +652,46 @@ mod tests {
         let last = format!("r{}", RUN_CACHE_MAX - 2);
         assert!(cache.get(&last).is_some(), "recently written runs stay");
         assert!(cache.map.len() < RUN_CACHE_MAX, "room is made");
+    }
+
+    #[tokio::test]
+    async fn the_committed_run_is_never_ahead_of_its_committed_iterations() {
+        // Arrange: a run on a file (reader connections), then an iteration committed the way
+        // the engine commits one: deferred, so its group is not committed when it returns.
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteRunStore::new(SqliteDb::open(&dir.path().join("db.sqlite")).unwrap());
+        let run = longrun_domain::testing::sample_run();
+        let id = run.id.clone();
+        store
+            .create_run(longrun_domain::change::create(run, 10))
+            .await
+            .unwrap();
+        let change: ChangeFn<'_> = &|r: &Run| {
+            let mut next = r.clone();
+            next.iteration += 1;
+            Ok(RunChange::of(next, vec![]))
+        };
+
+        // Act
+        store.update_run_deferred(&id, change).await.unwrap();
+        let engine_sees = store.get_run(&id).await.unwrap().unwrap();
+        let api_sees = store.get_committed_run(&id).await.unwrap().unwrap();
+        store
+            .update_run(&id, &|r: &Run| Ok(RunChange::of(r.clone(), vec![])))
+            .await
+            .unwrap();
+        let api_sees_later = store.get_committed_run(&id).await.unwrap().unwrap();
+
+        // Assert
+        assert_eq!(
+            engine_sees.iteration, 1,
+            "the engine sees its own write at once"
+        );
+        assert_eq!(
+            api_sees.iteration, 0,
+            "the API does not see a write not yet committed"
+        );
+        assert_eq!(api_sees_later.iteration, 1, "and sees it once it is");
     }
 
     #[tokio::test]
