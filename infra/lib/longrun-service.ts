@@ -359,7 +359,7 @@ export class LongrunService extends Construct {
     const workerMax = props.workerMaxConcurrency ?? 100;
     this.functions = {
       api: fn('api', { memory: 256, timeout: Duration.seconds(29) }),
-      worker: fn('worker', { memory: 512, timeout: WORKER_TIMEOUT, environment: workerEnv }),
+      worker: fn('worker', { memory: 256, timeout: WORKER_TIMEOUT, environment: workerEnv }),
       notifier: fn('notifier', { memory: 256, timeout: Duration.seconds(60), async: true,
         reserved: 5 }),
       // One sweep at a time: two would only race to republish the same steps.

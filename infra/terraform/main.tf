@@ -18,7 +18,7 @@ locals {
   log_retention  = local.prod ? 90 : 30
   functions = {
     api      = { memory = 256, timeout = 29, reserved = -1 }
-    worker   = { memory = 512, timeout = local.worker_timeout, reserved = -1 }
+    worker   = { memory = 256, timeout = local.worker_timeout, reserved = -1 }
     notifier = { memory = 256, timeout = 60, reserved = 5 }
     sweeper  = { memory = 256, timeout = 60, reserved = 1 }
   }

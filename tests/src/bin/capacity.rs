@@ -13,8 +13,11 @@ const AWS_SECTION: &str = "## Serverless (AWS) cost per iteration";
 const BATCH: f64 = 10.0;
 /// What an iteration adds to its model calls: claim, tools, commit, queue hops.
 const OVERHEAD_S: f64 = 0.3;
-/// The worker's memory (GB), as the stacks configure it.
-const WORKER_GB: f64 = 0.5;
+/// The worker's memory (GB), as the stacks configure it: 256 MB, set from its measured peak
+/// RSS of 31.7 MB for a full batch of 10 first iterations (`BATCH=10 make bench-lambda`; 26.6 MB
+/// for one). 128 MB would hold it too, but Lambda's CPU share scales with memory and a batch's
+/// JSON and TLS work would run at a fourteenth of a core.
+const WORKER_GB: f64 = 0.25;
 
 /// Default quotas (per Region and account unless said), from AWS's service quota pages; all but
 /// the per-partition ones can be raised.
