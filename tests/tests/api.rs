@@ -2001,3 +2001,30 @@ async fn a_request_target_or_headers_past_the_api_limits_get_problem_json_414_an
     let problem: Value = headers.json().await.unwrap();
     assert_eq!(problem["status"], 431);
 }
+
+#[tokio::test]
+async fn a_workspace_search_for_a_control_character_is_a_problem() {
+    // Arrange
+    let app = spawn_app(LOOP, 3, false).await;
+    let (_, run) = app
+        .post("/v1/runs", ALICE, json!({"objective": "find things"}))
+        .await;
+    let id = run["id"].as_str().unwrap();
+
+    // Act
+    let (bad, problem) = app
+        .get(&format!("/v1/runs/{id}/workspace/search?q=a%10b"), ALICE)
+        .await;
+    let (good, hits) = app
+        .get(&format!("/v1/runs/{id}/workspace/search?q=ab"), ALICE)
+        .await;
+
+    // Assert
+    assert_eq!(bad, StatusCode::BAD_REQUEST, "{problem}");
+    assert!(
+        problem["detail"].as_str().unwrap().contains("control"),
+        "{problem}"
+    );
+    assert_eq!(good, StatusCode::OK);
+    assert_eq!(hits["hits"], json!([]));
+}

@@ -515,6 +515,7 @@ async fn search(
     if is_blank(&query) {
         return Err(ApiError::BadRequest("q must not be empty".into()));
     }
+    longrun_domain::no_controls("q", &query).map_err(ApiError::BadRequest)?;
     let hits = p
         .store
         .search_docs(&id, query.trim(), in_range("limit", q.limit, 20, 1, 100)?)
