@@ -2,10 +2,11 @@
 //! inbox entry, and what each attempt's result does to it (retry later, delivered, given up).
 //! Pure: the sender and the stores act on what these functions return.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Where a delivery stands. `Pending` is attempted (again) once `next_at` has passed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DeliveryState {
     Pending,
