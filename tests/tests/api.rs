@@ -1236,6 +1236,23 @@ async fn a_given_up_webhook_delivery_is_listed_on_its_run_with_its_attempts_and_
     assert_eq!(d[0]["url"], url);
     assert_eq!(d[0]["webhook"], 0);
     assert_eq!(d[0]["last_error"], "HTTP 410 Gone");
+    let errors: Vec<&Value> = d[0]["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| &a["error"])
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            &json!("HTTP 500 Internal Server Error"),
+            &json!("HTTP 410 Gone")
+        ]
+    );
+    assert!(
+        d[0]["history"][1]["at"].as_i64() > d[0]["history"][0]["at"].as_i64(),
+        "each attempt's time"
+    );
     assert!(d[0]["next_attempt_at"].is_null());
     assert!(d[0]["settled_at"].is_i64());
     let text = log.to_string();

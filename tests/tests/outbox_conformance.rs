@@ -49,6 +49,7 @@ fn delivery(id: &str, hook: u32, user: &str, next_at: i64) -> WebhookDelivery {
         next_at,
         created_at: next_at,
         last_error: None,
+        history: vec![],
     }
 }
 

@@ -446,7 +446,10 @@ export const runPage: Page = (ctx, root, params) => {
         h("tr", { "data-state": d.state },
           h("td", {}, h("code", {}, d.url)),
           h("td", { class: d.state === "given_up" ? "error-inline" : "" }, state(d)),
-          h("td", {}, count(d.attempts)),
+          h("td", {}, count(d.attempts), d.history?.length
+            ? h("details", {}, h("summary", {}, "each"), h("ol", { class: "attempts" }, d.history.map((a) =>
+              h("li", {}, when(a.at), " — ", a.error ?? "delivered"))))
+            : null),
           h("td", {}, d.last_error ?? "—"))))));
   }
 

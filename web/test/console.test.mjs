@@ -432,7 +432,8 @@ test("a run whose webhook delivery was given up shows it on its page, with its a
   await row.waitFor({ timeout: 20_000 });
   assert.equal(await row.locator("td").nth(0).textContent(), `${siteUrl}/gone`);
   assert.equal(await row.locator("td").nth(1).textContent(), "given up");
-  assert.equal(await row.locator("td").nth(2).textContent(), "1");
+  await row.locator("td").nth(2).getByText("each").click();
+  assert.match(await row.locator("td").nth(2).locator("ol.attempts li").textContent(), / — HTTP 410 Gone$/);
   assert.equal(await row.locator("td").nth(3).textContent(), "HTTP 410 Gone");
   await shot(page, "webhook-given-up");
   await context.close();

@@ -581,6 +581,19 @@ export interface components {
             documents: components["schemas"]["ArtifactRef"][];
             plan: components["schemas"]["PlanStep"][];
         };
+        /** @description One attempt of a delivery, as kept on it. */
+        AttemptRecord: {
+            /**
+             * Format: int64
+             * @description When the attempt ended (ms since the epoch).
+             */
+            at: number;
+            /**
+             * @description Why it failed: the receiver's status (`HTTP 503 Service Unavailable`) or what stopped
+             *     the request (a timeout, a refused connection, the SSRF guard); null when delivered.
+             */
+            error?: string | null;
+        };
         /** @description Hard limits of a run. Waiting time never counts against `max_running_ms`. */
         Budgets: {
             /**
@@ -764,6 +777,8 @@ export interface components {
              * @description When it was recorded (ms since the epoch).
              */
             created_at: number;
+            /** @description Each attempt, oldest first (the latest 20): when it ended and why it failed. */
+            history: components["schemas"]["AttemptRecord"][];
             /**
              * @description The delivery id, sent as `X-Longrun-Delivery` on every attempt; the same for every
              *     webhook of one outcome, so receivers can drop repeats.

@@ -557,6 +557,8 @@ pub struct DeliveryView {
     pub settled_at: Option<i64>,
     /// What the last failed attempt came to (a status code or a connection error).
     pub last_error: Option<String>,
+    /// Each attempt, oldest first (the latest 20): when it ended and why it failed.
+    pub history: Vec<longrun_domain::AttemptRecord>,
 }
 
 impl From<longrun_domain::WebhookDelivery> for DeliveryView {
@@ -572,6 +574,7 @@ impl From<longrun_domain::WebhookDelivery> for DeliveryView {
             next_attempt_at: pending.then_some(d.next_at),
             settled_at: (!pending).then_some(d.next_at),
             last_error: d.last_error,
+            history: d.history,
         }
     }
 }

@@ -4,6 +4,7 @@ from .agent_process_info import AgentProcessInfo
 from .agent_view import AgentView
 from .artifact_ref import ArtifactRef
 from .artifacts import Artifacts
+from .attempt_record import AttemptRecord
 from .budgets import Budgets
 from .budgets_input import BudgetsInput
 from .bus_message import BusMessage
@@ -104,6 +105,7 @@ __all__ = (
     "AgentView",
     "ArtifactRef",
     "Artifacts",
+    "AttemptRecord",
     "Budgets",
     "BudgetsInput",
     "BusMessage",

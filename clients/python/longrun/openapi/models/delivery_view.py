@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -9,6 +9,10 @@ from typing_extensions import Self
 
 from ..models.delivery_state import DeliveryState
 from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.attempt_record import AttemptRecord
+
 
 T = TypeVar("T", bound="DeliveryView")
 
@@ -21,6 +25,7 @@ class DeliveryView:
         Attributes:
             attempts (int): Attempts made so far.
             created_at (int): When it was recorded (ms since the epoch).
+            history (list[AttemptRecord]): Each attempt, oldest first (the latest 20): when it ended and why it failed.
             id (str): The delivery id, sent as `X-Longrun-Delivery` on every attempt; the same for every
                 webhook of one outcome, so receivers can drop repeats.
             state (DeliveryState): Where a delivery stands. `Pending` is attempted (again) once `next_at` has passed.
@@ -37,6 +42,7 @@ class DeliveryView:
 
     attempts: int
     created_at: int
+    history: list[AttemptRecord]
     id: str
     state: DeliveryState
     url: str
@@ -50,6 +56,11 @@ class DeliveryView:
         attempts = self.attempts
 
         created_at = self.created_at
+
+        history = []
+        for history_item_data in self.history:
+            history_item = history_item_data.to_dict()
+            history.append(history_item)
 
         id = self.id
 
@@ -83,6 +94,7 @@ class DeliveryView:
             {
                 "attempts": attempts,
                 "created_at": created_at,
+                "history": history,
                 "id": id,
                 "state": state,
                 "url": url,
@@ -100,10 +112,19 @@ class DeliveryView:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.attempt_record import AttemptRecord
+
         d = dict(src_dict)
         attempts = d.pop("attempts")
 
         created_at = d.pop("created_at")
+
+        history = []
+        _history = d.pop("history")
+        for history_item_data in _history:
+            history_item = AttemptRecord.from_dict(history_item_data)
+
+            history.append(history_item)
 
         id = d.pop("id")
 
@@ -143,6 +164,7 @@ class DeliveryView:
         delivery_view = cls(
             attempts=attempts,
             created_at=created_at,
+            history=history,
             id=id,
             state=state,
             url=url,
