@@ -95,6 +95,15 @@ async fn spawn_app(script: &str, active_limit: u32, worker: bool) -> App {
     if worker {
         t.running.spawn(rx);
     }
+    serve(t, stop).await
+}
+
+/// Serves the router over `t` on a free loopback port, with no background loop.
+async fn serve_platform(t: TestPlatform) -> App {
+    serve(t, watch::channel(false).0).await
+}
+
+async fn serve(t: TestPlatform, stop: watch::Sender<bool>) -> App {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let router = longrun_http::router(t.p().clone());
@@ -1123,19 +1132,7 @@ async fn serve_posts_a_signed_webhook_for_each_outcome() {
         )
         .await
         .unwrap();
-    let req = longrun_http::CreateRun {
-        objective: "write notes".into(),
-        completion_criteria: vec![],
-        budgets: Default::default(),
-        thresholds: None,
-        model: None,
-        agent: None,
-        models: vec![],
-        permission_mode: None,
-        allowed_tools: None,
-        context: None,
-    };
-    let id = longrun_http::create_run(t.p(), "alice", req)
+    let id = longrun_http::create_run(t.p(), "alice", notes_request())
         .await
         .unwrap()
         .id;
@@ -1170,6 +1167,153 @@ async fn serve_posts_a_signed_webhook_for_each_outcome() {
         log[0].id,
         "the delivery id is the one recorded"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_given_up_webhook_delivery_is_listed_on_its_run_with_its_attempts_and_reason() {
+    // Arrange: a receiver that fails once (500, retried) and then is gone (410, given up).
+    let hits = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let count = hits.clone();
+    let receiver = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move || {
+            let count = count.clone();
+            async move {
+                match count.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+                    0 => StatusCode::INTERNAL_SERVER_ERROR,
+                    _ => StatusCode::GONE,
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, receiver).await.unwrap() });
+    let t = longrun_tests::platform_with(
+        NOTES_SCRIPT,
+        Arc::new(NoFaults),
+        &[(ALICE, "alice"), (BOB, "bob")],
+        3,
+        |c| {
+            c.fetch.policy.trusted_private = vec![longrun_tests::HOOKS_HOST.into()];
+            c.fetch.lookup = longrun_tests::hooks_lookup();
+        },
+    );
+    let url = format!("http://{}:{port}/hook", longrun_tests::HOOKS_HOST);
+    let hook = longrun_domain::Webhook {
+        url: url.clone(),
+        secret: "0123456789abcdef-local".into(),
+    };
+    t.p().store.put_webhooks("alice", &[hook]).await.unwrap();
+    let id = longrun_http::create_run(t.p(), "alice", notes_request())
+        .await
+        .unwrap()
+        .id;
+    t.drive(&id, 400).await;
+    let outbox = t.running.outbox.clone().unwrap();
+    let app = serve_platform(t).await;
+
+    // Act: the first attempt, then the retry once its wait is over.
+    let first = outbox.deliver_due().await.unwrap();
+    let (_, pending) = app.get(&format!("/v1/runs/{id}/deliveries"), ALICE).await;
+    app.t.clock.advance(60_000);
+    let second = outbox.deliver_due().await.unwrap();
+    let (status, log) = app.get(&format!("/v1/runs/{id}/deliveries"), ALICE).await;
+
+    // Assert
+    assert_eq!((first, second), (1, 1));
+    assert_eq!(pending["deliveries"][0]["state"], "pending");
+    assert_eq!(
+        pending["deliveries"][0]["last_error"],
+        "HTTP 500 Internal Server Error"
+    );
+    assert!(pending["deliveries"][0]["next_attempt_at"].is_i64());
+    assert_eq!(status, StatusCode::OK);
+    let d = &log["deliveries"].as_array().unwrap()[..];
+    assert_eq!(d.len(), 1, "one delivery per outcome and webhook: {log}");
+    assert_eq!(d[0]["state"], "given_up");
+    assert_eq!(d[0]["attempts"], 2);
+    assert_eq!(d[0]["url"], url);
+    assert_eq!(d[0]["webhook"], 0);
+    assert_eq!(d[0]["last_error"], "HTTP 410 Gone");
+    let errors: Vec<&Value> = d[0]["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| &a["error"])
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            &json!("HTTP 500 Internal Server Error"),
+            &json!("HTTP 410 Gone")
+        ]
+    );
+    assert!(
+        d[0]["history"][1]["at"].as_i64() > d[0]["history"][0]["at"].as_i64(),
+        "each attempt's time"
+    );
+    assert!(d[0]["next_attempt_at"].is_null());
+    assert!(d[0]["settled_at"].is_i64());
+    let text = log.to_string();
+    assert!(
+        !text.contains("signature") && !text.contains("0123456789abcdef"),
+        "no secret or signature: {text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_users_run_or_an_unknown_run_has_no_deliveries_to_show() {
+    // Arrange
+    let app = spawn_app(NOTES_SCRIPT, 3, false).await;
+    let (_, run) = app
+        .post("/v1/runs", ALICE, json!({"objective": "write notes"}))
+        .await;
+    let id = run["id"].as_str().unwrap();
+
+    // Act
+    let (own, log) = app.get(&format!("/v1/runs/{id}/deliveries"), ALICE).await;
+    let (bobs, problem, ctype) = app
+        .req(
+            reqwest::Method::GET,
+            &format!("/v1/runs/{id}/deliveries"),
+            Some(BOB),
+            None,
+        )
+        .await;
+    let (unknown, _) = app.get("/v1/runs/nope/deliveries", ALICE).await;
+    let (anonymous, _, _) = app
+        .req(
+            reqwest::Method::GET,
+            &format!("/v1/runs/{id}/deliveries"),
+            None,
+            None,
+        )
+        .await;
+
+    // Assert
+    assert_eq!(own, StatusCode::OK);
+    assert_eq!(log, json!({"deliveries": []}), "no webhooks, no deliveries");
+    assert_eq!(bobs, StatusCode::NOT_FOUND);
+    assert_eq!(ctype, "application/problem+json");
+    assert_eq!(problem["status"], 404);
+    assert_eq!(unknown, StatusCode::NOT_FOUND);
+    assert_eq!(anonymous, StatusCode::UNAUTHORIZED);
+}
+
+fn notes_request() -> longrun_http::CreateRun {
+    longrun_http::CreateRun {
+        objective: "write notes".into(),
+        completion_criteria: vec![],
+        budgets: Default::default(),
+        thresholds: None,
+        model: None,
+        agent: None,
+        models: vec![],
+        permission_mode: None,
+        allowed_tools: None,
+        context: None,
+    }
 }
 
 async fn outbox_log(

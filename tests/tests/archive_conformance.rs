@@ -116,6 +116,7 @@ fn delivery(n: &Notification, hook: u32, state: DeliveryState) -> WebhookDeliver
         next_at: n.at,
         created_at: n.at,
         last_error: None,
+        history: vec![],
     }
 }
 

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use axum::http::{HeaderMap, StatusCode};
 use longrun_aws::DynamoDbRunStore;
 use longrun_domain::{
-    DeliveryState, Notification, NotificationMetrics, OutcomeMessage, RetryPolicy, RunStatus,
-    Webhook, WebhookDelivery,
+    AttemptRecord, DeliveryState, Notification, NotificationMetrics, OutcomeMessage, RetryPolicy,
+    RunStatus, Webhook, WebhookDelivery,
 };
 use longrun_local::{InMemoryRunStore, SqliteDb, SqliteRunStore};
 use longrun_ports::{CatalogExt, Clock, Inbox, ManualClock, WebhookOutbox};
@@ -49,6 +49,7 @@ fn delivery(id: &str, hook: u32, user: &str, next_at: i64) -> WebhookDelivery {
         next_at,
         created_at: next_at,
         last_error: None,
+        history: vec![],
     }
 }
 
@@ -120,6 +121,10 @@ mod suite {
         retry.attempts = 1;
         retry.next_at = 300;
         retry.last_error = Some("HTTP 503".into());
+        retry.history = vec![AttemptRecord {
+            at: 100,
+            error: Some("HTTP 503".into()),
+        }];
         s.record_attempt(&done).await.unwrap();
         s.record_attempt(&retry).await.unwrap();
 
@@ -128,6 +133,7 @@ mod suite {
         let due = s.take_due(300, 2_000, 10).await.unwrap();
         assert_eq!(due.len(), 1);
         assert_eq!(due[0].last_error.as_deref(), Some("HTTP 503"));
+        assert_eq!(due[0].history, retry.history, "each attempt is kept");
         let log = s.deliveries("u1", "r1").await.unwrap();
         assert_eq!(log[0].state, DeliveryState::Delivered);
         assert_eq!(log[1].attempts, 1);

@@ -8,7 +8,7 @@ import { currentToken, signOut } from "./auth";
 export { LongrunError as ApiError, ENDED } from "../../clients/typescript/src/index";
 export type {
   Budgets, Doc, DocMeta, IterationRecord as Iteration, Metrics, Notification, PadEntry as ScratchEntry,
-  PlanStep, Report, Run, RunEvent, RunStatus, RunSummary, ServerConfig, StoppingReason, TreeNode,
+  PlanStep, Report, Run, RunEvent, RunStatus, RunSummary, ServerConfig, StoppingReason, TreeNode, WebhookDelivery,
 } from "../../clients/typescript/src/index";
 
 export const isActive = (s: RunStatus) => s === "queued" || s === "running";

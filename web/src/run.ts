@@ -1,9 +1,10 @@
-// The run page: overview, live cost, timeline, plan, outputs, research tree, scratchpad, report
-// and the controls. Data sections are re-rendered from fresh API reads whenever an event arrives;
+// The run page: overview, live cost, timeline, plan, outputs, research tree, scratchpad, report,
+// webhook deliveries and the controls. Data sections are re-rendered from fresh API reads whenever an event arrives;
 // forms and the open document are kept, so typing is never lost to a refresh.
 
 import {
   ENDED, type DocMeta, type Iteration, type Run, type RunEvent, type ScratchEntry, type TreeNode,
+  type WebhookDelivery,
 } from "./api";
 import type { Page } from "./app";
 import { agentPanel } from "./agent";
@@ -20,6 +21,7 @@ interface State {
   scratch: ScratchEntry[];
   allScratch: boolean;
   events: RunEvent[];
+  deliveries: WebhookDelivery[];
 }
 
 const section = (id: string, title: string, ...body: (Node | null)[]) =>
@@ -37,7 +39,7 @@ function sourceLink(src: string): HTMLElement {
 
 export const runPage: Page = (ctx, root, params) => {
   const id = params.id;
-  const s: State = { run: null, iterations: [], docs: [], tree: null, scratch: [], allScratch: false, events: [] };
+  const s: State = { run: null, iterations: [], docs: [], tree: null, scratch: [], allScratch: false, events: [], deliveries: [] };
   const openDirs = new Set<string>();
   let follower: Follower | null = null;
   let closed = false;
@@ -71,6 +73,8 @@ export const runPage: Page = (ctx, root, params) => {
     h("h3", {}, "Latest events"), liveList, h("h3", {}, "Scratchpad"), liveScratch);
 
   const reportCard = section("report", "Report", report);
+  const deliveries = h("div", {});
+  const deliveriesCard = section("deliveries", "Webhook deliveries", deliveries);
   const agent = agentPanel();
   const agentSlot = h("div", { class: "agent-slot" });
   replace(root,
@@ -85,6 +89,7 @@ export const runPage: Page = (ctx, root, params) => {
         section("overview", "Overview", overview),
         section("cost", "Cost", cost)),
       reportCard,
+      deliveriesCard,
       agentSlot,
       section("timeline-s", "Timeline", timeline),
       h("div", { class: "cols" },
@@ -104,14 +109,16 @@ export const runPage: Page = (ctx, root, params) => {
 
   async function refresh() {
     try {
-      const [run, its, ws, sp] = await Promise.all([
+      const [run, its, ws, sp, dl] = await Promise.all([
         ctx.api.getRun(id),
         ctx.api.iterations(id),
         ctx.api.workspace(id),
         ctx.api.scratchpad(id, s.allScratch ? 1000 : 3),
+        ctx.api.deliveries(id),
       ]);
       if (closed) return;
       s.run = run; s.iterations = its.iterations; s.docs = ws.docs; s.tree = ws.tree; s.scratch = sp.entries;
+      s.deliveries = dl.deliveries;
       if (run.agent) {
         agent.show(await ctx.api.agent(id));
         if (!agentSlot.contains(agent.el)) replace(agentSlot, agent.el);
@@ -179,6 +186,7 @@ export const runPage: Page = (ctx, root, params) => {
     renderOverview(run);
     renderCost(run);
     renderReport(run);
+    renderDeliveries();
     renderTimeline();
     renderPlan(run);
     renderOutputs();
@@ -423,6 +431,26 @@ export const runPage: Page = (ctx, root, params) => {
       r.sources?.length ? [h("h3", {}, "Sources"), h("ul", { "data-testid": "report-sources" }, r.sources.map((src) =>
         h("li", {}, sourceLink(src.source), h("span", { class: "muted" }, " cited by "),
           src.docs.map((p, i) => [i ? ", " : "", h("button", { type: "button", class: "link", onclick: () => openDoc(p) }, p)]))))] : null);
+  }
+
+  /** The outcome webhooks of this run, oldest first; only when it has any. */
+  function renderDeliveries() {
+    deliveriesCard.hidden = !s.deliveries.length;
+    if (!s.deliveries.length) return;
+    const state = (d: WebhookDelivery) => d.state === "given_up" ? "given up"
+      : d.state === "pending" && d.next_attempt_at ? `pending, next attempt ${when(d.next_attempt_at)}` : d.state;
+    replace(deliveries, h("table", { class: "deliveries", "data-testid": "deliveries" },
+      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "URL"), h("th", { scope: "col" }, "State"),
+        h("th", { scope: "col" }, "Attempts"), h("th", { scope: "col" }, "Last error"))),
+      h("tbody", {}, s.deliveries.map((d) =>
+        h("tr", { "data-state": d.state },
+          h("td", {}, h("code", {}, d.url)),
+          h("td", { class: d.state === "given_up" ? "error-inline" : "" }, state(d)),
+          h("td", {}, count(d.attempts), d.history?.length
+            ? h("details", {}, h("summary", {}, "each"), h("ol", { class: "attempts" }, d.history.map((a) =>
+              h("li", {}, when(a.at), " — ", a.error ?? "delivered"))))
+            : null),
+          h("td", {}, d.last_error ?? "—"))))));
   }
 
   function why(it: Iteration): string {

@@ -110,7 +110,9 @@ before(async () => {
   assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: scripts/web installs Debian's chromium`);
   rmSync(SHOTS, { recursive: true, force: true });
   mkdirSync(SHOTS, { recursive: true });
-  site = createServer((_req, res) => {
+  site = createServer((req, res) => {
+    // A webhook receiver that is gone: its deliveries are given up at the first attempt.
+    if (req.url === "/gone") { res.writeHead(410); res.end(); return; }
     res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
     res.end("<html><head><title>Teas</title></head><body><p>Green tea: 75 °C.</p></body></html>");
   });
@@ -399,6 +401,41 @@ test("an agent run's page shows its processes, live output, bus, state and outpu
   await panel.locator(".agent-chain li").filter({ hasText: "exited (exit 0)" }).waitFor();
   await shot(page, "agent-done");
   assert.deepEqual(pageErrors, []);
+  await context.close();
+});
+
+test("a run whose webhook delivery was given up shows it on its page, with its attempts and error", { timeout: 60_000 }, async () => {
+  // Arrange: a webhook to a receiver that answers 410, and a run that ends (canceled).
+  const api = (method, path, body) => fetch(`${base}${path}`, {
+    method, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+    body: body && JSON.stringify(body),
+  });
+  assert.equal((await api("PUT", "/v1/webhooks", { webhooks: [{ url: `${siteUrl}/gone`, secret: "0123456789abcdef-console" }] })).status, 200);
+  const run = await (await api("POST", "/v1/runs", { objective: "Log until canceled", model: `script:${join(dir, "endless.json")}` })).json();
+  assert.equal((await api("POST", `/v1/runs/${run.id}/cancel`, {})).status, 200);
+  let log = { deliveries: [] };
+  for (let i = 0; i < 100 && log.deliveries[0]?.state !== "given_up"; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    log = await (await api("GET", `/v1/runs/${run.id}/deliveries`)).json();
+  }
+  await api("PUT", "/v1/webhooks", { webhooks: [] });
+  const context = await browser.newContext();
+  const page = await context.newPage();
+
+  // Act
+  await page.goto(`${base}/runs/${run.id}`);
+  await signIn(page);
+
+  // Assert
+  const card = page.getByRole("region", { name: "Webhook deliveries" });
+  const row = card.locator('tr[data-state="given_up"]');
+  await row.waitFor({ timeout: 20_000 });
+  assert.equal(await row.locator("td").nth(0).textContent(), `${siteUrl}/gone`);
+  assert.equal(await row.locator("td").nth(1).textContent(), "given up");
+  await row.locator("td").nth(2).getByText("each").click();
+  assert.match(await row.locator("td").nth(2).locator("ol.attempts li").textContent(), / — HTTP 410 Gone$/);
+  assert.equal(await row.locator("td").nth(3).textContent(), "HTTP 410 Gone");
+  await shot(page, "webhook-given-up");
   await context.close();
 });
 

@@ -28,6 +28,7 @@ from .errors import LongrunError, Unreachable, problem_from
 from .openapi.api.default import (
     get_runs,
     get_runs_id,
+    get_runs_id_deliveries,
     get_runs_id_docs_path,
     get_runs_id_events,
     get_runs_id_report,
@@ -41,6 +42,7 @@ from .openapi.api.default import (
 from .openapi.client import AuthenticatedClient, Client
 from .openapi.models import (
     ContinueBody,
+    DeliveryView,
     Doc,
     FollowUpBody,
     Event,
@@ -251,6 +253,10 @@ class Longrun(_Base):
     def report(self, run_id: str) -> Report:
         return self._call(get_runs_id_report.sync_detailed, run_id)
 
+    def deliveries(self, run_id: str) -> List[DeliveryView]:
+        """The run's webhook deliveries, oldest first: state, attempts, last error."""
+        return list(self._call(get_runs_id_deliveries.sync_detailed, run_id).deliveries)
+
     def doc(self, run_id: str, path: str) -> Doc:
         return self._call(get_runs_id_docs_path.sync_detailed, run_id, path)
 
@@ -446,6 +452,9 @@ class AsyncLongrun(_Base):
 
     async def report(self, run_id: str) -> Report:
         return await self._call(get_runs_id_report.asyncio_detailed, run_id)
+
+    async def deliveries(self, run_id: str) -> List[DeliveryView]:
+        return list((await self._call(get_runs_id_deliveries.asyncio_detailed, run_id)).deliveries)
 
     async def doc(self, run_id: str, path: str) -> Doc:
         return await self._call(get_runs_id_docs_path.asyncio_detailed, run_id, path)

@@ -155,6 +155,7 @@ class Sync(unittest.TestCase):
         self.assertEqual(doc.content, "n2")
         report = self.lr.report(run.id)
         self.assertEqual(report.run_id, run.id)
+        self.assertEqual(self.lr.deliveries(run.id), [], "no webhooks, no deliveries")
         with self.assertRaises(NotFound):
             self.lr.doc(run.id, "notes/none.md")
         # A message reaches runs that have not ended; this one has.

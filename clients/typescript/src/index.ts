@@ -38,6 +38,7 @@ export type Problem = Sent<S["Problem"]>;
 export type AgentView = Sent<S["AgentView"]>;
 export type AgentProcessInfo = Sent<S["AgentProcessInfo"]>;
 export type BusMessage = Sent<S["BusMessage"]>;
+export type WebhookDelivery = Sent<S["DeliveryView"]>;
 /** One entry of a run's log; `payload` depends on `type`. */
 export type RunEvent = Omit<Sent<S["Event"]>, "payload"> & { payload: Record<string, unknown> };
 
@@ -229,6 +230,8 @@ export class LongrunClient {
   }
   scratchpad(id: string, last = 3) { return this.get<{ entries: PadEntry[] }>(`/v1/runs/${enc(id)}/scratchpad?last=${last}`); }
   report(id: string) { return this.get<Report>(`/v1/runs/${enc(id)}/report`); }
+  /** The run's webhook deliveries, oldest first: state, attempts, next attempt, last error. */
+  deliveries(id: string) { return this.get<{ deliveries: WebhookDelivery[] }>(`/v1/runs/${enc(id)}/deliveries`); }
   /** An agent run's task folder: processes, message bus, TASK_STATE.md, output, live tail. */
   agent(id: string) { return this.get<AgentView>(`/v1/runs/${enc(id)}/agent`); }
 

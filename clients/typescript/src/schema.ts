@@ -191,6 +191,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/runs/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The run's webhook deliveries, oldest first: state, attempts, next attempt and last error (never the secret or the signature) */
+        get: operations["get_runs_id_deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/runs/{id}/docs/{path}": {
         parameters: {
             query?: never;
@@ -564,6 +581,19 @@ export interface components {
             documents: components["schemas"]["ArtifactRef"][];
             plan: components["schemas"]["PlanStep"][];
         };
+        /** @description One attempt of a delivery, as kept on it. */
+        AttemptRecord: {
+            /**
+             * Format: int64
+             * @description When the attempt ended (ms since the epoch).
+             */
+            at: number;
+            /**
+             * @description Why it failed: the receiver's status (`HTTP 503 Service Unavailable`) or what stopped
+             *     the request (a timeout, a refused connection, the SSRF guard); null when delivered.
+             */
+            error?: string | null;
+        };
         /** @description Hard limits of a run. Waiting time never counts against `max_running_ms`. */
         Budgets: {
             /**
@@ -724,6 +754,60 @@ export interface components {
             /** @constant */
             decision: "rejected";
             reason: string;
+        };
+        /**
+         * @description Where a delivery stands. `Pending` is attempted (again) once `next_at` has passed.
+         *
+         *     `given_up`: Refused for good by the receiver (a 4xx other than 429, a URL the SSRF guard refuses) or out of attempts; kept with the last error so the owner can see why.
+         * @enum {string}
+         */
+        DeliveryState: "pending" | "delivered" | "given_up";
+        /**
+         * @description One webhook delivery of a run's outcome, as its owner sees it: never the signing secret,
+         *     the signature or the body.
+         */
+        DeliveryView: {
+            /**
+             * Format: uint32
+             * @description Attempts made so far.
+             */
+            attempts: number;
+            /**
+             * Format: int64
+             * @description When it was recorded (ms since the epoch).
+             */
+            created_at: number;
+            /** @description Each attempt, oldest first (the latest 20): when it ended and why it failed. */
+            history: components["schemas"]["AttemptRecord"][];
+            /**
+             * @description The delivery id, sent as `X-Longrun-Delivery` on every attempt; the same for every
+             *     webhook of one outcome, so receivers can drop repeats.
+             */
+            id: string;
+            /** @description What the last failed attempt came to (a status code or a connection error). */
+            last_error?: string | null;
+            /**
+             * Format: int64
+             * @description When it is attempted next (ms since the epoch); null once delivered or given up.
+             */
+            next_attempt_at?: number | null;
+            /**
+             * Format: int64
+             * @description When it was delivered or given up (ms since the epoch); null while pending.
+             */
+            settled_at?: number | null;
+            /**
+             * @description `pending` (to be attempted again), `delivered`, or `given_up` (refused for good by
+             *     the receiver, or out of attempts; `last_error` says why).
+             */
+            state: components["schemas"]["DeliveryState"];
+            /** @description Where it is POSTed. */
+            url: string;
+            /**
+             * Format: uint32
+             * @description The webhook's place in your list when the outcome was recorded.
+             */
+            webhook: number;
         };
         /** @description A workspace document. Paths are `/`-separated; the parent is the path's directory. */
         Doc: {
@@ -2658,6 +2742,85 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Run"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_runs_id_deliveries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description One per outcome and webhook, oldest first */
+                        deliveries: components["schemas"]["DeliveryView"][];
+                    };
                 };
             };
             /** @description Problem details (RFC 7807) */

@@ -25,7 +25,9 @@ pub use catalog::{McpServer, UserTool, Webhook};
 pub use change::{CommitPlan, Rejection, RunChange};
 pub use decide::{IterationFacts, Outcome, Verdict, decide};
 pub use events::RunEvent;
-pub use outbox::{Attempt, DeliveryState, RetryPolicy, WebhookDelivery};
+pub use outbox::{
+    Attempt, AttemptRecord, DeliveryState, MAX_HISTORY, RetryPolicy, WebhookDelivery,
+};
 pub use outcome::{
     Notification, NotificationData, NotificationMetrics, OutcomeMessage, OutcomePayload, headline,
     notification_for,

@@ -2,10 +2,11 @@
 //! inbox entry, and what each attempt's result does to it (retry later, delivered, given up).
 //! Pure: the sender and the stores act on what these functions return.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Where a delivery stands. `Pending` is attempted (again) once `next_at` has passed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DeliveryState {
     Pending,
@@ -47,6 +48,24 @@ pub struct WebhookDelivery {
     pub created_at: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// The attempts made, oldest first (the latest `MAX_HISTORY`): what the owner sees of why
+    /// it was delivered late or given up. Absent from deliveries recorded before it was kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<AttemptRecord>,
+}
+
+/// Attempts kept per delivery: the default policy's 12 and then some, bounded so a policy
+/// with many attempts cannot grow the record without end.
+pub const MAX_HISTORY: usize = 20;
+
+/// One attempt of a delivery, as kept on it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AttemptRecord {
+    /// When the attempt ended (ms since the epoch).
+    pub at: i64,
+    /// Why it failed: the receiver's status (`HTTP 503 Service Unavailable`) or what stopped
+    /// the request (a timeout, a refused connection, the SSRF guard); null when delivered.
+    pub error: Option<String>,
 }
 
 /// What one attempt came to.
@@ -95,6 +114,13 @@ impl WebhookDelivery {
         let mut next = self.clone();
         next.attempts = self.attempts.saturating_add(1);
         next.next_at = now;
+        let error = match attempt {
+            Attempt::Delivered => None,
+            Attempt::Refused(why) | Attempt::Failed(why) => Some(why.clone()),
+        };
+        next.history.push(AttemptRecord { at: now, error });
+        let over = next.history.len().saturating_sub(MAX_HISTORY);
+        next.history.drain(..over);
         match attempt {
             Attempt::Delivered => {
                 next.state = DeliveryState::Delivered;
@@ -134,6 +160,7 @@ mod tests {
             next_at: 0,
             created_at: 0,
             last_error: None,
+            history: vec![],
         }
     }
 
@@ -193,5 +220,40 @@ mod tests {
         assert_eq!(refused.attempts, 1);
         assert_eq!(delivered.state, DeliveryState::Delivered);
         assert_eq!(delivered.last_error, None);
+    }
+
+    #[test]
+    fn each_attempt_is_kept_with_its_time_and_error_up_to_the_latest_few() {
+        // Arrange
+        let policy = RetryPolicy {
+            first_wait_ms: 1,
+            max_wait_ms: 1,
+            max_attempts: 100,
+        };
+        let mut d = pending();
+
+        // Act
+        for at in 0..30 {
+            d = d.after(&Attempt::Failed(format!("HTTP 50{}", at % 10)), at, &policy);
+        }
+        let delivered = d.after(&Attempt::Delivered, 30, &policy);
+
+        // Assert
+        assert_eq!(delivered.attempts, 31);
+        assert_eq!(delivered.history.len(), MAX_HISTORY);
+        assert_eq!(
+            delivered.history.last(),
+            Some(&AttemptRecord {
+                at: 30,
+                error: None
+            })
+        );
+        assert_eq!(
+            delivered.history[0],
+            AttemptRecord {
+                at: 11,
+                error: Some("HTTP 501".into())
+            }
+        );
     }
 }

@@ -21,7 +21,7 @@ use longrun_domain::run::{BudgetsInput, PermissionMode, Run, RunPatch, RunStatus
 use longrun_domain::{DocMeta, is_blank};
 use longrun_ports::{ContextFilter, RunQuery};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiJson, ApiQuery};
@@ -534,6 +534,67 @@ async fn scratchpad(
     Ok(Json(json!({"entries": entries})))
 }
 
+/// One webhook delivery of a run's outcome, as its owner sees it: never the signing secret,
+/// the signature or the body.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DeliveryView {
+    /// The delivery id, sent as `X-Longrun-Delivery` on every attempt; the same for every
+    /// webhook of one outcome, so receivers can drop repeats.
+    pub id: String,
+    /// The webhook's place in your list when the outcome was recorded.
+    pub webhook: u32,
+    /// Where it is POSTed.
+    pub url: String,
+    /// `pending` (to be attempted again), `delivered`, or `given_up` (refused for good by
+    /// the receiver, or out of attempts; `last_error` says why).
+    pub state: longrun_domain::DeliveryState,
+    /// Attempts made so far.
+    pub attempts: u32,
+    /// When it was recorded (ms since the epoch).
+    pub created_at: i64,
+    /// When it is attempted next (ms since the epoch); null once delivered or given up.
+    pub next_attempt_at: Option<i64>,
+    /// When it was delivered or given up (ms since the epoch); null while pending.
+    pub settled_at: Option<i64>,
+    /// What the last failed attempt came to (a status code or a connection error).
+    pub last_error: Option<String>,
+    /// Each attempt, oldest first (the latest 20): when it ended and why it failed.
+    pub history: Vec<longrun_domain::AttemptRecord>,
+}
+
+impl From<longrun_domain::WebhookDelivery> for DeliveryView {
+    fn from(d: longrun_domain::WebhookDelivery) -> Self {
+        let pending = d.state == longrun_domain::DeliveryState::Pending;
+        DeliveryView {
+            id: d.id,
+            webhook: d.hook,
+            url: d.url,
+            state: d.state,
+            attempts: d.attempts,
+            created_at: d.created_at,
+            next_attempt_at: pending.then_some(d.next_at),
+            settled_at: (!pending).then_some(d.next_at),
+            last_error: d.last_error,
+            history: d.history,
+        }
+    }
+}
+
+/// The run's webhook deliveries, oldest first: its delivery log.
+async fn deliveries(
+    State(p): State<Platform>, user: User, Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    owned(&p, &user, &id).await?;
+    let log: Vec<DeliveryView> = p
+        .store
+        .deliveries(&user.0, &id)
+        .await?
+        .into_iter()
+        .map(DeliveryView::from)
+        .collect();
+    Ok(Json(json!({"deliveries": log})))
+}
+
 async fn report(
     State(p): State<Platform>, user: User, Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
@@ -782,6 +843,7 @@ pub fn routes(p: Platform) -> Router {
         .route("/v1/runs/{id}/docs/{*path}", get(doc))
         .route("/v1/runs/{id}/scratchpad", get(scratchpad))
         .route("/v1/runs/{id}/report", get(report))
+        .route("/v1/runs/{id}/deliveries", get(deliveries))
         .route("/v1/runs/{id}/cancel", post(cancel))
         .route("/v1/runs/{id}/respond", post(respond))
         .route("/v1/runs/{id}/messages", post(message))

@@ -16,7 +16,8 @@ use longrun_outbound::FetchPolicy;
 
 use crate::api::CURSOR_PATTERN;
 use crate::api::{
-    ContinueBody, CreateRun, FollowUpBody, MarkReadBody, MessageBody, RespondBody, WebhooksBody,
+    ContinueBody, CreateRun, DeliveryView, FollowUpBody, MarkReadBody, MessageBody, RespondBody,
+    WebhooksBody,
 };
 use crate::config::AppConfig;
 use crate::mcp_servers::{McpServerList, McpServerView, RegisterMcpServer};
@@ -58,6 +59,11 @@ fn notifications(g: &mut SchemaGenerator) -> Value {
         "notifications": {"type": "array", "items": schema::<Notification>(g)},
         "unread": {"type": "integer", "minimum": 0, "description": "Unread on this page"},
         "next_cursor": {"type": ["string", "null"], "description": "Pass as `cursor` for the next page; null on the last"}}})
+}
+fn deliveries(g: &mut SchemaGenerator) -> Value {
+    json!({"type": "object", "required": ["deliveries"], "properties": {
+        "deliveries": {"type": "array", "items": schema::<DeliveryView>(g),
+            "description": "One per outcome and webhook, oldest first"}}})
 }
 fn updated(_: &mut SchemaGenerator) -> Value {
     json!({"type": "object", "properties": {"updated": {"type": "integer"}}})
@@ -188,6 +194,14 @@ const OPS: &[Op] = &[
         body: None,
         ok: 200,
         response: Some(schema::<Report>),
+    },
+    Op {
+        method: "get",
+        path: "/v1/runs/{id}/deliveries",
+        summary: "The run's webhook deliveries, oldest first: state, attempts, next attempt and last error (never the secret or the signature)",
+        body: None,
+        ok: 200,
+        response: Some(deliveries),
     },
     Op {
         method: "post",

@@ -71,6 +71,7 @@ pub fn deliveries_for(msg: &OutcomeMessage, hooks: &[Webhook], now: i64) -> Vec<
             next_at: now,
             created_at: now,
             last_error: None,
+            history: vec![],
         })
         .collect()
 }

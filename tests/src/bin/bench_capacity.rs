@@ -143,7 +143,7 @@ async fn capacity(runs: usize, iterations: i64, latency_ms: u64) -> Value {
                 while !done.load(std::sync::atomic::Ordering::SeqCst) {
                     let id = &ids[(i * 7919) % ids.len()];
                     i += 1;
-                    let url = if i % 2 == 0 {
+                    let url = if i.is_multiple_of(2) {
                         format!("{base}/v1/runs?limit=20")
                     } else {
                         format!("{base}/v1/runs/{id}")
@@ -153,7 +153,7 @@ async fn capacity(runs: usize, iterations: i64, latency_ms: u64) -> Value {
                     assert!(r.status().is_success());
                     let _ = r.bytes().await;
                     let ms = t.elapsed().as_secs_f64() * 1e3;
-                    if i % 2 == 0 {
+                    if i.is_multiple_of(2) {
                         list.push(ms)
                     } else {
                         lat.push(ms)

@@ -4,6 +4,7 @@ from .agent_process_info import AgentProcessInfo
 from .agent_view import AgentView
 from .artifact_ref import ArtifactRef
 from .artifacts import Artifacts
+from .attempt_record import AttemptRecord
 from .budgets import Budgets
 from .budgets_input import BudgetsInput
 from .bus_message import BusMessage
@@ -18,6 +19,8 @@ from .create_schedule import CreateSchedule
 from .criterion_evidence import CriterionEvidence
 from .decision_type_0 import DecisionType0
 from .decision_type_1 import DecisionType1
+from .delivery_state import DeliveryState
+from .delivery_view import DeliveryView
 from .doc import Doc
 from .doc_hit import DocHit
 from .doc_link import DocLink
@@ -28,6 +31,7 @@ from .executor_brief import ExecutorBrief
 from .follow_up_body import FollowUpBody
 from .get_config_response_200 import GetConfigResponse200
 from .get_notifications_response_200 import GetNotificationsResponse200
+from .get_runs_id_deliveries_response_200 import GetRunsIdDeliveriesResponse200
 from .get_runs_id_events_response_200 import GetRunsIdEventsResponse200
 from .get_runs_id_iterations_response_200 import GetRunsIdIterationsResponse200
 from .get_runs_id_scratchpad_response_200 import GetRunsIdScratchpadResponse200
@@ -101,6 +105,7 @@ __all__ = (
     "AgentView",
     "ArtifactRef",
     "Artifacts",
+    "AttemptRecord",
     "Budgets",
     "BudgetsInput",
     "BusMessage",
@@ -115,6 +120,8 @@ __all__ = (
     "CriterionEvidence",
     "DecisionType0",
     "DecisionType1",
+    "DeliveryState",
+    "DeliveryView",
     "Doc",
     "DocHit",
     "DocLink",
@@ -125,6 +132,7 @@ __all__ = (
     "FollowUpBody",
     "GetConfigResponse200",
     "GetNotificationsResponse200",
+    "GetRunsIdDeliveriesResponse200",
     "GetRunsIdEventsResponse200",
     "GetRunsIdIterationsResponse200",
     "GetRunsIdScratchpadResponse200",
