@@ -566,7 +566,7 @@ async fn serve(args: ServeArgs) -> Result<()> {
         body: read_timeout,
         request: Duration::from_secs(request_timeout),
     };
-    http::serve(listener, app, timeouts, max_connections, stop).await;
+    let http_runtime = http::serve_apart(listener, app, timeouts, max_connections, stop).await?;
     let _ = stop_tx.send(true);
     let drained = tokio::time::timeout(Duration::from_secs(drain_grace), async {
         for h in handles {
@@ -579,6 +579,8 @@ async fn serve(args: ServeArgs) -> Result<()> {
         // starts (`Running::recover`), which redoes those iterations at once.
         println!("iterations still in flight after {drain_grace} s; handed back to the next start");
     }
+    // Dropped from within the engine's runtime it would block on its own tasks: let it go apart.
+    http_runtime.shutdown_background();
     Ok(())
 }
 

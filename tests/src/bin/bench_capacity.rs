@@ -117,10 +117,20 @@ async fn capacity(runs: usize, iterations: i64, latency_ms: u64) -> Value {
     let p = running.platform.clone();
     let rss_before = peak_rss_mb();
     let ids = create(&p, "a", runs, iterations).await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let router = longrun_http::router(p.clone());
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    // As `serve` does: the API on a runtime of its own thread, apart from the runs' tasks.
+    let api = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    api.spawn(async move {
+        let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+        axum::serve(listener, router).await.unwrap()
+    });
     let (stop, rx) = tokio::sync::watch::channel(false);
     let t0 = Instant::now();
     let handles = running.spawn(rx);
@@ -168,6 +178,7 @@ async fn capacity(runs: usize, iterations: i64, latency_ms: u64) -> Value {
     let secs = t0.elapsed().as_secs_f64();
     done.store(true, std::sync::atomic::Ordering::SeqCst);
     let (mut lat, mut list) = probe.join().unwrap();
+    api.shutdown_background();
     lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
     list.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let _ = stop.send(true);
