@@ -87,24 +87,7 @@ fn export(c: &Connection, run: Run) -> StoreResult<RunExport> {
 }
 
 fn insert_delivery(c: &Connection, d: &WebhookDelivery) -> StoreResult<()> {
-    let body = to_json(d)?;
-    c.prepare_cached(
-        "INSERT INTO outbox (id, hook, user_id, run_id, state, next_at, leased, body)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7)",
-    )
-    .and_then(|mut st| {
-        st.execute(params![
-            d.id,
-            d.hook,
-            d.user_id,
-            d.run_id,
-            d.state.as_str(),
-            d.next_at,
-            body
-        ])
-    })
-    .map(|_| ())
-    .map_err(unavailable)
+    super::outbox::write_delivery(c, d, &to_json(d)?, false)
 }
 
 /// Every row of the document, the run's first. Called after the checks: a failing insert

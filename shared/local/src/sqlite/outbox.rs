@@ -27,10 +27,20 @@ pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
 }
 
 fn put(c: &Connection, d: &WebhookDelivery, body: &str) -> StoreResult<()> {
-    c.prepare_cached(
+    write_delivery(c, d, body, true)
+}
+
+/// The delivery's row: replacing one already there, or (an import) refusing to.
+pub(super) fn write_delivery(
+    c: &Connection, d: &WebhookDelivery, body: &str, replace: bool,
+) -> StoreResult<()> {
+    c.prepare_cached(if replace {
         "INSERT OR REPLACE INTO outbox (id, hook, user_id, run_id, state, next_at, leased, body)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7)",
-    )
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7)"
+    } else {
+        "INSERT INTO outbox (id, hook, user_id, run_id, state, next_at, leased, body)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7)"
+    })
     .and_then(|mut st| {
         st.execute(params![
             d.id,
