@@ -5,7 +5,7 @@
 //! outbox also has to give up. Checked at the end: every outcome of a run whose owner has
 //! webhooks is delivered to each (the receiver got it) or recorded as given up.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -13,7 +13,7 @@ use longrun_domain::{Attempt, DeliveryState, WebhookDelivery};
 use longrun_local::InMemoryRunStore;
 use longrun_ports::prelude::*;
 use longrun_ports::{Clock, WebhookPoster};
-use longrun_service::Outbox;
+use longrun_service::{Outbox, OutboxConfig};
 
 use crate::{Sim, lock};
 
@@ -34,7 +34,8 @@ pub struct Received {
     pub receivers: BTreeMap<String, Receiver>,
     pub got: BTreeMap<(String, String), u32>,
     /// Deliveries whose attempt is under way: a second taker of one is a broken lease.
-    in_flight: BTreeSet<(String, u32)>,
+    /// Attempts under way, with when each began.
+    in_flight: BTreeMap<(String, u32), i64>,
 }
 
 /// The time a slow receiver takes at most: inside the real sender's request timeout (5 s), so
@@ -114,7 +115,19 @@ impl WebhookPoster for SimPoster {
         let key = (d.id.clone(), d.hook);
         let (fresh, receiver) = {
             let mut r = lock(&self.sim.received);
-            let fresh = r.in_flight.insert(key.clone());
+            // The outbox begins an attempt only in the first half of its lease, so another
+            // taker within half a lease of an attempt's start broke the lease. Later it did
+            // not: in production the attempt has long ended (the sender's timeouts), though
+            // here the actors interleaved inside a slow one may move the clock further.
+            let now = self.sim.clock.now_ms();
+            let half_lease = OutboxConfig::default().lease_ms / 2;
+            let fresh = match r.in_flight.get(&key) {
+                Some(began) if now - began < half_lease => false,
+                _ => {
+                    r.in_flight.insert(key.clone(), now);
+                    true
+                }
+            };
             let receiver = r.receivers.get(&d.url).copied();
             (fresh, receiver.unwrap_or(Receiver::Dead))
         };

@@ -160,15 +160,30 @@ impl Outbox {
     /// Returns how many it attempted.
     pub async fn deliver_due(&self) -> Result<usize, StoreError> {
         let now = self.clock.now_ms();
+        let lease_until = now + self.config.lease_ms;
         let due = self
             .store
-            .take_due(now, now + self.config.lease_ms, self.config.batch)
+            .take_due(now, lease_until, self.config.batch)
             .await?;
-        let results = join_all(due.iter().map(|d| self.attempt(d))).await;
+        let results = join_all(due.iter().map(|d| self.attempt_within(d, lease_until))).await;
         for result in results {
             result?;
         }
         Ok(due.len())
+    }
+
+    /// Attempts `d` only while at least half its lease is left, so the attempt (bounded by
+    /// the sender's timeouts) ends before another taker may take it. A delivery whose attempt
+    /// could not begin in time (this process stalled) is left for the next taker once the
+    /// lease runs out.
+    async fn attempt_within(
+        &self, d: &WebhookDelivery, lease_until: i64,
+    ) -> Result<(), StoreError> {
+        if self.clock.now_ms() > lease_until - self.config.lease_ms / 2 {
+            warn!(run_id = %d.run_id, delivery = %d.id, "webhook attempt left for the next taker: its lease is half gone");
+            return Ok(());
+        }
+        self.attempt(d).await
     }
 
     async fn attempt(&self, d: &WebhookDelivery) -> Result<(), StoreError> {
