@@ -674,7 +674,8 @@ async fn wait_settled(p: &Platform, run_id: &str, quiet: bool) -> Result<Run> {
     let store = Arc::clone(&p.store);
     let mut shown = 0;
     loop {
-        let Some(run) = store.get_run(run_id).await? else {
+        // Committed state, as the API shows it: the run is never ahead of its iterations.
+        let Some(run) = store.get_committed_run(run_id).await? else {
             bail!("run {run_id} disappeared");
         };
         if !quiet && run.iteration > shown {
@@ -695,8 +696,8 @@ async fn wait_settled(p: &Platform, run_id: &str, quiet: bool) -> Result<Run> {
                 for line in iteration_notes(&it) {
                     println!("        {line}");
                 }
+                shown = shown.max(it.n);
             }
-            shown = run.iteration;
         }
         let waiting =
             run.status == RunStatus::WaitingOnUser || run.status == RunStatus::WaitingOnChildren;
