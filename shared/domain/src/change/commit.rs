@@ -84,12 +84,20 @@ impl CommitPlan {
 
     /// The status the run lands in: the verdict's, unless the user asked for a pause while
     /// the iteration ran (a requested cancel wins over it: the next iteration cancels at
-    /// once), or the children it would wait for ended meanwhile.
+    /// once), or the children it would wait for ended meanwhile. A cancel requested while
+    /// the iteration ran turns a wait into going on: nobody answers or wakes a run being
+    /// canceled, so it would wait forever; its next iteration cancels at once.
     fn settled_status(&self, run: &Run, next: &Run) -> RunStatus {
-        match &self.verdict.outcome {
+        let status = match &self.verdict.outcome {
             Outcome::Continue if run.pause_requested && !run.cancel_requested => RunStatus::Paused,
             Outcome::WaitChildren if next.active_children() == 0 => RunStatus::Running,
             outcome => outcome.status(),
+        };
+        match status {
+            RunStatus::WaitingOnUser | RunStatus::WaitingOnChildren if run.cancel_requested => {
+                RunStatus::Running
+            }
+            status => status,
         }
     }
 
@@ -164,6 +172,10 @@ impl CommitPlan {
         events: &mut Vec<EventDraft>,
     ) -> ActiveDelta {
         next.pause_requested = false;
+        if next.status == RunStatus::Running {
+            // Going on (a wait turned into going on above): nothing to settle.
+            return ActiveDelta::None;
+        }
         match &self.verdict.outcome {
             Outcome::Continue if next.status == RunStatus::Paused => {
                 // Asked to pause while this iteration ran: it is committed, the next waits.
@@ -176,8 +188,6 @@ impl CommitPlan {
                 ActiveDelta::None
             }
             Outcome::Continue => ActiveDelta::None,
-            // Its children ended while this iteration ran: nothing to wait for.
-            Outcome::WaitChildren if next.status == RunStatus::Running => ActiveDelta::None,
             Outcome::WaitChildren => {
                 // The parent sleeps; its children's outcomes wake it.
                 let children = next
@@ -394,6 +404,34 @@ pub(super) mod tests {
         assert!(matches!(paused, Err(Rejection::Conflict(_))));
         assert_eq!(committed.run.status, RunStatus::Running);
         assert!(committed.run.cancel_requested);
+    }
+
+    #[test]
+    fn a_run_canceled_while_its_iteration_asked_a_question_goes_on_to_cancel() {
+        // Arrange: an iteration that ends in a question or a wait for children, and a
+        // cancel (its parent ended) that came while it ran.
+        let run = claim(&sample_run(), 1, "me", 0, 1_000).unwrap().run;
+        let canceled = request_cancel(&run, &[], 5).unwrap().run;
+        let outcomes = [
+            Outcome::Wait {
+                questions: vec!["which one?".into()],
+            },
+            Outcome::WaitChildren,
+            Outcome::Finish(StoppingReason::new(StopType::WaitingOnUser, "stuck")),
+        ];
+
+        for outcome in outcomes {
+            let mut plan = continue_plan(&canceled, "me");
+            plan.verdict.outcome = outcome.clone();
+
+            // Act
+            let committed = plan.apply(&canceled).unwrap();
+
+            // Assert: no wait nobody would end; the next iteration cancels at once.
+            assert_eq!(committed.run.status, RunStatus::Running, "{outcome:?}");
+            assert!(committed.run.cancel_requested);
+            assert!(committed.run.questions.is_empty());
+        }
     }
 
     #[test]
