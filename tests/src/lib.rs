@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used)]
 
 pub mod aws;
+pub mod journaled;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
