@@ -50,13 +50,14 @@ impl CommitPlan {
     pub fn apply(&self, run: &Run) -> Result<RunChange, Rejection> {
         self.check_fence(run)?;
         let (mut next, spawned) = self.advanced(run);
-        let status = self.settled_status(run, &next);
+        let outcome = self.outcome(run);
+        let status = settled_status(&outcome, run, &next);
         next.transition_to(status, self.now)?;
         let mut record = self.record.clone();
         record.outcome = status;
         let mut events = vec![self.committed_event(&next, &record)];
         events.extend(spawned);
-        let active = self.settle(run, &mut next, &mut record, &mut events);
+        let active = self.settle(&outcome, run, &mut next, &mut record, &mut events);
         Ok(RunChange {
             run: next,
             events,
@@ -82,23 +83,21 @@ impl CommitPlan {
         }
     }
 
-    /// The status the run lands in: the verdict's, unless the user asked for a pause while
-    /// the iteration ran (a requested cancel wins over it: the next iteration cancels at
-    /// once), or the children it would wait for ended meanwhile. A cancel requested while
-    /// the iteration ran turns a wait into going on: nobody answers or wakes a run being
-    /// canceled, so it would wait forever; its next iteration cancels at once.
-    fn settled_status(&self, run: &Run, next: &Run) -> RunStatus {
-        let status = match &self.verdict.outcome {
-            Outcome::Continue if run.pause_requested && !run.cancel_requested => RunStatus::Paused,
-            Outcome::WaitChildren if next.active_children() == 0 => RunStatus::Running,
-            outcome => outcome.status(),
-        };
-        match status {
-            RunStatus::WaitingOnUser | RunStatus::WaitingOnChildren if run.cancel_requested => {
-                RunStatus::Running
-            }
-            status => status,
+    /// The verdict's outcome, unless a cancel was requested while the iteration ran and the
+    /// outcome is a wait: nobody answers or wakes a run being canceled, so it ends now.
+    fn outcome(&self, run: &Run) -> Outcome {
+        let waits = matches!(
+            self.verdict.outcome.status(),
+            RunStatus::WaitingOnUser | RunStatus::WaitingOnChildren
+        );
+        if run.cancel_requested && waits {
+            let reason = StoppingReason::new(
+                StopType::Canceled,
+                "canceled while its last iteration ran, which would have waited",
+            );
+            return Outcome::Finish(reason);
         }
+        self.verdict.outcome.clone()
     }
 
     /// The run one iteration further on (plan, streaks, metrics, children), and the events
@@ -168,15 +167,11 @@ impl CommitPlan {
     /// What the outcome does to the run beyond its status: a requested pause, a wait (for
     /// children or the user, with a report), or the end (report, the user's slot freed).
     fn settle(
-        &self, run: &Run, next: &mut Run, record: &mut IterationRecord,
+        &self, outcome: &Outcome, run: &Run, next: &mut Run, record: &mut IterationRecord,
         events: &mut Vec<EventDraft>,
     ) -> ActiveDelta {
         next.pause_requested = false;
-        if next.status == RunStatus::Running {
-            // Going on (a wait turned into going on above): nothing to settle.
-            return ActiveDelta::None;
-        }
-        match &self.verdict.outcome {
+        match outcome {
             Outcome::Continue if next.status == RunStatus::Paused => {
                 // Asked to pause while this iteration ran: it is committed, the next waits.
                 events.push(
@@ -188,6 +183,8 @@ impl CommitPlan {
                 ActiveDelta::None
             }
             Outcome::Continue => ActiveDelta::None,
+            // Its children ended while this iteration ran: nothing to wait for.
+            Outcome::WaitChildren if next.status == RunStatus::Running => ActiveDelta::None,
             Outcome::WaitChildren => {
                 // The parent sleeps; its children's outcomes wake it.
                 let children = next
@@ -255,6 +252,17 @@ impl CommitPlan {
             self.now,
         ));
         record.stopping_reason = Some(reason);
+    }
+}
+
+/// The status the run lands in: the outcome's, unless the user asked for a pause while the
+/// iteration ran (a requested cancel wins over it: the next iteration cancels at once), or
+/// the children it would wait for ended meanwhile.
+fn settled_status(outcome: &Outcome, run: &Run, next: &Run) -> RunStatus {
+    match outcome {
+        Outcome::Continue if run.pause_requested && !run.cancel_requested => RunStatus::Paused,
+        Outcome::WaitChildren if next.active_children() == 0 => RunStatus::Running,
+        outcome => outcome.status(),
     }
 }
 
@@ -407,7 +415,7 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn a_run_canceled_while_its_iteration_asked_a_question_goes_on_to_cancel() {
+    fn a_run_canceled_while_its_iteration_asked_a_question_ends_canceled() {
         // Arrange: an iteration that ends in a question or a wait for children, and a
         // cancel (its parent ended) that came while it ran.
         let run = claim(&sample_run(), 1, "me", 0, 1_000).unwrap().run;
@@ -427,10 +435,12 @@ pub(super) mod tests {
             // Act
             let committed = plan.apply(&canceled).unwrap();
 
-            // Assert: no wait nobody would end; the next iteration cancels at once.
-            assert_eq!(committed.run.status, RunStatus::Running, "{outcome:?}");
-            assert!(committed.run.cancel_requested);
+            // Assert: no wait nobody would end: the run ends canceled with this commit, its
+            // slot freed and its report written.
+            assert_eq!(committed.run.status, RunStatus::Canceled, "{outcome:?}");
+            assert_eq!(committed.active, ActiveDelta::Release);
             assert!(committed.run.questions.is_empty());
+            assert!(committed.run.report.is_some());
         }
     }
 
