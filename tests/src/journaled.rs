@@ -4,8 +4,10 @@
 //! model, carries out the doc write the answer asks for, journals the answer and the tool's
 //! result, and waits for them to be durable before it goes on. The journal is SQLite in WAL
 //! mode, `synchronous=FULL`, written by one thread that commits whatever is waiting as one
-//! group (one fsync for many runs). No queue, no claim, no lease, no budget check, no
-//! re-enqueue: about the least a loop can do and still survive a crash.
+//! group (one fsync for many runs), or, with `grouped` false, each iteration as its own
+//! transaction (the shape of a checkpointer that saves every step on its own). No queue, no
+//! claim, no lease, no budget check, no re-enqueue: about the least a loop can do and still
+//! survive a crash.
 #![allow(clippy::expect_used)]
 
 use std::path::Path;
@@ -30,7 +32,7 @@ type Batch = (Entries, oneshot::Sender<()>);
 
 /// The one journal writer: it commits every batch waiting as one transaction and answers
 /// each once the transaction is durable.
-fn writer(path: &Path, rx: mpsc::Receiver<Batch>) -> rusqlite::Result<()> {
+fn writer(path: &Path, rx: mpsc::Receiver<Batch>, grouped: bool) -> rusqlite::Result<()> {
     let mut conn = Connection::open(path)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "FULL")?;
@@ -41,7 +43,9 @@ fn writer(path: &Path, rx: mpsc::Receiver<Batch>) -> rusqlite::Result<()> {
     )?;
     while let Ok(first) = rx.recv() {
         let mut group = vec![first];
-        group.extend(rx.try_iter());
+        if grouped {
+            group.extend(rx.try_iter());
+        }
         let tx = conn.transaction()?;
         {
             let mut journal = tx.prepare_cached("INSERT INTO journal VALUES (?1, ?2, ?3, ?4)")?;
@@ -65,11 +69,11 @@ fn writer(path: &Path, rx: mpsc::Receiver<Batch>) -> rusqlite::Result<()> {
 /// Runs `runs` loops of `iterations` each against `llm` with the journal in `dir`; the
 /// seconds from the first iteration to the last one made durable.
 pub async fn run(
-    runs: usize, iterations: u32, dir: &Path, llm: Arc<dyn LlmClient>, model: &str,
+    runs: usize, iterations: u32, grouped: bool, dir: &Path, llm: Arc<dyn LlmClient>, model: &str,
 ) -> f64 {
     let (tx, rx) = mpsc::channel::<Batch>();
     let path = dir.join("journal.db");
-    let thread = std::thread::spawn(move || writer(&path, rx));
+    let thread = std::thread::spawn(move || writer(&path, rx, grouped));
     let t0 = std::time::Instant::now();
     let loops = (0..runs).map(|run| {
         let (tx, llm, model) = (tx.clone(), llm.clone(), model.to_string());
