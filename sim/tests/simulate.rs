@@ -56,10 +56,16 @@ fn a_seed_replays_exactly_the_same_schedule() {
 /// - 536: a run canceled while its wait was being announced was marked notified without its
 ///   cancel ever being announced.
 /// - 21 (with the claim fence removed, `make sim-broken`): the store refused a double commit.
+/// - 20372: a webhook attempt began after its lease ran out, so two takers attempted it.
+/// - 28087: a child canceled (its parent ended) while its iteration ran, which then asked its
+///   user a question, waited forever holding its slot.
+/// - 321: the same, ended by going on to an iteration past the budget instead.
+/// - 35233: a scheduled run whose first step failed to send left its schedule unmoved; after
+///   retention deleted the run, the occurrence started again under the same id.
 #[test]
 fn the_seeds_that_found_bugs_now_hold() {
     // 39545: a user raised a paused child's budget past its parent's carve.
-    let ran = assert_holds([1, 3, 21, 29, 536, 39545]);
+    let ran = assert_holds([1, 3, 21, 29, 321, 536, 20372, 28087, 35233, 39545]);
 
-    assert_eq!(ran, 6);
+    assert_eq!(ran, 10);
 }

@@ -23,7 +23,16 @@ pub async fn start_due(p: &Platform, limit: usize) -> Result<Vec<String>, Servic
             }
             // Another sweeper started this occurrence already.
             Err(ServiceError::Conflict(_)) => {}
-            Err(e @ (ServiceError::Unavailable(_) | ServiceError::Internal(_))) => return Err(e),
+            Err(e @ (ServiceError::Unavailable(_) | ServiceError::Internal(_))) => {
+                // The run may have been written before its first step failed to send: it is
+                // started (the sweep sends that step), and the schedule must move on, or a
+                // later sweeper would start the occurrence again once retention deleted it.
+                if p.store.get_run(&run_id).await?.is_none() {
+                    return Err(e);
+                }
+                warn!(schedule = %sc.id, run_id = %run_id, error = %e, "scheduled run started; its first step is left to the sweep");
+                started.push(run_id.clone());
+            }
             Err(e) => warn!(schedule = %sc.id, error = %e, "scheduled occurrence skipped"),
         }
         let next = Schedule {
