@@ -2,7 +2,8 @@
 
 use longrun_domain::PadEntry;
 use longrun_domain::planner::ExecutorTask;
-use longrun_domain::run::{PlanStep, Run};
+use longrun_domain::run::{LastIteration, PlanStep, Run};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::tools::ToolSpec;
@@ -62,15 +63,12 @@ pub fn planner_messages(
     );
     // Stable first: the system prompt and tools, then the objective, are the same bytes on
     // every iteration of a run, so providers can serve them from cache; the state follows.
-    let mut state = planner_state(run, iteration, scratchpad);
-    let objective = state
-        .as_object_mut()
-        .and_then(|o| o.remove("objective"))
-        .unwrap_or_default();
+    let state = planner_state(run, iteration, scratchpad);
+    let objective = Value::String(clip(&run.objective, MAX_OBJECTIVE));
     let mut messages = vec![
         ChatMessage::system(system).cached(),
         ChatMessage::user(objective_block(objective, run).to_string()).cached(),
-        ChatMessage::user(state.to_string()),
+        ChatMessage::user(serde_json::to_string(&state).unwrap_or_default()),
     ];
     if let Some((bad_answer, error)) = correction {
         messages.push(ChatMessage::assistant(clip(bad_answer, MAX_FIELD)));
@@ -97,79 +95,131 @@ fn objective_block(objective: Value, run: &Run) -> Value {
     block
 }
 
-/// The structured state the planner reasons over.
-pub fn planner_state(run: &Run, iteration: u32, scratchpad: &[PadEntry]) -> Value {
-    let answers: Vec<&str> = run
-        .pending_answers
+/// The structured state the planner reasons over, serialized straight from the run (no JSON
+/// tree built first: this is made every iteration). Fields in name order, as the tree had them.
+#[derive(Serialize)]
+pub struct PlannerState<'a> {
+    budgets: StateBudgets,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    follow_up_question: Option<String>,
+    hints: &'a [String],
+    iteration: u32,
+    last_iteration: &'a Option<LastIteration>,
+    no_progress_streak: u32,
+    plan: &'a [PlanStep],
+    remaining_work_last: Vec<String>,
+    scratchpad: Vec<StatePad<'a>>,
+    user_answers: Vec<String>,
+    user_messages: Vec<String>,
+    workspace: WorkspaceIndex,
+}
+
+#[derive(Serialize)]
+struct StateBudgets {
+    cost_usd: f64,
+    iterations_left: u32,
+    max_cost_usd: Option<f64>,
+    max_tokens: Option<u64>,
+    tokens_used: u64,
+}
+
+#[derive(Serialize)]
+struct StatePad<'a> {
+    actions: Vec<String>,
+    artifacts: &'a [String],
+    iteration: u32,
+    results: Vec<String>,
+    summary: String,
+}
+
+#[derive(Serialize)]
+struct WorkspaceIndex {
+    docs_total: u32,
+    recent: Vec<IndexEntry>,
+}
+
+#[derive(Serialize)]
+struct IndexEntry {
+    bytes: usize,
+    iteration: u32,
+    path: String,
+    title: String,
+}
+
+pub fn planner_state<'a>(
+    run: &'a Run, iteration: u32, scratchpad: &'a [PadEntry],
+) -> PlannerState<'a> {
+    let answers = run.pending_answers.iter().rev().take(MAX_ANSWERS).rev();
+    let tail = scratchpad.len().saturating_sub(SCRATCHPAD_TAIL);
+    let pad = scratchpad[tail..]
         .iter()
-        .rev()
-        .take(MAX_ANSWERS)
-        .rev()
-        .map(|a| a.text.as_str())
-        .collect();
-    let pad: Vec<Value> = scratchpad
-        .iter()
-        .rev()
-        .take(SCRATCHPAD_TAIL)
-        .rev()
-        .map(|p| {
-            json!({
-                "iteration": p.n,
-                "summary": clip(&p.summary, 500),
-                "actions": p.actions.iter().take(10).map(|a| clip(a, 200)).collect::<Vec<_>>(),
-                "results": p.results.iter().take(10).map(|a| clip(a, 300)).collect::<Vec<_>>(),
-                "artifacts": p.artifacts.iter().take(20).collect::<Vec<_>>(),
-            })
+        .map(|p| StatePad {
+            actions: p.actions.iter().take(10).map(|a| clip(a, 200)).collect(),
+            artifacts: &p.artifacts[..p.artifacts.len().min(20)],
+            iteration: p.n,
+            results: p.results.iter().take(10).map(|a| clip(a, 300)).collect(),
+            summary: clip(&p.summary, 500),
         })
         .collect();
     let m = &run.metrics;
-    let mut state = json!({
-        "objective": clip(&run.objective, MAX_OBJECTIVE),
-        "workspace": workspace_index(run),
-        "iteration": iteration,
-        "budgets": {
-            "iterations_left": run.budgets.max_iterations.saturating_sub(iteration),
-            "tokens_used": m.tokens(),
-            "max_tokens": run.budgets.max_tokens,
-            "cost_usd": m.cost_usd,
-            "max_cost_usd": run.budgets.max_cost_usd,
+    PlannerState {
+        budgets: StateBudgets {
+            cost_usd: m.cost_usd,
+            iterations_left: run.budgets.max_iterations.saturating_sub(iteration),
+            max_cost_usd: run.budgets.max_cost_usd,
+            max_tokens: run.budgets.max_tokens,
+            tokens_used: m.tokens(),
         },
-        "plan": run.plan,
-        "remaining_work_last": run.remaining_work.iter().take(20).map(|r| clip(r, 300)).collect::<Vec<_>>(),
-        "last_iteration": run.last_iteration,
-        "scratchpad": pad,
-        "user_answers": answers.iter().map(|a| clip(a, MAX_FIELD)).collect::<Vec<_>>(),
-        "user_messages": run.pending_messages.iter().map(|m| clip(&m.text, MAX_FIELD)).collect::<Vec<_>>(),
-        "no_progress_streak": run.streaks.no_progress,
-        "hints": run.hints,
-    });
-    if let Some(q) = &run.follow_up_question {
         // The run had ended; the user asked this since. Answer it, then claim completion again.
-        state["follow_up_question"] = json!(clip(q, MAX_FIELD));
+        follow_up_question: run
+            .follow_up_question
+            .as_deref()
+            .map(|q| clip(q, MAX_FIELD)),
+        hints: &run.hints,
+        iteration,
+        last_iteration: &run.last_iteration,
+        no_progress_streak: run.streaks.no_progress,
+        plan: &run.plan,
+        remaining_work_last: run
+            .remaining_work
+            .iter()
+            .take(20)
+            .map(|r| clip(r, 300))
+            .collect(),
+        scratchpad: pad,
+        user_answers: answers.map(|a| clip(&a.text, MAX_FIELD)).collect(),
+        user_messages: run
+            .pending_messages
+            .iter()
+            .map(|m| clip(&m.text, MAX_FIELD))
+            .collect(),
+        workspace: workspace_index(run),
     }
-    state
 }
 
 /// The docs written most recently, newest first, within a fixed budget of characters so the
 /// prompt stays flat however large the workspace grows; `doc_list` has the rest.
-fn workspace_index(run: &Run) -> Value {
+fn workspace_index(run: &Run) -> WorkspaceIndex {
     let mut left = WORKSPACE_INDEX_CHARS;
     let mut recent = vec![];
     for d in &run.recent_docs {
-        let entry = json!({
-            "path": clip(&d.path, 200),
-            "title": clip(&d.title, 80),
-            "bytes": d.bytes,
-            "iteration": d.updated_iteration,
-        });
-        let size = entry.to_string().len();
+        let entry = IndexEntry {
+            bytes: d.bytes,
+            iteration: d.updated_iteration,
+            path: clip(&d.path, 200),
+            title: clip(&d.title, 80),
+        };
+        let size = serde_json::to_vec(&entry).map_or(usize::MAX, |v| v.len());
         if size > left {
             break;
         }
         left -= size;
         recent.push(entry);
     }
-    json!({"docs_total": run.metrics.docs, "recent": recent})
+    WorkspaceIndex {
+        docs_total: run.metrics.docs,
+        recent,
+    }
 }
 
 /// An executor's prompt: its task and, when the planner gave it plan steps, those steps and
@@ -266,6 +316,10 @@ mod tests {
     use longrun_domain::run::UserAnswer;
     use longrun_domain::testing::sample_run;
 
+    fn state_json(run: &Run, iteration: u32, scratchpad: &[PadEntry]) -> Value {
+        serde_json::to_value(planner_state(run, iteration, scratchpad)).unwrap()
+    }
+
     fn pad(n: u32) -> PadEntry {
         PadEntry {
             n,
@@ -300,7 +354,7 @@ mod tests {
         run.metrics.docs = 1_000;
 
         // Act
-        let state = planner_state(&run, 501, &[]);
+        let state = state_json(&run, 501, &[]);
         let index = &state["workspace"];
 
         // Assert
@@ -378,8 +432,8 @@ mod tests {
             .collect();
         let short: Vec<_> = (1..=3).map(pad).collect();
         let long: Vec<_> = (1..=1000).map(pad).collect();
-        let a = planner_state(&run, 10, &short).to_string().len();
-        let b = planner_state(&run, 1000, &long).to_string().len();
+        let a = state_json(&run, 10, &short).to_string().len();
+        let b = state_json(&run, 1000, &long).to_string().len();
         // Only the digits of the iteration numbers may differ.
         assert!(
             b.abs_diff(a) < 32,
@@ -398,7 +452,7 @@ mod tests {
             })
             .collect();
         let pads: Vec<_> = (1..=6).map(pad).collect();
-        let state = planner_state(&run, 7, &pads);
+        let state = state_json(&run, 7, &pads);
         let its: Vec<u64> = state["scratchpad"]
             .as_array()
             .unwrap()

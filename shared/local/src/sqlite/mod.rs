@@ -401,7 +401,7 @@ impl SqliteDb {
             .map_err(unavailable)?;
         // Room for a group's dirty pages: a group that outgrows the page cache spills pages
         // to the WAL mid-transaction and writes them again at commit.
-        conn.pragma_update(None, "cache_size", -16_000)
+        conn.pragma_update(None, "cache_size", -64_000)
             .map_err(unavailable)?;
         // Every statement we run fits in the cache (the default of 16 does not: it thrashed,
         // and re-parsing SQL was a quarter of the CPU).
