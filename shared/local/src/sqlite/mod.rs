@@ -55,7 +55,8 @@ fn add_fair_key(conn: &Connection) -> rusqlite::Result<()> {
 
 /// Indexes that keep a full store (a year of ended runs) as fast as an empty one, each checked
 /// with `EXPLAIN QUERY PLAN` (see the tests): listing one status of a user's runs, the runs the
-/// sweeper and start-up recovery look at (active or not yet notified; `stale_runs`, `stranded`),
+/// sweeper and start-up recovery look at (active or not yet notified; `stale_runs`, `stranded`,
+/// the leased runs; one index for all of them, as each run write moves its entry),
 /// the runs waiting on children by their wait's deadline (`waits_due`), and a user's latest notifications without sorting. A step of its own, after the schema.
 fn index_for_a_full_store(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(
@@ -66,7 +67,8 @@ fn index_for_a_full_store(conn: &Connection) -> rusqlite::Result<()> {
              ON runs(json_extract(body, '$.children_wait_until'), id)
              WHERE status = 'waiting_on_children';
          CREATE INDEX IF NOT EXISTS notifications_latest ON notifications(user_id, at DESC, id DESC);
-         DROP INDEX IF EXISTS notifications_by_user;",
+         DROP INDEX IF EXISTS notifications_by_user;
+         DROP INDEX IF EXISTS runs_active;",
     )
 }
 
@@ -112,7 +114,6 @@ CREATE TABLE IF NOT EXISTS runs (
     body TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS runs_by_user ON runs(user_id, created_at DESC, id DESC);
-CREATE INDEX IF NOT EXISTS runs_active ON runs(updated_at) WHERE status IN ('queued', 'running');
 CREATE TABLE IF NOT EXISTS events (
     run_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
     PRIMARY KEY (run_id, seq)
