@@ -786,16 +786,17 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_wal_starts_over_under_a_steady_stream_of_commits_and_loses_nothing() {
-        // Arrange: about twice the WAL the checkpointer lets grow, written one group at a time.
+        // Arrange: about twice the WAL the checkpointer lets grow, written one group at a time,
+        // then a trickle that lasts past the checkpointer's next passes (a fast disk writes the
+        // burst within one pause).
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db.sqlite");
         let db = SqliteDb::open(&path).unwrap();
         let page = "x".repeat(3_000);
-        let rows = 2 * checkpoint::RESTART_FRAMES as usize;
-
-        // Act
-        for i in 0..rows {
-            let (id, body) = (format!("u{i:05}"), page.clone());
+        let burst = 2 * checkpoint::RESTART_FRAMES as usize;
+        let started = std::time::Instant::now();
+        let insert = |i: usize| {
+            let (id, body) = (format!("u{i:06}"), page.clone());
             db.write(move |c| {
                 c.execute(
                     "INSERT INTO notifications (id, user_id, at, body) VALUES (?1, 'u', 0, ?2)",
@@ -803,8 +804,16 @@ mod tests {
                 )
                 .map_err(unavailable)
             })
-            .await
-            .unwrap();
+        };
+
+        // Act
+        let mut rows = 0;
+        while rows < burst || started.elapsed() < 3 * checkpoint::PAUSE {
+            insert(rows).await.unwrap();
+            rows += 1;
+            if rows >= burst {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
         }
 
         // Assert: the WAL holds fewer frames than were written (it started over), and every row
