@@ -40,6 +40,71 @@ mod runs;
 pub use queue::SqliteStepQueue;
 pub use runs::SqliteRunStore;
 
+/// A run's logs: appended by every iteration, read one run at a time by their key.
+///
+/// Rowid tables, not `WITHOUT ROWID`: rows land in insertion order, so a group's iterations
+/// fill the same few pages at the table's end, and a row up to a page stays in its page. In a
+/// `WITHOUT ROWID` table each run's rows were clustered on pages of their own, and a row over
+/// about 1 KB spilled into overflow pages: an iteration dirtied about 19 pages of these tables
+/// instead of a few, each one written to the WAL. The key is a unique index instead.
+const LOG_TABLES: [(&str, &str); 4] = [
+    (
+        "events",
+        "run_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, seq)",
+    ),
+    (
+        "iterations",
+        "run_id TEXT NOT NULL, n INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, n)",
+    ),
+    (
+        "docs",
+        "run_id TEXT NOT NULL, path TEXT NOT NULL, title TEXT NOT NULL, content TEXT NOT NULL, \
+         body TEXT NOT NULL, PRIMARY KEY (run_id, path)",
+    ),
+    (
+        "pads",
+        "run_id TEXT NOT NULL, n INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, n)",
+    ),
+];
+
+/// Creates the log tables, and moves the rows of a database made when they were `WITHOUT
+/// ROWID` into the rowid form, each table in one transaction.
+fn log_tables(conn: &Connection) -> rusqlite::Result<()> {
+    for (name, columns) in LOG_TABLES {
+        let sql: Option<String> = conn
+            .query_row(
+                "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+                [name],
+                |r| r.get(0),
+            )
+            .optional()?;
+        match sql {
+            None => conn.execute_batch(&format!("CREATE TABLE {name} ({columns});"))?,
+            Some(sql) if sql.to_ascii_uppercase().contains("WITHOUT ROWID") => {
+                let cols: Vec<String> = conn
+                    .prepare(&format!("SELECT name FROM pragma_table_info('{name}')"))?
+                    .query_map([], |r| r.get(0))?
+                    .collect::<rusqlite::Result<_>>()?;
+                let cols = cols.join(", ");
+                let moved = conn.execute_batch(&format!(
+                    "BEGIN IMMEDIATE;
+                     ALTER TABLE {name} RENAME TO {name}_clustered;
+                     CREATE TABLE {name} ({columns});
+                     INSERT INTO {name} ({cols}) SELECT {cols} FROM {name}_clustered;
+                     DROP TABLE {name}_clustered;
+                     COMMIT;"
+                ));
+                if moved.is_err() && !conn.is_autocommit() {
+                    let _ = conn.execute_batch("ROLLBACK");
+                }
+                moved?;
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
 /// Databases made before fair share have a queue without the owner of each message.
 fn add_fair_key(conn: &Connection) -> rusqlite::Result<()> {
     let has: bool = conn.query_row(
@@ -114,23 +179,6 @@ CREATE TABLE IF NOT EXISTS runs (
     body TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS runs_by_user ON runs(user_id, created_at DESC, id DESC);
-CREATE TABLE IF NOT EXISTS events (
-    run_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
-    PRIMARY KEY (run_id, seq)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS iterations (
-    run_id TEXT NOT NULL, n INTEGER NOT NULL, body TEXT NOT NULL,
-    PRIMARY KEY (run_id, n)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS docs (
-    run_id TEXT NOT NULL, path TEXT NOT NULL, title TEXT NOT NULL, content TEXT NOT NULL,
-    body TEXT NOT NULL,
-    PRIMARY KEY (run_id, path)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS pads (
-    run_id TEXT NOT NULL, n INTEGER NOT NULL, body TEXT NOT NULL,
-    PRIMARY KEY (run_id, n)
-) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS active (user_id TEXT PRIMARY KEY, count INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS catalog (
     user_id TEXT NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL, body TEXT NOT NULL,
@@ -414,6 +462,7 @@ impl SqliteDb {
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(unavailable)?;
         conn.execute_batch(SCHEMA).map_err(unavailable)?;
+        log_tables(&conn).map_err(unavailable)?;
         add_fair_key(&conn).map_err(unavailable)?;
         fold_catalog(&conn).map_err(unavailable)?;
         outbox::migrate(&conn).map_err(unavailable)?;
@@ -942,6 +991,62 @@ mod tests {
         assert_eq!(urls, ["https://a.example/h", "https://b.example/h"]);
         assert_eq!(entries(CatalogKind::Tool).await.unwrap()[0].0, "lookup");
         assert_eq!(entries(CatalogKind::McpServer).await.unwrap()[0].0, "docs");
+    }
+
+    #[tokio::test]
+    async fn a_database_with_clustered_logs_keeps_every_row_and_key_in_the_rowid_form() {
+        // Arrange: the four log tables as they were made before, one row each.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(
+                "CREATE TABLE events (run_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, seq)) WITHOUT ROWID;
+                 CREATE TABLE iterations (run_id TEXT NOT NULL, n INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, n)) WITHOUT ROWID;
+                 CREATE TABLE docs (run_id TEXT NOT NULL, path TEXT NOT NULL, title TEXT NOT NULL, content TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, path)) WITHOUT ROWID;
+                 CREATE TABLE pads (run_id TEXT NOT NULL, n INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, n)) WITHOUT ROWID;
+                 INSERT INTO events VALUES ('r1', 1, 'e1'), ('r1', 2, 'e2');
+                 INSERT INTO iterations VALUES ('r1', 1, 'i1');
+                 INSERT INTO docs VALUES ('r1', 'a.md', 'A', 'alpha', '{}');
+                 INSERT INTO pads VALUES ('r1', 1, 'p1');",
+            )
+            .unwrap();
+        }
+
+        // Act
+        let db = SqliteDb::open(&path).unwrap();
+
+        // Assert
+        let rows: Vec<String> = db
+            .read(|c| {
+                let sql = "SELECT body FROM events UNION ALL SELECT body FROM iterations
+                           UNION ALL SELECT content FROM docs UNION ALL SELECT body FROM pads";
+                let mut st = c.prepare(sql)?;
+                let rows = st.query_map([], |r| r.get(0))?;
+                rows.collect::<rusqlite::Result<_>>()
+            })
+            .await
+            .unwrap();
+        assert_eq!(rows, ["e1", "e2", "i1", "alpha", "p1"]);
+        let clustered: i64 = db
+            .read(|c| {
+                c.query_row(
+                    "SELECT count(*) FROM sqlite_schema WHERE sql LIKE '%WITHOUT ROWID%'
+                     AND name IN ('events', 'iterations', 'docs', 'pads')",
+                    [],
+                    |r| r.get(0),
+                )
+            })
+            .await
+            .unwrap();
+        assert_eq!(clustered, 0);
+        let again = db
+            .write(|c| {
+                c.execute("INSERT INTO events VALUES ('r1', 2, 'twice')", [])
+                    .map_err(unavailable)
+            })
+            .await;
+        assert!(again.is_err(), "the key still holds: {again:?}");
     }
 
     #[tokio::test]
