@@ -9,16 +9,27 @@ const SPEND_KEYS: usize = 16;
 
 /// `record_spend` for the call `key`, once: a retry of a write that landed adds nothing.
 pub fn record_spend_once(run: &Run, n: u32, spend: &Spend, key: &str, now: i64) -> RunChange {
-    if run.spend_keys.iter().any(|k| k == key) {
+    let key = digest(key);
+    if run.spend_keys.contains(&key) {
         return RunChange::of(run.clone(), vec![]);
     }
     let mut change = record_spend(run, n, spend, now);
     let keys = &mut change.run.spend_keys;
-    keys.push(key.to_string());
+    keys.push(key);
     if keys.len() > SPEND_KEYS {
         keys.remove(0);
     }
     change
+}
+
+/// A call's key as the run keeps it: 16 hex digits (FNV-1a, 64 bits) instead of the worker,
+/// run and call ids (about 90 bytes), since the run's row is rewritten on every write. Sixteen
+/// keys of one run colliding is out of reach.
+fn digest(key: &str) -> String {
+    let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("{hash:016x}")
 }
 
 /// Adds one LLM call's real spend. Not fenced: money spent by a crashed or superseded attempt
@@ -110,6 +121,29 @@ mod tests {
         assert_eq!(retried.run.metrics.tokens(), 15);
         assert!(retried.events.is_empty());
         assert_eq!(next_call.run.metrics.tokens(), 30);
+    }
+
+    #[test]
+    fn the_run_keeps_a_short_digest_of_each_of_its_last_sixteen_calls() {
+        // Arrange
+        let spend = planner_spend();
+        let key = |i: u32| format!("worker-{:032x}#run_{:032x}#{i}#1", 7, 9);
+        let mut run = sample_run();
+
+        // Act
+        for i in 0..20 {
+            run = record_spend_once(&run, i, &spend, &key(i), 0).run;
+        }
+
+        // Assert: sixteen distinct 16-digit keys; the oldest are forgotten, the newest still count once.
+        assert_eq!(run.spend_keys.len(), SPEND_KEYS);
+        assert!(run.spend_keys.iter().all(|k| k.len() == 16));
+        let distinct: std::collections::HashSet<_> = run.spend_keys.iter().collect();
+        assert_eq!(distinct.len(), SPEND_KEYS);
+        let again = record_spend_once(&run, 19, &spend, &key(19), 0);
+        assert!(again.events.is_empty());
+        let forgotten = record_spend_once(&run, 0, &spend, &key(0), 0);
+        assert_eq!(forgotten.events.len(), 1);
     }
 
     #[test]
