@@ -20,7 +20,7 @@ use super::{Inner, StoreResult, unavailable};
 pub(super) const RESTART_FRAMES: i64 = 4_000;
 /// At most one pass per this long: each pass fsyncs the WAL and the database once, and a page
 /// rewritten within it (a run's row, the queue's, an index's right edge) is copied back once.
-pub(super) const PAUSE: Duration = Duration::from_millis(1_000);
+const PAUSE: Duration = Duration::from_millis(1_000);
 /// How often a finishing pass looks for the moment between two groups before giving up until
 /// the next pass.
 const FINISH_TRIES: u32 = 50;
