@@ -31,6 +31,7 @@ use tokio::sync::watch;
 mod archive;
 mod catalog;
 mod checkpoint;
+mod dedup;
 mod idempotency;
 mod outbox;
 mod queue;
@@ -103,6 +104,30 @@ fn log_tables(conn: &Connection) -> rusqlite::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Databases made before kept the dedup window in a table keyed by id; its live rows move to
+/// the log once.
+fn fold_dedup(conn: &Connection) -> rusqlite::Result<()> {
+    let old: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'dedup')",
+        [],
+        |r| r.get(0),
+    )?;
+    if !old {
+        return Ok(());
+    }
+    let moved = conn.execute_batch(
+        "BEGIN IMMEDIATE;
+         INSERT INTO dedup_log (dedup_id, expires_at)
+           SELECT dedup_id, expires_at FROM dedup ORDER BY expires_at;
+         DROP TABLE dedup;
+         COMMIT;",
+    );
+    if moved.is_err() && !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    moved
 }
 
 /// Databases made before fair share have a queue without the owner of each message.
@@ -202,9 +227,7 @@ CREATE INDEX IF NOT EXISTS queue_group ON queue(group_id, dead, seq);
 DROP INDEX IF EXISTS queue_receipt;
 CREATE INDEX IF NOT EXISTS queue_visible ON queue(dead, visible_at);
 CREATE TABLE IF NOT EXISTS fair (key TEXT PRIMARY KEY, served INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS dedup (dedup_id TEXT PRIMARY KEY, expires_at INTEGER NOT NULL)
-    WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS dedup_expiry ON dedup(expires_at);
+CREATE TABLE IF NOT EXISTS dedup_log (dedup_id TEXT NOT NULL, expires_at INTEGER NOT NULL);
 "#;
 
 /// One SQLite connection shared by the store and the queue, with group commit.
@@ -463,6 +486,7 @@ impl SqliteDb {
             .map_err(unavailable)?;
         conn.execute_batch(SCHEMA).map_err(unavailable)?;
         log_tables(&conn).map_err(unavailable)?;
+        fold_dedup(&conn).map_err(unavailable)?;
         add_fair_key(&conn).map_err(unavailable)?;
         fold_catalog(&conn).map_err(unavailable)?;
         outbox::migrate(&conn).map_err(unavailable)?;
@@ -1044,6 +1068,50 @@ mod tests {
             })
             .await;
         assert!(again.is_err(), "the key still holds: {again:?}");
+    }
+
+    #[tokio::test]
+    async fn a_database_with_the_keyed_dedup_table_keeps_its_window() {
+        // Arrange: one id live in the old table, one expired.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        let msg = StepMessage::new("r1", 1, longrun_ports::StepReason::Start);
+        let gone = StepMessage::new("r1", 2, longrun_ports::StepReason::Start);
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(
+                "CREATE TABLE dedup (dedup_id TEXT PRIMARY KEY, expires_at INTEGER NOT NULL) WITHOUT ROWID;
+                 CREATE INDEX dedup_expiry ON dedup(expires_at);",
+            )
+            .unwrap();
+            c.execute(
+                "INSERT INTO dedup VALUES (?1, 500000), (?2, 10)",
+                [msg.dedup_id(), gone.dedup_id()],
+            )
+            .unwrap();
+        }
+
+        // Act
+        let db = SqliteDb::open(&path).unwrap();
+        let clock = Arc::new(longrun_ports::ManualClock::new(1_000));
+        let queue = SqliteStepQueue::new(db.clone(), clock);
+        let again = queue.enqueue(&msg, &msg.dedup_id(), 0).await.unwrap();
+        let after = queue.enqueue(&gone, &gone.dedup_id(), 0).await.unwrap();
+
+        // Assert
+        assert_eq!(again, Enqueued::Duplicate);
+        assert_eq!(after, Enqueued::Sent);
+        let old: bool = db
+            .read(|c| {
+                c.query_row(
+                    "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE name = 'dedup')",
+                    [],
+                    |r| r.get(0),
+                )
+            })
+            .await
+            .unwrap();
+        assert!(!old);
     }
 
     #[tokio::test]

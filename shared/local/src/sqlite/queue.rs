@@ -67,6 +67,18 @@ fn rebuild(db: &SqliteDb, c: &Connection, idx: &mut ReadyIndex) -> QueueResult<(
         .and_then(|rows| rows.collect::<rusqlite::Result<Vec<(String, i64)>>>())
         .map_err(q_err)?;
     idx.reset(db.generation(), heads, served);
+    let mut st = c
+        .prepare_cached("SELECT rowid, dedup_id, expires_at FROM dedup_log ORDER BY rowid")
+        .map_err(q_err)?;
+    let mut rows = st.query([]).map_err(q_err)?;
+    while let Some(r) = rows.next().map_err(q_err)? {
+        let (rowid, id, expires_at): (i64, String, i64) = (
+            r.get(0).map_err(q_err)?,
+            r.get(1).map_err(q_err)?,
+            r.get(2).map_err(q_err)?,
+        );
+        idx.dedup.insert(&id, rowid, expires_at);
+    }
     Ok(())
 }
 
@@ -132,23 +144,25 @@ impl SqliteStepQueue {
         let db = self.db.clone();
         self.db
             .write_with(durable, |tx| {
-                let live: Option<i64> = tx
-                    .prepare_cached(
-                        "SELECT expires_at FROM dedup WHERE dedup_id = ?1 AND expires_at > ?2",
-                    )
-                    .and_then(|mut st| {
-                        st.query_row(params![dedup_id, now], |r| r.get(0))
-                            .optional()
-                    })
-                    .map_err(q_err)?;
-                if live.is_some() {
-                    return Ok(Enqueued::Duplicate);
+                let candidate = indexed(&db, tx, |idx| Ok(idx.dedup.candidate(dedup_id, now)))?;
+                if let Some(rowid) = candidate {
+                    let same: bool = tx
+                        .prepare_cached(
+                            "SELECT EXISTS (SELECT 1 FROM dedup_log WHERE rowid = ?1 AND dedup_id = ?2)",
+                        )
+                        .and_then(|mut st| st.query_row(params![rowid, dedup_id], |r| r.get(0)))
+                        .map_err(q_err)?;
+                    if same {
+                        return Ok(Enqueued::Duplicate);
+                    }
                 }
-                tx.prepare_cached(
-                    "INSERT OR REPLACE INTO dedup (dedup_id, expires_at) VALUES (?1, ?2)",
-                )
-                .and_then(|mut st| st.execute(params![dedup_id, now + DEDUP_WINDOW_MS]))
-                .map_err(q_err)?;
+                let expires_at = now + DEDUP_WINDOW_MS;
+                let rowid: i64 = tx
+                    .prepare_cached(
+                        "INSERT INTO dedup_log (dedup_id, expires_at) VALUES (?1, ?2) RETURNING rowid",
+                    )
+                    .and_then(|mut st| st.query_row(params![dedup_id, expires_at], |r| r.get(0)))
+                    .map_err(q_err)?;
                 // The run's owner is the message's fair-share key (receive serves users in
                 // turn); a message of a run not stored here is its own key.
                 let (seq, key): (i64, String) = tx
@@ -164,7 +178,7 @@ impl SqliteStepQueue {
                     })
                     .map_err(q_err)?;
                 let visible_at = now + delay_ms as i64;
-                indexed(&db, tx, |idx| {
+                let expired = indexed(&db, tx, |idx| {
                     // Behind a live message the new one is not a head: FIFO within the run.
                     if !idx.has_head(&msg.run_id) {
                         idx.insert(Head {
@@ -175,12 +189,15 @@ impl SqliteStepQueue {
                             receive_count: 0,
                         });
                     }
-                    Ok(())
+                    idx.dedup.insert(dedup_id, rowid, expires_at);
+                    Ok(idx.dedup.expire(now))
                 })?;
-                // Expired dedup ids are pruned on the way, so the table stays as small as the window.
-                tx.prepare_cached("DELETE FROM dedup WHERE expires_at <= ?1")
-                    .and_then(|mut st| st.execute([now]))
-                    .map_err(q_err)?;
+                // Expired dedup ids are trimmed on the way, so the log stays as small as the window.
+                if let Some(last) = expired {
+                    tx.prepare_cached("DELETE FROM dedup_log WHERE rowid <= ?1")
+                        .and_then(|mut st| st.execute([last]))
+                        .map_err(q_err)?;
+                }
                 Ok(Enqueued::Sent)
             })
             .await

@@ -32,6 +32,8 @@ pub(crate) struct ReadyIndex {
     served: HashMap<String, i64>,
     /// Keys with a ready head, by (last served, oldest ready seq): the first turn's order.
     turns: BTreeSet<(i64, i64, String)>,
+    /// The dedup ids sent within the window.
+    pub dedup: super::dedup::DedupIndex,
 }
 
 impl ReadyIndex {
