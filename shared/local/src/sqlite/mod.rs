@@ -87,18 +87,15 @@ fn log_tables(conn: &Connection) -> rusqlite::Result<()> {
                     .query_map([], |r| r.get(0))?
                     .collect::<rusqlite::Result<_>>()?;
                 let cols = cols.join(", ");
-                let moved = conn.execute_batch(&format!(
-                    "BEGIN IMMEDIATE;
-                     ALTER TABLE {name} RENAME TO {name}_clustered;
-                     CREATE TABLE {name} ({columns});
-                     INSERT INTO {name} ({cols}) SELECT {cols} FROM {name}_clustered;
-                     DROP TABLE {name}_clustered;
-                     COMMIT;"
-                ));
-                if moved.is_err() && !conn.is_autocommit() {
-                    let _ = conn.execute_batch("ROLLBACK");
-                }
-                moved?;
+                in_one_transaction(
+                    conn,
+                    &format!(
+                        "ALTER TABLE {name} RENAME TO {name}_clustered;
+                         CREATE TABLE {name} ({columns});
+                         INSERT INTO {name} ({cols}) SELECT {cols} FROM {name}_clustered;
+                         DROP TABLE {name}_clustered;"
+                    ),
+                )?;
             }
             Some(_) => {}
         }
@@ -117,17 +114,21 @@ fn fold_dedup(conn: &Connection) -> rusqlite::Result<()> {
     if !old {
         return Ok(());
     }
-    let moved = conn.execute_batch(
-        "BEGIN IMMEDIATE;
-         INSERT INTO dedup_log (dedup_id, expires_at)
+    in_one_transaction(
+        conn,
+        "INSERT INTO dedup_log (dedup_id, expires_at)
            SELECT dedup_id, expires_at FROM dedup ORDER BY expires_at;
-         DROP TABLE dedup;
-         COMMIT;",
-    );
-    if moved.is_err() && !conn.is_autocommit() {
+         DROP TABLE dedup;",
+    )
+}
+
+/// A migration's statements, all or none.
+fn in_one_transaction(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    let done = conn.execute_batch(&format!("BEGIN IMMEDIATE; {sql} COMMIT;"));
+    if done.is_err() && !conn.is_autocommit() {
         let _ = conn.execute_batch("ROLLBACK");
     }
-    moved
+    done
 }
 
 /// Databases made before fair share have a queue without the owner of each message.
@@ -974,13 +975,20 @@ mod tests {
         assert!(db.generation() > generation, "caches must start over");
     }
 
+    /// A database file made by an earlier layout: `make` writes its tables and rows.
+    fn old_database(
+        make: impl FnOnce(&Connection) -> rusqlite::Result<()>,
+    ) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        make(&Connection::open(&path).unwrap()).unwrap();
+        (dir, path)
+    }
+
     #[tokio::test]
     async fn a_database_from_before_the_catalog_keeps_its_tools_servers_and_webhooks() {
         // Arrange: the three tables of the old layout, one row each.
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("old.db");
-        {
-            let c = Connection::open(&path).unwrap();
+        let (_dir, path) = old_database(|c| {
             c.execute_batch(
                 r#"CREATE TABLE webhooks (user_id TEXT PRIMARY KEY, body TEXT NOT NULL);
                 CREATE TABLE user_tools (user_id TEXT NOT NULL, name TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (user_id, name));
@@ -989,8 +997,7 @@ mod tests {
                 INSERT INTO user_tools VALUES ('u1', 'lookup', '{"name":"lookup"}');
                 INSERT INTO mcp_servers VALUES ('u1', 'docs', '{"name":"docs"}');"#,
             )
-            .unwrap();
-        }
+        });
 
         // Act
         let db = SqliteDb::open(&path).unwrap();
@@ -1017,10 +1024,7 @@ mod tests {
     #[tokio::test]
     async fn a_database_with_clustered_logs_keeps_every_row_and_key_in_the_rowid_form() {
         // Arrange: the four log tables as they were made before, one row each.
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("old.db");
-        {
-            let c = Connection::open(&path).unwrap();
+        let (_dir, path) = old_database(|c| {
             c.execute_batch(
                 "CREATE TABLE events (run_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, seq)) WITHOUT ROWID;
                  CREATE TABLE iterations (run_id TEXT NOT NULL, n INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, n)) WITHOUT ROWID;
@@ -1031,8 +1035,7 @@ mod tests {
                  INSERT INTO docs VALUES ('r1', 'a.md', 'A', 'alpha', '{}');
                  INSERT INTO pads VALUES ('r1', 1, 'p1');",
             )
-            .unwrap();
-        }
+        });
 
         // Act
         let db = SqliteDb::open(&path).unwrap();
@@ -1073,23 +1076,19 @@ mod tests {
     #[tokio::test]
     async fn a_database_with_the_keyed_dedup_table_keeps_its_window() {
         // Arrange: one id live in the old table, one expired.
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("old.db");
         let msg = StepMessage::new("r1", 1, longrun_ports::StepReason::Start);
         let gone = StepMessage::new("r1", 2, longrun_ports::StepReason::Start);
-        {
-            let c = Connection::open(&path).unwrap();
+        let (_dir, path) = old_database(|c| {
             c.execute_batch(
                 "CREATE TABLE dedup (dedup_id TEXT PRIMARY KEY, expires_at INTEGER NOT NULL) WITHOUT ROWID;
                  CREATE INDEX dedup_expiry ON dedup(expires_at);",
-            )
-            .unwrap();
+            )?;
             c.execute(
                 "INSERT INTO dedup VALUES (?1, 500000), (?2, 10)",
                 [msg.dedup_id(), gone.dedup_id()],
             )
-            .unwrap();
-        }
+            .map(|_| ())
+        });
 
         // Act
         let db = SqliteDb::open(&path).unwrap();
