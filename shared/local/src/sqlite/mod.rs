@@ -164,7 +164,7 @@ fn index_for_a_full_store(conn: &Connection) -> rusqlite::Result<()> {
 }
 
 /// Databases made before the user catalog kept tools, MCP servers and webhooks in a table each;
-/// their rows move into `catalog` once.
+/// their rows move into `catalog` once, each table's in one transaction.
 fn fold_catalog(conn: &Connection) -> rusqlite::Result<()> {
     let old = |table: &str| -> rusqlite::Result<bool> {
         conn.query_row(
@@ -174,19 +174,22 @@ fn fold_catalog(conn: &Connection) -> rusqlite::Result<()> {
         )
     };
     if old("user_tools")? {
-        conn.execute_batch(
+        in_one_transaction(
+            conn,
             "INSERT OR IGNORE INTO catalog SELECT user_id, 'tool', name, body FROM user_tools;
              DROP TABLE user_tools;",
         )?;
     }
     if old("mcp_servers")? {
-        conn.execute_batch(
+        in_one_transaction(
+            conn,
             "INSERT OR IGNORE INTO catalog SELECT user_id, 'mcp', name, body FROM mcp_servers;
              DROP TABLE mcp_servers;",
         )?;
     }
     if old("webhooks")? {
-        conn.execute_batch(
+        in_one_transaction(
+            conn,
             "INSERT OR IGNORE INTO catalog
                SELECT w.user_id, 'webhook', printf('%04d', j.key), j.value FROM webhooks w, json_each(w.body) j;
              DROP TABLE webhooks;",
