@@ -173,27 +173,28 @@ fn fold_catalog(conn: &Connection) -> rusqlite::Result<()> {
             |r| r.get(0),
         )
     };
-    if old("user_tools")? {
-        in_one_transaction(
-            conn,
+    let moves = [
+        (
+            "user_tools",
             "INSERT OR IGNORE INTO catalog SELECT user_id, 'tool', name, body FROM user_tools;
              DROP TABLE user_tools;",
-        )?;
-    }
-    if old("mcp_servers")? {
-        in_one_transaction(
-            conn,
+        ),
+        (
+            "mcp_servers",
             "INSERT OR IGNORE INTO catalog SELECT user_id, 'mcp', name, body FROM mcp_servers;
              DROP TABLE mcp_servers;",
-        )?;
-    }
-    if old("webhooks")? {
-        in_one_transaction(
-            conn,
+        ),
+        (
+            "webhooks",
             "INSERT OR IGNORE INTO catalog
                SELECT w.user_id, 'webhook', printf('%04d', j.key), j.value FROM webhooks w, json_each(w.body) j;
              DROP TABLE webhooks;",
-        )?;
+        ),
+    ];
+    for (table, sql) in moves {
+        if old(table)? {
+            in_one_transaction(conn, sql)?;
+        }
     }
     Ok(())
 }
