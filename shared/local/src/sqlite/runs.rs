@@ -196,7 +196,7 @@ impl SqliteRunStore {
             let Some(base) = self.cached(run_id) else {
                 break;
             };
-            let prepared = Prepared::new(change(&base)?, base.event_seq)?;
+            let prepared = Prepared::new(change(&base)?, Some(&base))?;
             let next = Arc::new(prepared.run.clone());
             let written = self
                 .db
@@ -221,7 +221,7 @@ impl SqliteRunStore {
         self.db
             .write_with(durable, |conn| {
                 let run = self.current(conn, run_id)?.ok_or(Rejection::NotFound)?;
-                let run = Prepared::new(change(&run)?, run.event_seq)?.write(conn)?;
+                let run = Prepared::new(change(&run)?, Some(&run))?.write(conn)?;
                 self.remember(Arc::new(run.clone()));
                 Ok(run)
             })
@@ -264,13 +264,19 @@ struct Prepared {
     docs: Vec<(String, String, String, String)>,
     pad: Option<(u32, String)>,
     active: ActiveDelta,
+    /// The run's status changes (or it is new): only then is the column written, as writing
+    /// it rewrites the run's entry in `runs_by_user_status` even when the value is the same,
+    /// and a run keeps its status through most writes (`running` from claim to commit).
+    restatus: bool,
 }
 
 impl Prepared {
-    fn new(mut change: RunChange, base_seq: u64) -> StoreResult<Self> {
+    /// `change` of `base` (`None`: a run being created).
+    fn new(mut change: RunChange, base: Option<&Run>) -> StoreResult<Self> {
         let at = change.run.updated_at;
-        let events = sequence_events(&mut change, base_seq, at);
+        let events = sequence_events(&mut change, base.map_or(0, |b| b.event_seq), at);
         Ok(Prepared {
+            restatus: base.is_none_or(|b| b.status != change.run.status),
             body: to_json(&change.run)?,
             events: events
                 .iter()
@@ -335,22 +341,25 @@ impl Prepared {
                 .map_err(unavailable)?;
             }
         }
-        conn.prepare_cached(
-            "INSERT INTO runs (id, user_id, status, created_at, updated_at, body)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-             ON CONFLICT(id) DO UPDATE SET status = ?3, updated_at = ?5, body = ?6",
-        )
-        .and_then(|mut st| {
-            st.execute(params![
-                run.id,
-                run.user_id,
-                run.status.as_str(),
-                run.created_at,
-                run.updated_at,
-                self.body
-            ])
-        })
+        let status = run.status.as_str();
+        let written = if self.restatus {
+            conn.prepare_cached(
+                "INSERT INTO runs (id, user_id, status, created_at, updated_at, body)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT(id) DO UPDATE SET status = ?3, updated_at = ?5, body = ?6",
+            )
+            .and_then(|mut st| {
+                let (created, updated) = (run.created_at, run.updated_at);
+                st.execute(params![run.id, user, status, created, updated, self.body])
+            })
+        } else {
+            conn.prepare_cached("UPDATE runs SET updated_at = ?2, body = ?3 WHERE id = ?1")
+                .and_then(|mut st| st.execute(params![run.id, run.updated_at, self.body]))
+        }
         .map_err(unavailable)?;
+        if written == 0 {
+            return Err(StoreError::Corrupt(format!("run {} is gone", run.id)));
+        }
         if !self.events.is_empty() {
             let mut st = conn
                 .prepare_cached("INSERT INTO events (run_id, seq, body) VALUES (?1, ?2, ?3)")
@@ -394,7 +403,7 @@ impl RunLog for SqliteRunStore {
                     ))
                     .into());
                 }
-                let run = Prepared::new(change, 0)?.write(conn)?;
+                let run = Prepared::new(change, None)?.write(conn)?;
                 self.remember(Arc::new(run.clone()));
                 Ok(run)
             })
