@@ -269,16 +269,7 @@ mod tests {
             .read(|c| {
                 let sql = "SELECT sql FROM sqlite_schema WHERE name = 'runs_ended'";
                 let index = c.query_row(sql, [], |r| r.get(0)).unwrap();
-                let mut st = c
-                    .prepare(&format!("EXPLAIN QUERY PLAN {EXPIRED_RUNS}"))
-                    .unwrap();
-                let unbound = vec![rusqlite::types::Null; st.parameter_count()];
-                let plan: Vec<String> = st
-                    .query_map(rusqlite::params_from_iter(unbound), |r| r.get(3))
-                    .unwrap()
-                    .collect::<Result<_, _>>()
-                    .unwrap();
-                (index, plan.join("; "))
+                (index, query_plan(c, EXPIRED_RUNS))
             })
             .await;
         assert!(index.contains(ended!()), "{index}");
@@ -291,21 +282,9 @@ mod tests {
         let db = SqliteDb::open_in_memory().unwrap();
 
         // Act
-        let plan: Vec<String> = db
-            .read(|c| {
-                let mut st = c
-                    .prepare(&format!("EXPLAIN QUERY PLAN {EXPIRED_RUNS}"))
-                    .unwrap();
-                let unbound = vec![rusqlite::types::Null; st.parameter_count()];
-                st.query_map(rusqlite::params_from_iter(unbound), |r| r.get(3))
-                    .unwrap()
-                    .collect::<Result<_, _>>()
-                    .unwrap()
-            })
-            .await;
+        let plan = db.read(|c| query_plan(c, EXPIRED_RUNS)).await;
 
         // Assert: a walk of the partial index of ended runs, then searches by key.
-        let plan = plan.join("; ");
         assert!(plan.contains("USING INDEX runs_ended"), "{plan}");
         let scans = plan
             .split("; ")

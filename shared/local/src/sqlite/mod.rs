@@ -700,6 +700,21 @@ impl SqliteDb {
     }
 }
 
+/// The steps of `sql`'s query plan, joined by "; ", for the tests that check a read searches an
+/// index. Parameters are left unbound: the plan must hold for any value.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+fn query_plan(c: &Connection, sql: &str) -> String {
+    let mut st = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+    let unbound = vec![rusqlite::types::Null; st.parameter_count()];
+    let steps: Vec<String> = st
+        .query_map(rusqlite::params_from_iter(unbound), |r| r.get(3))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    steps.join("; ")
+}
+
 /// A bare queued run row, for the queue's tests.
 #[cfg(test)]
 async fn insert_queued_run(db: &SqliteDb, run: &str, user: &str) {

@@ -726,17 +726,7 @@ mod tests {
             .read(|c| {
                 statements
                     .iter()
-                    .map(|sql| {
-                        let mut st = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
-                        // Unbound parameters: the plan must hold for any value.
-                        let unbound = vec![rusqlite::types::Null; st.parameter_count()];
-                        let steps: Vec<String> = st
-                            .query_map(rusqlite::params_from_iter(unbound), |r| r.get(3))
-                            .unwrap()
-                            .collect::<Result<_, _>>()
-                            .unwrap();
-                        (sql.to_string(), steps.join("; "))
-                    })
+                    .map(|sql| (sql.to_string(), query_plan(c, sql)))
                     .collect()
             })
             .await;
