@@ -477,9 +477,13 @@ impl SqliteDb {
         conn.pragma_update(None, "wal_autocheckpoint", 4000)
             .map_err(unavailable)?;
         // Room for a group's dirty pages (a group that outgrows the page cache spills pages
-        // to the WAL mid-transaction and writes them again at commit) and for the pages of the
-        // runs at work: at 10,000 runs a 16 MB cache re-read pages from the OS on every write.
-        conn.pragma_update(None, "cache_size", -64_000)
+        // to the WAL mid-transaction and writes them again at commit) and the rows of the
+        // 4,096 runs at work, and no more: a commit whose page split swapped two page numbers
+        // walks the whole cache. SQLite swaps them through the locking page (page 262,145 at
+        // 4 KB pages), which leaves the cache's highest key far past the end of the database,
+        // and the commit's truncate to the database's size then scans every cached page
+        // (BENCHMARKS.md, "Seventh round").
+        conn.pragma_update(None, "cache_size", -16_000)
             .map_err(unavailable)?;
         // Every statement we run fits in the cache (the default of 16 does not: it thrashed,
         // and re-parsing SQL was a quarter of the CPU).
