@@ -230,7 +230,9 @@ CREATE TABLE IF NOT EXISTS queue (
 );
 CREATE INDEX IF NOT EXISTS queue_group ON queue(group_id, dead, seq);
 DROP INDEX IF EXISTS queue_receipt;
-CREATE INDEX IF NOT EXISTS queue_visible ON queue(dead, visible_at);
+-- Receives are served from the in-memory index of group heads; an index by visibility only
+-- cost every send, receive and ack a write (the dead letters and the start-up scan are rare).
+DROP INDEX IF EXISTS queue_visible;
 CREATE TABLE IF NOT EXISTS fair (key TEXT PRIMARY KEY, served INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS dedup_log (dedup_id TEXT NOT NULL, expires_at INTEGER NOT NULL);
 "#;
