@@ -88,8 +88,11 @@ impl UserCatalog for SqliteRunStore {
 
     async fn entries(&self, scope: CatalogScope<'_>) -> StoreResult<Vec<CatalogEntry>> {
         let CatalogScope { user_id, kind } = scope;
+        // Committed entries are all there is to see: every change to the catalog returns
+        // only once it is durable. A reader connection, so an iteration's look at the user's
+        // tools does not queue for the writer's.
         self.db
-            .read(|c| {
+            .read_committed(|c| {
                 let mut stmt = c
                     .prepare_cached(
                         "SELECT key, body FROM catalog WHERE user_id = ?1 AND kind = ?2 ORDER BY key",

@@ -283,9 +283,12 @@ struct Inner {
     _lock: Option<std::fs::File>,
 }
 
-/// Reader connections: the API's concurrent reads rarely need more than two at once on the
-/// small machines `serve` targets.
-const READERS: usize = 2;
+/// Reader connections: one for each thread that can read at once (the runtime's workers, whose
+/// iterations read their runs' docs and scratchpad here, and the API's own thread), so a read
+/// rarely waits for another.
+fn readers() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().min(7)) + 1
+}
 
 fn open_reader(path: &Path) -> StoreResult<Connection> {
     let c = Connection::open(path).map_err(unavailable)?;
@@ -426,7 +429,7 @@ impl SqliteDb {
         let mut wal = path.as_os_str().to_owned();
         wal.push("-wal");
         let mut inner = Self::init(conn, Some(wal.into()))?;
-        inner.readers = (0..READERS)
+        inner.readers = (0..readers())
             .map(|_| open_reader(path).map(std::sync::Mutex::new))
             .collect::<StoreResult<Vec<_>>>()?;
         // Checkpoints run on their own connection and thread, so copying the WAL back into the

@@ -167,6 +167,25 @@ impl SqliteRunStore {
         self.cache().get(run_id)
     }
 
+    /// A read of a run's own rows (its docs and scratchpad): on a reader connection once the
+    /// run's last write through this store is committed, so an iteration's reads do not queue
+    /// for the writer's connection behind thousands of other runs' writes; on the writer's,
+    /// which sees the open group, while that write is not committed yet or the run is not
+    /// cached (every write to a run's rows goes through the cache or drops the run from it).
+    async fn read_own<T>(&self, run_id: &str, f: impl FnOnce(&Connection) -> T) -> T {
+        let committed = self.db.committed_group();
+        let settled = self
+            .cache()
+            .map
+            .get(run_id)
+            .is_some_and(|c| c.group <= committed);
+        if settled {
+            self.db.read_committed(f).await
+        } else {
+            self.db.read(f).await
+        }
+    }
+
     /// The current run; call with the connection lock held (inside a db closure).
     pub(super) fn current(&self, conn: &Connection, run_id: &str) -> StoreResult<Option<Arc<Run>>> {
         if let Some(run) = self.cached(run_id) {
@@ -511,21 +530,19 @@ impl RunLog for SqliteRunStore {
 impl Workspace for SqliteRunStore {
     async fn docs(&self, run_id: &str, prefix: &str, limit: usize) -> StoreResult<Vec<DocMeta>> {
         // substr() rather than LIKE: paths may contain % and _.
-        self.db
-            .read(|c| {
-                query_json(
-                    c,
-                    "SELECT body FROM docs WHERE run_id = ?1 AND substr(path, 1, length(?2)) = ?2 ORDER BY path LIMIT +?3",
-                    &[&run_id, &prefix, &(limit as i64)],
-                )
-            })
-            .await
+        self.read_own(run_id, |c| {
+            query_json(
+                c,
+                "SELECT body FROM docs WHERE run_id = ?1 AND substr(path, 1, length(?2)) = ?2 ORDER BY path LIMIT +?3",
+                &[&run_id, &prefix, &(limit as i64)],
+            )
+        })
+        .await
     }
 
     async fn doc(&self, run_id: &str, path: &str) -> StoreResult<Option<Doc>> {
         let row: Option<(String, String, String)> = self
-            .db
-            .read(|c| {
+            .read_own(run_id, |c| {
                 c.prepare_cached(
                     "SELECT title, content, body FROM docs WHERE run_id = ?1 AND path = ?2",
                 )
@@ -545,8 +562,7 @@ impl Workspace for SqliteRunStore {
     ) -> StoreResult<Vec<DocHit>> {
         let needle = query.to_lowercase();
         let rows: Vec<(String, String, String)> = self
-            .db
-            .read(|c| {
+            .read_own(run_id, |c| {
                 let mut st = c.prepare_cached(
                     "SELECT path, title, content FROM docs WHERE run_id = ?1
                        AND (instr(lower(content), ?2) > 0 OR instr(lower(title), ?2) > 0)
@@ -567,8 +583,7 @@ impl Workspace for SqliteRunStore {
 
     async fn scratchpad(&self, run_id: &str, last: usize) -> StoreResult<Vec<PadEntry>> {
         let mut out: Vec<PadEntry> = self
-            .db
-            .read(|c| {
+            .read_own(run_id, |c| {
                 query_json(
                     c,
                     "SELECT body FROM pads WHERE run_id = ?1 ORDER BY n DESC LIMIT +?2",
@@ -702,6 +717,56 @@ mod tests {
             "the API does not see a write not yet committed"
         );
         assert_eq!(api_sees_later.iteration, 1, "and sees it once it is");
+    }
+
+    #[tokio::test]
+    async fn a_runs_scratchpad_is_read_back_at_once_and_once_committed_without_the_writer() {
+        // Arrange: a run on a file (reader connections), and an iteration's scratchpad entry
+        // written deferred, so its group is not committed when the write returns.
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteRunStore::new(SqliteDb::open(&dir.path().join("db.sqlite")).unwrap());
+        let run = longrun_domain::testing::sample_run();
+        let id = run.id.clone();
+        store
+            .create_run(longrun_domain::change::create(run, 10))
+            .await
+            .unwrap();
+        let entry = PadEntry {
+            n: 1,
+            at: 0,
+            summary: "read the notes".into(),
+            actions: vec![],
+            results: vec![],
+            artifacts: vec![],
+            plan_changes: vec![],
+            remaining_work: vec![],
+            sources: vec![],
+        };
+        let change: ChangeFn<'_> = &|r: &Run| {
+            let mut change = RunChange::of(r.clone(), vec![]);
+            change.pad = Some(entry.clone());
+            Ok(change)
+        };
+
+        // Act
+        store.update_run_deferred(&id, change).await.unwrap();
+        let before_commit = store.scratchpad(&id, 5).await.unwrap();
+        store
+            .update_run(&id, &|r: &Run| Ok(RunChange::of(r.clone(), vec![])))
+            .await
+            .unwrap();
+        let held = store.db.lock();
+        let read = futures_util::FutureExt::now_or_never(store.scratchpad(&id, 5));
+        drop(held);
+
+        // Assert
+        assert_eq!(
+            before_commit,
+            vec![entry.clone()],
+            "its own write, read at once"
+        );
+        let after_commit = read.expect("a committed run's read does not wait for the writer");
+        assert_eq!(after_commit.unwrap(), vec![entry]);
     }
 
     #[tokio::test]
