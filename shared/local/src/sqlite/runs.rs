@@ -679,10 +679,8 @@ mod tests {
         assert!(cache.map.len() < RUN_CACHE_MAX, "room is made");
     }
 
-    #[tokio::test]
-    async fn the_committed_run_is_never_ahead_of_its_committed_iterations() {
-        // Arrange: a run on a file (reader connections), then an iteration committed the way
-        // the engine commits one: deferred, so its group is not committed when it returns.
+    /// A store on a file (so with reader connections) holding one new run, and the run's id.
+    async fn store_with_a_run() -> (tempfile::TempDir, SqliteRunStore, String) {
         let dir = tempfile::tempdir().unwrap();
         let store = SqliteRunStore::new(SqliteDb::open(&dir.path().join("db.sqlite")).unwrap());
         let run = longrun_domain::testing::sample_run();
@@ -691,6 +689,14 @@ mod tests {
             .create_run(longrun_domain::change::create(run, 10))
             .await
             .unwrap();
+        (dir, store, id)
+    }
+
+    #[tokio::test]
+    async fn the_committed_run_is_never_ahead_of_its_committed_iterations() {
+        // Arrange: a run on a file (reader connections), then an iteration committed the way
+        // the engine commits one: deferred, so its group is not committed when it returns.
+        let (_dir, store, id) = store_with_a_run().await;
         let change: ChangeFn<'_> = &|r: &Run| {
             let mut next = r.clone();
             next.iteration += 1;
@@ -723,14 +729,7 @@ mod tests {
     async fn a_runs_scratchpad_is_read_back_at_once_and_once_committed_without_the_writer() {
         // Arrange: a run on a file (reader connections), and an iteration's scratchpad entry
         // written deferred, so its group is not committed when the write returns.
-        let dir = tempfile::tempdir().unwrap();
-        let store = SqliteRunStore::new(SqliteDb::open(&dir.path().join("db.sqlite")).unwrap());
-        let run = longrun_domain::testing::sample_run();
-        let id = run.id.clone();
-        store
-            .create_run(longrun_domain::change::create(run, 10))
-            .await
-            .unwrap();
+        let (_dir, store, id) = store_with_a_run().await;
         let entry = PadEntry {
             n: 1,
             at: 0,
