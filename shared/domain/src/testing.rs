@@ -34,3 +34,18 @@ pub fn out_of_iterations(status: RunStatus, n: u32) -> Run {
     run.budgets.max_iterations = n;
     run
 }
+
+/// Iteration `n`'s scratchpad entry, empty but for its number.
+pub fn sample_pad(n: u32) -> crate::PadEntry {
+    crate::PadEntry {
+        n,
+        at: 0,
+        summary: String::new(),
+        actions: vec![],
+        results: vec![],
+        artifacts: vec![],
+        plan_changes: vec![],
+        remaining_work: vec![],
+        sources: vec![],
+    }
+}

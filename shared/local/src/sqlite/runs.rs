@@ -730,17 +730,7 @@ mod tests {
         // Arrange: a run on a file (reader connections), and an iteration's scratchpad entry
         // written deferred, so its group is not committed when the write returns.
         let (_dir, store, id) = store_with_a_run().await;
-        let entry = PadEntry {
-            n: 1,
-            at: 0,
-            summary: "read the notes".into(),
-            actions: vec![],
-            results: vec![],
-            artifacts: vec![],
-            plan_changes: vec![],
-            remaining_work: vec![],
-            sources: vec![],
-        };
+        let entry = longrun_domain::testing::sample_pad(1);
         let change: ChangeFn<'_> = &|r: &Run| {
             let mut change = RunChange::of(r.clone(), vec![]);
             change.pad = Some(entry.clone());
