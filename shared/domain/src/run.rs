@@ -1,6 +1,7 @@
 //! The run: its budgets, thresholds, metrics and plan (its status machine is `status`).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -680,6 +681,15 @@ pub struct ExecutorBrief {
     pub tool_results: Vec<ToolResultBrief>,
 }
 
+/// Whether a list shared between copies of a run is empty (then it is left out of the JSON).
+fn no_items<T>(items: &Arc<Vec<T>>) -> bool {
+    items.is_empty()
+}
+
+// The two lists that every write of a run carries but few change (`recent_docs`,
+// `spend_keys`) are shared between its copies (plain comments: the API document shows doc
+// comments): a run is copied several times an iteration, each change computed on a copy, and
+// copying these lists was most of a copy's cost.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Run {
     pub id: String,
@@ -736,12 +746,12 @@ pub struct Run {
     pub allowed_tools: Option<Vec<String>>,
     /// Keys of the last model calls whose spend was recorded: a spend write retried after it
     /// landed counts once.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub spend_keys: Vec<String>,
+    #[serde(default, skip_serializing_if = "no_items")]
+    pub spend_keys: Arc<Vec<String>>,
     /// The docs written most recently, newest first (at most `RECENT_DOCS`): the planner's
     /// index of the workspace, kept on the run so it costs no read per iteration.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub recent_docs: Vec<DocMeta>,
+    #[serde(default, skip_serializing_if = "no_items")]
+    pub recent_docs: Arc<Vec<DocMeta>>,
     /// Number of events appended so far; the next event gets `event_seq + 1`.
     pub event_seq: u64,
     pub parent_run_id: Option<String>,
@@ -810,8 +820,8 @@ impl Run {
             plan_approved: false,
             pending_calls: vec![],
             children: vec![],
-            spend_keys: vec![],
-            recent_docs: vec![],
+            spend_keys: Arc::default(),
+            recent_docs: Arc::default(),
             allowed_tools: None,
             event_seq: 0,
             parent_run_id: None,
@@ -835,16 +845,22 @@ impl Run {
 
     /// Moves the docs just written to the front of `recent_docs`, keeping it bounded.
     pub fn note_docs(&mut self, written: impl IntoIterator<Item = DocMeta>) {
+        let mut written = written.into_iter().peekable();
+        if written.peek().is_none() {
+            return;
+        }
+        // Shared with the copies of the run taken before this change; copied here, on write.
+        let recent = Arc::make_mut(&mut self.recent_docs);
         for mut meta in written {
             if meta.title.chars().count() > RECENT_TITLE_CHARS {
                 meta.title = meta.title.chars().take(RECENT_TITLE_CHARS).collect();
             }
             // The index is the planner's map of paths; sources stay with the doc.
             meta.sources.clear();
-            self.recent_docs.retain(|d| d.path != meta.path);
-            self.recent_docs.insert(0, meta);
+            recent.retain(|d| d.path != meta.path);
+            recent.insert(0, meta);
         }
-        self.recent_docs.truncate(RECENT_DOCS);
+        recent.truncate(RECENT_DOCS);
     }
 
     /// Attached children not yet ended: those the run may wait for, and must see end before it

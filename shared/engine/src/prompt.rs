@@ -202,7 +202,7 @@ pub fn planner_state<'a>(
 fn workspace_index(run: &Run) -> WorkspaceIndex {
     let mut left = WORKSPACE_INDEX_CHARS;
     let mut recent = vec![];
-    for d in &run.recent_docs {
+    for d in run.recent_docs.iter() {
         let entry = IndexEntry {
             bytes: d.bytes,
             iteration: d.updated_iteration,

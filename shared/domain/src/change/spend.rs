@@ -14,7 +14,7 @@ pub fn record_spend_once(run: &Run, n: u32, spend: &Spend, key: &str, now: i64) 
         return RunChange::of(run.clone(), vec![]);
     }
     let mut change = record_spend(run, n, spend, now);
-    let keys = &mut change.run.spend_keys;
+    let keys = std::sync::Arc::make_mut(&mut change.run.spend_keys);
     keys.push(key);
     if keys.len() > SPEND_KEYS {
         keys.remove(0);
