@@ -43,7 +43,8 @@ fn bench_store(args: &[&str]) {
 fn age_the_copies(dir: &Path) -> (i64, i64) {
     let c = rusqlite::Connection::open(dir.join("longrun.sqlite3")).unwrap();
     c.execute_batch(
-        "UPDATE runs SET body = json_set(body, '$.ended_at', created_at, '$.notified', json('true'))
+        "UPDATE runs SET notified = 1,
+                body = json_set(body, '$.ended_at', created_at, '$.notified', json('true'))
            WHERE status NOT IN ('queued', 'running');
          UPDATE notifications SET id = substr(id, 3) || '#3#stopped' WHERE id LIKE 'n-%';",
     )

@@ -124,8 +124,8 @@ fn fill(dir: &Path, runs: usize) -> Value {
     .unwrap();
     let tx = c.transaction().unwrap();
     let statements = [
-        "INSERT INTO runs (id, user_id, status, created_at, updated_at, body)
-         SELECT ?1, user_id, status, ?3, ?3,
+        "INSERT INTO runs (id, user_id, status, created_at, updated_at, notified, body)
+         SELECT ?1, user_id, status, ?3, ?3, notified,
                 json_replace(body, '$.id', ?1, '$.created_at', ?3, '$.updated_at', ?3)
          FROM runs WHERE id = ?2",
         "INSERT INTO iterations (run_id, n, body) SELECT ?1, n, body FROM iterations WHERE run_id = ?2 AND ?3 = ?3",

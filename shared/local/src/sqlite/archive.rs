@@ -49,7 +49,7 @@ const EXPIRED_RUNS: &str = concat!(
     "SELECT id FROM runs WHERE ",
     ended!(),
     " AND updated_at < ?1
-       AND json_extract(body, '$.ended_at') < ?1 AND json_extract(body, '$.notified') = 1
+       AND json_extract(body, '$.ended_at') < ?1 AND notified = 1
        AND NOT EXISTS (SELECT 1 FROM outbox WHERE run_id = runs.id AND state = 'pending')
        AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.id = json_extract(runs.body, '$.parent_run_id')
                          AND p.status NOT IN ('completed', 'stopped', 'canceled', 'failed'))
@@ -128,8 +128,8 @@ fn insert_all(c: &Connection, x: &RunExport) -> StoreResult<()> {
             .map_err(unavailable)
     };
     exec(
-        "INSERT INTO runs (id, user_id, status, created_at, updated_at, body)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO runs (id, user_id, status, created_at, updated_at, body, notified)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         &[
             &id,
             &run.user_id,
@@ -137,6 +137,7 @@ fn insert_all(c: &Connection, x: &RunExport) -> StoreResult<()> {
             &run.created_at,
             &run.updated_at,
             &to_json(run)?,
+            &run.notified,
         ],
     )?;
     for e in &x.events {

@@ -153,7 +153,7 @@ fn index_for_a_full_store(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(
         "CREATE INDEX IF NOT EXISTS runs_by_user_status ON runs(user_id, status, created_at DESC, id DESC);
          CREATE INDEX IF NOT EXISTS runs_unsettled ON runs(updated_at, id)
-             WHERE status IN ('queued', 'running') OR json_extract(body, '$.notified') = 0;
+             WHERE status IN ('queued', 'running') OR notified = 0;
          CREATE INDEX IF NOT EXISTS runs_waiting
              ON runs(json_extract(body, '$.children_wait_until'), id)
              WHERE status = 'waiting_on_children';
@@ -161,6 +161,27 @@ fn index_for_a_full_store(conn: &Connection) -> rusqlite::Result<()> {
          DROP INDEX IF EXISTS notifications_by_user;
          DROP INDEX IF EXISTS runs_active;",
     )
+}
+
+/// Databases made before kept a run's `notified` flag only in its body, and `runs_unsettled`
+/// read it from there: a condition on the body is evaluated at every write of a run (the body
+/// always changes), and moved the run's entry each time. The flag gets a column of its own,
+/// filled from the bodies once, and the index is built again with it.
+fn add_notified(conn: &Connection) -> rusqlite::Result<()> {
+    let has: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM pragma_table_info('runs') WHERE name = 'notified')",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has {
+        in_one_transaction(
+            conn,
+            "ALTER TABLE runs ADD COLUMN notified INTEGER NOT NULL DEFAULT 0;
+             UPDATE runs SET notified = 1 WHERE json_extract(body, '$.notified') = 1;
+             DROP INDEX IF EXISTS runs_unsettled;",
+        )?;
+    }
+    Ok(())
 }
 
 /// Databases made before the user catalog kept tools, MCP servers and webhooks in a table each;
@@ -206,7 +227,8 @@ CREATE TABLE IF NOT EXISTS runs (
     status TEXT NOT NULL,
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL,
-    body TEXT NOT NULL
+    body TEXT NOT NULL,
+    notified INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS runs_by_user ON runs(user_id, created_at DESC, id DESC);
 CREATE TABLE IF NOT EXISTS active (user_id TEXT PRIMARY KEY, count INTEGER NOT NULL);
@@ -502,6 +524,7 @@ impl SqliteDb {
         log_tables(&conn).map_err(unavailable)?;
         fold_dedup(&conn).map_err(unavailable)?;
         add_fair_key(&conn).map_err(unavailable)?;
+        add_notified(&conn).map_err(unavailable)?;
         fold_catalog(&conn).map_err(unavailable)?;
         outbox::migrate(&conn).map_err(unavailable)?;
         idempotency::migrate(&conn).map_err(unavailable)?;
@@ -1047,6 +1070,68 @@ mod tests {
         assert_eq!(urls, ["https://a.example/h", "https://b.example/h"]);
         assert_eq!(entries(CatalogKind::Tool).await.unwrap()[0].0, "lookup");
         assert_eq!(entries(CatalogKind::McpServer).await.unwrap()[0].0, "docs");
+    }
+
+    #[tokio::test]
+    async fn a_database_from_before_the_notified_column_keeps_which_runs_are_unsettled() {
+        // Arrange: the runs table and its index as made before, with three ended runs, one of
+        // them not yet notified, and one running.
+        let (_dir, path) = old_database(|c| {
+            c.execute_batch(
+                "CREATE TABLE runs (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, status TEXT NOT NULL,
+                     created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, body TEXT NOT NULL);
+                 CREATE INDEX runs_unsettled ON runs(updated_at, id)
+                     WHERE status IN ('queued', 'running') OR json_extract(body, '$.notified') = 0;",
+            )?;
+            let runs = [
+                ("done-1", RunStatus::Completed, true),
+                ("done-2", RunStatus::Completed, true),
+                ("unpublished", RunStatus::Stopped, false),
+                ("at-work", RunStatus::Running, false),
+            ];
+            for (id, status, notified) in runs {
+                let mut run = longrun_domain::testing::sample_run();
+                run.id = id.into();
+                if status != RunStatus::Running {
+                    run.transition_to(status, 5).unwrap();
+                }
+                run.notified = notified;
+                c.execute(
+                    "INSERT INTO runs VALUES (?1, ?2, ?3, 0, 5, ?4)",
+                    params![id, run.user_id, status.as_str(), to_json(&run).unwrap()],
+                )?;
+            }
+            Ok(())
+        });
+
+        // Act
+        let store = SqliteRunStore::new(SqliteDb::open(&path).unwrap());
+        let mut stale: Vec<String> = store
+            .stale_runs(1_000, 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        stale.sort();
+
+        // Assert
+        assert_eq!(stale, ["at-work", "unpublished"]);
+        let index: String = store
+            .db
+            .read(|c| {
+                c.query_row(
+                    "SELECT sql FROM sqlite_schema WHERE name = 'runs_unsettled'",
+                    [],
+                    |r| r.get(0),
+                )
+            })
+            .await
+            .unwrap();
+        assert!(
+            index.contains("notified = 0") && !index.contains("json_extract"),
+            "{index}"
+        );
     }
 
     #[tokio::test]

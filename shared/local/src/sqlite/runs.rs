@@ -105,10 +105,10 @@ const NOTIFICATIONS_BEFORE: &str = "SELECT body FROM notifications WHERE user_id
 // The OR term is `runs_unsettled`'s condition, written the same way, so these read only the
 // runs that are active or not yet notified (a full store holds mostly ended, notified ones).
 const STALE_RUNS: &str = "SELECT body FROM runs WHERE updated_at < ?1
-       AND (status IN ('queued', 'running') OR json_extract(body, '$.notified') = 0)
+       AND (status IN ('queued', 'running') OR notified = 0)
      ORDER BY updated_at, id LIMIT +?2";
 const STRANDED: &str = "SELECT body FROM runs
-     WHERE (status IN ('queued', 'running') OR json_extract(body, '$.notified') = 0)
+     WHERE (status IN ('queued', 'running') OR notified = 0)
        AND (status NOT IN ('queued', 'running')
             OR NOT EXISTS (SELECT 1 FROM queue WHERE group_id = runs.id AND dead = 0))";
 // The index `runs_waiting`'s terms, so only runs waiting on children are read.
@@ -117,7 +117,7 @@ const WAITS_DUE: &str = "SELECT body FROM runs WHERE status = 'waiting_on_childr
      ORDER BY json_extract(body, '$.children_wait_until'), id LIMIT +?2";
 // The first term is `runs_unsettled`'s condition, so ended, notified runs are not read.
 const LEASED: &str = "SELECT body FROM runs
-     WHERE (status IN ('queued', 'running') OR json_extract(body, '$.notified') = 0)
+     WHERE (status IN ('queued', 'running') OR notified = 0)
        AND status = 'running' AND json_extract(body, '$.lease') IS NOT NULL";
 
 impl SqliteRunStore {
@@ -283,10 +283,48 @@ struct Prepared {
     docs: Vec<(String, String, String, String)>,
     pad: Option<(u32, String)>,
     active: ActiveDelta,
-    /// The run's status changes (or it is new): only then is the column written, as writing
-    /// it rewrites the run's entry in `runs_by_user_status` even when the value is the same,
-    /// and a run keeps its status through most writes (`running` from claim to commit).
-    restatus: bool,
+    columns: Columns,
+}
+
+/// Which of the run row's columns a write sets besides the body. SQLite rewrites an index
+/// entry whose column is set even to the value it had, so a column is set only when it
+/// changes: `status` (its entry in `runs_by_user_status`; a run keeps its status through most
+/// writes, `running` from claim to commit), and `updated_at` and `notified` (the run's entry in
+/// `runs_unsettled` and `runs_ended`).
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Columns {
+    /// A new run, or its status changes: every column.
+    All,
+    /// `updated_at` (see `UPDATED_AT_GRAIN_MS`) and `notified`.
+    Times,
+    BodyOnly,
+}
+
+/// The `updated_at` column moves in steps of this grain, not at every write of a run (a run
+/// at work is written several times a second): it is the time of the first write in the
+/// grain the run's last write falls in, so it is at most a grain older than the body's
+/// `updated_at`, and never newer. The readers by age (`stale_runs`, the retention scan) use
+/// it to narrow the rows down and decide on the body's own times.
+const UPDATED_AT_GRAIN_MS: i64 = 1_000;
+
+impl Columns {
+    fn of(base: Option<&Run>, run: &Run) -> Columns {
+        let Some(base) = base else {
+            return Columns::All;
+        };
+        let grain = |t: i64| t.div_euclid(UPDATED_AT_GRAIN_MS);
+        if base.status != run.status {
+            Columns::All
+        } else if base.notified != run.notified
+            || grain(base.updated_at) != grain(run.updated_at)
+            // A clock that stepped back: the column must never be newer than the body.
+            || run.updated_at < base.updated_at
+        {
+            Columns::Times
+        } else {
+            Columns::BodyOnly
+        }
+    }
 }
 
 impl Prepared {
@@ -295,7 +333,7 @@ impl Prepared {
         let at = change.run.updated_at;
         let events = sequence_events(&mut change, base.map_or(0, |b| b.event_seq), at);
         Ok(Prepared {
-            restatus: base.is_none_or(|b| b.status != change.run.status),
+            columns: Columns::of(base, &change.run),
             body: to_json(&change.run)?,
             events: events
                 .iter()
@@ -361,19 +399,27 @@ impl Prepared {
             }
         }
         let status = run.status.as_str();
-        let written = if self.restatus {
-            conn.prepare_cached(
-                "INSERT INTO runs (id, user_id, status, created_at, updated_at, body)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                 ON CONFLICT(id) DO UPDATE SET status = ?3, updated_at = ?5, body = ?6",
-            )
-            .and_then(|mut st| {
-                let (created, updated) = (run.created_at, run.updated_at);
-                st.execute(params![run.id, user, status, created, updated, self.body])
-            })
-        } else {
-            conn.prepare_cached("UPDATE runs SET updated_at = ?2, body = ?3 WHERE id = ?1")
-                .and_then(|mut st| st.execute(params![run.id, run.updated_at, self.body]))
+        let (id, body, updated, notified) = (&run.id, &self.body, run.updated_at, run.notified);
+        let written = match self.columns {
+            Columns::All => conn
+                .prepare_cached(
+                    "INSERT INTO runs (id, user_id, status, created_at, updated_at, body, notified)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                     ON CONFLICT(id) DO UPDATE SET status = ?3, updated_at = ?5, body = ?6,
+                        notified = ?7",
+                )
+                .and_then(|mut st| {
+                    let created = run.created_at;
+                    st.execute(params![id, user, status, created, updated, body, notified])
+                }),
+            Columns::Times => conn
+                .prepare_cached(
+                    "UPDATE runs SET updated_at = ?2, notified = ?3, body = ?4 WHERE id = ?1",
+                )
+                .and_then(|mut st| st.execute(params![id, updated, notified, body])),
+            Columns::BodyOnly => conn
+                .prepare_cached("UPDATE runs SET body = ?2 WHERE id = ?1")
+                .and_then(|mut st| st.execute(params![id, body])),
         }
         .map_err(unavailable)?;
         if written == 0 {
@@ -514,9 +560,15 @@ impl RunLog for SqliteRunStore {
     }
 
     async fn stale_runs(&self, updated_before: i64, limit: usize) -> StoreResult<Vec<Run>> {
-        self.db
+        let runs: Vec<Run> = self
+            .db
             .read(|c| query_json(c, STALE_RUNS, &[&updated_before, &(limit as i64)]))
-            .await
+            .await?;
+        // The column may be up to a grain older than the run's last write.
+        Ok(runs
+            .into_iter()
+            .filter(|r| r.updated_at < updated_before)
+            .collect())
     }
 
     async fn waits_due(&self, now: i64, limit: usize) -> StoreResult<Vec<Run>> {
@@ -723,6 +775,43 @@ mod tests {
             "the API does not see a write not yet committed"
         );
         assert_eq!(api_sees_later.iteration, 1, "and sees it once it is");
+    }
+
+    /// Writes `run_id` as last written at `at`.
+    async fn write_at(store: &SqliteRunStore, run_id: &str, at: i64) {
+        store
+            .update_run(run_id, &|r: &Run| {
+                let mut next = r.clone();
+                next.updated_at = at;
+                Ok(RunChange::of(next, vec![]))
+            })
+            .await
+            .unwrap();
+    }
+
+    async fn stale(store: &SqliteRunStore, before: i64) -> Vec<String> {
+        let runs = store.stale_runs(before, 10).await.unwrap();
+        runs.into_iter().map(|r| r.id).collect()
+    }
+
+    #[tokio::test]
+    async fn a_run_is_stale_by_its_last_write_even_within_a_second_of_the_one_before() {
+        // Arrange: a run written at 10.5 s, then 0.1 s later (the same second).
+        let (_dir, store, id) = store_with_a_run().await;
+        write_at(&store, &id, 10_500).await;
+        write_at(&store, &id, 10_600).await;
+
+        // Act
+        let before_last_write = stale(&store, 10_550).await;
+        let after_last_write = stale(&store, 10_700).await;
+        // A clock that stepped back: the run's last write is now at 10.2 s.
+        write_at(&store, &id, 10_200).await;
+        let after_the_step_back = stale(&store, 10_300).await;
+
+        // Assert
+        assert!(before_last_write.is_empty(), "written at 10.6 s");
+        assert_eq!(after_last_write, std::slice::from_ref(&id));
+        assert_eq!(after_the_step_back, [id]);
     }
 
     #[tokio::test]
