@@ -109,7 +109,7 @@ fn fill(dir: &Path, runs: usize) -> Value {
             .unwrap()
     };
     let iterations_before: i64 = c
-        .query_row("SELECT count(*) FROM iterations", [], |r| r.get(0))
+        .query_row("SELECT count(*) FROM log WHERE kind = 1", [], |r| r.get(0))
         .unwrap();
     let bytes_before = db_bytes(&c);
     let now = longrun_ports::Clock::now_ms(&SystemClock);
@@ -128,11 +128,9 @@ fn fill(dir: &Path, runs: usize) -> Value {
          SELECT ?1, user_id, status, ?3, ?3, notified,
                 json_replace(body, '$.id', ?1, '$.created_at', ?3, '$.updated_at', ?3)
          FROM runs WHERE id = ?2",
-        "INSERT INTO iterations (run_id, n, body) SELECT ?1, n, body FROM iterations WHERE run_id = ?2 AND ?3 = ?3",
-        "INSERT INTO events (run_id, seq, body) SELECT ?1, seq, body FROM events WHERE run_id = ?2 AND ?3 = ?3",
+        "INSERT INTO log (run_id, kind, n, body) SELECT ?1, kind, n, body FROM log WHERE run_id = ?2 AND ?3 = ?3",
         "INSERT INTO docs (run_id, path, title, content, body)
          SELECT ?1, path, title, content, body FROM docs WHERE run_id = ?2 AND ?3 = ?3",
-        "INSERT INTO pads (run_id, n, body) SELECT ?1, n, body FROM pads WHERE run_id = ?2 AND ?3 = ?3",
         // By primary key: the templates' notifications are `t-<run>` copies made below.
         "INSERT INTO notifications (id, user_id, at, body)
          SELECT 'n-' || ?1, user_id, ?3, replace(body, ?2, ?1) FROM notifications
@@ -151,7 +149,7 @@ fn fill(dir: &Path, runs: usize) -> Value {
     }
     tx.commit().unwrap();
     let iterations: i64 = c
-        .query_row("SELECT count(*) FROM iterations", [], |r| r.get(0))
+        .query_row("SELECT count(*) FROM log WHERE kind = 1", [], |r| r.get(0))
         .unwrap();
     let bytes = db_bytes(&c);
     json!({"runs": runs, "iterations": iterations - iterations_before, "bytes": bytes,

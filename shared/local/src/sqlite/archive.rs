@@ -60,12 +60,13 @@ const EXPIRED_RUNS: &str = concat!(
 const RUN_NOTIFICATIONS: &str = "SELECT body FROM notifications
      WHERE id > ?1 || '#' AND id < ?1 || '$' AND json_extract(body, '$.run_id') = ?1";
 
+/// A run's log entries of one kind, in order.
+const LOG_OF_KIND: &str = "SELECT body FROM log WHERE run_id = ?1 AND kind = ?2 ORDER BY n";
+
 /// Every table keyed by a run, and how to delete its rows there (the run row goes last).
-const DELETES: [&str; 7] = [
-    "DELETE FROM events WHERE run_id = ?1",
-    "DELETE FROM iterations WHERE run_id = ?1",
+const DELETES: [&str; 5] = [
+    "DELETE FROM log WHERE run_id = ?1",
     "DELETE FROM docs WHERE run_id = ?1",
-    "DELETE FROM pads WHERE run_id = ?1",
     "DELETE FROM outbox WHERE run_id = ?1",
     "DELETE FROM notifications
        WHERE id > ?1 || '#' AND id < ?1 || '$' AND json_extract(body, '$.run_id') = ?1",
@@ -89,22 +90,10 @@ fn export(c: &Connection, run: Run) -> StoreResult<RunExport> {
     let id = run.id.as_str();
     Ok(RunExport {
         format: EXPORT_FORMAT.into(),
-        iterations: query_json(
-            c,
-            "SELECT body FROM iterations WHERE run_id = ?1 ORDER BY n",
-            &[&id],
-        )?,
-        events: query_json(
-            c,
-            "SELECT body FROM events WHERE run_id = ?1 ORDER BY seq",
-            &[&id],
-        )?,
+        iterations: query_json(c, LOG_OF_KIND, &[&id, &ITERATION])?,
+        events: query_json(c, LOG_OF_KIND, &[&id, &EVENT])?,
         docs: all_docs(c, id)?,
-        scratchpad: query_json(
-            c,
-            "SELECT body FROM pads WHERE run_id = ?1 ORDER BY n",
-            &[&id],
-        )?,
+        scratchpad: query_json(c, LOG_OF_KIND, &[&id, &PAD])?,
         notifications: query_json(c, RUN_NOTIFICATIONS, &[&id])?,
         deliveries: query_json(c, "SELECT body FROM outbox WHERE run_id = ?1", &[&id])?,
         run,
@@ -140,13 +129,12 @@ fn insert_all(c: &Connection, x: &RunExport) -> StoreResult<()> {
             &run.notified,
         ],
     )?;
+    let log = "INSERT INTO log (run_id, kind, n, body) VALUES (?1, ?2, ?3, ?4)";
     for e in &x.events {
-        let sql = "INSERT INTO events (run_id, seq, body) VALUES (?1, ?2, ?3)";
-        exec(sql, &[&id, &(e.seq as i64), &to_json(e)?])?;
+        exec(log, &[&id, &EVENT, &(e.seq as i64), &to_json(e)?])?;
     }
     for r in &x.iterations {
-        let sql = "INSERT INTO iterations (run_id, n, body) VALUES (?1, ?2, ?3)";
-        exec(sql, &[&id, &r.n, &to_json(r)?])?;
+        exec(log, &[&id, &ITERATION, &r.n, &to_json(r)?])?;
     }
     for d in &x.docs {
         let sql =
@@ -157,8 +145,7 @@ fn insert_all(c: &Connection, x: &RunExport) -> StoreResult<()> {
         )?;
     }
     for p in &x.scratchpad {
-        let sql = "INSERT INTO pads (run_id, n, body) VALUES (?1, ?2, ?3)";
-        exec(sql, &[&id, &p.n, &to_json(p)?])?;
+        exec(log, &[&id, &PAD, &p.n, &to_json(p)?])?;
     }
     for n in &x.notifications {
         let sql =

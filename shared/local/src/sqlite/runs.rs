@@ -93,10 +93,11 @@ const LIST_RUNS_WITH_STATUS: &str = "SELECT body FROM runs WHERE user_id = ?1 AN
        AND (?7 IS NULL OR json_extract(body, '$.context.entity_id') = ?7)
      ORDER BY created_at DESC, id DESC LIMIT +?5";
 
-const EVENTS: &str =
-    "SELECT body FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT +?3";
-const ITERATIONS: &str =
-    "SELECT body FROM iterations WHERE run_id = ?1 AND n > ?2 ORDER BY n LIMIT +?3";
+// A run's entries of one kind in its log (`?4`: `EVENT`, `ITERATION`), after a number.
+const LOG_AFTER: &str =
+    "SELECT body FROM log WHERE run_id = ?1 AND kind = ?4 AND n > ?2 ORDER BY n LIMIT +?3";
+const LAST_PADS: &str =
+    "SELECT body FROM log WHERE run_id = ?1 AND kind = ?3 ORDER BY n DESC LIMIT +?2";
 const NOTIFICATIONS: &str =
     "SELECT body FROM notifications WHERE user_id = ?1 ORDER BY at DESC, id DESC LIMIT +?2";
 const NOTIFICATIONS_BEFORE: &str = "SELECT body FROM notifications WHERE user_id = ?1
@@ -376,8 +377,8 @@ impl Prepared {
         }
         if let Some((n, body)) = &self.iteration {
             // A plain INSERT: a second commit of the same iteration is a bug and must fail loudly.
-            conn.prepare_cached("INSERT INTO iterations (run_id, n, body) VALUES (?1, ?2, ?3)")
-                .and_then(|mut st| st.execute(params![run.id, n, body]))
+            conn.prepare_cached("INSERT INTO log (run_id, kind, n, body) VALUES (?1, ?2, ?3, ?4)")
+                .and_then(|mut st| st.execute(params![run.id, ITERATION, n, body]))
                 .map_err(|e| StoreError::Corrupt(format!("iteration {n}: {e}")))?;
         }
         match self.active {
@@ -427,10 +428,10 @@ impl Prepared {
         }
         if !self.events.is_empty() {
             let mut st = conn
-                .prepare_cached("INSERT INTO events (run_id, seq, body) VALUES (?1, ?2, ?3)")
+                .prepare_cached("INSERT INTO log (run_id, kind, n, body) VALUES (?1, ?2, ?3, ?4)")
                 .map_err(unavailable)?;
             for (seq, body) in &self.events {
-                st.execute(params![run.id, *seq as i64, body])
+                st.execute(params![run.id, EVENT, *seq as i64, body])
                     .map_err(unavailable)?;
             }
         }
@@ -447,9 +448,9 @@ impl Prepared {
         }
         if let Some((n, body)) = &self.pad {
             conn.prepare_cached(
-                "INSERT OR REPLACE INTO pads (run_id, n, body) VALUES (?1, ?2, ?3)",
+                "INSERT OR REPLACE INTO log (run_id, kind, n, body) VALUES (?1, ?2, ?3, ?4)",
             )
-            .and_then(|mut st| st.execute(params![run.id, n, body]))
+            .and_then(|mut st| st.execute(params![run.id, PAD, n, body]))
             .map_err(unavailable)?;
         }
         Ok(run)
@@ -532,7 +533,13 @@ impl RunLog for SqliteRunStore {
 
     async fn events(&self, run_id: &str, after: u64, limit: usize) -> StoreResult<Vec<Event>> {
         self.db
-            .read_committed(|c| query_json(c, EVENTS, &[&run_id, &(after as i64), &(limit as i64)]))
+            .read_committed(|c| {
+                query_json(
+                    c,
+                    LOG_AFTER,
+                    &[&run_id, &(after as i64), &(limit as i64), &EVENT],
+                )
+            })
             .await
     }
 
@@ -540,7 +547,13 @@ impl RunLog for SqliteRunStore {
         &self, run_id: &str, after: u32, limit: usize,
     ) -> StoreResult<Vec<IterationRecord>> {
         self.db
-            .read_committed(|c| query_json(c, ITERATIONS, &[&run_id, &after, &(limit as i64)]))
+            .read_committed(|c| {
+                query_json(
+                    c,
+                    LOG_AFTER,
+                    &[&run_id, &after, &(limit as i64), &ITERATION],
+                )
+            })
             .await
     }
 
@@ -636,11 +649,7 @@ impl Workspace for SqliteRunStore {
     async fn scratchpad(&self, run_id: &str, last: usize) -> StoreResult<Vec<PadEntry>> {
         let mut out: Vec<PadEntry> = self
             .read_own(run_id, |c| {
-                query_json(
-                    c,
-                    "SELECT body FROM pads WHERE run_id = ?1 ORDER BY n DESC LIMIT +?2",
-                    &[&run_id, &(last as i64)],
-                )
+                query_json(c, LAST_PADS, &[&run_id, &(last as i64), &PAD])
             })
             .await?;
         out.reverse();
@@ -855,8 +864,8 @@ mod tests {
             GET_RUN,
             LIST_RUNS,
             LIST_RUNS_WITH_STATUS,
-            EVENTS,
-            ITERATIONS,
+            LOG_AFTER,
+            LAST_PADS,
             NOTIFICATIONS,
             STALE_RUNS,
             STRANDED,
