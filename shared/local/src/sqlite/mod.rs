@@ -143,14 +143,17 @@ fn in_one_transaction(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
     done
 }
 
+fn has_column(conn: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",
+        [table, column],
+        |r| r.get(0),
+    )
+}
+
 /// Databases made before fair share have a queue without the owner of each message.
 fn add_fair_key(conn: &Connection) -> rusqlite::Result<()> {
-    let has: bool = conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM pragma_table_info('queue') WHERE name = 'fair_key')",
-        [],
-        |r| r.get(0),
-    )?;
-    if !has {
+    if !has_column(conn, "queue", "fair_key")? {
         conn.execute_batch("ALTER TABLE queue ADD COLUMN fair_key TEXT")?;
     }
     Ok(())
@@ -180,12 +183,7 @@ fn index_for_a_full_store(conn: &Connection) -> rusqlite::Result<()> {
 /// always changes), and moved the run's entry each time. The flag gets a column of its own,
 /// filled from the bodies once, and the index is built again with it.
 fn add_notified(conn: &Connection) -> rusqlite::Result<()> {
-    let has: bool = conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM pragma_table_info('runs') WHERE name = 'notified')",
-        [],
-        |r| r.get(0),
-    )?;
-    if !has {
+    if !has_column(conn, "runs", "notified")? {
         in_one_transaction(
             conn,
             "ALTER TABLE runs ADD COLUMN notified INTEGER NOT NULL DEFAULT 0;
@@ -1038,6 +1036,20 @@ mod tests {
         assert!(db.generation() > generation, "caches must start over");
     }
 
+    /// The SQL that made the table or index `name`, if there is one.
+    async fn schema_of(db: &SqliteDb, name: &str) -> Option<String> {
+        db.read(|c| {
+            c.query_row(
+                "SELECT sql FROM sqlite_schema WHERE name = ?1",
+                [name],
+                |r| r.get(0),
+            )
+            .optional()
+        })
+        .await
+        .unwrap()
+    }
+
     /// A database file made by an earlier layout: `make` writes its tables and rows.
     fn old_database(
         make: impl FnOnce(&Connection) -> rusqlite::Result<()>,
@@ -1129,17 +1141,7 @@ mod tests {
 
         // Assert
         assert_eq!(stale, ["at-work", "unpublished"]);
-        let index: String = store
-            .db
-            .read(|c| {
-                c.query_row(
-                    "SELECT sql FROM sqlite_schema WHERE name = 'runs_unsettled'",
-                    [],
-                    |r| r.get(0),
-                )
-            })
-            .await
-            .unwrap();
+        let index = schema_of(&store.db, "runs_unsettled").await.unwrap();
         assert!(
             index.contains("notified = 0") && !index.contains("json_extract"),
             "{index}"
@@ -1236,17 +1238,7 @@ mod tests {
         // Assert
         assert_eq!(again, Enqueued::Duplicate);
         assert_eq!(after, Enqueued::Sent);
-        let old: bool = db
-            .read(|c| {
-                c.query_row(
-                    "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE name = 'dedup')",
-                    [],
-                    |r| r.get(0),
-                )
-            })
-            .await
-            .unwrap();
-        assert!(!old);
+        assert_eq!(schema_of(&db, "dedup").await, None);
     }
 
     #[tokio::test]
