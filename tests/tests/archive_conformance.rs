@@ -71,15 +71,9 @@ fn doc(path: &str, n: u32) -> Doc {
 
 fn pad(n: u32) -> PadEntry {
     PadEntry {
-        n,
         at: n as i64,
         summary: format!("pad {n}"),
-        actions: vec![],
-        results: vec![],
-        artifacts: vec![],
-        plan_changes: vec![],
-        remaining_work: vec![],
-        sources: vec![],
+        ..longrun_domain::testing::sample_pad(n)
     }
 }
 
