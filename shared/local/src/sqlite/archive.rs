@@ -129,12 +129,11 @@ fn insert_all(c: &Connection, x: &RunExport) -> StoreResult<()> {
             &run.notified,
         ],
     )?;
-    let log = "INSERT INTO log (run_id, kind, n, body) VALUES (?1, ?2, ?3, ?4)";
     for e in &x.events {
-        exec(log, &[&id, &EVENT, &(e.seq as i64), &to_json(e)?])?;
+        exec(INSERT_LOG, &[&id, &EVENT, &(e.seq as i64), &to_json(e)?])?;
     }
     for r in &x.iterations {
-        exec(log, &[&id, &ITERATION, &r.n, &to_json(r)?])?;
+        exec(INSERT_LOG, &[&id, &ITERATION, &r.n, &to_json(r)?])?;
     }
     for d in &x.docs {
         let sql =
@@ -145,7 +144,7 @@ fn insert_all(c: &Connection, x: &RunExport) -> StoreResult<()> {
         )?;
     }
     for p in &x.scratchpad {
-        exec(log, &[&id, &PAD, &p.n, &to_json(p)?])?;
+        exec(INSERT_LOG, &[&id, &PAD, &p.n, &to_json(p)?])?;
     }
     for n in &x.notifications {
         let sql =

@@ -60,6 +60,9 @@ const LOG: &str = "CREATE TABLE IF NOT EXISTS log (
 pub(super) const EVENT: i64 = 0;
 pub(super) const ITERATION: i64 = 1;
 pub(super) const PAD: i64 = 2;
+/// Appends an entry (`run_id`, kind, number, body); a second entry with the same key fails.
+pub(super) const INSERT_LOG: &str =
+    "INSERT INTO log (run_id, kind, n, body) VALUES (?1, ?2, ?3, ?4)";
 const LOG_KINDS: [(&str, i64, &str); 3] = [
     ("events", EVENT, "seq"),
     ("iterations", ITERATION, "n"),

@@ -377,7 +377,7 @@ impl Prepared {
         }
         if let Some((n, body)) = &self.iteration {
             // A plain INSERT: a second commit of the same iteration is a bug and must fail loudly.
-            conn.prepare_cached("INSERT INTO log (run_id, kind, n, body) VALUES (?1, ?2, ?3, ?4)")
+            conn.prepare_cached(INSERT_LOG)
                 .and_then(|mut st| st.execute(params![run.id, ITERATION, n, body]))
                 .map_err(|e| StoreError::Corrupt(format!("iteration {n}: {e}")))?;
         }
@@ -427,9 +427,7 @@ impl Prepared {
             return Err(StoreError::Corrupt(format!("run {} is gone", run.id)));
         }
         if !self.events.is_empty() {
-            let mut st = conn
-                .prepare_cached("INSERT INTO log (run_id, kind, n, body) VALUES (?1, ?2, ?3, ?4)")
-                .map_err(unavailable)?;
+            let mut st = conn.prepare_cached(INSERT_LOG).map_err(unavailable)?;
             for (seq, body) in &self.events {
                 st.execute(params![run.id, EVENT, *seq as i64, body])
                     .map_err(unavailable)?;
