@@ -28,6 +28,52 @@ struct Cached {
     run: Arc<Run>,
     used: u64,
     group: u64,
+    /// Its newest scratchpad entries, once read (`None` until then, or after the run ends).
+    pads: Option<PadTail>,
+}
+
+/// How many of a run's newest scratchpad entries the cache keeps: the planner's prompt reads
+/// the last few every iteration, and reading them was a query and a parse per entry.
+const PAD_TAIL: usize = 4;
+
+/// A run's newest scratchpad entries, oldest first, as written through this store.
+#[derive(Clone, Debug)]
+struct PadTail {
+    entries: std::collections::VecDeque<PadEntry>,
+    /// The run has no entries but these (it has fewer than `PAD_TAIL`).
+    whole: bool,
+}
+
+impl PadTail {
+    /// The tail as read from the database with `limit` (newest first, as `LAST_PADS` reads).
+    fn read(newest_first: &[PadEntry], limit: usize) -> PadTail {
+        PadTail {
+            entries: newest_first.iter().take(PAD_TAIL).rev().cloned().collect(),
+            whole: newest_first.len() < limit && newest_first.len() <= PAD_TAIL,
+        }
+    }
+
+    /// The last `n` entries, oldest first, if the tail holds them all.
+    fn last(&self, n: usize) -> Option<Vec<PadEntry>> {
+        if n > self.entries.len() && !self.whole {
+            return None;
+        }
+        let skip = self.entries.len().saturating_sub(n);
+        Some(self.entries.iter().skip(skip).cloned().collect())
+    }
+
+    /// `None` when `pad` is not the newest entry (then the tail cannot tell what is).
+    fn push(mut self, pad: PadEntry) -> Option<PadTail> {
+        if self.entries.back().is_some_and(|last| last.n >= pad.n) {
+            return None;
+        }
+        self.entries.push_back(pad);
+        if self.entries.len() > PAD_TAIL {
+            self.entries.pop_front();
+            self.whole = false;
+        }
+        Some(self)
+    }
 }
 
 impl RunCache {
@@ -46,13 +92,53 @@ impl RunCache {
         (group <= committed).then(|| self.get(run_id)).flatten()
     }
 
+    /// A run as read from the database: what the cache knew of its scratchpad goes.
     fn insert(&mut self, run: Arc<Run>, group: u64) {
+        self.put(run, group, None);
+    }
+
+    /// A run as just written, with the scratchpad entry the write added: the tail known so
+    /// far is kept, with the entry on it. An ended run's tail goes (no iteration reads it).
+    fn wrote(&mut self, run: Arc<Run>, group: u64, pad: Option<PadEntry>) {
+        let tail = self.map.get_mut(&run.id).and_then(|c| c.pads.take());
+        let tail = match pad {
+            Some(pad) => tail.and_then(|t| t.push(pad)),
+            None => tail,
+        };
+        let tail = tail.filter(|_| !run.status.is_ended());
+        self.put(run, group, tail);
+    }
+
+    fn put(&mut self, run: Arc<Run>, group: u64, pads: Option<PadTail>) {
         if self.map.len() >= RUN_CACHE_MAX && !self.map.contains_key(&run.id) {
             self.evict();
         }
         self.tick += 1;
         let used = self.tick;
-        self.map.insert(run.id.clone(), Cached { run, used, group });
+        self.map.insert(
+            run.id.clone(),
+            Cached {
+                run,
+                used,
+                group,
+                pads,
+            },
+        );
+    }
+
+    fn pads(&self, run_id: &str, last: usize) -> Option<Vec<PadEntry>> {
+        self.map.get(run_id)?.pads.as_ref()?.last(last)
+    }
+
+    /// Keeps a tail read from the database, unless the run was written (or dropped) since
+    /// `seen` was its cached copy: then the read may be missing the write's entry.
+    fn keep_pads(&mut self, run_id: &str, seen: &Arc<Run>, tail: PadTail) {
+        if let Some(c) = self.map.get_mut(run_id)
+            && Arc::ptr_eq(&c.run, seen)
+            && !c.run.status.is_ended()
+        {
+            c.pads = Some(tail);
+        }
     }
 
     /// Drops the ended runs and the least recently used half of the rest: the runs at work
@@ -206,6 +292,12 @@ impl SqliteRunStore {
         self.cache().insert(run, group);
     }
 
+    /// `remember` for a run this store just wrote, with the scratchpad entry it added.
+    fn remember_write(&self, run: Arc<Run>, pad: Option<PadEntry>) {
+        let group = self.db.open_group();
+        self.cache().wrote(run, group, pad);
+    }
+
     /// Computes the change from the cached run and serializes it before taking the
     /// connection, which is then held only for the inserts: the connection is the one thing
     /// concurrent runs queue for. If another write got in first (the cached run is no longer
@@ -229,8 +321,8 @@ impl SqliteRunStore {
                     if !unchanged {
                         return Ok::<_, StoreError>(None);
                     }
-                    let run = prepared.write(conn)?;
-                    self.remember(next);
+                    let (run, pad) = prepared.write(conn)?;
+                    self.remember_write(next, pad);
                     Ok(Some(run))
                 })
                 .await?;
@@ -241,8 +333,8 @@ impl SqliteRunStore {
         self.db
             .write_with(durable, |conn| {
                 let run = self.current(conn, run_id)?.ok_or(Rejection::NotFound)?;
-                let run = Prepared::new(change(&run)?, Some(&run))?.write(conn)?;
-                self.remember(Arc::new(run.clone()));
+                let (run, pad) = Prepared::new(change(&run)?, Some(&run))?.write(conn)?;
+                self.remember_write(Arc::new(run.clone()), pad);
                 Ok(run)
             })
             .await
@@ -282,7 +374,8 @@ struct Prepared {
     iteration: Option<(u32, String)>,
     /// (path, title, content, meta)
     docs: Vec<(String, String, String, String)>,
-    pad: Option<(u32, String)>,
+    /// The entry and its JSON.
+    pad: Option<(PadEntry, String)>,
     active: ActiveDelta,
     columns: Columns,
 }
@@ -351,8 +444,11 @@ impl Prepared {
                     Ok((d.path, d.title, d.content, meta))
                 })
                 .collect::<StoreResult<_>>()?,
-            pad: match &change.pad {
-                Some(p) => Some((p.n, to_json(p)?)),
+            pad: match change.pad.take() {
+                Some(p) => {
+                    let body = to_json(&p)?;
+                    Some((p, body))
+                }
                 None => None,
             },
             active: change.active,
@@ -362,7 +458,8 @@ impl Prepared {
 
     /// Checks come first and the first change is the one that may be refused (a second commit
     /// of an iteration), so a refusal changes nothing (see `SqliteDb`).
-    fn write(self, conn: &Connection) -> StoreResult<Run> {
+    /// The run as written, and the scratchpad entry the write added.
+    fn write(self, conn: &Connection) -> StoreResult<(Run, Option<PadEntry>)> {
         let run = self.run;
         let user = &run.user_id;
         if let ActiveDelta::Acquire { limit } = self.active {
@@ -444,14 +541,14 @@ impl Prepared {
                     .map_err(unavailable)?;
             }
         }
-        if let Some((n, body)) = &self.pad {
+        if let Some((pad, body)) = &self.pad {
             conn.prepare_cached(
                 "INSERT OR REPLACE INTO log (run_id, kind, n, body) VALUES (?1, ?2, ?3, ?4)",
             )
-            .and_then(|mut st| st.execute(params![run.id, PAD, n, body]))
+            .and_then(|mut st| st.execute(params![run.id, PAD, pad.n, body]))
             .map_err(unavailable)?;
         }
-        Ok(run)
+        Ok((run, self.pad.map(|(pad, _)| pad)))
     }
 }
 
@@ -467,8 +564,8 @@ impl RunLog for SqliteRunStore {
                     ))
                     .into());
                 }
-                let run = Prepared::new(change, None)?.write(conn)?;
-                self.remember(Arc::new(run.clone()));
+                let (run, pad) = Prepared::new(change, None)?.write(conn)?;
+                self.remember_write(Arc::new(run.clone()), pad);
                 Ok(run)
             })
             .await
@@ -645,11 +742,24 @@ impl Workspace for SqliteRunStore {
     }
 
     async fn scratchpad(&self, run_id: &str, last: usize) -> StoreResult<Vec<PadEntry>> {
+        let seen = {
+            let cache = self.cache();
+            if let Some(entries) = cache.pads(run_id, last) {
+                return Ok(entries);
+            }
+            cache.map.get(run_id).map(|c| c.run.clone())
+        };
+        let limit = last.max(PAD_TAIL);
         let mut out: Vec<PadEntry> = self
             .read_own(run_id, |c| {
-                query_json(c, LAST_PADS, &[&run_id, &(last as i64), &PAD])
+                query_json(c, LAST_PADS, &[&run_id, &(limit as i64), &PAD])
             })
             .await?;
+        if let Some(seen) = seen {
+            self.cache()
+                .keep_pads(run_id, &seen, PadTail::read(&out, limit));
+        }
+        out.truncate(last);
         out.reverse();
         Ok(out)
     }
@@ -852,6 +962,109 @@ mod tests {
         );
         let after_commit = read.expect("a committed run's read does not wait for the writer");
         assert_eq!(after_commit.unwrap(), vec![entry]);
+    }
+
+    /// Commits iteration `n`'s scratchpad entry the way the engine does (deferred).
+    async fn commit_pad(store: &SqliteRunStore, id: &str, n: u32) {
+        let entry = longrun_domain::testing::sample_pad(n);
+        let change: ChangeFn<'_> = &|r: &Run| {
+            let mut change = RunChange::of(r.clone(), vec![]);
+            change.pad = Some(entry.clone());
+            Ok(change)
+        };
+        store.update_run_deferred(id, change).await.unwrap();
+    }
+
+    async fn pad_numbers(store: &SqliteRunStore, id: &str, last: usize) -> Vec<u32> {
+        let pads = store.scratchpad(id, last).await.unwrap();
+        pads.iter().map(|p| p.n).collect()
+    }
+
+    #[tokio::test]
+    async fn a_runs_newest_scratchpad_entries_stay_right_as_it_commits_and_when_a_group_rolls_back()
+    {
+        // Arrange: a run with six entries, the newest read once (which keeps them in memory).
+        let (_dir, store, id) = store_with_a_run().await;
+        for n in 1..=6 {
+            commit_pad(&store, &id, n).await;
+        }
+        let first = pad_numbers(&store, &id, 3).await;
+
+        // Act: one more commit, made durable; then an entry whose group a failed write abandons.
+        commit_pad(&store, &id, 7).await;
+        let after_a_commit = pad_numbers(&store, &id, 3).await;
+        let longer = pad_numbers(&store, &id, 10).await;
+        store
+            .update_run(&id, &|r: &Run| Ok(RunChange::of(r.clone(), vec![])))
+            .await
+            .unwrap();
+        commit_pad(&store, &id, 8).await;
+        let failed = store
+            .db
+            .write(|c| {
+                c.execute("DELETE FROM active", []).map_err(unavailable)?;
+                Err::<(), _>(StoreError::Unavailable("fails half-way".into()))
+            })
+            .await;
+        let after_the_rollback = pad_numbers(&store, &id, 3).await;
+
+        // Assert
+        assert_eq!(first, [4, 5, 6]);
+        assert_eq!(after_a_commit, [5, 6, 7]);
+        assert_eq!(
+            longer,
+            [1, 2, 3, 4, 5, 6, 7],
+            "more than the few kept: all of them"
+        );
+        assert!(failed.is_err());
+        assert_eq!(
+            after_the_rollback,
+            [5, 6, 7],
+            "entry 8 was rolled back with its group"
+        );
+    }
+
+    #[test]
+    fn a_kept_scratchpad_tail_answers_only_for_what_it_holds() {
+        // Arrange: a run with two entries in all, and one with many (the newest four kept).
+        let newest_first = |ns: &[u32]| -> Vec<PadEntry> {
+            ns.iter()
+                .map(|n| longrun_domain::testing::sample_pad(*n))
+                .collect()
+        };
+        let numbers =
+            |pads: Option<Vec<PadEntry>>| pads.map(|p| p.iter().map(|e| e.n).collect::<Vec<_>>());
+        let short = PadTail::read(&newest_first(&[2, 1]), PAD_TAIL);
+        let long = PadTail::read(&newest_first(&[9, 8, 7, 6]), PAD_TAIL);
+
+        // Act
+        let short_pushed = short.clone().push(longrun_domain::testing::sample_pad(3));
+        let long_pushed = long.clone().push(longrun_domain::testing::sample_pad(10));
+        let out_of_order = long.clone().push(longrun_domain::testing::sample_pad(8));
+
+        // Assert
+        assert_eq!(
+            numbers(short.last(10)),
+            Some(vec![1, 2]),
+            "every entry the run has"
+        );
+        assert_eq!(numbers(long.last(3)), Some(vec![7, 8, 9]));
+        assert_eq!(
+            numbers(long.last(5)),
+            None,
+            "older entries are only in the database"
+        );
+        assert_eq!(
+            numbers(short_pushed.and_then(|t| t.last(10))),
+            Some(vec![1, 2, 3])
+        );
+        let long_pushed = long_pushed.unwrap();
+        assert_eq!(numbers(long_pushed.last(4)), Some(vec![7, 8, 9, 10]));
+        assert_eq!(numbers(long_pushed.last(5)), None);
+        assert!(
+            out_of_order.is_none(),
+            "a tail that cannot tell the newest is dropped"
+        );
     }
 
     #[tokio::test]
