@@ -382,18 +382,69 @@ pub fn examples_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples")
 }
 
+/// The line after which a section's hand-written notes start: `replace_section` keeps them
+/// (what the generator writes goes above it).
+pub const KEPT_NOTES: &str =
+    "<!-- Notes below this line are kept when the section is regenerated. -->";
+
 /// Replaces one `## heading` section of a markdown file (appending it when absent); the
-/// sections around it belong to other benchmarks.
+/// sections around it belong to other benchmarks, and its notes below `KEPT_NOTES` stay.
 pub fn replace_section(path: &str, heading: &str, section: &str) {
     let old = std::fs::read_to_string(path).unwrap_or_default();
-    let (before, after) = match old.find(heading) {
+    std::fs::write(path, with_section(&old, heading, section)).unwrap();
+}
+
+fn with_section(old: &str, heading: &str, section: &str) -> String {
+    let (before, notes, after) = match old.find(heading) {
         Some(i) => {
             let rest = &old[i + heading.len()..];
-            let next = rest.find("\n## ").map_or("", |j| &rest[j..]);
-            (&old[..i], next)
+            let end = rest.find("\n## ").unwrap_or(rest.len());
+            let notes = rest[..end].find(KEPT_NOTES).map_or(String::new(), |j| {
+                format!("\n{}\n", rest[j..end].trim_end())
+            });
+            (&old[..i], notes, &rest[end..])
         }
-        None => (old.as_str(), ""),
+        None => (old, String::new(), ""),
     };
-    let md = format!("{}\n\n{section}{after}", before.trim_end());
-    std::fs::write(path, &md).unwrap();
+    format!("{}\n\n{section}{notes}{after}", before.trim_end())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_regenerated_section_keeps_its_notes_and_the_sections_around_it() {
+        // Arrange: a generated section with notes, between two others.
+        let old = format!(
+            "# Benchmarks\n\n## A\n\nold table\n\n{KEPT_NOTES}\nwhy it moved\n\n## B\n\nb table\n"
+        );
+
+        // Act
+        let md = with_section(&old, "## A", "## A\n\nnew table\n");
+        let again = with_section(&md, "## A", "## A\n\nnewer table\n");
+
+        // Assert
+        let expected = |table: &str| {
+            format!(
+                "# Benchmarks\n\n## A\n\n{table}\n\n{KEPT_NOTES}\nwhy it moved\n\n## B\n\nb table\n"
+            )
+        };
+        assert_eq!(md, expected("new table"));
+        assert_eq!(again, expected("newer table"));
+    }
+
+    #[test]
+    fn a_section_without_notes_is_replaced_whole_and_a_new_one_appended() {
+        // Arrange
+        let old = "## A\n\nold\n\n## B\n\nb\n";
+
+        // Act
+        let replaced = with_section(old, "## A", "## A\n\nnew\n");
+        let appended = with_section(old, "## C", "## C\n\nc\n");
+
+        // Assert
+        assert_eq!(replaced, "\n\n## A\n\nnew\n\n## B\n\nb\n");
+        assert_eq!(appended, "## A\n\nold\n\n## B\n\nb\n\n## C\n\nc\n");
+    }
 }
