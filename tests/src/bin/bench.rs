@@ -14,7 +14,7 @@ use longrun_domain::run::{BudgetsInput, RunStatus};
 use longrun_http::{AppConfig, Embedded, Platform, Tokens, create_run};
 use longrun_ports::{NoFaults, SystemClock};
 use longrun_service::WorkerConfig;
-use longrun_tests::{MODEL, bench_scenario, peak_rss_mb, run_request, scripted};
+use longrun_tests::{KEPT_NOTES, MODEL, bench_scenario, peak_rss_mb, run_request, scripted};
 use serde_json::{Value, json};
 
 const SCRIPT: &str = r#"{"planner": [{"content": {"status": {"exit_signal": false, "needs_user_input": false,
@@ -285,6 +285,9 @@ fn main() {
          LLM call, one tool call and one doc write, and is received, claimed, committed, enqueued and\n\
          acknowledged. Each scenario runs in its own process (peak RSS is its own), with mimalloc as\n\
          the allocator, as `longrun` has.\n\n\
+         `make bench` rewrites this file down to the serverless section; every other bench rewrites\n\
+         its own `##` section, keeping what the section holds below the line\n\
+         `{KEPT_NOTES}`.\n\n\
          ## Throughput and memory\n\n\
          | scenario | iterations | wall time | iterations/s | peak RSS | group commit |\n|---|---|---|---|---|---|\n\
          {}{}{}\n\
