@@ -456,9 +456,9 @@ impl Prepared {
         })
     }
 
-    /// Checks come first and the first change is the one that may be refused (a second commit
-    /// of an iteration), so a refusal changes nothing (see `SqliteDb`).
-    /// The run as written, and the scratchpad entry the write added.
+    /// Returns the run as written and the scratchpad entry the write added. Checks come first
+    /// and the first change is the one that may be refused (a second commit of an iteration),
+    /// so a refusal changes nothing (see `SqliteDb`).
     fn write(self, conn: &Connection) -> StoreResult<(Run, Option<PadEntry>)> {
         let run = self.run;
         let user = &run.user_id;
