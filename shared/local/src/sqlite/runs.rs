@@ -6,7 +6,9 @@ pub struct SqliteRunStore {
     pub(super) db: SqliteDb,
     /// Parsed runs, as last written through this store: this process is the database's only
     /// writer, so the cache is exact, and parsing the run row was a sixth of the CPU per write.
-    /// Touched only under the connection lock; emptied when the database rolls back a group.
+    /// Its lock is taken alone or inside the connection's, never the other way round (reads of
+    /// cached runs and scratchpads take it without the connection); emptied when the database
+    /// rolls back a group.
     runs: std::sync::Mutex<RunCache>,
 }
 
