@@ -272,6 +272,9 @@ CREATE TABLE IF NOT EXISTS fair (key TEXT PRIMARY KEY, served INTEGER NOT NULL) 
 CREATE TABLE IF NOT EXISTS dedup_log (dedup_id TEXT NOT NULL, expires_at INTEGER NOT NULL);
 "#;
 
+/// How many groups back a failed group is still reported to its writers.
+const FAILED_GROUPS_KEPT: u64 = 100_000;
+
 /// One SQLite connection shared by the store and the queue, with group commit.
 ///
 /// Every write runs inside the currently open transaction; the first writer of a group spawns
@@ -342,10 +345,11 @@ impl Inner {
     fn abandon(&self, batch: u64) {
         self.generation
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.failed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(batch);
+        let mut failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+        failed.insert(batch);
+        // Kept for every writer of the group to see (a writer looks as soon as its group is
+        // finished), and forgotten long after.
+        failed.retain(|b| b + FAILED_GROUPS_KEPT > batch);
     }
 
     /// Makes every frame committed so far durable. Any fd of the file will do: fsync flushes
@@ -655,6 +659,18 @@ impl SqliteDb {
     pub async fn write_with<T, E: From<GroupCommitFailed>>(
         &self, durable: bool, f: impl FnOnce(&Connection) -> Result<T, E>,
     ) -> Result<T, E> {
+        let (value, batch) = self.write_in_group(f)?;
+        if durable {
+            self.settled(batch).await?;
+        }
+        Ok(value)
+    }
+
+    /// Runs `f` in the current group and returns at once, with the group's number for
+    /// `settled`.
+    pub fn write_in_group<T, E: From<GroupCommitFailed>>(
+        &self, f: impl FnOnce(&Connection) -> Result<T, E>,
+    ) -> Result<(T, u64), E> {
         let fail = |e: rusqlite::Error| GroupCommitFailed(e.to_string());
         self.inner
             .writes
@@ -721,27 +737,34 @@ impl SqliteDb {
                 .await;
             });
         }
-        let value = out?;
-        if !durable {
-            return Ok(value);
-        }
+        Ok((out?, batch))
+    }
+
+    /// Waits until group `batch` is durable: an error if it was rolled back or its fsync failed.
+    pub async fn settled(&self, batch: u64) -> Result<(), GroupCommitFailed> {
         let mut rx = self.inner.finished.subscribe();
         if rx.wait_for(|f| *f >= batch).await.is_err() {
-            return Err(GroupCommitFailed("the committer stopped".into()).into());
+            return Err(GroupCommitFailed("the committer stopped".into()));
         }
-        if self
-            .inner
+        if self.failed(batch) {
+            return Err(GroupCommitFailed(format!(
+                "group commit {batch} failed; the write was rolled back"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Whether group `batch` is finished and durable, without waiting.
+    pub fn is_settled(&self, batch: u64) -> bool {
+        *self.inner.finished.borrow() >= batch && !self.failed(batch)
+    }
+
+    fn failed(&self, batch: u64) -> bool {
+        self.inner
             .failed
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(&batch)
-        {
-            return Err(GroupCommitFailed(format!(
-                "group commit {batch} failed; the write was rolled back"
-            ))
-            .into());
-        }
-        Ok(value)
+            .contains(&batch)
     }
 }
 
@@ -1009,17 +1032,20 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_write_that_fails_after_changing_rows_abandons_its_whole_group() {
+    async fn a_write_that_fails_after_changing_rows_abandons_its_whole_group_and_tells_every_writer() {
         // Arrange
         let db = SqliteDb::open_in_memory().unwrap();
         let generation = db.generation();
 
-        // Act: a write fails half-way in a group that two others joined before it.
+        // Act: a write fails half-way in a group that three others joined before it, two of
+        // them waiting for it to be durable.
         db.write_deferred(|c| put(c, "u1")).await.unwrap();
         let mut joined = std::pin::pin!(db.write(|c| put(c, "u2")));
+        let mut also = std::pin::pin!(db.write(|c| put(c, "u5")));
         tokio::select! {
             biased;
             _ = &mut joined => panic!("the group cannot have committed yet"),
+            _ = &mut also => panic!("the group cannot have committed yet"),
             _ = std::future::ready(()) => {}
         }
         let half = db
@@ -1028,12 +1054,14 @@ mod tests {
                 put(c, "u3")
             })
             .await;
-        let joined = joined.await;
+        let (joined, also) = (joined.await, also.await);
         let after = db.write(|c| put(c, "u4")).await;
 
-        // Assert: the group is gone, its waiting writer is told, and the next group commits.
+        // Assert: the group is gone, each of its waiting writers is told, and the next group
+        // commits.
         assert!(half.is_err());
         assert!(matches!(&joined, Err(e) if e.is_retryable()), "{joined:?}");
+        assert!(matches!(&also, Err(e) if e.is_retryable()), "{also:?}");
         assert!(after.is_ok(), "{after:?}");
         assert_eq!(ids(&db).await, ["u4"]);
         assert!(db.generation() > generation, "caches must start over");
