@@ -1032,7 +1032,8 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_write_that_fails_after_changing_rows_abandons_its_whole_group_and_tells_every_writer() {
+    async fn a_write_that_fails_after_changing_rows_abandons_its_whole_group_and_tells_every_writer()
+     {
         // Arrange
         let db = SqliteDb::open_in_memory().unwrap();
         let generation = db.generation();

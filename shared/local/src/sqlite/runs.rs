@@ -1132,7 +1132,11 @@ mod tests {
         assert!(failed.is_err());
         assert!(matches!(&lost, Err(e) if e.is_retryable()), "{lost:?}");
         assert!(then.is_ok(), "reported once: {then:?}");
-        assert_eq!(run.metrics.tokens(), before + 10, "the second spend was rolled back");
+        assert_eq!(
+            run.metrics.tokens(),
+            before + 10,
+            "the second spend was rolled back"
+        );
     }
 
     #[test]
