@@ -205,44 +205,6 @@ mod suite {
         assert_eq!(run.event_seq, 4);
     }
 
-    pub async fn a_spend_is_applied_at_once_and_once_settled_it_is_committed(s: &dyn Store) {
-        // Arrange
-        s.create_run(change::create(new_run("r1", "alice", 10), 5))
-            .await
-            .unwrap();
-
-        // Act: two spends, each settled before the next, as the engine does before a call;
-        // the second retried after it landed.
-        let first = s
-            .update_run_spend("r1", &|r| {
-                Ok(change::record_spend_once(r, 1, &spend(10), "w#r1#1#1", 11))
-            })
-            .await
-            .unwrap();
-        s.spend_settled("r1").await.unwrap();
-        for _ in 0..2 {
-            s.update_run_spend("r1", &|r| {
-                Ok(change::record_spend_once(r, 1, &spend(5), "w#r1#1#2", 12))
-            })
-            .await
-            .unwrap();
-        }
-        s.spend_settled("r1").await.unwrap();
-        let settled_again = s.spend_settled("r1").await;
-        let committed = s.get_committed_run("r1").await.unwrap().unwrap();
-        let events = s.events("r1", 0, 100).await.unwrap();
-
-        // Assert
-        assert_eq!(first.metrics.input_tokens, 10, "applied when it returns");
-        assert!(settled_again.is_ok(), "nothing owed: {settled_again:?}");
-        assert_eq!(committed.metrics.input_tokens, 15, "each call counted once");
-        let costs = events
-            .iter()
-            .filter(|e| e.kind == EventKind::IterationCostUpdate)
-            .count();
-        assert_eq!(costs, 2);
-    }
-
     pub async fn events_page_by_after_and_limit(s: &dyn Store) {
         s.create_run(change::create(new_run("r1", "alice", 10), 5))
             .await
@@ -1113,7 +1075,6 @@ macro_rules! all_adapters {
                 the_active_limit_refuses_a_slot_and_release_frees_it,
                 updates_append_gapless_events_and_a_rejection_writes_nothing,
                 events_page_by_after_and_limit,
-                a_spend_is_applied_at_once_and_once_settled_it_is_committed,
                 paging_the_log_from_every_position_sees_each_event_once_in_order,
                 a_commit_writes_iteration_docs_and_pad_together_and_only_once,
                 the_scratchpad_returns_the_last_entries_oldest_first,

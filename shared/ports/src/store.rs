@@ -94,20 +94,6 @@ pub trait RunLog: Send + Sync {
     async fn update_run_deferred(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run> {
         self.update_run(run_id, change).await
     }
-    /// `update_run` for a model call's spend (and the claim its first call takes), which must be
-    /// durable before the run's next model call rather than before this returns: stores that
-    /// batch durability may return once it is applied, and `spend_settled` waits for it. A
-    /// crash then loses no more spend than if each write had waited: a run's calls in flight
-    /// or not yet settled, and no call starts before the ones before it are settled.
-    async fn update_run_spend(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run> {
-        self.update_run(run_id, change).await
-    }
-    /// Returns once every `update_run_spend` of the run so far is durable, or an error (once)
-    /// if one was lost: its group was rolled back, so the attempt must start over. Stores whose
-    /// every write is durable when it returns need not override it.
-    async fn spend_settled(&self, _run_id: &str) -> StoreResult<()> {
-        Ok(())
-    }
     async fn events(&self, run_id: &str, after: u64, limit: usize) -> StoreResult<Vec<Event>>;
     async fn iterations(
         &self, run_id: &str, after: u32, limit: usize,

@@ -312,8 +312,8 @@ fn main() {
            is written while this one syncs; SQLite itself runs at `NORMAL`, which in WAL\n\
            mode fsyncs only around checkpoints (the WAL before, the database after), so resetting the WAL\n\
            never drops a frame the database file does not hold durably.\n\
-           A model call's spend record is durable before the run's next model call (money spent must\n\
-           never be lost: a crash loses no more than the calls in flight); claims, iteration commits, next-step sends and acks join a group without waiting, because a\n\
+           Only the spend record of a model call waits for its group (money spent must never be lost);\n\
+           claims, iteration commits, next-step sends and acks join a group without waiting, because a\n\
            crash loses them only together with everything logged after them — including the ack — so\n\
            the message is redelivered and the iteration redone (exactly once still holds). Start-up\n\
            recovery re-sends a step or an outcome that a crash lost.\n\

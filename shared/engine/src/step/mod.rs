@@ -190,8 +190,6 @@ impl Engine {
         let run = match self.commit(&run, &claim, &plan).await? {
             Ok(run) => run,
             Err(r) => {
-                // A claim lost with its spend's group was no other attempt's: start over.
-                self.store().spend_settled(&run.id).await?;
                 warn!(reason = %r, "commit refused; another attempt owns this iteration");
                 return Ok(StepOutcome::Dropped(r.to_string()));
             }

@@ -171,9 +171,6 @@ impl Engine {
             rotation: it.run.models.iter().skip(1).cloned().collect(),
             deadline_ms: it.deadline_ms,
         };
-        // No call starts before the run's earlier calls' spend is durable, so a crash loses
-        // no more than the calls in flight.
-        self.store().spend_settled(&it.run.id).await?;
         let resp = match self.llm.chat(&req).await {
             Ok(resp) => resp,
             Err(e) => {
@@ -220,8 +217,7 @@ impl Engine {
 
     /// Writes a call's spend (taking the claim with it on the attempt's first write), retrying
     /// a store that failed: the money was spent, and budgets must see it. Keyed, so a write that
-    /// landed before its error counts once. Durable before the run's next call (`call_llm`
-    /// settles it), not before this returns: the tools and the commit need not wait on it.
+    /// landed before its error counts once.
     pub(super) async fn record_spend(
         &self, it: &Iter<'_>, spend: &Spend, key: &str, claiming: bool,
     ) -> Result<(), EngineError> {
@@ -231,7 +227,7 @@ impl Engine {
             let now = self.now();
             let written = self
                 .store()
-                .update_run_spend(&it.run.id, &|r| {
+                .update_run(&it.run.id, &|r| {
                     it.claim.and_then(!claiming, r, now, |c| {
                         Ok(change::record_spend_once(c, it.n, spend, key, now))
                     })

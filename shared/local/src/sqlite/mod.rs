@@ -659,18 +659,6 @@ impl SqliteDb {
     pub async fn write_with<T, E: From<GroupCommitFailed>>(
         &self, durable: bool, f: impl FnOnce(&Connection) -> Result<T, E>,
     ) -> Result<T, E> {
-        let (value, batch) = self.write_in_group(f)?;
-        if durable {
-            self.settled(batch).await?;
-        }
-        Ok(value)
-    }
-
-    /// Runs `f` in the current group and returns at once, with the group's number for
-    /// `settled`.
-    pub fn write_in_group<T, E: From<GroupCommitFailed>>(
-        &self, f: impl FnOnce(&Connection) -> Result<T, E>,
-    ) -> Result<(T, u64), E> {
         let fail = |e: rusqlite::Error| GroupCommitFailed(e.to_string());
         self.inner
             .writes
@@ -737,34 +725,27 @@ impl SqliteDb {
                 .await;
             });
         }
-        Ok((out?, batch))
-    }
-
-    /// Waits until group `batch` is durable: an error if it was rolled back or its fsync failed.
-    pub async fn settled(&self, batch: u64) -> Result<(), GroupCommitFailed> {
+        let value = out?;
+        if !durable {
+            return Ok(value);
+        }
         let mut rx = self.inner.finished.subscribe();
         if rx.wait_for(|f| *f >= batch).await.is_err() {
-            return Err(GroupCommitFailed("the committer stopped".into()));
+            return Err(GroupCommitFailed("the committer stopped".into()).into());
         }
-        if self.failed(batch) {
-            return Err(GroupCommitFailed(format!(
-                "group commit {batch} failed; the write was rolled back"
-            )));
-        }
-        Ok(())
-    }
-
-    /// Whether group `batch` is finished and durable, without waiting.
-    pub fn is_settled(&self, batch: u64) -> bool {
-        *self.inner.finished.borrow() >= batch && !self.failed(batch)
-    }
-
-    fn failed(&self, batch: u64) -> bool {
-        self.inner
+        if self
+            .inner
             .failed
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .contains(&batch)
+        {
+            return Err(GroupCommitFailed(format!(
+                "group commit {batch} failed; the write was rolled back"
+            ))
+            .into());
+        }
+        Ok(value)
     }
 }
 

@@ -10,45 +10,6 @@ pub struct SqliteRunStore {
     /// cached runs and scratchpads take it without the connection); emptied when the database
     /// rolls back a group.
     runs: std::sync::Mutex<RunCache>,
-    /// The group of each run's last spend write not yet settled (`update_run_spend`).
-    spends: OwedSpends,
-}
-
-/// Runs' spend writes not known durable yet, by the group each went into.
-#[derive(Default)]
-struct OwedSpends {
-    owed: std::sync::Mutex<HashMap<String, u64>>,
-}
-
-/// Past this many owed runs, those whose spend is settled (runs that ended or went quiet after
-/// a call) are forgotten.
-const OWED_SPENDS_PRUNE: usize = 4_096;
-
-impl OwedSpends {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, u64>> {
-        self.owed.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn owe(&self, run_id: &str, batch: u64, settled: impl Fn(u64) -> bool) {
-        let mut owed = self.lock();
-        owed.insert(run_id.to_string(), batch);
-        if owed.len() > OWED_SPENDS_PRUNE {
-            owed.retain(|_, b| !settled(*b));
-        }
-    }
-
-    fn owed(&self, run_id: &str) -> Option<u64> {
-        self.lock().get(run_id).copied()
-    }
-
-    /// `batch` settled (or failed, which is reported once): forgotten unless a later spend of
-    /// the run came meanwhile.
-    fn paid(&self, run_id: &str, batch: u64) {
-        let mut owed = self.lock();
-        if owed.get(run_id) == Some(&batch) {
-            owed.remove(run_id);
-        }
-    }
 }
 
 #[derive(Default)]
@@ -273,7 +234,6 @@ impl SqliteRunStore {
         SqliteRunStore {
             db,
             runs: std::sync::Mutex::default(),
-            spends: OwedSpends::default(),
         }
     }
 
@@ -346,44 +306,40 @@ impl SqliteRunStore {
     /// the one the change was computed from), it starts over; without a cached run it does
     /// everything under the lock.
     async fn apply(&self, durable: bool, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run> {
-        let (run, batch) = self.apply_in_group(run_id, change)?;
-        if durable {
-            self.db.settled(batch).await?;
-        }
-        Ok(run)
-    }
-
-    /// `apply` without waiting: the run as written and its group.
-    fn apply_in_group(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<(Run, u64)> {
         for _ in 0..3 {
             let Some(base) = self.cached(run_id) else {
                 break;
             };
             let prepared = Prepared::new(change(&base)?, Some(&base))?;
             let next = Arc::new(prepared.run.clone());
-            let (written, batch) = self.db.write_in_group(|conn| {
-                let unchanged = self
-                    .cache()
-                    .map
-                    .get(run_id)
-                    .is_some_and(|c| Arc::ptr_eq(&c.run, &base));
-                if !unchanged {
-                    return Ok::<_, StoreError>(None);
-                }
-                let (run, pad) = prepared.write(conn)?;
-                self.remember_write(next, pad);
-                Ok(Some(run))
-            })?;
+            let written = self
+                .db
+                .write_with(durable, |conn| {
+                    let unchanged = self
+                        .cache()
+                        .map
+                        .get(run_id)
+                        .is_some_and(|c| Arc::ptr_eq(&c.run, &base));
+                    if !unchanged {
+                        return Ok::<_, StoreError>(None);
+                    }
+                    let (run, pad) = prepared.write(conn)?;
+                    self.remember_write(next, pad);
+                    Ok(Some(run))
+                })
+                .await?;
             if let Some(run) = written {
-                return Ok((run, batch));
+                return Ok(run);
             }
         }
-        self.db.write_in_group(|conn| {
-            let run = self.current(conn, run_id)?.ok_or(Rejection::NotFound)?;
-            let (run, pad) = Prepared::new(change(&run)?, Some(&run))?.write(conn)?;
-            self.remember_write(Arc::new(run.clone()), pad);
-            Ok(run)
-        })
+        self.db
+            .write_with(durable, |conn| {
+                let run = self.current(conn, run_id)?.ok_or(Rejection::NotFound)?;
+                let (run, pad) = Prepared::new(change(&run)?, Some(&run))?.write(conn)?;
+                self.remember_write(Arc::new(run.clone()), pad);
+                Ok(run)
+            })
+            .await
     }
 }
 
@@ -670,22 +626,6 @@ impl RunLog for SqliteRunStore {
 
     async fn update_run_deferred(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run> {
         self.apply(false, run_id, change).await
-    }
-
-    async fn update_run_spend(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run> {
-        let (run, batch) = self.apply_in_group(run_id, change)?;
-        self.spends.owe(run_id, batch, |b| self.db.is_settled(b));
-        Ok(run)
-    }
-
-    async fn spend_settled(&self, run_id: &str) -> StoreResult<()> {
-        let Some(batch) = self.spends.owed(run_id) else {
-            return Ok(());
-        };
-        let settled = self.db.settled(batch).await;
-        // Forgotten either way: a lost spend is reported once, and the attempt starts over.
-        self.spends.paid(run_id, batch);
-        Ok(settled?)
     }
 
     async fn events(&self, run_id: &str, after: u64, limit: usize) -> StoreResult<Vec<Event>> {
@@ -1083,59 +1023,6 @@ mod tests {
             after_the_rollback,
             [5, 6, 7],
             "entry 8 was rolled back with its group"
-        );
-    }
-
-    /// A change that records a model call of `tokens` input tokens, keyed by `key`.
-    fn spend(key: &'static str, tokens: u64) -> impl Fn(&Run) -> Result<RunChange, Rejection> {
-        move |r: &Run| {
-            let spend = longrun_domain::run::Spend {
-                model: "m".into(),
-                role: "planner".into(),
-                input_tokens: tokens,
-                output_tokens: 0,
-                cached_tokens: 0,
-                cost_usd: None,
-                latency_ms: 1,
-                queued_ms: 0,
-            };
-            Ok(longrun_domain::change::record_spend_once(
-                r, 1, &spend, key, 0,
-            ))
-        }
-    }
-
-    #[tokio::test]
-    async fn a_spend_lost_with_its_group_is_reported_once_when_it_is_settled() {
-        // Arrange: a spend written and settled.
-        let (_dir, store, id) = store_with_a_run().await;
-        let before = store.get_run(&id).await.unwrap().unwrap().metrics.tokens();
-        store.update_run_spend(&id, &spend("a", 10)).await.unwrap();
-        let first = store.spend_settled(&id).await;
-
-        // Act: a second spend, whose group a failed write abandons.
-        let applied = store.update_run_spend(&id, &spend("b", 100)).await.unwrap();
-        let failed = store
-            .db
-            .write(|c| {
-                c.execute("DELETE FROM active", []).map_err(unavailable)?;
-                Err::<(), _>(StoreError::Unavailable("fails half-way".into()))
-            })
-            .await;
-        let lost = store.spend_settled(&id).await;
-        let then = store.spend_settled(&id).await;
-        let run = store.get_run(&id).await.unwrap().unwrap();
-
-        // Assert
-        assert!(first.is_ok(), "{first:?}");
-        assert_eq!(applied.metrics.tokens(), before + 110, "applied at once");
-        assert!(failed.is_err());
-        assert!(matches!(&lost, Err(e) if e.is_retryable()), "{lost:?}");
-        assert!(then.is_ok(), "reported once: {then:?}");
-        assert_eq!(
-            run.metrics.tokens(),
-            before + 10,
-            "the second spend was rolled back"
         );
     }
 
