@@ -751,7 +751,12 @@ impl Workspace for SqliteRunStore {
             }
             cache.map.get(run_id).map(|c| c.run.clone())
         };
-        let limit = last.max(PAD_TAIL);
+        // A few more rows than asked only when the run is cached, where they are kept.
+        let limit = if seen.is_some() {
+            last.max(PAD_TAIL)
+        } else {
+            last
+        };
         let mut out: Vec<PadEntry> = self
             .read_own(run_id, |c| {
                 query_json(c, LAST_PADS, &[&run_id, &(limit as i64), &PAD])
