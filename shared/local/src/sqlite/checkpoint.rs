@@ -95,7 +95,7 @@ fn checkpoint(inner: &Inner) {
     // Between two groups (no transaction open on the writer's connection), so the next group
     // begins with every frame copied back and SQLite starts the WAL over.
     for _ in 0..FINISH_TRIES {
-        let g = inner.hold_long();
+        let g = inner.conn.lock().unwrap_or_else(|e| e.into_inner());
         if g.open.is_none() {
             if let Err(e) = cp.pass() {
                 tracing::warn!(error = %e, "WAL checkpoint failed");

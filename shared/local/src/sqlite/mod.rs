@@ -272,11 +272,6 @@ CREATE TABLE IF NOT EXISTS fair (key TEXT PRIMARY KEY, served INTEGER NOT NULL) 
 CREATE TABLE IF NOT EXISTS dedup_log (dedup_id TEXT NOT NULL, expires_at INTEGER NOT NULL);
 "#;
 
-/// How long a task waiting for another task's hold of the connection lets other tasks run
-/// before it blocks its thread (a hold is tens of microseconds; blocking at once idled a core
-/// whenever two tasks wanted the connection).
-const SPIN: std::time::Duration = std::time::Duration::from_micros(200);
-
 /// How many groups back a failed group is still reported to its writers.
 const FAILED_GROUPS_KEPT: u64 = 100_000;
 
@@ -306,11 +301,6 @@ struct Inner {
     /// The newest group opened (it may not be committed yet).
     opened: std::sync::atomic::AtomicU64,
     conn: Arc<std::sync::Mutex<Conn>>,
-    /// Threads holding the connection, or waiting for it, for long (the committer's COMMIT, a
-    /// checkpoint's finishing pass); tasks wait for them without blocking a runtime thread.
-    long: std::sync::atomic::AtomicUsize,
-    /// Woken as the last such hold ends.
-    long_done: tokio::sync::Notify,
     /// Shared with the committer, which lets go of the database before it wakes the writers:
     /// a caller that closes the database once its write returns really closes it.
     finished: Arc<watch::Sender<u64>>,
@@ -350,62 +340,7 @@ fn open_reader(path: &Path) -> StoreResult<Connection> {
     Ok(c)
 }
 
-/// A long hold of the writer's connection by a thread: tasks wait for it without blocking
-/// theirs (see `SqliteDb::lock`).
-struct LongHold<'a> {
-    inner: &'a Inner,
-    conn: Option<std::sync::MutexGuard<'a, Conn>>,
-}
-
-impl std::ops::Deref for LongHold<'_> {
-    type Target = Conn;
-    fn deref(&self) -> &Conn {
-        self.conn
-            .as_deref()
-            .unwrap_or_else(|| unreachable!("held until dropped"))
-    }
-}
-
-impl std::ops::DerefMut for LongHold<'_> {
-    fn deref_mut(&mut self) -> &mut Conn {
-        self.conn
-            .as_deref_mut()
-            .unwrap_or_else(|| unreachable!("held until dropped"))
-    }
-}
-
-impl Drop for LongHold<'_> {
-    fn drop(&mut self) {
-        drop(self.conn.take());
-        if self
-            .inner
-            .long
-            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst)
-            == 1
-        {
-            self.inner.long_done.notify_waiters();
-        }
-    }
-}
-
 impl Inner {
-    fn try_conn(&self) -> Option<std::sync::MutexGuard<'_, Conn>> {
-        match self.conn.try_lock() {
-            Ok(g) => Some(g),
-            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => None,
-        }
-    }
-
-    /// Takes the connection for long, from a thread of its own.
-    fn hold_long(&self) -> LongHold<'_> {
-        self.long.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        LongHold {
-            inner: self,
-            conn: Some(self.conn.lock().unwrap_or_else(|e| e.into_inner())),
-        }
-    }
-
     /// Marks a group failed: its waiting writers get an error, and caches of rows start over.
     fn abandon(&self, batch: u64) {
         self.generation
@@ -622,8 +557,6 @@ impl SqliteDb {
                 open: None,
                 next: 1,
             })),
-            long: std::sync::atomic::AtomicUsize::new(0),
-            long_done: tokio::sync::Notify::new(),
             finished: Arc::new(watch::channel(0).0),
             failed: std::sync::Mutex::default(),
             wal_path,
@@ -636,31 +569,10 @@ impl SqliteDb {
         })
     }
 
-    /// The connection, for a task. Tasks hold it for short synchronous critical sections, so a
-    /// task that finds it taken lets other tasks run for a moment, then blocks its thread (an
-    /// async mutex would hand the connection to a parked task and leave it idle until that task
-    /// is scheduled). While a thread holds it for long, for a COMMIT or a checkpoint, a task
-    /// waits without holding its runtime thread: blocked, both runtime threads idled through
-    /// every COMMIT, which was most of the zero-latency loop's idle time.
-    async fn lock(&self) -> std::sync::MutexGuard<'_, Conn> {
-        let inner = &self.inner;
-        let long = || inner.long.load(std::sync::atomic::Ordering::SeqCst) > 0;
-        let since = std::time::Instant::now();
-        while since.elapsed() < SPIN {
-            while long() {
-                let mut done = std::pin::pin!(inner.long_done.notified());
-                done.as_mut().enable();
-                if !long() {
-                    break;
-                }
-                done.await;
-            }
-            if let Some(g) = inner.try_conn() {
-                return g;
-            }
-            tokio::task::yield_now().await;
-        }
-        inner.conn.lock().unwrap_or_else(|e| e.into_inner())
+    /// A short synchronous critical section; an async mutex would hand the lock to a parked
+    /// task and leave it idle until that task is scheduled.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Conn> {
+        self.inner.conn.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn generation(&self) -> u64 {
@@ -695,7 +607,7 @@ impl SqliteDb {
     }
 
     pub async fn read<T>(&self, f: impl FnOnce(&Connection) -> T) -> T {
-        let g = self.lock().await;
+        let g = self.lock();
         f(&g.c)
     }
 
@@ -752,7 +664,7 @@ impl SqliteDb {
             .writes
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (batch, leader, out) = {
-            let mut g = self.lock().await;
+            let mut g = self.lock();
             let leader = g.open.is_none();
             if leader {
                 exec(&g.c, "BEGIN IMMEDIATE").map_err(fail)?;
@@ -780,7 +692,7 @@ impl SqliteDb {
             tokio::spawn(async move {
                 tokio::task::yield_now().await;
                 let _ = tokio::task::spawn_blocking(move || {
-                    let mut g = inner.hold_long();
+                    let mut g = inner.conn.lock().unwrap_or_else(|e| e.into_inner());
                     // Not open any more: a failed write abandoned the group (and told its writers).
                     if g.open == Some(batch) {
                         g.open = None;
@@ -995,7 +907,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = SqliteDb::open(&dir.path().join("db.sqlite")).unwrap();
         insert(&db, "acked").await;
-        let held = db.lock().await;
+        let held = db.lock();
         exec(&held.c, "BEGIN IMMEDIATE").unwrap();
         put(&held.c, "open").unwrap();
 
@@ -1076,44 +988,6 @@ mod tests {
         })
         .await
         .unwrap()
-    }
-
-    #[tokio::test]
-    async fn a_write_waiting_for_a_commit_leaves_its_runtime_thread_to_other_tasks() {
-        // Arrange: a thread holds the writer's connection as the committer does through a
-        // COMMIT, until this task tells it to let go (or gives up after a while).
-        let dir = tempfile::tempdir().unwrap();
-        let db = SqliteDb::open(&dir.path().join("db.sqlite")).unwrap();
-        let (release, released) = std::sync::mpsc::channel::<()>();
-        let (held, holding) = std::sync::mpsc::channel::<()>();
-        let inner = db.inner.clone();
-        let holder = std::thread::spawn(move || {
-            let _hold = inner.hold_long();
-            held.send(()).unwrap();
-            released.recv_timeout(std::time::Duration::from_secs(5))
-        });
-        holding.recv().unwrap();
-        let writer = tokio::spawn({
-            let db = db.clone();
-            async move { insert(&db, "waited").await }
-        });
-
-        // Act: on this runtime's one thread, the writer runs and waits; this task runs on.
-        for _ in 0..10 {
-            tokio::task::yield_now().await;
-        }
-        let waiting = !writer.is_finished();
-        let _ = release.send(());
-        let let_go_when_told = holder.join().unwrap();
-        writer.await.unwrap();
-
-        // Assert
-        assert!(waiting, "the write waits for the hold");
-        assert!(
-            let_go_when_told.is_ok(),
-            "this task ran while the write waited"
-        );
-        assert_eq!(ids(&db).await, vec!["waited".to_string()]);
     }
 
     #[tokio::test]
