@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-use super::{Inner, StoreResult, unavailable};
+use std::sync::Arc;
+
+use super::{Inner, SqliteDb, StoreResult, unavailable};
 
 /// Pages of WAL (4 KB each) past which a pass is finished under the writer's lock.
 pub(super) const RESTART_FRAMES: i64 = 4_000;
@@ -78,7 +80,7 @@ pub(super) fn spawn(db: Weak<Inner>, woken: mpsc::Receiver<()>) {
     }
 }
 
-fn checkpoint(inner: &Inner) {
+fn checkpoint(inner: &Arc<Inner>) {
     let Some(cp) = &inner.checkpointer else {
         return;
     };
@@ -94,15 +96,20 @@ fn checkpoint(inner: &Inner) {
     }
     // Between two groups (no transaction open on the writer's connection), so the next group
     // begins with every frame copied back and SQLite starts the WAL over.
+    // Let go of like any holder's, so writes handed over meanwhile are run, not stranded.
+    let db = SqliteDb {
+        inner: inner.clone(),
+    };
     for _ in 0..FINISH_TRIES {
-        let g = inner.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let g = db.lock();
         if g.open.is_none() {
             if let Err(e) = cp.pass() {
                 tracing::warn!(error = %e, "WAL checkpoint failed");
             }
+            db.release(g);
             return;
         }
-        drop(g);
+        db.release(g);
         std::thread::sleep(Duration::from_millis(1));
     }
 }

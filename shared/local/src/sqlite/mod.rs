@@ -287,6 +287,13 @@ const FAILED_GROUPS_KEPT: u64 = 100_000;
 /// group is durable, so an acknowledged write survives power loss, while 50 concurrent runs share
 /// one fsync instead of paying one each. Reads on the connection may see a group's writes a
 /// moment before its fsync completes; nothing is acknowledged to a caller before then.
+///
+/// The loop's writes (`write_owned`) never block a runtime thread on the connection: a task
+/// that finds it taken hands its write to the holder, which runs it (in order, in the open
+/// group) before letting go, and the task waits as a task. With a blocking lock, both runtime
+/// threads of a 2-core box spent most of their switches asleep on it, a core idle behind each
+/// COMMIT; a task that parked and then took the lock itself left the connection idle until the
+/// task was polled again, which at 10,000 runs is behind thousands of others.
 #[derive(Clone)]
 pub struct SqliteDb {
     inner: Arc<Inner>,
@@ -309,7 +316,11 @@ struct Inner {
     wal_path: Option<std::path::PathBuf>,
     wal_file: std::sync::OnceLock<std::fs::File>,
     wal_syncs: std::sync::atomic::AtomicU64,
-    /// The queue's index of group heads; locked only while holding `conn`, so it moves in step
+    /// Writes handed over by tasks that found the connection taken, for its holder to run
+    /// before it lets go (`write_owned`); `queued` counts them so a holder looks without locking.
+    jobs: std::sync::Mutex<Vec<Job>>,
+    queued: std::sync::atomic::AtomicUsize,
+    /// The queue's index of group heads; changed only while holding `conn`, so it moves in step
     /// with the rows (and is rebuilt when the generation says they were rolled back).
     ready: std::sync::Mutex<ready::ReadyIndex>,
     /// Connections for `read_committed` (none for an in-memory database).
@@ -379,6 +390,12 @@ struct Conn {
     open: Option<u64>,
     next: u64,
 }
+
+/// A write another task handed over: run by the connection's holder, in the group open then.
+type Job = Box<dyn FnOnce(&SqliteDb, &mut Conn) + Send>;
+
+/// Where a write landed: its group, and what its closure returned.
+type Applied<T, E> = (u64, Result<T, E>);
 
 /// The group transaction could not be started or committed; the write did not happen.
 #[derive(Debug)]
@@ -562,6 +579,8 @@ impl SqliteDb {
             wal_path,
             wal_file: std::sync::OnceLock::new(),
             wal_syncs: std::sync::atomic::AtomicU64::new(0),
+            jobs: std::sync::Mutex::default(),
+            queued: std::sync::atomic::AtomicUsize::new(0),
             ready: std::sync::Mutex::default(),
             readers: Vec::new(),
             checkpointer: None,
@@ -581,8 +600,9 @@ impl SqliteDb {
             .load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    /// The queue's index of group heads. Lock it only inside a `read` or `write` closure (with
-    /// the connection held), never the other way round.
+    /// The queue's index of group heads. Change it only inside a `read` or `write` closure (with
+    /// the connection held); a look without the connection sees it as of the last write. Never
+    /// take the connection while holding it.
     fn ready_index(&self) -> std::sync::MutexGuard<'_, ready::ReadyIndex> {
         self.inner.ready.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -608,7 +628,10 @@ impl SqliteDb {
 
     pub async fn read<T>(&self, f: impl FnOnce(&Connection) -> T) -> T {
         let g = self.lock();
-        f(&g.c)
+        let out = f(&g.c);
+        drop(g);
+        self.leave_jobs_to_others();
+        out
     }
 
     /// The newest group opened: inside a write closure, the group the write is in.
@@ -659,72 +682,227 @@ impl SqliteDb {
     pub async fn write_with<T, E: From<GroupCommitFailed>>(
         &self, durable: bool, f: impl FnOnce(&Connection) -> Result<T, E>,
     ) -> Result<T, E> {
-        let fail = |e: rusqlite::Error| GroupCommitFailed(e.to_string());
+        let (batch, out) = self.apply_held(self.lock(), f);
+        self.settle(durable, batch, out).await
+    }
+
+    /// `write_with` for the loop's own writes (the run's, the queue's). A task that finds the
+    /// connection taken does not block its thread: it hands the write to the holder, which runs
+    /// it before letting go, and waits for the result as a task. The connection never waits
+    /// for a woken task, and a runtime thread never waits for the connection.
+    pub async fn write_owned<T, E>(
+        &self, durable: bool, f: impl FnOnce(&Connection) -> Result<T, E> + Send + 'static,
+    ) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<GroupCommitFailed> + Send + 'static,
+    {
+        let (batch, out) = match self.try_apply(f) {
+            Ok(applied) => applied,
+            Err(f) => {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                self.hand_over(Box::new(move |db: &SqliteDb, g: &mut Conn| {
+                    let _ = tx.send(db.apply(g, f));
+                }));
+                match rx.await {
+                    Ok(applied) => applied,
+                    Err(_) => return Err(GroupCommitFailed("the write was dropped".into()).into()),
+                }
+            }
+        };
+        self.settle(durable, batch, out).await
+    }
+
+    /// A deferred write whose failure only needs to be logged (an ack: a failed one is
+    /// redelivered and healed). Applied now if the connection is free; else, if `vouch` says
+    /// it will succeed, handed to the holder without waiting for it; else as `write_owned`.
+    pub async fn write_behind<E>(
+        &self, what: &'static str, vouch: impl FnOnce() -> bool,
+        f: impl FnOnce(&Connection) -> Result<(), E> + Send + 'static,
+    ) -> Result<(), E>
+    where
+        E: From<GroupCommitFailed> + std::fmt::Display + Send + 'static,
+    {
+        match self.try_apply(f) {
+            Ok((_, out)) => out,
+            Err(f) if vouch() => {
+                self.hand_over(Box::new(move |db: &SqliteDb, g: &mut Conn| {
+                    if let (_, Err(e)) = db.apply(g, f) {
+                        tracing::warn!(error = %e, "{what} failed after it was handed over");
+                    }
+                }));
+                Ok(())
+            }
+            Err(f) => self.write_owned(false, f).await,
+        }
+    }
+
+    /// Applies `f` if the connection is free; else gives it back.
+    fn try_apply<T, E, F>(&self, f: F) -> Result<Applied<T, E>, F>
+    where
+        E: From<GroupCommitFailed>,
+        F: FnOnce(&Connection) -> Result<T, E>,
+    {
+        match self.try_lock() {
+            Some(g) => Ok(self.apply_held(g, f)),
+            None => Err(f),
+        }
+    }
+
+    /// Applies `f` with the connection held, after the writes handed over before it (so one
+    /// task's writes land in the order it made them), then lets go.
+    fn apply_held<'a, T, E: From<GroupCommitFailed>>(
+        &'a self, mut g: std::sync::MutexGuard<'a, Conn>,
+        f: impl FnOnce(&Connection) -> Result<T, E>,
+    ) -> Applied<T, E> {
+        self.run_jobs(&mut g);
+        let applied = self.apply(&mut g, f);
+        self.release(g);
+        applied
+    }
+
+    fn try_lock(&self) -> Option<std::sync::MutexGuard<'_, Conn>> {
+        match self.inner.conn.try_lock() {
+            Ok(g) => Some(g),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// Lists a write for the connection's holder to run.
+    fn hand_over(&self, job: Job) {
+        {
+            let mut jobs = self.inner.jobs.lock().unwrap_or_else(|e| e.into_inner());
+            jobs.push(job);
+            self.inner
+                .queued
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        // The holder may have let go before the job was listed: then it is run here.
+        if let Some(g) = self.try_lock() {
+            self.release(g);
+        }
+    }
+
+    /// Runs the writes handed over, then lets go of the connection; a job listed after the
+    /// last look but before the unlock is taken after it (its task's own try failed on this
+    /// hold), unless another holder has the connection by then and takes it.
+    fn release<'a>(&'a self, mut g: std::sync::MutexGuard<'a, Conn>) {
+        use std::sync::atomic::{Ordering, fence};
+        loop {
+            self.run_jobs(&mut g);
+            drop(g);
+            fence(Ordering::SeqCst);
+            if self.inner.queued.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            match self.try_lock() {
+                Some(next) => g = next,
+                None => return,
+            }
+        }
+    }
+
+    /// After a read: writes handed over during it are run by a task of their own, not on the
+    /// reader's time (an API request's), unless another holder takes them first.
+    fn leave_jobs_to_others(&self) {
+        use std::sync::atomic::{Ordering, fence};
+        fence(Ordering::SeqCst);
+        if self.inner.queued.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let db = self.clone();
+        let run = move || {
+            if let Some(g) = db.try_lock() {
+                db.release(g);
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(async move { run() });
+            }
+            Err(_) => run(),
+        }
+    }
+
+    /// Runs the writes handed over so far, in the order they were handed over.
+    fn run_jobs(&self, g: &mut Conn) {
+        use std::sync::atomic::Ordering;
+        while self.inner.queued.load(Ordering::SeqCst) > 0 {
+            let jobs =
+                std::mem::take(&mut *self.inner.jobs.lock().unwrap_or_else(|e| e.into_inner()));
+            self.inner.queued.fetch_sub(jobs.len(), Ordering::SeqCst);
+            for job in jobs {
+                job(self, g);
+            }
+        }
+    }
+
+    /// Runs `f` in the open group, opening one (and scheduling its commit) if none is. If `f`
+    /// fails after changing rows, its group is abandoned.
+    fn apply<T, E: From<GroupCommitFailed>>(
+        &self, g: &mut Conn, f: impl FnOnce(&Connection) -> Result<T, E>,
+    ) -> Applied<T, E> {
         self.inner
             .writes
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let (batch, leader, out) = {
-            let mut g = self.lock();
-            let leader = g.open.is_none();
-            if leader {
-                exec(&g.c, "BEGIN IMMEDIATE").map_err(fail)?;
-                g.open = Some(g.next);
+        let batch = match g.open {
+            Some(batch) => batch,
+            None => {
+                if let Err(e) = exec(&g.c, "BEGIN IMMEDIATE") {
+                    return (0, Err(GroupCommitFailed(e.to_string()).into()));
+                }
+                let batch = g.next;
+                g.open = Some(batch);
                 self.inner
                     .opened
-                    .store(g.next, std::sync::atomic::Ordering::SeqCst);
+                    .store(batch, std::sync::atomic::Ordering::SeqCst);
                 g.next += 1;
+                self.commit_later(batch);
+                batch
             }
-            let batch = g.open.unwrap_or_default();
-            let changes = g.c.total_changes();
-            let out = f(&g.c);
-            // A write that failed half-way, or an error on which SQLite rolled back the
-            // transaction itself: the group cannot be committed.
-            if out.is_err() && (g.c.total_changes() != changes || g.c.is_autocommit()) {
-                let _ = exec(&g.c, "ROLLBACK");
-                g.open = None;
-                self.inner.abandon(batch);
-            }
-            (batch, leader, out)
         };
-        if leader {
-            // Spawned, so a caller that goes away (a dropped HTTP request) cannot strand the group.
-            let inner = self.inner.clone();
-            tokio::spawn(async move {
-                tokio::task::yield_now().await;
-                let _ = tokio::task::spawn_blocking(move || {
-                    let mut g = inner.conn.lock().unwrap_or_else(|e| e.into_inner());
-                    // Not open any more: a failed write abandoned the group (and told its writers).
-                    if g.open == Some(batch) {
-                        g.open = None;
-                        let t = std::time::Instant::now();
-                        let committed = exec(&g.c, "COMMIT");
-                        inner.commit_us.fetch_add(
-                            t.elapsed().as_micros() as u64,
-                            std::sync::atomic::Ordering::Relaxed,
-                        );
-                        if committed.is_err() {
-                            let _ = exec(&g.c, "ROLLBACK");
-                            inner.abandon(batch);
-                        }
-                    }
-                    drop(g);
-                    // Also makes the groups committed before this one durable, so finishing
-                    // this batch never acknowledges an earlier one before its fsync. The group
-                    // stays committed if the fsync fails, but its writers are told it failed:
-                    // they retry, and every write here is idempotent.
-                    if inner.sync_wal().is_err() {
-                        inner.abandon(batch);
-                    }
-                    if let Some(c) = &inner.checkpointer {
-                        c.committed();
-                    }
-                    let finished = inner.finished.clone();
-                    drop(inner);
-                    finished.send_modify(|f| *f = (*f).max(batch));
-                })
-                .await;
-            });
+        let changes = g.c.total_changes();
+        let out = f(&g.c);
+        // A write that failed half-way, or an error on which SQLite rolled back the
+        // transaction itself: the group cannot be committed.
+        if out.is_err() && (g.c.total_changes() != changes || g.c.is_autocommit()) {
+            let _ = exec(&g.c, "ROLLBACK");
+            g.open = None;
+            self.inner.abandon(batch);
         }
+        (batch, out)
+    }
+
+    /// Schedules the commit of the group just opened. Spawned, so a caller that goes away (a
+    /// dropped HTTP request) cannot strand the group; it goes through the runtime's queue
+    /// once before it takes the connection, so the writes of the tasks already runnable join
+    /// the group. Off the runtime (the checkpoint thread ran handed-over writes) it commits from
+    /// a thread of its own.
+    fn commit_later(&self, batch: u64) {
+        let inner = self.inner.clone();
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(async move {
+                    tokio::task::yield_now().await;
+                    let _ = tokio::task::spawn_blocking(move || commit(inner, batch)).await;
+                });
+            }
+            Err(_) => {
+                let spawned = std::thread::Builder::new()
+                    .name("sqlite-commit".into())
+                    .spawn(move || commit(inner, batch));
+                if let Err(e) = spawned {
+                    tracing::error!(error = %e, "no thread to commit a group on");
+                }
+            }
+        }
+    }
+
+    /// Waits, for a durable write, until its group is committed and fsynced.
+    async fn settle<T, E: From<GroupCommitFailed>>(
+        &self, durable: bool, batch: u64, out: Result<T, E>,
+    ) -> Result<T, E> {
         let value = out?;
         if !durable {
             return Ok(value);
@@ -747,6 +925,43 @@ impl SqliteDb {
         }
         Ok(value)
     }
+}
+
+/// Commits group `batch`, lets go of the connection (running writes handed over meanwhile, in
+/// the next group), then fsyncs the WAL and tells the group's writers.
+fn commit(inner: Arc<Inner>, batch: u64) {
+    let db = SqliteDb { inner };
+    let mut g = db.lock();
+    // Not open any more: a failed write abandoned the group (and told its writers).
+    if g.open == Some(batch) {
+        g.open = None;
+        let t = std::time::Instant::now();
+        let committed = exec(&g.c, "COMMIT");
+        db.inner.commit_us.fetch_add(
+            t.elapsed().as_micros() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        if committed.is_err() {
+            let _ = exec(&g.c, "ROLLBACK");
+            db.inner.abandon(batch);
+        }
+    }
+    db.release(g);
+    // Also makes the groups committed before this one durable, so finishing this batch never
+    // acknowledges an earlier one before its fsync. The group stays committed if the fsync
+    // fails, but its writers are told it failed: they retry, and every write here is
+    // idempotent.
+    if db.inner.sync_wal().is_err() {
+        db.inner.abandon(batch);
+    }
+    if let Some(c) = &db.inner.checkpointer {
+        c.committed();
+    }
+    let finished = db.inner.finished.clone();
+    // Lets go of the database before waking the writers: a caller that closes it once its
+    // write returns really closes it.
+    drop(db);
+    finished.send_modify(|f| *f = (*f).max(batch));
 }
 
 /// The steps of `sql`'s query plan, joined by "; ", for the tests that check a read searches an
@@ -898,6 +1113,57 @@ mod tests {
         assert!(msg.contains("in use by another process"), "{msg}");
         drop(first);
         assert!(SqliteDb::open(&path).is_ok(), "closed, it opens again");
+    }
+
+    #[tokio::test]
+    async fn a_loop_write_that_finds_the_connection_taken_waits_as_a_task_and_the_holder_runs_it() {
+        // Arrange: the connection held, as by another task's write or a COMMIT.
+        let dir = tempfile::tempdir().unwrap();
+        let db = SqliteDb::open(&dir.path().join("db.sqlite")).unwrap();
+        let held = db.lock();
+
+        // Act: on this one-thread runtime, a write that blocked its thread would never return.
+        let mut write = Box::pin(db.write_owned(true, |c| put(c, "handed")));
+        let waited_as_a_task = futures_util::FutureExt::now_or_never(&mut write).is_none();
+        db.release(held);
+        write.await.unwrap();
+
+        // Assert
+        assert!(
+            waited_as_a_task,
+            "the write blocked instead of handing itself over"
+        );
+        assert_eq!(ids(&db).await, vec!["handed".to_string()]);
+    }
+
+    #[tokio::test]
+    async fn a_write_handed_to_a_holder_off_the_runtime_is_run_and_committed() {
+        // Arrange: a thread outside the runtime (as the checkpointer's) holds the connection.
+        let dir = tempfile::tempdir().unwrap();
+        let db = SqliteDb::open(&dir.path().join("db.sqlite")).unwrap();
+        let (locked, is_locked) = std::sync::mpsc::channel();
+        let (go, let_go) = std::sync::mpsc::channel::<()>();
+        let holder = db.clone();
+        let thread = std::thread::spawn(move || {
+            let g = holder.lock();
+            locked.send(()).unwrap();
+            let_go.recv().unwrap();
+            holder.release(g);
+        });
+        is_locked.recv().unwrap();
+
+        // Act
+        let mut write = Box::pin(db.write_owned(true, |c| put(c, "off")));
+        let handed_over = futures_util::FutureExt::now_or_never(&mut write).is_none();
+        go.send(()).unwrap();
+        thread.join().unwrap();
+        write.await.unwrap();
+
+        // Assert: durable, so its group was committed, from a thread of its own.
+        assert!(handed_over);
+        drop(db);
+        let again = SqliteDb::open(&dir.path().join("db.sqlite")).unwrap();
+        assert_eq!(ids(&again).await, vec!["off".to_string()]);
     }
 
     #[tokio::test]

@@ -142,8 +142,11 @@ impl SqliteStepQueue {
         let now = self.clock.now_ms();
         let body = serde_json::to_string(msg).map_err(q_err)?;
         let db = self.db.clone();
+        let run_id = msg.run_id.clone();
+        let dedup_id = dedup_id.to_string();
         self.db
-            .write_with(durable, |tx| {
+            .write_owned(durable, move |tx| {
+                let dedup_id = dedup_id.as_str();
                 let candidate = indexed(&db, tx, |idx| Ok(idx.dedup.candidate(dedup_id, now)))?;
                 if let Some(rowid) = candidate {
                     let same: bool = tx
@@ -172,7 +175,7 @@ impl SqliteStepQueue {
                          RETURNING seq, COALESCE(fair_key, group_id)",
                     )
                     .and_then(|mut st| {
-                        st.query_row(params![msg.run_id, body, now + delay_ms as i64], |r| {
+                        st.query_row(params![run_id, body, now + delay_ms as i64], |r| {
                             Ok((r.get(0)?, r.get(1)?))
                         })
                     })
@@ -180,10 +183,10 @@ impl SqliteStepQueue {
                 let visible_at = now + delay_ms as i64;
                 let expired = indexed(&db, tx, |idx| {
                     // Behind a live message the new one is not a head: FIFO within the run.
-                    if !idx.has_head(&msg.run_id) {
+                    if !idx.has_head(&run_id) {
                         idx.insert(Head {
                             seq,
-                            group: msg.run_id.clone(),
+                            group: run_id.clone(),
                             key,
                             visible_at,
                             receive_count: 0,
@@ -265,7 +268,7 @@ impl StepQueue for SqliteStepQueue {
         // Deferred: a delivery lost in a crash is simply delivered again. The index picks, so
         // the connection is held for O(batch) statements, not a ranking of every ready run.
         self.db
-            .write_deferred(|tx| {
+            .write_owned(false, move |tx| {
                 indexed(&db, tx, |idx| {
                     dead_letter_due(tx, idx, now, max_receives)?;
                     let heads = idx.take(max, now, now + visibility_ms as i64);
@@ -278,8 +281,14 @@ impl StepQueue for SqliteStepQueue {
     async fn ack(&self, receipt: &str) -> QueueResult<()> {
         let (seq, count) = parse_receipt(receipt)?;
         let db = self.db.clone();
+        // Handed over without waiting only for a receipt the index says is current, so a
+        // stale one is still reported.
+        let vouch = || {
+            let idx = self.db.ready_index();
+            idx.is_current(self.db.generation()) && idx.in_flight(seq, count)
+        };
         self.db
-            .write_deferred(|c| {
+            .write_behind("ack", vouch, move |c| {
                 let n = c
                     .prepare_cached("DELETE FROM queue WHERE seq = ?1 AND receive_count = ?2")
                     .and_then(|mut st| st.execute(params![seq, count]))
@@ -306,7 +315,7 @@ impl StepQueue for SqliteStepQueue {
         let at = now + visibility_ms as i64;
         let db = self.db.clone();
         self.db
-            .write_deferred(|c| {
+            .write_owned(false, move |c| {
                 let n = c
                     .prepare_cached(
                         "UPDATE queue SET visible_at = ?1 WHERE seq = ?2 AND receive_count = ?3",
@@ -638,6 +647,59 @@ mod tests {
             [send("a1", 2)]
         );
         w.receipts.clear();
+    }
+
+    /// Rows left in the queue, read on a reader (the writer's connection may be held).
+    async fn queued(db: &SqliteDb) -> i64 {
+        db.write(|_| Ok::<_, StoreError>(())).await.unwrap();
+        db.read_committed(|c| c.query_row("SELECT count(*) FROM queue", [], |r| r.get(0)))
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_ack_made_while_the_connection_is_held_returns_at_once_and_lands_as_it_is_let_go() {
+        // Arrange
+        let w = World::new().await;
+        let m = StepMessage::new("a1", 1, StepReason::Start);
+        w.queue.enqueue(&m, &m.dedup_id(), 0).await.unwrap();
+        let d = w.queue.receive(1, 60_000).await.unwrap().pop().unwrap();
+        let held = w.db.lock();
+
+        // Act: on this one-thread runtime an ack that waited would not return here.
+        let acked = futures_util::FutureExt::now_or_never(w.queue.ack(&d.receipt));
+        w.db.release(held);
+
+        // Assert
+        assert!(matches!(acked, Some(Ok(()))), "{acked:?}");
+        assert_eq!(queued(&w.db).await, 0, "the holder applied the ack");
+    }
+
+    #[tokio::test]
+    async fn a_stale_receipt_is_reported_even_while_the_connection_is_held() {
+        // Arrange: the message was received again, so the first receipt is stale.
+        let w = World::new().await;
+        let m = StepMessage::new("a1", 1, StepReason::Start);
+        w.queue.enqueue(&m, &m.dedup_id(), 0).await.unwrap();
+        let first = w.queue.receive(1, 1_000).await.unwrap().pop().unwrap();
+        w.clock.advance(2_000);
+        let second = w.queue.receive(1, 1_000).await.unwrap().pop().unwrap();
+        let held = w.db.lock();
+
+        // Act
+        let mut ack = Box::pin(w.queue.ack(&first.receipt));
+        let waited = futures_util::FutureExt::now_or_never(&mut ack).is_none();
+        w.db.release(held);
+        let stale = ack.await;
+
+        // Assert
+        assert!(
+            waited,
+            "a receipt the index does not vouch for waits for its answer"
+        );
+        assert!(matches!(stale, Err(QueueError::StaleReceipt)), "{stale:?}");
+        assert_eq!(second.receive_count, 2);
+        assert_eq!(queued(&w.db).await, 1);
     }
 
     #[tokio::test]

@@ -93,6 +93,12 @@ impl ReadyIndex {
         }
     }
 
+    /// Whether message `seq`, received `receive_count` times, heads its run still.
+    pub fn in_flight(&self, seq: i64, receive_count: u32) -> bool {
+        self.head_of(seq)
+            .is_some_and(|h| h.receive_count == receive_count)
+    }
+
     /// Whether a receive at `now` would find something to do (deliver or dead-letter).
     pub fn any_due(&self, now: i64) -> bool {
         !self.turns.is_empty() || self.waiting.first().is_some_and(|(at, _)| *at <= now)

@@ -2,6 +2,8 @@
 
 use super::*;
 
+/// Clones share the database and the cache.
+#[derive(Clone)]
 pub struct SqliteRunStore {
     pub(super) db: SqliteDb,
     /// Parsed runs, as last written through this store: this process is the database's only
@@ -9,7 +11,7 @@ pub struct SqliteRunStore {
     /// Its lock is taken alone or inside the connection's, never the other way round (reads of
     /// cached runs and scratchpads take it without the connection); emptied when the database
     /// rolls back a group.
-    runs: std::sync::Mutex<RunCache>,
+    runs: Arc<std::sync::Mutex<RunCache>>,
 }
 
 #[derive(Default)]
@@ -233,7 +235,7 @@ impl SqliteRunStore {
     pub fn new(db: SqliteDb) -> Self {
         SqliteRunStore {
             db,
-            runs: std::sync::Mutex::default(),
+            runs: Arc::default(),
         }
     }
 
@@ -312,19 +314,21 @@ impl SqliteRunStore {
             };
             let prepared = Prepared::new(change(&base)?, Some(&base))?;
             let next = Arc::new(prepared.run.clone());
+            let store = self.clone();
+            let id = run_id.to_string();
             let written = self
                 .db
-                .write_with(durable, |conn| {
-                    let unchanged = self
+                .write_owned(durable, move |conn| {
+                    let unchanged = store
                         .cache()
                         .map
-                        .get(run_id)
+                        .get(&id)
                         .is_some_and(|c| Arc::ptr_eq(&c.run, &base));
                     if !unchanged {
                         return Ok::<_, StoreError>(None);
                     }
                     let (run, pad) = prepared.write(conn)?;
-                    self.remember_write(next, pad);
+                    store.remember_write(next, pad);
                     Ok(Some(run))
                 })
                 .await?;
