@@ -496,6 +496,15 @@ mod tests {
             w
         }
 
+        /// Run a1's first step, sent and received (in flight for `visibility_ms`).
+        async fn one_in_flight(&self, visibility_ms: u64) -> Delivery {
+            let m = StepMessage::new("a1", 1, StepReason::Start);
+            self.queue.enqueue(&m, &m.dedup_id(), 0).await.unwrap();
+            let mut got = self.queue.receive(1, visibility_ms).await.unwrap();
+            assert_eq!(got.len(), 1);
+            got.remove(0)
+        }
+
         /// The process stops and a new one opens the same file: the index is rebuilt from
         /// the table (with or without start-up's release of what was in flight).
         async fn restart(self, release: bool) -> World {
@@ -661,9 +670,7 @@ mod tests {
     async fn an_ack_made_while_the_connection_is_held_returns_at_once_and_lands_as_it_is_let_go() {
         // Arrange
         let w = World::new().await;
-        let m = StepMessage::new("a1", 1, StepReason::Start);
-        w.queue.enqueue(&m, &m.dedup_id(), 0).await.unwrap();
-        let d = w.queue.receive(1, 60_000).await.unwrap().pop().unwrap();
+        let d = w.one_in_flight(60_000).await;
         let held = w.db.lock();
 
         // Act: on this one-thread runtime an ack that waited would not return here.
@@ -679,9 +686,7 @@ mod tests {
     async fn a_stale_receipt_is_reported_even_while_the_connection_is_held() {
         // Arrange: the message was received again, so the first receipt is stale.
         let w = World::new().await;
-        let m = StepMessage::new("a1", 1, StepReason::Start);
-        w.queue.enqueue(&m, &m.dedup_id(), 0).await.unwrap();
-        let first = w.queue.receive(1, 1_000).await.unwrap().pop().unwrap();
+        let first = w.one_in_flight(1_000).await;
         w.clock.advance(2_000);
         let second = w.queue.receive(1, 1_000).await.unwrap().pop().unwrap();
         let held = w.db.lock();
@@ -706,9 +711,7 @@ mod tests {
     async fn at_start_up_what_was_in_flight_is_delivered_again_at_once() {
         // Arrange
         let w = World::new().await;
-        let m = StepMessage::new("a1", 1, StepReason::Start);
-        w.queue.enqueue(&m, &m.dedup_id(), 0).await.unwrap();
-        let first = w.queue.receive(1, 60_000).await.unwrap();
+        let first = w.one_in_flight(60_000).await;
 
         // Act
         let w = w.restart(true).await;
@@ -716,7 +719,7 @@ mod tests {
 
         // Assert
         assert_eq!(again.len(), 1);
-        assert_eq!(again[0].message_id, first[0].message_id);
+        assert_eq!(again[0].message_id, first.message_id);
         assert_eq!(again[0].receive_count, 2);
     }
 }
