@@ -788,12 +788,10 @@ impl SqliteDb {
     /// last look but before the unlock is taken after it (its task's own try failed on this
     /// hold), unless another holder has the connection by then and takes it.
     fn release<'a>(&'a self, mut g: std::sync::MutexGuard<'a, Conn>) {
-        use std::sync::atomic::{Ordering, fence};
         loop {
             self.run_jobs(&mut g);
             drop(g);
-            fence(Ordering::SeqCst);
-            if self.inner.queued.load(Ordering::SeqCst) == 0 {
+            if !self.jobs_left() {
                 return;
             }
             match self.try_lock() {
@@ -806,9 +804,7 @@ impl SqliteDb {
     /// After a read: writes handed over during it are run by a task of their own, not on the
     /// reader's time (an API request's), unless another holder takes them first.
     fn leave_jobs_to_others(&self) {
-        use std::sync::atomic::{Ordering, fence};
-        fence(Ordering::SeqCst);
-        if self.inner.queued.load(Ordering::SeqCst) == 0 {
+        if !self.jobs_left() {
             return;
         }
         let db = self.clone();
@@ -823,6 +819,14 @@ impl SqliteDb {
             }
             Err(_) => run(),
         }
+    }
+
+    /// Whether writes were listed that no holder has run, looked at after letting go: the
+    /// fence orders the unlock before the look, as a lister's listing is before its own try.
+    fn jobs_left(&self) -> bool {
+        use std::sync::atomic::{Ordering, fence};
+        fence(Ordering::SeqCst);
+        self.inner.queued.load(Ordering::SeqCst) > 0
     }
 
     /// Runs the writes handed over so far, in the order they were handed over.

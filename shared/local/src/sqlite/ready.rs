@@ -95,7 +95,9 @@ impl ReadyIndex {
 
     /// Whether message `seq`, received `receive_count` times, heads its run still.
     pub fn in_flight(&self, seq: i64, receive_count: u32) -> bool {
-        self.head_of(seq)
+        self.groups
+            .get(&seq)
+            .and_then(|g| self.heads.get(g))
             .is_some_and(|h| h.receive_count == receive_count)
     }
 
