@@ -302,3 +302,196 @@ async fn a_step_lost_with_a_rolled_back_group_is_sent_again_without_a_restart() 
     assert_eq!(done.status, RunStatus::Completed);
     assert_iterations_once(&*t.p().store, &done).await;
 }
+
+/// Forwards to a queue and records every delivery: its run, and whether it was handed back
+/// with an ack (a worker carrying its run on) rather than by a receive.
+struct Recording {
+    inner: Arc<dyn StepQueue>,
+    seen: std::sync::Mutex<Vec<(String, bool)>>,
+}
+
+impl Recording {
+    fn note(&self, d: &Delivery, carried: bool) {
+        let run = StepMessage::parse(&d.body).unwrap().run_id;
+        self.seen.lock().unwrap().push((run, carried));
+    }
+
+    fn seen(&self) -> Vec<(String, bool)> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl StepQueue for Recording {
+    async fn enqueue(
+        &self, msg: &StepMessage, dedup_id: &str, delay_ms: u64,
+    ) -> Result<Enqueued, QueueError> {
+        self.inner.enqueue(msg, dedup_id, delay_ms).await
+    }
+    async fn enqueue_deferred(
+        &self, msg: &StepMessage, dedup_id: &str, delay_ms: u64,
+    ) -> Result<Enqueued, QueueError> {
+        self.inner.enqueue_deferred(msg, dedup_id, delay_ms).await
+    }
+    async fn receive(&self, max: usize, visibility_ms: u64) -> Result<Vec<Delivery>, QueueError> {
+        let got = self.inner.receive(max, visibility_ms).await?;
+        got.iter().for_each(|d| self.note(d, false));
+        Ok(got)
+    }
+    async fn ack(&self, receipt: &str) -> Result<(), QueueError> {
+        self.inner.ack(receipt).await
+    }
+    async fn ack_and_next(
+        &self, receipt: &str, visibility_ms: u64,
+    ) -> Result<Option<Delivery>, QueueError> {
+        let next = self.inner.ack_and_next(receipt, visibility_ms).await?;
+        next.iter().for_each(|d| self.note(d, true));
+        Ok(next)
+    }
+    async fn extend(&self, receipt: &str, visibility_ms: u64) -> Result<(), QueueError> {
+        self.inner.extend(receipt, visibility_ms).await
+    }
+}
+
+/// The embedded platform on SQLite with its queue recorded, driven by the worker loop `serve`
+/// runs (not one poll at a time).
+fn served(faults: Arc<CrashOnce>, worker: WorkerConfig) -> (TestPlatform, Arc<Recording>) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = SqliteDb::open(&dir.path().join("t.sqlite3")).unwrap();
+    let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+    let queue = Arc::new(Recording {
+        inner: Arc::new(SqliteStepQueue::new(db.clone(), clock.clone())),
+        seen: Default::default(),
+    });
+    let llm = Arc::new(CountingLlm::new(scripted(NOTES_SCRIPT)));
+    let platform = Platform::assemble(
+        Arc::new(SqliteRunStore::new(db)),
+        queue.clone(),
+        Arc::new(RecordingNotifier::default()),
+        llm.clone(),
+        AppConfig::new(Tokens::default(), vec![MODEL.into()]).unwrap(),
+        clock.clone() as Arc<dyn Clock>,
+        faults,
+        EngineConfig {
+            lease_ms: 30_000,
+            ..Default::default()
+        },
+        None,
+    );
+    let running = longrun_http::Running::new(platform, worker);
+    let t = TestPlatform {
+        running,
+        clock,
+        llm,
+        dir,
+    };
+    (t, queue)
+}
+
+/// Runs the worker loop until every run in `ids` has ended and been notified. When nothing
+/// moves for a while, the manual clock jumps past the lease and visibility timeouts, as time
+/// passes after a crash.
+async fn serve_until_ended(t: &TestPlatform, ids: &[&str]) {
+    let (stop, rx) = tokio::sync::watch::channel(false);
+    let worker = tokio::spawn(t.running.worker.clone().run(rx));
+    let (mut last, mut still) = (0, 0);
+    for _ in 0..4_000 {
+        let mut done = 0;
+        let mut progress = 0;
+        for id in ids {
+            let run = t.p().store.get_run(id).await.unwrap().unwrap();
+            progress += run.iteration + run.event_seq as u32;
+            done += usize::from(run.status.is_ended() && run.notified);
+        }
+        if done == ids.len() {
+            stop.send(true).unwrap();
+            worker.await.unwrap();
+            return;
+        }
+        still = if progress == last { still + 1 } else { 0 };
+        last = progress;
+        if still == 100 {
+            t.clock.advance(31_000);
+            still = 0;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    panic!("the runs did not end");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_alone_is_carried_on_by_its_worker_after_one_receive() {
+    // Arrange
+    let (t, queue) = served(Arc::new(CrashOnce::new(vec![])), WorkerConfig::default());
+    let id = start(&t).await;
+
+    // Act
+    serve_until_ended(&t, &[&id]).await;
+
+    // Assert
+    let run = t.p().store.get_run(&id).await.unwrap().unwrap();
+    assert_eq!(run.status, RunStatus::Completed);
+    assert_iterations_once(&*t.p().store, &run).await;
+    let seen = queue.seen();
+    assert_eq!(seen.len(), run.iteration as usize, "{seen:?}");
+    assert!(!seen[0].1, "the first step comes by a receive");
+    assert!(
+        seen[1..].iter().all(|(_, carried)| *carried),
+        "every later step is handed back with the ack: {seen:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_one_slot_two_users_runs_take_turns_rather_than_one_carrying_on() {
+    // Arrange
+    let one_slot = WorkerConfig {
+        max_inflight: 1,
+        batch: 1,
+        ..WorkerConfig::default()
+    };
+    let (t, queue) = served(Arc::new(CrashOnce::new(vec![])), one_slot);
+    let alice = start(&t).await;
+    let mut req = longrun_tests::run_request("write notes", Default::default());
+    req.objective = "write notes too".into();
+    let bob = create_run(t.p(), "bob", req).await.unwrap().id;
+
+    // Act
+    serve_until_ended(&t, &[&alice, &bob]).await;
+
+    // Assert: while both have steps, no run has two in a row, and none is carried on.
+    let seen = queue.seen();
+    let last = |id: &str| seen.iter().rposition(|(r, _)| r == id).unwrap();
+    let both = last(&alice).min(last(&bob));
+    assert!(both >= 3, "{seen:?}");
+    for pair in seen[..=both].windows(2) {
+        assert_ne!(pair[0].0, pair[1].0, "a run went twice in a row: {seen:?}");
+        assert!(!pair[1].1, "carried on while the other waited: {seen:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_in_a_step_carried_on_is_redelivered_and_each_iteration_lands_once() {
+    // Arrange: iteration 2 comes back with iteration 1's ack; the worker dies in it twice.
+    let faults = Arc::new(CrashOnce::new(vec![
+        (FaultPoint::AfterClaim, 2),
+        (FaultPoint::AfterEnqueue, 3),
+    ]));
+    let (t, queue) = served(faults.clone(), WorkerConfig::default());
+    let id = start(&t).await;
+
+    // Act
+    serve_until_ended(&t, &[&id]).await;
+
+    // Assert
+    assert_eq!(faults.fired(), 2);
+    let run = t.p().store.get_run(&id).await.unwrap().unwrap();
+    assert_eq!(run.status, RunStatus::Completed);
+    assert_iterations_once(&*t.p().store, &run).await;
+    assert_gapless(&*t.p().store, &run).await;
+    assert_eq!(
+        run.metrics.llm_calls,
+        t.llm.calls.load(std::sync::atomic::Ordering::SeqCst),
+        "the books match the calls made"
+    );
+    assert!(queue.seen().iter().any(|(_, carried)| *carried));
+}

@@ -76,6 +76,12 @@ async fn sqs() -> Fixture {
     }
 }
 
+fn bodies(got: Vec<longrun_ports::Delivery>) -> Vec<StepMessage> {
+    got.iter()
+        .map(|d| StepMessage::parse(&d.body).unwrap())
+        .collect()
+}
+
 fn msg(run: &str, n: u32) -> StepMessage {
     StepMessage::new(run, n, StepReason::Continue)
 }
@@ -179,6 +185,55 @@ mod suite {
         assert_eq!(f.receive_due().await.len(), 1);
     }
 
+    pub async fn a_run_carried_on_by_its_worker_gets_its_next_message_exactly_once(f: Fixture) {
+        send(&*f.queue, &msg("r1", 1)).await;
+        let got = f.queue.receive(10, 1000).await.unwrap();
+        send(&*f.queue, &msg("r1", 2)).await;
+
+        let next = f.queue.ack_and_next(&got[0].receipt, 1000).await.unwrap();
+        let mut delivered: Vec<StepMessage> = next
+            .iter()
+            .map(|d| StepMessage::parse(&d.body).unwrap())
+            .collect();
+        if next.is_none() {
+            delivered.extend(bodies(f.receive_due().await));
+        } else {
+            assert!(
+                f.queue.receive(10, 1000).await.unwrap().is_empty(),
+                "already in flight"
+            );
+        }
+
+        assert_eq!(delivered, vec![msg("r1", 2)]);
+    }
+
+    pub async fn a_run_is_not_carried_on_past_another_that_waits_for_its_turn(f: Fixture) {
+        send(&*f.queue, &msg("r1", 1)).await;
+        let got = f.queue.receive(1, 1000).await.unwrap();
+        send(&*f.queue, &msg("r2", 1)).await;
+        send(&*f.queue, &msg("r1", 2)).await;
+
+        let next = f.queue.ack_and_next(&got[0].receipt, 1000).await.unwrap();
+
+        assert!(
+            next.is_none(),
+            "r2 waits, so r1's next step goes by receive"
+        );
+        let mut delivered = vec![];
+        while delivered.len() < 2 {
+            let got = bodies(f.receive_due().await);
+            assert!(!got.is_empty(), "both runs' messages are delivered");
+            delivered.extend(got);
+        }
+        if f.reports_everything() {
+            assert_eq!(
+                delivered,
+                vec![msg("r2", 1), msg("r1", 2)],
+                "r2's turn first"
+            );
+        }
+    }
+
     pub async fn a_message_that_keeps_failing_is_dead_lettered(f: Fixture) {
         send(&*f.queue, &msg("r1", 1)).await;
         send(&*f.queue, &msg("r1", 2)).await;
@@ -205,6 +260,8 @@ macro_rules! conformance {
                 #[tokio::test] async fn one_message_per_run_is_in_flight_and_order_is_kept() { super::suite::one_message_per_run_is_in_flight_and_order_is_kept(super::$adapter().await).await }
                 #[tokio::test] async fn a_delayed_message_waits_and_blocks_its_run() { super::suite::a_delayed_message_waits_and_blocks_its_run(super::$adapter().await).await }
                 #[tokio::test] async fn extend_moves_the_visibility() { super::suite::extend_moves_the_visibility(super::$adapter().await).await }
+                #[tokio::test] async fn a_run_carried_on_by_its_worker_gets_its_next_message_exactly_once() { super::suite::a_run_carried_on_by_its_worker_gets_its_next_message_exactly_once(super::$adapter().await).await }
+                #[tokio::test] async fn a_run_is_not_carried_on_past_another_that_waits_for_its_turn() { super::suite::a_run_is_not_carried_on_past_another_that_waits_for_its_turn(super::$adapter().await).await }
                 #[tokio::test] async fn a_message_that_keeps_failing_is_dead_lettered() { super::suite::a_message_that_keeps_failing_is_dead_lettered(super::$adapter().await).await }
             }
         )*

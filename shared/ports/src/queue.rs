@@ -102,6 +102,17 @@ pub trait StepQueue: Send + Sync {
     }
     async fn receive(&self, max: usize, visibility_ms: u64) -> QueueResult<Vec<Delivery>>;
     async fn ack(&self, receipt: &str) -> QueueResult<()>;
+    /// Acknowledges a delivery and, when its run's next message is due and no other run waits
+    /// for a turn, delivers that message to the caller in the same operation, so a worker
+    /// carries on with the run without a receive. Fair share is untouched: a receive would
+    /// have had nothing else to deliver. `None`: acknowledged only; the next message goes out
+    /// by receive. Defaults to `ack`.
+    async fn ack_and_next(
+        &self, receipt: &str, visibility_ms: u64,
+    ) -> QueueResult<Option<Delivery>> {
+        let _ = visibility_ms;
+        self.ack(receipt).await.map(|()| None)
+    }
     /// Sets the message's remaining invisibility (0 releases it now).
     async fn extend(&self, receipt: &str, visibility_ms: u64) -> QueueResult<()>;
 }

@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use futures_util::future::join_all;
 use longrun_engine::{Engine, EngineError};
-use longrun_ports::{Delivery, StepQueue};
+use longrun_ports::{Delivery, QueueError, StepQueue};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tracing::{error, warn};
 
-use crate::trigger::{Settle, step_body};
+use crate::trigger::{Handled, Settle, step_body};
 
 #[derive(Clone, Debug)]
 pub struct WorkerConfig {
@@ -96,6 +96,21 @@ impl WorkerLoop {
         handle_delivery(&self.engine, &*self.queue, d, owner).await
     }
 
+    /// A delivery, then its run's next steps for as long as the queue hands them straight
+    /// back (no other run waiting): a run at work keeps its slot without a receive.
+    async fn carry(&self, first: Delivery, owner: &str, shutdown: &watch::Receiver<bool>) -> bool {
+        let mut d = first;
+        loop {
+            let handled = step_body(&self.engine, &d.body, &d.message_id, owner, None).await;
+            let carry_on = !handled.crashed && !*shutdown.borrow();
+            let visibility = carry_on.then_some(self.config.visibility_ms);
+            match settle_delivery(&*self.queue, &d, &handled, visibility).await {
+                Some(next) => d = next,
+                None => return handled.crashed,
+            }
+        }
+    }
+
     /// Keeps up to `max_inflight` steps in flight until `shutdown` turns true, taking new
     /// messages as soon as slots free (a step never waits for an unrelated slower one), then
     /// drains.
@@ -128,7 +143,8 @@ impl WorkerLoop {
                         for d in deliveries {
                             let me = self.clone();
                             let owner = owner.clone();
-                            inflight.spawn(async move { me.handle(&d, &owner).await });
+                            let shutdown = shutdown.clone();
+                            inflight.spawn(async move { me.carry(d, &owner, &shutdown).await });
                         }
                     }
                     Err(e) => error!(error = %e, "receive failed"),
@@ -156,23 +172,44 @@ pub async fn handle_delivery(
     engine: &Engine, queue: &dyn StepQueue, d: &Delivery, owner: &str,
 ) -> bool {
     let handled = step_body(engine, &d.body, &d.message_id, owner, None).await;
+    settle_delivery(queue, d, &handled, None).await;
+    handled.crashed
+}
+
+/// Settles a handled delivery. With `carry_on` (a visibility timeout), an acknowledged one
+/// may come back with its run's next message, delivered to the caller.
+async fn settle_delivery(
+    queue: &dyn StepQueue, d: &Delivery, handled: &Handled, carry_on: Option<u64>,
+) -> Option<Delivery> {
     let run_id = handled
         .msg
         .as_ref()
         .map(|m| m.run_id.as_str())
         .unwrap_or("?");
-    match handled.settle {
-        Settle::Ack => {
+    let failed = |e: QueueError| {
+        warn!(run_id, error = %e, "ack failed; the message will be redelivered and healed");
+    };
+    match (handled.settle, carry_on) {
+        (Settle::Ack, Some(visibility)) => {
+            return queue
+                .ack_and_next(&d.receipt, visibility)
+                .await
+                .unwrap_or_else(|e| {
+                    failed(e);
+                    None
+                });
+        }
+        (Settle::Ack, None) => {
             if let Err(e) = queue.ack(&d.receipt).await {
-                warn!(run_id, error = %e, "ack failed; the message will be redelivered and healed");
+                failed(e);
             }
         }
-        Settle::RetryAfter(ms) => {
+        (Settle::RetryAfter(ms), _) => {
             if let Err(e) = queue.extend(&d.receipt, ms).await {
                 warn!(run_id, error = %e, "could not shorten the message's visibility");
             }
         }
-        Settle::Leave => {}
+        (Settle::Leave, _) => {}
     }
-    handled.crashed
+    None
 }

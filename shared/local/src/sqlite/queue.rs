@@ -309,6 +309,54 @@ impl StepQueue for SqliteStepQueue {
             .await
     }
 
+    async fn ack_and_next(
+        &self, receipt: &str, visibility_ms: u64,
+    ) -> QueueResult<Option<Delivery>> {
+        let (seq, count) = parse_receipt(receipt)?;
+        let now = self.clock.now_ms();
+        // Another run due, or a receipt the index cannot vouch for: a plain ack, and the
+        // next message waits for a receive's fair turn.
+        let alone = {
+            let idx = self.db.ready_index();
+            idx.is_current(self.db.generation()) && idx.in_flight(seq, count) && !idx.any_due(now)
+        };
+        if !alone {
+            return self.ack(receipt).await.map(|()| None);
+        }
+        let max_receives = self.max_receives;
+        let db = self.db.clone();
+        self.db
+            .write_owned(false, move |c| {
+                let n = c
+                    .prepare_cached("DELETE FROM queue WHERE seq = ?1 AND receive_count = ?2")
+                    .and_then(|mut st| st.execute(params![seq, count]))
+                    .map_err(q_err)?;
+                if n == 0 {
+                    return Err(QueueError::StaleReceipt);
+                }
+                indexed(&db, c, |idx| {
+                    let Some(gone) = idx.remove(seq) else {
+                        return Ok(None);
+                    };
+                    let Some(head) = next_head(c, &gone.group)? else {
+                        return Ok(None);
+                    };
+                    // Judged again under the connection: a run that came due since the look
+                    // gets its turn from a receive.
+                    let others = idx.any_due(now);
+                    idx.insert(head);
+                    if others {
+                        return Ok(None);
+                    }
+                    // Nothing else is due, so the one head a receive could take is this run's.
+                    dead_letter_due(c, idx, now, max_receives)?;
+                    let heads = idx.take(1, now, now + visibility_ms as i64);
+                    Ok(deliver(c, &heads, now)?.pop())
+                })
+            })
+            .await
+    }
+
     async fn extend(&self, receipt: &str, visibility_ms: u64) -> QueueResult<()> {
         let (seq, count) = parse_receipt(receipt)?;
         let now = self.clock.now_ms();
@@ -546,6 +594,37 @@ mod tests {
             self.receipts.extend(got.into_iter().map(|d| d.receipt));
         }
 
+        /// A worker carrying its run on: it is handed that run's next message only when the
+        /// reference ranking, right after the ack, would have delivered that one and nothing else.
+        async fn ack_and_compare(&mut self, receipt: &str, seed: u64) {
+            let now = self.clock.now_ms();
+            let group = |c: &Connection| -> Option<String> {
+                let seq: i64 = receipt.split_once('-')?.0.parse().ok()?;
+                c.query_row("SELECT group_id FROM queue WHERE seq = ?1", [seq], |r| {
+                    r.get(0)
+                })
+                .ok()
+            };
+            let acked = self.db.read(group).await;
+            let Ok(next) = self.queue.ack_and_next(receipt, 1_000).await else {
+                return;
+            };
+            let Some(next) = next else {
+                return;
+            };
+            let (still_due, _) = self
+                .db
+                .read(|c| reference(c, now, 100, self.queue.max_receives))
+                .await;
+            let run = StepMessage::parse(&next.body).unwrap().run_id;
+            assert_eq!(Some(run), acked, "seed {seed}: carried on with another run");
+            assert!(
+                still_due.is_empty(),
+                "seed {seed}: carried on while {still_due:?} waited"
+            );
+            self.receipts.push(next.receipt);
+        }
+
         /// One random operation of a worker, a producer, time, or a failure.
         async fn step(mut self, rng: &mut Rng, seed: u64) -> World {
             match rng.below(20) {
@@ -567,9 +646,14 @@ mod tests {
                     let visibility = [300, 1_000, 5_000][rng.below(3) as usize];
                     self.receive_and_compare(max, visibility, seed).await;
                 }
-                10..=12 if !self.receipts.is_empty() => {
+                10..=11 if !self.receipts.is_empty() => {
                     let i = rng.below(self.receipts.len() as u64) as usize;
                     let _ = self.queue.ack(&self.receipts.swap_remove(i)).await;
+                }
+                12 if !self.receipts.is_empty() => {
+                    let i = rng.below(self.receipts.len() as u64) as usize;
+                    let receipt = self.receipts.swap_remove(i);
+                    self.ack_and_compare(&receipt, seed).await;
                 }
                 13 if !self.receipts.is_empty() => {
                     let i = rng.below(self.receipts.len() as u64) as usize;
@@ -704,6 +788,68 @@ mod tests {
         );
         assert!(matches!(stale, Err(QueueError::StaleReceipt)), "{stale:?}");
         assert_eq!(second.receive_count, 2);
+        assert_eq!(queued(&w.db).await, 1);
+    }
+
+    #[tokio::test]
+    async fn a_run_alone_is_handed_its_next_message_with_the_ack() {
+        // Arrange
+        let w = World::new().await;
+        let d = w.one_in_flight(60_000).await;
+        let next = StepMessage::new("a1", 2, StepReason::Continue);
+        w.queue
+            .enqueue_deferred(&next, &next.dedup_id(), 0)
+            .await
+            .unwrap();
+
+        // Act
+        let carried = w.queue.ack_and_next(&d.receipt, 60_000).await.unwrap();
+
+        // Assert
+        let carried = carried.expect("nothing else waits, so a1 carries on");
+        assert_eq!(StepMessage::parse(&carried.body).unwrap(), next);
+        assert_eq!(carried.receive_count, 1);
+        assert!(w.queue.receive(10, 60_000).await.unwrap().is_empty());
+        w.queue.ack(&carried.receipt).await.unwrap();
+        assert_eq!(queued(&w.db).await, 0);
+    }
+
+    #[tokio::test]
+    async fn a_next_message_not_yet_due_is_left_to_a_receive() {
+        // Arrange
+        let w = World::new().await;
+        let d = w.one_in_flight(60_000).await;
+        let later = StepMessage::new("a1", 2, StepReason::Continue);
+        w.queue
+            .enqueue_deferred(&later, &later.dedup_id(), 5_000)
+            .await
+            .unwrap();
+
+        // Act
+        let carried = w.queue.ack_and_next(&d.receipt, 60_000).await.unwrap();
+
+        // Assert
+        assert!(carried.is_none());
+        assert!(w.queue.receive(10, 60_000).await.unwrap().is_empty());
+        w.clock.advance(5_000);
+        let got = w.queue.receive(10, 60_000).await.unwrap();
+        assert_eq!(StepMessage::parse(&got[0].body).unwrap(), later);
+    }
+
+    #[tokio::test]
+    async fn a_stale_receipt_carries_nothing_on_and_is_reported() {
+        // Arrange: received again, so the first receipt is stale.
+        let w = World::new().await;
+        let first = w.one_in_flight(1_000).await;
+        w.clock.advance(2_000);
+        let again = w.queue.receive(1, 1_000).await.unwrap();
+
+        // Act
+        let stale = w.queue.ack_and_next(&first.receipt, 1_000).await;
+
+        // Assert
+        assert!(matches!(stale, Err(QueueError::StaleReceipt)), "{stale:?}");
+        assert_eq!(again.len(), 1);
         assert_eq!(queued(&w.db).await, 1);
     }
 
