@@ -272,6 +272,62 @@ struct QueueState {
 }
 
 impl QueueState {
+    /// The heads a receive at `now` may deliver, oldest first (a delivery whose visibility ran
+    /// out is visible again, under a new receipt).
+    fn ready_heads(&mut self, now: i64) -> Vec<usize> {
+        for m in self.messages.iter_mut() {
+            if m.receipt.is_some() && m.visible_at <= now {
+                m.receipt = None;
+            }
+        }
+        let mut heads: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut busy: Vec<&str> = vec![];
+        for (i, m) in self.messages.iter().enumerate() {
+            if m.receipt.is_some() {
+                busy.push(&m.group);
+            }
+            heads.entry(&m.group).or_insert(i);
+        }
+        let mut ready: Vec<usize> = heads
+            .iter()
+            .filter(|(g, i)| !busy.contains(g) && self.messages[**i].visible_at <= now)
+            .map(|(_, i)| *i)
+            .collect();
+        ready.sort_by_key(|i| self.messages[*i].seq);
+        ready
+    }
+
+    /// Delivers the messages at these positions; one received too often is dead-lettered.
+    fn deliver(&mut self, picked: &[usize], now: i64, visibility_ms: u64) -> Vec<Delivery> {
+        let mut out = vec![];
+        let mut dead = vec![];
+        for &i in picked {
+            self.next += 1;
+            let receipt = format!("r{}", self.next);
+            let m = &mut self.messages[i];
+            m.receive_count += 1;
+            if m.receive_count > MAX_RECEIVES {
+                dead.push(m.seq);
+                continue;
+            }
+            m.receipt = Some(receipt.clone());
+            m.visible_at = now + visibility_ms as i64;
+            out.push(Delivery {
+                message_id: format!("m{}", m.seq),
+                receipt,
+                body: m.body.clone(),
+                receive_count: m.receive_count,
+            });
+        }
+        for seq in dead {
+            if let Some(pos) = self.messages.iter().position(|m| m.seq == seq) {
+                let m = self.messages.remove(pos);
+                self.dead.push(m.body);
+            }
+        }
+        out
+    }
+
     /// Where the message this receipt names is; a stale receipt once it was acked or received
     /// again.
     fn received(&self, receipt: &str) -> QueueResult<usize> {
@@ -375,58 +431,41 @@ impl StepQueue for SimQueue {
         let shuffle = self.sim.roll(300);
         let salt = self.sim.range(0, u32::MAX as u64);
         let mut st = self.lock();
-        // A delivery whose visibility ran out is visible again, under a new receipt.
-        for m in st.messages.iter_mut() {
-            if m.receipt.is_some() && m.visible_at <= now {
-                m.receipt = None;
-            }
-        }
-        let mut heads: BTreeMap<&str, usize> = BTreeMap::new();
-        let mut busy: Vec<&str> = vec![];
-        for (i, m) in st.messages.iter().enumerate() {
-            if m.receipt.is_some() {
-                busy.push(&m.group);
-            }
-            heads.entry(&m.group).or_insert(i);
-        }
-        let mut ready: Vec<usize> = heads
-            .iter()
-            .filter(|(g, i)| !busy.contains(g) && st.messages[**i].visible_at <= now)
-            .map(|(_, i)| *i)
-            .collect();
+        let mut ready = st.ready_heads(now);
         if shuffle {
             ready.sort_by_key(|i| (st.messages[*i].seq ^ salt).wrapping_mul(0x9E37_79B9));
-        } else {
-            ready.sort_by_key(|i| st.messages[*i].seq);
         }
         ready.truncate(max);
-        let mut out = vec![];
-        let mut dead = vec![];
-        for i in ready {
-            st.next += 1;
-            let receipt = format!("r{}", st.next);
-            let m = &mut st.messages[i];
-            m.receive_count += 1;
-            if m.receive_count > MAX_RECEIVES {
-                dead.push(m.seq);
-                continue;
+        Ok(st.deliver(&ready, now, visibility_ms))
+    }
+
+    /// The ack (lost now and then, as any ack), then the run's next message when it is the
+    /// only one a receive could deliver.
+    async fn ack_and_next(
+        &self, receipt: &str, visibility_ms: u64,
+    ) -> QueueResult<Option<Delivery>> {
+        let group = {
+            let st = self.lock();
+            let pos = st.received(receipt)?;
+            st.messages[pos].group.clone()
+        };
+        self.ack(receipt).await?;
+        let now = self.sim.clock.now_ms();
+        let mut st = self.lock();
+        let ready = st.ready_heads(now);
+        match ready[..] {
+            [i] if st.messages[i].group == group => {
+                let next = st.deliver(&[i], now, visibility_ms).pop();
+                if let Some(d) = &next {
+                    self.sim.note(format!(
+                        "queue: {receipt} acked, carried on with {}",
+                        d.body
+                    ));
+                }
+                Ok(next)
             }
-            m.receipt = Some(receipt.clone());
-            m.visible_at = now + visibility_ms as i64;
-            out.push(Delivery {
-                message_id: format!("m{}", m.seq),
-                receipt,
-                body: m.body.clone(),
-                receive_count: m.receive_count,
-            });
+            _ => Ok(None),
         }
-        for seq in dead {
-            if let Some(pos) = st.messages.iter().position(|m| m.seq == seq) {
-                let m = st.messages.remove(pos);
-                st.dead.push(m.body);
-            }
-        }
-        Ok(out)
     }
 
     async fn ack(&self, receipt: &str) -> QueueResult<()> {

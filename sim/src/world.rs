@@ -12,7 +12,7 @@ use longrun_domain::{RunTemplate, Schedule};
 use longrun_engine::EngineConfig;
 use longrun_http::{AppConfig, Platform, Tokens};
 use longrun_ports::{Clock, Store};
-use longrun_service::{Outbox, OutboxConfig, handle_delivery};
+use longrun_service::{Outbox, OutboxConfig, carry_delivery, handle_delivery};
 
 use crate::hooks::{self, SimPoster};
 use crate::ports::{SimFaults, SimLlm, SimNotifier, SimQueue, SimStore};
@@ -313,7 +313,15 @@ async fn worker(sim: &Sim, p: &Platform) {
     for d in deliveries {
         let owner = format!("worker{}", sim.workers.fetch_add(1, Ordering::SeqCst));
         sim.note(format!("{owner} got {} ({})", d.body, d.receive_count));
-        if handle_delivery(&p.engine, &*p.queue, &d, &owner).await {
+        // Half the workers carry their run on while the queue hands its next step back,
+        // as `serve`'s do; each carried step may be the last this worker takes.
+        let crashed = if sim.chance(500) {
+            let go_on = || sim.chance(800);
+            carry_delivery(&p.engine, &*p.queue, d, &owner, VISIBILITY_MS, go_on).await
+        } else {
+            handle_delivery(&p.engine, &*p.queue, &d, &owner).await
+        };
+        if crashed {
             sim.note(format!("{owner} crashed"));
         }
     }

@@ -28,7 +28,9 @@ pub use platform::{Platform, PlatformError};
 pub use retention::{Retention, RetentionMode, RetentionPolicy};
 pub use runs::{CreateRun, create_run};
 pub use trigger::{Handled, Settle, settle, step_body};
-pub use worker_loop::{DEFAULT_MAX_INFLIGHT, PollStats, WorkerConfig, WorkerLoop, handle_delivery};
+pub use worker_loop::{
+    DEFAULT_MAX_INFLIGHT, PollStats, WorkerConfig, WorkerLoop, carry_delivery, handle_delivery,
+};
 
 /// Human logs for the CLI, JSON for Lambda; `RUST_LOG` overrides the level.
 pub fn init_tracing(json: bool, default_level: &str) {

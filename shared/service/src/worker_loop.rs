@@ -96,19 +96,13 @@ impl WorkerLoop {
         handle_delivery(&self.engine, &*self.queue, d, owner).await
     }
 
-    /// A delivery, then its run's next steps for as long as the queue hands them straight
-    /// back (no other run waiting): a run at work keeps its slot without a receive.
+    /// A delivery, then its run's next steps while the queue hands them back, until shutdown.
     async fn carry(&self, first: Delivery, owner: &str, shutdown: &watch::Receiver<bool>) -> bool {
-        let mut d = first;
-        loop {
-            let handled = step_body(&self.engine, &d.body, &d.message_id, owner, None).await;
-            let carry_on = !handled.crashed && !*shutdown.borrow();
-            let visibility = carry_on.then_some(self.config.visibility_ms);
-            match settle_delivery(&*self.queue, &d, &handled, visibility).await {
-                Some(next) => d = next,
-                None => return handled.crashed,
-            }
-        }
+        let visibility = self.config.visibility_ms;
+        carry_delivery(&self.engine, &*self.queue, first, owner, visibility, || {
+            !*shutdown.borrow()
+        })
+        .await
     }
 
     /// Keeps up to `max_inflight` steps in flight until `shutdown` turns true, taking new
@@ -174,6 +168,24 @@ pub async fn handle_delivery(
     let handled = step_body(engine, &d.body, &d.message_id, owner, None).await;
     settle_delivery(queue, d, &handled, None).await;
     handled.crashed
+}
+
+/// One delivery, then its run's next steps for as long as the queue hands them straight back
+/// with the ack (no other run waiting) and `go_on` holds: a run at work keeps its worker
+/// without a receive. Returns true when a step crashed; its message is left in flight.
+pub async fn carry_delivery(
+    engine: &Engine, queue: &dyn StepQueue, first: Delivery, owner: &str, visibility_ms: u64,
+    go_on: impl Fn() -> bool,
+) -> bool {
+    let mut d = first;
+    loop {
+        let handled = step_body(engine, &d.body, &d.message_id, owner, None).await;
+        let carry_on = (!handled.crashed && go_on()).then_some(visibility_ms);
+        match settle_delivery(queue, &d, &handled, carry_on).await {
+            Some(next) => d = next,
+            None => return handled.crashed,
+        }
+    }
 }
 
 /// Settles a handled delivery. With `carry_on` (a visibility timeout), an acknowledged one
