@@ -474,7 +474,7 @@ async fn a_crash_in_a_step_carried_on_is_redelivered_and_each_iteration_lands_on
     // Arrange: iteration 2 comes back with iteration 1's ack; the worker dies in it twice.
     let faults = Arc::new(CrashOnce::new(vec![
         (FaultPoint::AfterClaim, 2),
-        (FaultPoint::AfterEnqueue, 3),
+        (FaultPoint::AfterCommit, 3),
     ]));
     let (t, queue) = served(faults.clone(), WorkerConfig::default());
     let id = start(&t).await;

@@ -207,6 +207,44 @@ mod suite {
         assert_eq!(delivered, vec![msg("r1", 2)]);
     }
 
+    pub async fn a_next_step_sent_with_the_ack_is_delivered_exactly_once(f: Fixture) {
+        send(&*f.queue, &msg("r1", 1)).await;
+        let got = f.queue.receive(10, 1000).await.unwrap();
+
+        let next = f
+            .queue
+            .send_ack_and_next(
+                &msg("r1", 2),
+                &msg("r1", 2).dedup_id(),
+                &got[0].receipt,
+                1000,
+            )
+            .await
+            .unwrap();
+        let mut delivered = bodies(next.into_iter().collect());
+        if delivered.is_empty() {
+            delivered.extend(bodies(f.receive_due().await));
+        } else {
+            assert!(
+                f.queue.receive(10, 1000).await.unwrap().is_empty(),
+                "already in flight"
+            );
+        }
+
+        assert_eq!(delivered, vec![msg("r1", 2)]);
+        if !f.reports_everything() {
+            return;
+        }
+        assert_eq!(
+            f.queue
+                .enqueue(&msg("r1", 2), &msg("r1", 2).dedup_id(), 0)
+                .await
+                .unwrap(),
+            Enqueued::Duplicate,
+            "its dedup id was recorded"
+        );
+    }
+
     pub async fn a_run_is_not_carried_on_past_another_that_waits_for_its_turn(f: Fixture) {
         send(&*f.queue, &msg("r1", 1)).await;
         let got = f.queue.receive(1, 1000).await.unwrap();
@@ -261,6 +299,7 @@ macro_rules! conformance {
                 #[tokio::test] async fn a_delayed_message_waits_and_blocks_its_run() { super::suite::a_delayed_message_waits_and_blocks_its_run(super::$adapter().await).await }
                 #[tokio::test] async fn extend_moves_the_visibility() { super::suite::extend_moves_the_visibility(super::$adapter().await).await }
                 #[tokio::test] async fn a_run_carried_on_by_its_worker_gets_its_next_message_exactly_once() { super::suite::a_run_carried_on_by_its_worker_gets_its_next_message_exactly_once(super::$adapter().await).await }
+                #[tokio::test] async fn a_next_step_sent_with_the_ack_is_delivered_exactly_once() { super::suite::a_next_step_sent_with_the_ack_is_delivered_exactly_once(super::$adapter().await).await }
                 #[tokio::test] async fn a_run_is_not_carried_on_past_another_that_waits_for_its_turn() { super::suite::a_run_is_not_carried_on_past_another_that_waits_for_its_turn(super::$adapter().await).await }
                 #[tokio::test] async fn a_message_that_keeps_failing_is_dead_lettered() { super::suite::a_message_that_keeps_failing_is_dead_lettered(super::$adapter().await).await }
             }

@@ -113,6 +113,19 @@ pub trait StepQueue: Send + Sync {
         let _ = visibility_ms;
         self.ack(receipt).await.map(|()| None)
     }
+    /// A run's next step sent (as by `enqueue_deferred`, undelayed) and the delivery that made
+    /// it acknowledged, as `ack_and_next` does, in one operation where the adapter can (SQLite:
+    /// one write). Nothing is acknowledged when the send fails; a receipt gone stale (the
+    /// message delivered again since) keeps the send and carries nothing on.
+    async fn send_ack_and_next(
+        &self, msg: &StepMessage, dedup_id: &str, receipt: &str, visibility_ms: u64,
+    ) -> QueueResult<Option<Delivery>> {
+        self.enqueue_deferred(msg, dedup_id, 0).await?;
+        match self.ack_and_next(receipt, visibility_ms).await {
+            Err(QueueError::StaleReceipt) => Ok(None),
+            carried => carried,
+        }
+    }
     /// Sets the message's remaining invisibility (0 releases it now).
     async fn extend(&self, receipt: &str, visibility_ms: u64) -> QueueResult<()>;
 }

@@ -26,6 +26,8 @@ pub enum Settle {
 pub fn settle(result: &Result<StepOutcome, EngineError>) -> Settle {
     match result {
         Ok(StepOutcome::Done) | Ok(StepOutcome::Dropped(_)) => Settle::Ack,
+        // The next step goes out with the ack (`Handled::next`).
+        Ok(StepOutcome::Next(_)) => Settle::Ack,
         Ok(StepOutcome::Retry { delay_ms }) => Settle::RetryAfter(*delay_ms),
         Err(EngineError::Crashed(_)) => Settle::Leave,
         Err(EngineError::Deferred { delay_ms, .. }) => Settle::RetryAfter(*delay_ms),
@@ -42,12 +44,23 @@ pub struct Handled {
     pub crashed: bool,
     /// `None` when the body was not a step message.
     pub msg: Option<StepMessage>,
+    /// The run's next step, handed back unsent (`hand_back`): to be sent with the ack.
+    pub next: Option<StepMessage>,
 }
 
 /// Parses and steps one message body; `deadline_ms` (epoch ms) bounds the work, as a Lambda
 /// invocation's deadline does.
 pub async fn step_body(
     engine: &Engine, body: &str, message_id: &str, owner: &str, deadline_ms: Option<i64>,
+) -> Handled {
+    step_body_handing_back(engine, body, message_id, owner, deadline_ms, false).await
+}
+
+/// `step_body`; with `hand_back`, a run that goes on hands its next step back in
+/// `Handled::next` instead of sending it.
+pub async fn step_body_handing_back(
+    engine: &Engine, body: &str, message_id: &str, owner: &str, deadline_ms: Option<i64>,
+    hand_back: bool,
 ) -> Handled {
     let msg = match StepMessage::parse(body) {
         Ok(m) => m,
@@ -58,12 +71,13 @@ pub async fn step_body(
                 settle: Settle::Ack,
                 crashed: false,
                 msg: None,
+                next: None,
             };
         }
     };
     let span = info_span!("step", run_id = %msg.run_id, iteration = msg.iteration, message_id);
     let result = engine
-        .step_until(&msg, owner, deadline_ms)
+        .step_handing_back(&msg, owner, deadline_ms, hand_back)
         .instrument(span)
         .await;
     match &result {
@@ -82,6 +96,10 @@ pub async fn step_body(
         settle: settle(&result),
         crashed: matches!(result, Err(EngineError::Crashed(_))),
         msg: Some(msg),
+        next: match result {
+            Ok(StepOutcome::Next(next)) => Some(next),
+            _ => None,
+        },
     }
 }
 

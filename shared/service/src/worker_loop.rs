@@ -11,7 +11,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tracing::{error, warn};
 
-use crate::trigger::{Handled, Settle, step_body};
+use crate::trigger::{Handled, RETRYABLE_DELAY_MS, Settle, step_body, step_body_handing_back};
 
 #[derive(Clone, Debug)]
 pub struct WorkerConfig {
@@ -179,8 +179,18 @@ pub async fn carry_delivery(
 ) -> bool {
     let mut d = first;
     loop {
-        let handled = step_body(engine, &d.body, &d.message_id, owner, None).await;
-        let carry_on = (!handled.crashed && go_on()).then_some(visibility_ms);
+        // Decided before the step: a step that may carry on hands its next step back, to be
+        // sent with the ack in one write.
+        let carry_on = go_on().then_some(visibility_ms);
+        let handled = step_body_handing_back(
+            engine,
+            &d.body,
+            &d.message_id,
+            owner,
+            None,
+            carry_on.is_some(),
+        )
+        .await;
         match settle_delivery(queue, &d, &handled, carry_on).await {
             Some(next) => d = next,
             None => return handled.crashed,
@@ -202,6 +212,20 @@ async fn settle_delivery(
         warn!(run_id, error = %e, "ack failed; the message will be redelivered and healed");
     };
     match (handled.settle, carry_on) {
+        (Settle::Ack, Some(visibility)) if let Some(next) = &handled.next => {
+            let sent = queue
+                .send_ack_and_next(next, &next.dedup_id(), &d.receipt, visibility)
+                .await;
+            match sent {
+                Ok(carried) => return carried,
+                Err(e) => {
+                    // Unacknowledged: it comes back soon, finds its iteration committed and
+                    // sends the next step again.
+                    warn!(run_id, error = %e, "the next step was not sent with the ack");
+                    let _ = queue.extend(&d.receipt, RETRYABLE_DELAY_MS).await;
+                }
+            }
+        }
         (Settle::Ack, Some(visibility)) => {
             return queue
                 .ack_and_next(&d.receipt, visibility)

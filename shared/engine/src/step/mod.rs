@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use longrun_domain::Rejection;
 use longrun_domain::change::{self, CommitPlan};
-use longrun_domain::run::Run;
+use longrun_domain::run::{Run, RunStatus};
 use tracing::{info, warn};
 
 use self::claim::{Claim, turned_away};
@@ -31,7 +31,9 @@ use self::phases::Draft;
 use crate::tools::{Staging, ToolRegistry};
 use longrun_ports::LlmClient;
 use longrun_ports::{AgentHost, McpConnector, ToolFactory};
-use longrun_ports::{FaultPoint, Faults, NotifyError, QueueError, StepMessage, Store, StoreError};
+use longrun_ports::{
+    FaultPoint, Faults, NotifyError, QueueError, StepMessage, StepReason, Store, StoreError,
+};
 
 pub use self::follow_up::{FollowUp, SweepReport};
 pub use self::user_tools::{McpCache, UserToolCache};
@@ -107,6 +109,9 @@ pub enum StepOutcome {
     /// Another worker holds the run, or the iteration was deferred: make the message visible
     /// again after `delay_ms`.
     Retry { delay_ms: u64 },
+    /// Iteration committed and the run goes on: its next step, not sent, for a caller that
+    /// asked for it to send it with this message's ack (`StepQueue::send_ack_and_next`).
+    Next(StepMessage),
 }
 
 pub struct Engine {
@@ -152,6 +157,14 @@ impl Engine {
     /// the claim is given back and the message returns to the queue after the retry delay.
     pub async fn step_until(
         &self, msg: &StepMessage, owner: &str, deadline_ms: Option<i64>,
+    ) -> Result<StepOutcome, EngineError> {
+        self.step_handing_back(msg, owner, deadline_ms, false).await
+    }
+
+    /// `step_until`; with `hand_back`, a run that goes on returns its next step
+    /// (`StepOutcome::Next`) instead of sending it, for the caller to send with the ack.
+    pub async fn step_handing_back(
+        &self, msg: &StepMessage, owner: &str, deadline_ms: Option<i64>, hand_back: bool,
     ) -> Result<StepOutcome, EngineError> {
         let n = msg.iteration;
         let Some(run) = self.store().get_run(&msg.run_id).await? else {
@@ -199,6 +212,10 @@ impl Engine {
         // Effects of the commit, only now that it landed; a crash before them is healed by
         // the redelivery, which finds the iteration committed.
         self.follow_up.start_children(&run, n).await?;
+        if hand_back && run.status == RunStatus::Running {
+            let next = StepMessage::new(&run.id, n + 1, StepReason::Continue);
+            return Ok(StepOutcome::Next(next));
+        }
         self.follow_up.send_deferred(&run).await?;
         self.crash(FaultPoint::AfterEnqueue, &run.id, n)?;
         Ok(StepOutcome::Done)

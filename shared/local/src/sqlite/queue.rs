@@ -108,6 +108,13 @@ impl SqliteStepQueue {
         }
     }
 
+    /// Whether the index vouches that delivery `(seq, count)` is current and no other run is
+    /// due at `now`: then its run may be carried on without a receive.
+    fn alone(&self, seq: i64, count: u32, now: i64) -> bool {
+        let idx = self.db.ready_index();
+        idx.is_current(self.db.generation()) && idx.in_flight(seq, count) && !idx.any_due(now)
+    }
+
     /// Enqueues a raw body, as a broken producer might.
     pub async fn enqueue_raw(&self, group: &str, body: &str) -> QueueResult<()> {
         let db = self.db.clone();
@@ -146,62 +153,7 @@ impl SqliteStepQueue {
         let dedup_id = dedup_id.to_string();
         self.db
             .write_owned(durable, move |tx| {
-                let dedup_id = dedup_id.as_str();
-                let candidate = indexed(&db, tx, |idx| Ok(idx.dedup.candidate(dedup_id, now)))?;
-                if let Some(rowid) = candidate {
-                    let same: bool = tx
-                        .prepare_cached(
-                            "SELECT EXISTS (SELECT 1 FROM dedup_log WHERE rowid = ?1 AND dedup_id = ?2)",
-                        )
-                        .and_then(|mut st| st.query_row(params![rowid, dedup_id], |r| r.get(0)))
-                        .map_err(q_err)?;
-                    if same {
-                        return Ok(Enqueued::Duplicate);
-                    }
-                }
-                let expires_at = now + DEDUP_WINDOW_MS;
-                let rowid: i64 = tx
-                    .prepare_cached(
-                        "INSERT INTO dedup_log (dedup_id, expires_at) VALUES (?1, ?2) RETURNING rowid",
-                    )
-                    .and_then(|mut st| st.query_row(params![dedup_id, expires_at], |r| r.get(0)))
-                    .map_err(q_err)?;
-                // The run's owner is the message's fair-share key (receive serves users in
-                // turn); a message of a run not stored here is its own key.
-                let (seq, key): (i64, String) = tx
-                    .prepare_cached(
-                        "INSERT INTO queue (group_id, body, visible_at, fair_key)
-                         VALUES (?1, ?2, ?3, (SELECT user_id FROM runs WHERE id = ?1))
-                         RETURNING seq, COALESCE(fair_key, group_id)",
-                    )
-                    .and_then(|mut st| {
-                        st.query_row(params![run_id, body, now + delay_ms as i64], |r| {
-                            Ok((r.get(0)?, r.get(1)?))
-                        })
-                    })
-                    .map_err(q_err)?;
-                let visible_at = now + delay_ms as i64;
-                let expired = indexed(&db, tx, |idx| {
-                    // Behind a live message the new one is not a head: FIFO within the run.
-                    if !idx.has_head(&run_id) {
-                        idx.insert(Head {
-                            seq,
-                            group: run_id.clone(),
-                            key,
-                            visible_at,
-                            receive_count: 0,
-                        });
-                    }
-                    idx.dedup.insert(dedup_id, rowid, expires_at);
-                    Ok(idx.dedup.expire(now))
-                })?;
-                // Expired dedup ids are trimmed on the way, so the log stays as small as the window.
-                if let Some(last) = expired {
-                    tx.prepare_cached("DELETE FROM dedup_log WHERE rowid <= ?1")
-                        .and_then(|mut st| st.execute([last]))
-                        .map_err(q_err)?;
-                }
-                Ok(Enqueued::Sent)
+                send_in(&db, tx, &run_id, &body, &dedup_id, now, delay_ms)
             })
             .await
     }
@@ -316,43 +268,43 @@ impl StepQueue for SqliteStepQueue {
         let now = self.clock.now_ms();
         // Another run due, or a receipt the index cannot vouch for: a plain ack, and the
         // next message waits for a receive's fair turn.
-        let alone = {
-            let idx = self.db.ready_index();
-            idx.is_current(self.db.generation()) && idx.in_flight(seq, count) && !idx.any_due(now)
-        };
-        if !alone {
+        if !self.alone(seq, count, now) {
             return self.ack(receipt).await.map(|()| None);
         }
         let max_receives = self.max_receives;
         let db = self.db.clone();
         self.db
             .write_owned(false, move |c| {
-                let n = c
-                    .prepare_cached("DELETE FROM queue WHERE seq = ?1 AND receive_count = ?2")
-                    .and_then(|mut st| st.execute(params![seq, count]))
-                    .map_err(q_err)?;
-                if n == 0 {
-                    return Err(QueueError::StaleReceipt);
+                ack_next_in(&db, c, (seq, count), now, visibility_ms, max_receives)
+            })
+            .await
+    }
+
+    async fn send_ack_and_next(
+        &self, msg: &StepMessage, dedup_id: &str, receipt: &str, visibility_ms: u64,
+    ) -> QueueResult<Option<Delivery>> {
+        let (seq, count) = parse_receipt(receipt)?;
+        let now = self.clock.now_ms();
+        if !self.alone(seq, count, now) {
+            self.send(msg, dedup_id, 0, false).await?;
+            return match self.ack_and_next(receipt, visibility_ms).await {
+                Err(QueueError::StaleReceipt) => Ok(None),
+                carried => carried,
+            };
+        }
+        let body = serde_json::to_string(msg).map_err(q_err)?;
+        let (run_id, dedup_id) = (msg.run_id.clone(), dedup_id.to_string());
+        let max_receives = self.max_receives;
+        let db = self.db.clone();
+        self.db
+            .write_owned(false, move |c| {
+                send_in(&db, c, &run_id, &body, &dedup_id, now, 0)?;
+                // A receipt gone stale (delivered again since) keeps the send: that delivery
+                // finds the iteration committed. Failing here would roll the group back.
+                match ack_next_in(&db, c, (seq, count), now, visibility_ms, max_receives) {
+                    Err(QueueError::StaleReceipt) => Ok(None),
+                    carried => carried,
                 }
-                indexed(&db, c, |idx| {
-                    let Some(gone) = idx.remove(seq) else {
-                        return Ok(None);
-                    };
-                    let Some(head) = next_head(c, &gone.group)? else {
-                        return Ok(None);
-                    };
-                    // Judged again under the connection: a run that came due since the look
-                    // gets its turn from a receive.
-                    let others = idx.any_due(now);
-                    idx.insert(head);
-                    if others {
-                        return Ok(None);
-                    }
-                    // Nothing else is due, so the one head a receive could take is this run's.
-                    dead_letter_due(c, idx, now, max_receives)?;
-                    let heads = idx.take(1, now, now + visibility_ms as i64);
-                    Ok(deliver(c, &heads, now)?.pop())
-                })
             })
             .await
     }
@@ -380,6 +332,102 @@ impl StepQueue for SqliteStepQueue {
             })
             .await
     }
+}
+
+/// The send, inside a write: the dedup window, the row, the index.
+fn send_in(
+    db: &SqliteDb, tx: &Connection, run_id: &str, body: &str, dedup_id: &str, now: i64,
+    delay_ms: u64,
+) -> QueueResult<Enqueued> {
+    let candidate = indexed(db, tx, |idx| Ok(idx.dedup.candidate(dedup_id, now)))?;
+    if let Some(rowid) = candidate {
+        let same: bool = tx
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM dedup_log WHERE rowid = ?1 AND dedup_id = ?2)",
+            )
+            .and_then(|mut st| st.query_row(params![rowid, dedup_id], |r| r.get(0)))
+            .map_err(q_err)?;
+        if same {
+            return Ok(Enqueued::Duplicate);
+        }
+    }
+    let expires_at = now + DEDUP_WINDOW_MS;
+    let rowid: i64 = tx
+        .prepare_cached(
+            "INSERT INTO dedup_log (dedup_id, expires_at) VALUES (?1, ?2) RETURNING rowid",
+        )
+        .and_then(|mut st| st.query_row(params![dedup_id, expires_at], |r| r.get(0)))
+        .map_err(q_err)?;
+    // The run's owner is the message's fair-share key (receive serves users in
+    // turn); a message of a run not stored here is its own key.
+    let (seq, key): (i64, String) = tx
+        .prepare_cached(
+            "INSERT INTO queue (group_id, body, visible_at, fair_key)
+                 VALUES (?1, ?2, ?3, (SELECT user_id FROM runs WHERE id = ?1))
+                 RETURNING seq, COALESCE(fair_key, group_id)",
+        )
+        .and_then(|mut st| {
+            st.query_row(params![run_id, body, now + delay_ms as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+        })
+        .map_err(q_err)?;
+    let visible_at = now + delay_ms as i64;
+    let expired = indexed(db, tx, |idx| {
+        // Behind a live message the new one is not a head: FIFO within the run.
+        if !idx.has_head(run_id) {
+            idx.insert(Head {
+                seq,
+                group: run_id.to_string(),
+                key,
+                visible_at,
+                receive_count: 0,
+            });
+        }
+        idx.dedup.insert(dedup_id, rowid, expires_at);
+        Ok(idx.dedup.expire(now))
+    })?;
+    // Expired dedup ids are trimmed on the way, so the log stays as small as the window.
+    if let Some(last) = expired {
+        tx.prepare_cached("DELETE FROM dedup_log WHERE rowid <= ?1")
+            .and_then(|mut st| st.execute([last]))
+            .map_err(q_err)?;
+    }
+    Ok(Enqueued::Sent)
+}
+
+/// The ack of `(seq, receive count)`, inside a write, and the run's next message delivered when
+/// it is the only one due.
+fn ack_next_in(
+    db: &SqliteDb, c: &Connection, (seq, count): (i64, u32), now: i64, visibility_ms: u64,
+    max_receives: u32,
+) -> QueueResult<Option<Delivery>> {
+    let n = c
+        .prepare_cached("DELETE FROM queue WHERE seq = ?1 AND receive_count = ?2")
+        .and_then(|mut st| st.execute(params![seq, count]))
+        .map_err(q_err)?;
+    if n == 0 {
+        return Err(QueueError::StaleReceipt);
+    }
+    indexed(db, c, |idx| {
+        let Some(gone) = idx.remove(seq) else {
+            return Ok(None);
+        };
+        let Some(head) = next_head(c, &gone.group)? else {
+            return Ok(None);
+        };
+        // Judged again under the connection: a run that came due since the look
+        // gets its turn from a receive.
+        let others = idx.any_due(now);
+        idx.insert(head);
+        if others {
+            return Ok(None);
+        }
+        // Nothing else is due, so the one head a receive could take is this run's.
+        dead_letter_due(c, idx, now, max_receives)?;
+        let heads = idx.take(1, now, now + visibility_ms as i64);
+        Ok(deliver(c, &heads, now)?.pop())
+    })
 }
 
 /// Dead-letters the heads that come due after their last allowed receive, first, so the
@@ -596,7 +644,7 @@ mod tests {
 
         /// A worker carrying its run on: it is handed that run's next message only when the
         /// reference ranking, right after the ack, would have delivered that one and nothing else.
-        async fn ack_and_compare(&mut self, receipt: &str, seed: u64) {
+        async fn ack_and_compare(&mut self, receipt: &str, with_send: bool, seed: u64) {
             let now = self.clock.now_ms();
             let group = |c: &Connection| -> Option<String> {
                 let seq: i64 = receipt.split_once('-')?.0.parse().ok()?;
@@ -606,7 +654,21 @@ mod tests {
                 .ok()
             };
             let acked = self.db.read(group).await;
-            let Ok(next) = self.queue.ack_and_next(receipt, 1_000).await else {
+            let carried = match &acked {
+                // The worker's way: the run's next step sent with the ack, in one write.
+                Some(run) if with_send => {
+                    self.next_iteration += 1;
+                    let msg = StepMessage::new(run, self.next_iteration, StepReason::Continue);
+                    let sent = self
+                        .queue
+                        .send_ack_and_next(&msg, &msg.dedup_id(), receipt, 1_000)
+                        .await;
+                    assert!(sent.is_ok(), "seed {seed}: {sent:?}");
+                    sent
+                }
+                _ => self.queue.ack_and_next(receipt, 1_000).await,
+            };
+            let Ok(next) = carried else {
                 return;
             };
             let Some(next) = next else {
@@ -653,7 +715,8 @@ mod tests {
                 12 if !self.receipts.is_empty() => {
                     let i = rng.below(self.receipts.len() as u64) as usize;
                     let receipt = self.receipts.swap_remove(i);
-                    self.ack_and_compare(&receipt, seed).await;
+                    let with_send = rng.below(2) == 0;
+                    self.ack_and_compare(&receipt, with_send, seed).await;
                 }
                 13 if !self.receipts.is_empty() => {
                     let i = rng.below(self.receipts.len() as u64) as usize;
@@ -812,6 +875,30 @@ mod tests {
         assert!(w.queue.receive(10, 60_000).await.unwrap().is_empty());
         w.queue.ack(&carried.receipt).await.unwrap();
         assert_eq!(queued(&w.db).await, 0);
+    }
+
+    #[tokio::test]
+    async fn a_step_sent_with_a_stale_receipt_is_kept_and_nothing_is_carried_on() {
+        // Arrange: a1's first step was delivered again, so the first receipt is stale.
+        let w = World::new().await;
+        let first = w.one_in_flight(1_000).await;
+        w.clock.advance(2_000);
+        let again = w.queue.receive(1, 60_000).await.unwrap().pop().unwrap();
+        let next = StepMessage::new("a1", 2, StepReason::Continue);
+
+        // Act
+        let carried = w
+            .queue
+            .send_ack_and_next(&next, &next.dedup_id(), &first.receipt, 60_000)
+            .await
+            .unwrap();
+
+        // Assert: the redelivered step stays in flight, the sent one waits behind it.
+        assert!(carried.is_none());
+        assert_eq!(queued(&w.db).await, 2);
+        w.queue.ack(&again.receipt).await.unwrap();
+        let got = w.queue.receive(10, 60_000).await.unwrap();
+        assert_eq!(StepMessage::parse(&got[0].body).unwrap(), next);
     }
 
     #[tokio::test]
