@@ -601,6 +601,16 @@ mod tests {
             got.remove(0)
         }
 
+        /// Run a1's second step, sent behind its first, due after `delay_ms`.
+        async fn second_sent(&self, delay_ms: u64) -> StepMessage {
+            let next = StepMessage::new("a1", 2, StepReason::Continue);
+            self.queue
+                .enqueue_deferred(&next, &next.dedup_id(), delay_ms)
+                .await
+                .unwrap();
+            next
+        }
+
         /// The process stops and a new one opens the same file: the index is rebuilt from
         /// the table (with or without start-up's release of what was in flight).
         async fn restart(self, release: bool) -> World {
@@ -859,11 +869,7 @@ mod tests {
         // Arrange
         let w = World::new().await;
         let d = w.one_in_flight(60_000).await;
-        let next = StepMessage::new("a1", 2, StepReason::Continue);
-        w.queue
-            .enqueue_deferred(&next, &next.dedup_id(), 0)
-            .await
-            .unwrap();
+        let next = w.second_sent(0).await;
 
         // Act
         let carried = w.queue.ack_and_next(&d.receipt, 60_000).await.unwrap();
@@ -906,11 +912,7 @@ mod tests {
         // Arrange
         let w = World::new().await;
         let d = w.one_in_flight(60_000).await;
-        let later = StepMessage::new("a1", 2, StepReason::Continue);
-        w.queue
-            .enqueue_deferred(&later, &later.dedup_id(), 5_000)
-            .await
-            .unwrap();
+        let later = w.second_sent(5_000).await;
 
         // Act
         let carried = w.queue.ack_and_next(&d.receipt, 60_000).await.unwrap();
