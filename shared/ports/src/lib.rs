@@ -27,7 +27,7 @@ pub use notify::{Notifier, NotifyError};
 pub use outbox::{WebhookOutbox, WebhookPoster};
 pub use queue::{
     DEDUP_WINDOW_MS, Delivery, Enqueued, QueueError, QueueResult, StepMessage, StepQueue,
-    StepReason,
+    StepReason, send_then_ack_and_next,
 };
 pub use store::{
     CatalogEntry, CatalogExt, CatalogKind, CatalogScope, ChangeFn, ContextFilter, Inbox, RunLog,

@@ -120,12 +120,20 @@ pub trait StepQueue: Send + Sync {
     async fn send_ack_and_next(
         &self, msg: &StepMessage, dedup_id: &str, receipt: &str, visibility_ms: u64,
     ) -> QueueResult<Option<Delivery>> {
-        self.enqueue_deferred(msg, dedup_id, 0).await?;
-        match self.ack_and_next(receipt, visibility_ms).await {
-            Err(QueueError::StaleReceipt) => Ok(None),
-            carried => carried,
-        }
+        send_then_ack_and_next(self, msg, dedup_id, receipt, visibility_ms).await
     }
     /// Sets the message's remaining invisibility (0 releases it now).
     async fn extend(&self, receipt: &str, visibility_ms: u64) -> QueueResult<()>;
+}
+
+/// `send_ack_and_next` as two calls: the send, then `ack_and_next`. The default, and the way
+/// an adapter goes when it cannot make them one write.
+pub async fn send_then_ack_and_next<Q: StepQueue + ?Sized>(
+    queue: &Q, msg: &StepMessage, dedup_id: &str, receipt: &str, visibility_ms: u64,
+) -> QueueResult<Option<Delivery>> {
+    queue.enqueue_deferred(msg, dedup_id, 0).await?;
+    match queue.ack_and_next(receipt, visibility_ms).await {
+        Err(QueueError::StaleReceipt) => Ok(None),
+        carried => carried,
+    }
 }

@@ -2,6 +2,7 @@
 
 use super::ready::{Head, ReadyIndex};
 use super::*;
+use longrun_ports::send_then_ack_and_next;
 
 /// FIFO step queue in the same database.
 pub struct SqliteStepQueue {
@@ -286,11 +287,7 @@ impl StepQueue for SqliteStepQueue {
         let (seq, count) = parse_receipt(receipt)?;
         let now = self.clock.now_ms();
         if !self.alone(seq, count, now) {
-            self.send(msg, dedup_id, 0, false).await?;
-            return match self.ack_and_next(receipt, visibility_ms).await {
-                Err(QueueError::StaleReceipt) => Ok(None),
-                carried => carried,
-            };
+            return send_then_ack_and_next(self, msg, dedup_id, receipt, visibility_ms).await;
         }
         let body = serde_json::to_string(msg).map_err(q_err)?;
         let (run_id, dedup_id) = (msg.run_id.clone(), dedup_id.to_string());
