@@ -432,6 +432,35 @@ fn sh_quote(s: &str) -> String {
     }
 }
 
+/// The local user's token from `token_file`, made on first use. The file is readable by its
+/// owner only, as an SSH key is (one made before that rule is tightened).
+fn local_token(data_dir: &Path, token_file: &Path) -> Result<String> {
+    let mut file = std::fs::OpenOptions::new();
+    file.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        file.mode(0o600);
+        if token_file.exists() {
+            std::fs::set_permissions(token_file, std::fs::Permissions::from_mode(0o600))
+                .with_context(|| format!("making {} private", token_file.display()))?;
+        }
+    }
+    if let Ok(t) = std::fs::read_to_string(token_file)
+        && !t.trim().is_empty()
+    {
+        return Ok(t.trim().to_string());
+    }
+    let t = format!("lr_{}", uuid::Uuid::new_v4().simple());
+    std::fs::create_dir_all(data_dir)?;
+    // An empty file left by an earlier start is replaced.
+    let _ = std::fs::remove_file(token_file);
+    file.open(token_file)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, t.as_bytes()))
+        .with_context(|| format!("writing {}", token_file.display()))?;
+    Ok(t)
+}
+
 fn write_demo_script(dir: &Path) -> Result<String> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let path = dir.join("demo-script.json");
@@ -506,18 +535,11 @@ async fn serve(args: ServeArgs) -> Result<()> {
     };
     let token_file = data_dir.join("token");
     if tokens.is_empty() {
-        let token = match std::fs::read_to_string(&token_file) {
-            Ok(t) if !t.trim().is_empty() => t.trim().to_string(),
-            _ => {
-                let t = format!("lr_{}", uuid::Uuid::new_v4().simple());
-                std::fs::create_dir_all(data_dir)?;
-                std::fs::write(&token_file, &t)
-                    .with_context(|| format!("writing {}", token_file.display()))?;
-                t
-            }
-        };
+        let token = local_token(data_dir, &token_file)?;
+        // The path, not the token: a terminal's output often ends up in a log.
         println!(
-            "No LONGRUN_TOKENS set; user `local` has the token in {}:\n  {token}",
+            "No LONGRUN_TOKENS set; user `local` has the token in {} (the CLI reads it from \
+             there; paste it into the console to sign in)",
             token_file.display()
         );
         tokens.insert(&token, "local");

@@ -121,6 +121,65 @@ fn serve_shuts_down_cleanly_on_sigterm() {
 }
 
 #[test]
+#[cfg(unix)]
+fn serve_without_tokens_keeps_the_local_token_in_a_private_file_and_out_of_its_output() {
+    use std::os::unix::fs::PermissionsExt;
+    // Arrange: no LONGRUN_TOKENS, so serve makes a token for user `local`.
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_longrun"))
+        .args(["serve", "--port", "0", "--data-dir"])
+        .arg(dir.path())
+        .env_remove("LONGRUN_TOKENS")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+
+    // Act: read what it prints up to the line that it is listening.
+    let mut printed = String::new();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            printed.push_str(&l);
+            l.split_once("listening on http://")
+                .and_then(|(_, rest)| rest.split_whitespace().next().map(str::to_string))
+        })
+        .expect("the server never said it was listening");
+    let token_file = dir.path().join("token");
+    let token = std::fs::read_to_string(&token_file).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let status = rt.block_on(async {
+        reqwest::Client::new()
+            .get(format!("http://{addr}/v1/runs"))
+            .bearer_auth(token.trim())
+            .send()
+            .await
+            .unwrap()
+            .status()
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+
+    // Assert: the token works, only its owner can read its file, and it was not printed.
+    assert_eq!(status, reqwest::StatusCode::OK);
+    let mode = std::fs::metadata(&token_file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "token file mode {mode:o}");
+    assert!(
+        printed.contains(&token_file.display().to_string()),
+        "{printed}"
+    );
+    assert!(
+        !printed.contains(token.trim()),
+        "the token was printed: {printed}"
+    );
+}
+
+#[test]
 fn serve_closes_connections_that_stop_sending_headers_or_body() {
     // Arrange: a server whose clients get 1 s to send each part of a request.
     let dir = tempfile::tempdir().unwrap();
