@@ -230,7 +230,7 @@ mod suite {
             s.update_run("r1", &|r| {
                 let mut next = r.clone();
                 next.iteration = n;
-                let mut rec = longrun_tests_record(n);
+                let mut rec = longrun_domain::testing::sample_record(n);
                 rec.run_id = "r1".into();
                 Ok(RunChange {
                     iteration: Some(rec),
@@ -356,7 +356,7 @@ mod suite {
             let mut next = r.clone();
             next.iteration = 1;
             next.lease = None;
-            let mut rec = longrun_tests_record(1);
+            let mut rec = longrun_domain::testing::sample_record(1);
             rec.run_id = "r1".into();
             Ok(RunChange {
                 iteration: Some(rec),
@@ -1021,27 +1021,6 @@ mod suite {
         held.dedup();
 
         assert_eq!(held.len(), 1, "every claim saw the same holder: {held:?}");
-    }
-}
-
-fn longrun_tests_record(n: u32) -> longrun_domain::IterationRecord {
-    longrun_domain::IterationRecord {
-        run_id: String::new(),
-        n,
-        outcome: RunStatus::Running,
-        summary: String::new(),
-        status_block: None,
-        tool_results: vec![],
-        executor_results: vec![],
-        created_docs: vec![],
-        updated_docs: vec![],
-        metrics: Default::default(),
-        error: None,
-        progress: true,
-        hints: vec![],
-        stopping_reason: None,
-        started_at: 0,
-        committed_at: 0,
     }
 }
 

@@ -49,3 +49,25 @@ pub fn sample_pad(n: u32) -> crate::PadEntry {
         sources: vec![],
     }
 }
+
+/// Iteration `n`'s record, empty but for its number.
+pub fn sample_record(n: u32) -> crate::IterationRecord {
+    crate::IterationRecord {
+        run_id: String::new(),
+        n,
+        outcome: RunStatus::Running,
+        summary: String::new(),
+        status_block: None,
+        tool_results: vec![],
+        executor_results: vec![],
+        created_docs: vec![],
+        updated_docs: vec![],
+        metrics: Default::default(),
+        error: None,
+        progress: true,
+        hints: vec![],
+        stopping_reason: None,
+        started_at: 0,
+        committed_at: 0,
+    }
+}

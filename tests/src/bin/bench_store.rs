@@ -128,7 +128,8 @@ fn fill(dir: &Path, runs: usize) -> Value {
          SELECT ?1, user_id, status, ?3, ?3, notified,
                 json_replace(body, '$.id', ?1, '$.created_at', ?3, '$.updated_at', ?3)
          FROM runs WHERE id = ?2",
-        "INSERT INTO log (run_id, kind, n, body) SELECT ?1, kind, n, body FROM log WHERE run_id = ?2 AND ?3 = ?3",
+        "INSERT INTO log (run_id, kind, n, body, p)
+         SELECT ?1, kind, n, body, p FROM log WHERE run_id = ?2 AND ?3 = ?3",
         "INSERT INTO docs (run_id, path, title, content, body)
          SELECT ?1, path, title, content, body FROM docs WHERE run_id = ?2 AND ?3 = ?3",
         // By primary key: the templates' notifications are `t-<run>` copies made below.

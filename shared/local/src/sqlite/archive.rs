@@ -60,8 +60,10 @@ const EXPIRED_RUNS: &str = concat!(
 const RUN_NOTIFICATIONS: &str = "SELECT body FROM notifications
      WHERE id > ?1 || '#' AND id < ?1 || '$' AND json_extract(body, '$.run_id') = ?1";
 
-/// A run's log entries of one kind, in order.
-const LOG_OF_KIND: &str = "SELECT body FROM log WHERE run_id = ?1 AND kind = ?2 ORDER BY n";
+/// A run's log entries of one kind, in order (the log index's order is number order within a
+/// kind).
+const LOG_OF_KIND: &str =
+    "SELECT body FROM log WHERE run_id = ?1 AND +kind = ?2 ORDER BY p, kind, n";
 
 /// Every table keyed by a run, and how to delete its rows there (the run row goes last).
 const DELETES: [&str; 5] = [
@@ -129,11 +131,14 @@ fn insert_all(c: &Connection, x: &RunExport) -> StoreResult<()> {
             &run.notified,
         ],
     )?;
+    // An entry's `p` is its own number, as in a log from before `p`: each kind stays in order,
+    // and the run's later writes land after every entry (see `LOG`).
     for e in &x.events {
-        exec(INSERT_LOG, &[&id, &EVENT, &(e.seq as i64), &to_json(e)?])?;
+        let seq = e.seq as i64;
+        exec(INSERT_LOG, &[&id, &EVENT, &seq, &to_json(e)?, &seq])?;
     }
     for r in &x.iterations {
-        exec(INSERT_LOG, &[&id, &ITERATION, &r.n, &to_json(r)?])?;
+        exec(INSERT_LOG, &[&id, &ITERATION, &r.n, &to_json(r)?, &r.n])?;
     }
     for d in &x.docs {
         let sql =
@@ -144,7 +149,7 @@ fn insert_all(c: &Connection, x: &RunExport) -> StoreResult<()> {
         )?;
     }
     for p in &x.scratchpad {
-        exec(INSERT_LOG, &[&id, &PAD, &p.n, &to_json(p)?])?;
+        exec(INSERT_LOG, &[&id, &PAD, &p.n, &to_json(p)?, &p.n])?;
     }
     for n in &x.notifications {
         let sql =

@@ -183,11 +183,14 @@ const LIST_RUNS_WITH_STATUS: &str = "SELECT body FROM runs WHERE user_id = ?1 AN
        AND (?7 IS NULL OR json_extract(body, '$.context.entity_id') = ?7)
      ORDER BY created_at DESC, id DESC LIMIT +?5";
 
-// A run's entries of one kind in its log (`?4`: `EVENT`, `ITERATION`), after a number.
-const LOG_AFTER: &str =
-    "SELECT body FROM log WHERE run_id = ?1 AND kind = ?4 AND n > ?2 ORDER BY n LIMIT +?3";
-const LAST_PADS: &str =
-    "SELECT body FROM log WHERE run_id = ?1 AND kind = ?3 ORDER BY n DESC LIMIT +?2";
+// A run's entries of one kind in its log (`?4`: `EVENT`, `ITERATION`), after a number: from
+// `p > ?2` on, as no entry's `p` is below its number (see `LOG`). `+kind` keeps the kind a
+// filter on the walk: as a term of the index search, SQLite sorts what it read.
+const LOG_AFTER: &str = "SELECT body FROM log WHERE run_id = ?1 AND p > ?2 AND +kind = ?4
+       AND n > ?2 ORDER BY p, kind, n LIMIT +?3";
+// Walks the run's entries back from its newest: a scratchpad entry is one in a handful.
+const LAST_PADS: &str = "SELECT body FROM log WHERE run_id = ?1 AND +kind = ?3
+     ORDER BY p DESC, kind DESC, n DESC LIMIT +?2";
 const NOTIFICATIONS: &str =
     "SELECT body FROM notifications WHERE user_id = ?1 ORDER BY at DESC, id DESC LIMIT +?2";
 const NOTIFICATIONS_BEFORE: &str = "SELECT body FROM notifications WHERE user_id = ?1
@@ -375,6 +378,8 @@ pub(super) fn doc_from_row(title: String, content: String, meta: &str) -> StoreR
 /// connection held is the inserts.
 struct Prepared {
     run: Run,
+    /// The iteration last committed as of the run this change was made from.
+    committed: u32,
     body: String,
     events: Vec<(u64, String)>,
     iteration: Option<(u32, String)>,
@@ -433,6 +438,7 @@ impl Prepared {
         let at = change.run.updated_at;
         let events = sequence_events(&mut change, base.map_or(0, |b| b.event_seq), at);
         Ok(Prepared {
+            committed: base.map_or(0, |b| b.iteration),
             columns: Columns::of(base, &change.run),
             body: to_json(&change.run)?,
             events: events
@@ -478,10 +484,19 @@ impl Prepared {
                 return Err(Rejection::LimitExceeded { limit }.into());
             }
         }
+        // Where this write's entries go in the run's stretch of the log (see `LOG`).
+        let p = run.event_seq as i64;
         if let Some((n, body)) = &self.iteration {
-            // A plain INSERT: a second commit of the same iteration is a bug and must fail loudly.
+            // The change was checked against the run as written: a second commit of the same
+            // iteration is a bug and must fail loudly.
+            if *n <= self.committed {
+                return Err(StoreError::Corrupt(format!(
+                    "iteration {n} of run {} is already committed",
+                    run.id
+                )));
+            }
             conn.prepare_cached(INSERT_LOG)
-                .and_then(|mut st| st.execute(params![run.id, ITERATION, n, body]))
+                .and_then(|mut st| st.execute(params![run.id, ITERATION, n, body, p]))
                 .map_err(|e| StoreError::Corrupt(format!("iteration {n}: {e}")))?;
         }
         match self.active {
@@ -532,7 +547,7 @@ impl Prepared {
         if !self.events.is_empty() {
             let mut st = conn.prepare_cached(INSERT_LOG).map_err(unavailable)?;
             for (seq, body) in &self.events {
-                st.execute(params![run.id, EVENT, *seq as i64, body])
+                st.execute(params![run.id, EVENT, *seq as i64, body, p])
                     .map_err(unavailable)?;
             }
         }
@@ -548,11 +563,9 @@ impl Prepared {
             }
         }
         if let Some((pad, body)) = &self.pad {
-            conn.prepare_cached(
-                "INSERT OR REPLACE INTO log (run_id, kind, n, body) VALUES (?1, ?2, ?3, ?4)",
-            )
-            .and_then(|mut st| st.execute(params![run.id, PAD, pad.n, body]))
-            .map_err(unavailable)?;
+            conn.prepare_cached(INSERT_LOG)
+                .and_then(|mut st| st.execute(params![run.id, PAD, pad.n, body, p]))
+                .map_err(unavailable)?;
         }
         Ok((run, self.pad.map(|(pad, _)| pad)))
     }
@@ -903,6 +916,37 @@ mod tests {
             "the API does not see a write not yet committed"
         );
         assert_eq!(api_sees_later.iteration, 1, "and sees it once it is");
+    }
+
+    #[tokio::test]
+    async fn a_second_record_of_a_committed_iteration_is_refused_as_corrupt_and_writes_nothing() {
+        // Arrange: iteration 1 committed with its record and an event.
+        let (_dir, store, id) = store_with_a_run().await;
+        let commit_one = |r: &Run| {
+            let mut next = r.clone();
+            next.iteration = 1;
+            let draft = longrun_domain::EventDraft::new(
+                longrun_domain::EventKind::IterationCommitted,
+                serde_json::json!({}),
+            );
+            Ok(RunChange {
+                iteration: Some(longrun_domain::testing::sample_record(1)),
+                ..RunChange::of(next, vec![draft])
+            })
+        };
+        store.update_run(&id, &commit_one).await.unwrap();
+        let before = store.get_run(&id).await.unwrap().unwrap();
+
+        // Act: the same record again, past a change function that does not check.
+        let again = store.update_run(&id, &commit_one).await;
+
+        // Assert
+        assert!(matches!(again, Err(StoreError::Corrupt(_))), "{again:?}");
+        let after = store.get_run(&id).await.unwrap().unwrap();
+        assert_eq!(after.event_seq, before.event_seq);
+        let events = store.events(&id, 0, 100).await.unwrap();
+        assert_eq!(events.len() as u64, before.event_seq);
+        assert_eq!(store.iterations(&id, 0, 10).await.unwrap().len(), 1);
     }
 
     /// Writes `run_id` as last written at `at`.
