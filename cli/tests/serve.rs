@@ -126,27 +126,13 @@ fn serve_without_tokens_keeps_the_local_token_in_a_private_file_and_out_of_its_o
     use std::os::unix::fs::PermissionsExt;
     // Arrange: no LONGRUN_TOKENS, so serve makes a token for user `local`.
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_longrun"))
-        .args(["serve", "--port", "0", "--data-dir"])
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_longrun"));
+    cmd.args(["serve", "--port", "0", "--data-dir"])
         .arg(dir.path())
-        .env_remove("LONGRUN_TOKENS")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .env_remove("LONGRUN_TOKENS");
 
-    // Act: read what it prints up to the line that it is listening.
-    let mut printed = String::new();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let addr = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find_map(|l| {
-            printed.push_str(&l);
-            l.split_once("listening on http://")
-                .and_then(|(_, rest)| rest.split_whitespace().next().map(str::to_string))
-        })
-        .expect("the server never said it was listening");
+    // Act: start it, then sign in with the token from its file.
+    let (mut child, addr, printed) = support::spawn_serve_printing(cmd);
     let token_file = dir.path().join("token");
     let token = std::fs::read_to_string(&token_file).unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -6,21 +6,30 @@ use std::process::{Child, Command, Stdio};
 
 /// Starts `serve` as configured by `cmd` (on `--port 0`) and returns it with the address it
 /// printed; its stdout keeps being drained so it never blocks on a full pipe.
-pub fn spawn_serve(mut cmd: Command) -> (Child, String) {
+pub fn spawn_serve(cmd: Command) -> (Child, String) {
+    let (child, addr, _) = spawn_serve_printing(cmd);
+    (child, addr)
+}
+
+/// `spawn_serve`, also returning what it printed up to the line that it is listening.
+pub fn spawn_serve_printing(mut cmd: Command) -> (Child, String, String) {
     let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut printed = String::new();
     let addr = lines
         .by_ref()
         .map_while(Result::ok)
         .find_map(|l| {
+            printed.push_str(&l);
+            printed.push('\n');
             l.split_once("listening on http://")
                 .and_then(|(_, rest)| rest.split_whitespace().next().map(str::to_string))
         })
         .expect("the server never said it was listening");
     std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
-    (child, addr)
+    (child, addr, printed)
 }
