@@ -497,7 +497,7 @@ impl Prepared {
             }
             conn.prepare_cached(INSERT_LOG)
                 .and_then(|mut st| st.execute(params![run.id, ITERATION, n, body, p]))
-                .map_err(|e| StoreError::Corrupt(format!("iteration {n}: {e}")))?;
+                .map_err(unavailable)?;
         }
         match self.active {
             ActiveDelta::None => {}
