@@ -608,6 +608,14 @@ mod tests {
             next
         }
 
+        /// The steps a receive hands out now (up to ten, in flight for a minute).
+        async fn receive_steps(&self) -> Vec<StepMessage> {
+            let got = self.queue.receive(10, 60_000).await.unwrap();
+            got.iter()
+                .map(|d| StepMessage::parse(&d.body).unwrap())
+                .collect()
+        }
+
         /// The process stops and a new one opens the same file: the index is rebuilt from
         /// the table (with or without start-up's release of what was in flight).
         async fn restart(self, release: bool) -> World {
@@ -875,7 +883,7 @@ mod tests {
         let carried = carried.expect("nothing else waits, so a1 carries on");
         assert_eq!(StepMessage::parse(&carried.body).unwrap(), next);
         assert_eq!(carried.receive_count, 1);
-        assert!(w.queue.receive(10, 60_000).await.unwrap().is_empty());
+        assert!(w.receive_steps().await.is_empty());
         w.queue.ack(&carried.receipt).await.unwrap();
         assert_eq!(queued(&w.db).await, 0);
     }
@@ -900,8 +908,7 @@ mod tests {
         assert!(carried.is_none());
         assert_eq!(queued(&w.db).await, 2);
         w.queue.ack(&again.receipt).await.unwrap();
-        let got = w.queue.receive(10, 60_000).await.unwrap();
-        assert_eq!(StepMessage::parse(&got[0].body).unwrap(), next);
+        assert_eq!(w.receive_steps().await[0], next);
     }
 
     #[tokio::test]
@@ -916,10 +923,9 @@ mod tests {
 
         // Assert
         assert!(carried.is_none());
-        assert!(w.queue.receive(10, 60_000).await.unwrap().is_empty());
+        assert!(w.receive_steps().await.is_empty());
         w.clock.advance(5_000);
-        let got = w.queue.receive(10, 60_000).await.unwrap();
-        assert_eq!(StepMessage::parse(&got[0].body).unwrap(), later);
+        assert_eq!(w.receive_steps().await[0], later);
     }
 
     #[tokio::test]
