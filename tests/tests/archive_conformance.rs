@@ -128,9 +128,11 @@ async fn worked_run(s: &dyn Store, id: &str, user: &str, parent: Option<&str>) {
             let mut next = r.clone();
             next.iteration = n;
             next.lease = None;
+            let docs = vec![doc(&format!("notes/{n}.md"), n), doc("plan.md", n)];
+            next.note_docs(docs.iter().map(Doc::meta));
             Ok(RunChange {
                 iteration: Some(record(id, n)),
-                docs: vec![doc(&format!("notes/{n}.md"), n), doc("plan.md", n)],
+                docs,
                 pad: Some(pad(n)),
                 ..RunChange::of(
                     next,
@@ -212,6 +214,11 @@ mod suite {
         // Assert: every part is back, and read through the ordinary ports too.
         assert_eq!(exported.iterations.len(), 2);
         assert_eq!(exported.docs.len(), 3);
+        assert_eq!(
+            exported.run.recent_docs.len(),
+            3,
+            "the planner's index of them too"
+        );
         assert_eq!(exported.scratchpad.len(), 2);
         assert_eq!(exported.notifications.len(), 1);
         assert_eq!(exported.deliveries.len(), 2);

@@ -71,3 +71,18 @@ pub fn sample_record(n: u32) -> crate::IterationRecord {
         committed_at: 0,
     }
 }
+
+/// A document's entry in a run's index, written in iteration 1.
+pub fn sample_doc_meta(path: &str) -> crate::DocMeta {
+    crate::DocMeta {
+        path: path.into(),
+        title: format!("about {path}"),
+        bytes: 10,
+        created_iteration: 1,
+        updated_iteration: 1,
+        version: 1,
+        sources: vec![],
+        tags: vec![],
+        updated_at: 5,
+    }
+}

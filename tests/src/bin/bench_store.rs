@@ -132,6 +132,8 @@ fn fill(dir: &Path, runs: usize) -> Value {
          SELECT ?1, kind, n, body, p FROM log WHERE run_id = ?2 AND ?3 = ?3",
         "INSERT INTO docs (run_id, path, title, content, body)
          SELECT ?1, path, title, content, body FROM docs WHERE run_id = ?2 AND ?3 = ?3",
+        "INSERT INTO run_recent (run_id, body)
+         SELECT ?1, body FROM run_recent WHERE run_id = ?2 AND ?3 = ?3",
         // By primary key: the templates' notifications are `t-<run>` copies made below.
         "INSERT INTO notifications (id, user_id, at, body)
          SELECT 'n-' || ?1, user_id, ?3, replace(body, ?2, ?1) FROM notifications

@@ -66,8 +66,9 @@ const LOG_OF_KIND: &str =
     "SELECT body FROM log WHERE run_id = ?1 AND +kind = ?2 ORDER BY p, kind, n";
 
 /// Every table keyed by a run, and how to delete its rows there (the run row goes last).
-const DELETES: [&str; 5] = [
+const DELETES: [&str; 6] = [
     "DELETE FROM log WHERE run_id = ?1",
+    "DELETE FROM run_recent WHERE run_id = ?1",
     "DELETE FROM docs WHERE run_id = ?1",
     "DELETE FROM outbox WHERE run_id = ?1",
     "DELETE FROM notifications
@@ -110,7 +111,8 @@ fn insert_delivery(c: &Connection, d: &WebhookDelivery) -> StoreResult<()> {
 /// Every row of the document, the run's first. Called after the checks: a failing insert
 /// abandons the group (see `SqliteDb`), so an import lands whole or not at all.
 fn insert_all(c: &Connection, x: &RunExport) -> StoreResult<()> {
-    let run = &x.run;
+    let mut run = x.run.clone();
+    let (body, recent) = super::runs::split_body(&mut run, None)?;
     let id = run.id.as_str();
     let exec = |sql: &str, p: &[&dyn rusqlite::ToSql]| -> StoreResult<()> {
         c.prepare_cached(sql)
@@ -127,10 +129,13 @@ fn insert_all(c: &Connection, x: &RunExport) -> StoreResult<()> {
             &run.status.as_str(),
             &run.created_at,
             &run.updated_at,
-            &to_json(run)?,
+            &body,
             &run.notified,
         ],
     )?;
+    if let Some(recent) = &recent {
+        super::runs::write_recent(c, id, recent)?;
+    }
     // An entry's `p` is its own number, as in a log from before `p`: each kind stays in order,
     // and the run's later writes land after every entry (see `LOG`).
     for e in &x.events {
@@ -237,6 +242,41 @@ impl RunRetention for SqliteRunStore {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn deleting_a_run_deletes_its_recent_docs_row() {
+        // Arrange: an old ended run with a doc in its index, and another run.
+        let store = SqliteRunStore::new(SqliteDb::open_in_memory().unwrap());
+        for id in ["old", "other"] {
+            let mut run = longrun_domain::testing::sample_run();
+            run.id = id.into();
+            run.note_docs([longrun_domain::testing::sample_doc_meta("a.md")]);
+            run.transition_to(longrun_domain::run::RunStatus::Running, 1)
+                .unwrap();
+            run.transition_to(longrun_domain::run::RunStatus::Completed, 1)
+                .unwrap();
+            run.notified = true;
+            store
+                .create_run(longrun_domain::change::create(run, 10))
+                .await
+                .unwrap();
+        }
+
+        // Act
+        let deleted = store.delete_run("old", 1_000_000).await.unwrap();
+
+        // Assert
+        let left: Vec<String> = store
+            .db
+            .read(|c| {
+                c.prepare("SELECT run_id FROM run_recent")
+                    .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+            })
+            .await
+            .unwrap();
+        assert!(deleted);
+        assert_eq!(left, ["other"]);
+    }
 
     #[tokio::test]
     async fn a_database_from_before_gets_the_ended_runs_index_its_scan_can_use() {

@@ -146,6 +146,37 @@ fn log_tables(conn: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// A run's `recent_docs` (the planner's index of its newest docs), out of the run row: a row is
+/// rewritten whole at every write of the run (twice an iteration), and at 25 entries the list
+/// was two thirds of it and made every write overflow a 4 KB page. It changes only when an
+/// iteration writes docs, so it is written then, and every read of a run reads it back
+/// (`select_run!`). A run that never had docs has no row here.
+const RECENT: &str = "CREATE TABLE run_recent (run_id TEXT PRIMARY KEY, body TEXT NOT NULL)";
+
+/// Creates `run_recent`; a database made before gets the lists its run rows hold moved into
+/// it, in one transaction.
+fn recent_table(conn: &Connection) -> rusqlite::Result<()> {
+    let exists: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'run_recent')",
+        [],
+        |r| r.get(0),
+    )?;
+    if exists {
+        return Ok(());
+    }
+    in_one_transaction(
+        conn,
+        &format!(
+            "{RECENT};
+             INSERT INTO run_recent (run_id, body)
+               SELECT id, json_extract(body, '$.recent_docs') FROM runs
+               WHERE json_type(body, '$.recent_docs') = 'array';
+             UPDATE runs SET body = json_remove(body, '$.recent_docs')
+               WHERE json_type(body, '$.recent_docs') IS NOT NULL;"
+        ),
+    )
+}
+
 /// Databases made before kept the dedup window in a table keyed by id; its live rows move to
 /// the log once.
 fn fold_dedup(conn: &Connection) -> rusqlite::Result<()> {
@@ -584,6 +615,7 @@ impl SqliteDb {
             .map_err(unavailable)?;
         conn.execute_batch(SCHEMA).map_err(unavailable)?;
         log_tables(&conn).map_err(unavailable)?;
+        recent_table(&conn).map_err(unavailable)?;
         fold_dedup(&conn).map_err(unavailable)?;
         add_fair_key(&conn).map_err(unavailable)?;
         add_notified(&conn).map_err(unavailable)?;
@@ -1457,6 +1489,58 @@ mod tests {
             index.contains("notified = 0") && !index.contains("json_extract"),
             "{index}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_database_from_before_run_recent_moves_each_runs_recent_docs_out_of_its_row() {
+        // Arrange: a run row as written before, its docs index in its body.
+        let mut run = longrun_domain::testing::sample_run();
+        run.note_docs([longrun_domain::testing::sample_doc_meta("notes/1.md")]);
+        let before = run.clone();
+        let (_dir, path) = old_database(|c| {
+            c.execute_batch(
+                "CREATE TABLE runs (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, status TEXT NOT NULL,
+                     created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, body TEXT NOT NULL,
+                     notified INTEGER NOT NULL DEFAULT 0);",
+            )?;
+            c.execute(
+                "INSERT INTO runs VALUES (?1, ?2, 'queued', 0, 5, ?3, 0)",
+                params![run.id, run.user_id, to_json(&run).unwrap()],
+            )?;
+            Ok(())
+        });
+
+        // Act: opened, then written by a change that leaves the docs alone, then reopened.
+        let store = SqliteRunStore::new(SqliteDb::open(&path).unwrap());
+        let read = store.get_run(&run.id).await.unwrap().unwrap();
+        store
+            .update_run(&run.id, &|r: &Run| {
+                let mut next = r.clone();
+                next.updated_at = 9;
+                Ok(RunChange::of(next, vec![]))
+            })
+            .await
+            .unwrap();
+        drop(store);
+        let store = SqliteRunStore::new(SqliteDb::open(&path).unwrap());
+        let reopened = store.get_run(&run.id).await.unwrap().unwrap();
+        let in_body: Option<String> = store
+            .db
+            .read(|c| {
+                c.query_row(
+                    "SELECT json_type(body, '$.recent_docs') FROM runs",
+                    [],
+                    |r| r.get(0),
+                )
+            })
+            .await
+            .unwrap();
+
+        // Assert
+        assert_eq!(read, before);
+        assert_eq!(reopened.recent_docs, before.recent_docs);
+        assert_eq!(reopened.updated_at, 9);
+        assert_eq!(in_body, None);
     }
 
     #[tokio::test]

@@ -164,7 +164,14 @@ impl RunCache {
 // search of an index, never a scan or a sort (`EXPLAIN QUERY PLAN`), however many ended runs
 // the store holds.
 
-const GET_RUN: &str = "SELECT body FROM runs WHERE id = ?1";
+/// A run as read: its body and its `recent_docs`, kept in a row of their own (see `RECENT`).
+macro_rules! select_run {
+    () => {
+        "SELECT body, (SELECT r.body FROM run_recent r WHERE r.run_id = runs.id) FROM runs"
+    };
+}
+
+const GET_RUN: &str = concat!(select_run!(), " WHERE id = ?1");
 
 // A statement per shape, each a range of one index: `?2 = '' OR status = ?2` made the planner
 // walk all of a user's runs to find a few queued ones. The cursor is a row value, so a deep
@@ -172,16 +179,22 @@ const GET_RUN: &str = "SELECT body FROM runs WHERE id = ?1";
 // before every id, so it means "created strictly before").
 // A context filter reads the bodies of the user's runs (walked newest first by the index);
 // listing by context is rare enough not to earn a column and an index of its own.
-const LIST_RUNS: &str = "SELECT body FROM runs WHERE user_id = ?1 AND ?2 = ''
+const LIST_RUNS: &str = concat!(
+    select_run!(),
+    " WHERE user_id = ?1 AND ?2 = ''
        AND (created_at, id) < (?3, ?4)
        AND (?6 IS NULL OR json_extract(body, '$.context.type') = ?6)
        AND (?7 IS NULL OR json_extract(body, '$.context.entity_id') = ?7)
-     ORDER BY created_at DESC, id DESC LIMIT +?5";
-const LIST_RUNS_WITH_STATUS: &str = "SELECT body FROM runs WHERE user_id = ?1 AND status = ?2
+     ORDER BY created_at DESC, id DESC LIMIT +?5"
+);
+const LIST_RUNS_WITH_STATUS: &str = concat!(
+    select_run!(),
+    " WHERE user_id = ?1 AND status = ?2
        AND (created_at, id) < (?3, ?4)
        AND (?6 IS NULL OR json_extract(body, '$.context.type') = ?6)
        AND (?7 IS NULL OR json_extract(body, '$.context.entity_id') = ?7)
-     ORDER BY created_at DESC, id DESC LIMIT +?5";
+     ORDER BY created_at DESC, id DESC LIMIT +?5"
+);
 
 // A run's entries of one kind in its log (`?4`: `EVENT`, `ITERATION`), after a number: from
 // `p > ?2` on, as no entry's `p` is below its number (see `LOG`). `+kind` keeps the kind a
@@ -198,21 +211,31 @@ const NOTIFICATIONS_BEFORE: &str = "SELECT body FROM notifications WHERE user_id
 
 // The OR term is `runs_unsettled`'s condition, written the same way, so these read only the
 // runs that are active or not yet notified (a full store holds mostly ended, notified ones).
-const STALE_RUNS: &str = "SELECT body FROM runs WHERE updated_at < ?1
+const STALE_RUNS: &str = concat!(
+    select_run!(),
+    " WHERE updated_at < ?1
        AND (status IN ('queued', 'running') OR notified = 0)
-     ORDER BY updated_at, id LIMIT +?2";
-const STRANDED: &str = "SELECT body FROM runs
-     WHERE (status IN ('queued', 'running') OR notified = 0)
+     ORDER BY updated_at, id LIMIT +?2"
+);
+const STRANDED: &str = concat!(
+    select_run!(),
+    " WHERE (status IN ('queued', 'running') OR notified = 0)
        AND (status NOT IN ('queued', 'running')
-            OR NOT EXISTS (SELECT 1 FROM queue WHERE group_id = runs.id AND dead = 0))";
+            OR NOT EXISTS (SELECT 1 FROM queue WHERE group_id = runs.id AND dead = 0))"
+);
 // The index `runs_waiting`'s terms, so only runs waiting on children are read.
-const WAITS_DUE: &str = "SELECT body FROM runs WHERE status = 'waiting_on_children'
+const WAITS_DUE: &str = concat!(
+    select_run!(),
+    " WHERE status = 'waiting_on_children'
        AND json_extract(body, '$.children_wait_until') <= ?1
-     ORDER BY json_extract(body, '$.children_wait_until'), id LIMIT +?2";
+     ORDER BY json_extract(body, '$.children_wait_until'), id LIMIT +?2"
+);
 // The first term is `runs_unsettled`'s condition, so ended, notified runs are not read.
-const LEASED: &str = "SELECT body FROM runs
-     WHERE (status IN ('queued', 'running') OR notified = 0)
-       AND status = 'running' AND json_extract(body, '$.lease') IS NOT NULL";
+const LEASED: &str = concat!(
+    select_run!(),
+    " WHERE (status IN ('queued', 'running') OR notified = 0)
+       AND status = 'running' AND json_extract(body, '$.lease') IS NOT NULL"
+);
 
 impl SqliteRunStore {
     /// One statement in the next group commit; how many rows it changed.
@@ -227,12 +250,12 @@ impl SqliteRunStore {
     /// Runs that should be moving but have no live message (their send was lost in a crash),
     /// and runs whose outcome was never published. Read at start-up by `recover`.
     pub async fn stranded(&self) -> StoreResult<Vec<Run>> {
-        self.db.read(|c| query_json::<Run>(c, STRANDED, &[])).await
+        self.db.read(|c| query_runs(c, STRANDED, &[])).await
     }
 
     /// Runs a worker holds a lease on; at start-up, those of a process that is gone.
     pub async fn leased_runs(&self) -> StoreResult<Vec<Run>> {
-        self.db.read(|c| query_json::<Run>(c, LEASED, &[])).await
+        self.db.read(|c| query_runs(c, LEASED, &[])).await
     }
 
     pub fn new(db: SqliteDb) -> Self {
@@ -351,11 +374,52 @@ impl SqliteRunStore {
 }
 
 fn load_run(conn: &Connection, run_id: &str) -> StoreResult<Option<Run>> {
-    let body: Option<String> = conn
-        .prepare_cached(GET_RUN)
-        .and_then(|mut st| st.query_row([run_id], |r| r.get(0)).optional())
+    Ok(query_runs(conn, GET_RUN, &[&run_id])?.pop())
+}
+
+/// The runs a `select_run!` statement reads, each with its `recent_docs` put back.
+fn query_runs(
+    conn: &Connection, sql: &str, params: &[&dyn rusqlite::ToSql],
+) -> StoreResult<Vec<Run>> {
+    let mut st = conn.prepare_cached(sql).map_err(unavailable)?;
+    let rows = st
+        .query_map(params, |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?))
+        })
         .map_err(unavailable)?;
-    body.map(|b| from_json(&b)).transpose()
+    let mut out = vec![];
+    for row in rows {
+        let (body, recent) = row.map_err(unavailable)?;
+        let mut run: Run = from_json(&body)?;
+        if let Some(recent) = recent {
+            run.recent_docs = Arc::new(from_json(&recent)?);
+        }
+        out.push(run);
+    }
+    Ok(out)
+}
+
+/// A run's body without `recent_docs`, and the list's JSON when it is to be written: it
+/// differs from `base`'s, or the run is new and has some. The list changes only when an
+/// iteration writes docs, and at 3.8 KB for 25 entries it made every write of the run row
+/// overflow a page.
+pub(super) fn split_body(
+    run: &mut Run, base: Option<&Run>,
+) -> StoreResult<(String, Option<String>)> {
+    let moved = match base {
+        Some(b) => {
+            !Arc::ptr_eq(&b.recent_docs, &run.recent_docs) && b.recent_docs != run.recent_docs
+        }
+        None => !run.recent_docs.is_empty(),
+    };
+    let recent = std::mem::take(&mut run.recent_docs);
+    let body = to_json(&*run);
+    run.recent_docs = recent;
+    let recent = match moved {
+        true => Some(to_json(&*run.recent_docs)?),
+        false => None,
+    };
+    Ok((body?, recent))
 }
 
 /// A document from its row: the title and content columns and the meta JSON.
@@ -374,6 +438,17 @@ pub(super) fn doc_from_row(title: String, content: String, meta: &str) -> StoreR
     })
 }
 
+/// Sets a run's `recent_docs` row.
+pub(super) fn write_recent(conn: &Connection, run_id: &str, recent: &str) -> StoreResult<()> {
+    conn.prepare_cached(
+        "INSERT INTO run_recent (run_id, body) VALUES (?1, ?2)
+         ON CONFLICT (run_id) DO UPDATE SET body = ?2",
+    )
+    .and_then(|mut st| st.execute(params![run_id, recent]))
+    .map(|_| ())
+    .map_err(unavailable)
+}
+
 /// A change with its events numbered and every row serialized: what is left to do with the
 /// connection held is the inserts.
 struct Prepared {
@@ -387,6 +462,8 @@ struct Prepared {
     docs: Vec<(String, String, String, String)>,
     /// The entry and its JSON.
     pad: Option<(PadEntry, String)>,
+    /// `recent_docs`' JSON when the change moved it.
+    recent: Option<String>,
     active: ActiveDelta,
     columns: Columns,
 }
@@ -437,10 +514,12 @@ impl Prepared {
     fn new(mut change: RunChange, base: Option<&Run>) -> StoreResult<Self> {
         let at = change.run.updated_at;
         let events = sequence_events(&mut change, base.map_or(0, |b| b.event_seq), at);
+        let (body, recent) = split_body(&mut change.run, base)?;
         Ok(Prepared {
             committed: base.map_or(0, |b| b.iteration),
             columns: Columns::of(base, &change.run),
-            body: to_json(&change.run)?,
+            body,
+            recent,
             events: events
                 .iter()
                 .map(|e| Ok((e.seq, to_json(e)?)))
@@ -562,6 +641,9 @@ impl Prepared {
                     .map_err(unavailable)?;
             }
         }
+        if let Some(recent) = &self.recent {
+            write_recent(conn, &run.id, recent)?;
+        }
         if let Some((pad, body)) = &self.pad {
             conn.prepare_cached(INSERT_LOG)
                 .and_then(|mut st| st.execute(params![run.id, PAD, pad.n, body, p]))
@@ -620,7 +702,7 @@ impl RunLog for SqliteRunStore {
         };
         self.db
             .read_committed(|c| {
-                query_json(
+                query_runs(
                     c,
                     sql,
                     &[
@@ -689,7 +771,7 @@ impl RunLog for SqliteRunStore {
     async fn stale_runs(&self, updated_before: i64, limit: usize) -> StoreResult<Vec<Run>> {
         let runs: Vec<Run> = self
             .db
-            .read(|c| query_json(c, STALE_RUNS, &[&updated_before, &(limit as i64)]))
+            .read(|c| query_runs(c, STALE_RUNS, &[&updated_before, &(limit as i64)]))
             .await?;
         // The column may be up to a grain older than the run's last write.
         Ok(runs
@@ -700,7 +782,7 @@ impl RunLog for SqliteRunStore {
 
     async fn waits_due(&self, now: i64, limit: usize) -> StoreResult<Vec<Run>> {
         self.db
-            .read(|c| query_json(c, WAITS_DUE, &[&now, &(limit as i64)]))
+            .read(|c| query_runs(c, WAITS_DUE, &[&now, &(limit as i64)]))
             .await
     }
 }
@@ -947,6 +1029,102 @@ mod tests {
         let events = store.events(&id, 0, 100).await.unwrap();
         assert_eq!(events.len() as u64, before.event_seq);
         assert_eq!(store.iterations(&id, 0, 10).await.unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_run_write_carries_its_recent_docs_only_when_they_change_and_never_in_the_body() {
+        // Arrange: a run with a doc in its index, and copies of it as the writes make them.
+        let mut base = longrun_domain::testing::sample_run();
+        base.note_docs([longrun_domain::testing::sample_doc_meta("a.md")]);
+        let mut same = base.clone();
+        same.updated_at += 1;
+        let mut wrote = base.clone();
+        wrote.note_docs([longrun_domain::testing::sample_doc_meta("b.md")]);
+        let mut reread = base.clone();
+        reread.recent_docs = Arc::new(base.recent_docs.to_vec());
+        let mut new_run = longrun_domain::testing::sample_run();
+
+        // Act
+        let (same_body, same_recent) = split_body(&mut same, Some(&base)).unwrap();
+        let (_, wrote_recent) = split_body(&mut wrote, Some(&base)).unwrap();
+        let (_, reread_recent) = split_body(&mut reread, Some(&base)).unwrap();
+        let (_, new_recent) = split_body(&mut new_run, None).unwrap();
+        let (_, created_recent) = split_body(&mut base.clone(), None).unwrap();
+
+        // Assert
+        assert_eq!(same_recent, None);
+        assert!(!same_body.contains("recent_docs"), "{same_body}");
+        assert_eq!(
+            same.recent_docs, base.recent_docs,
+            "the run itself keeps its list"
+        );
+        let written: Vec<DocMeta> = serde_json::from_str(&wrote_recent.unwrap()).unwrap();
+        assert_eq!(written, *wrote.recent_docs);
+        assert_eq!(
+            reread_recent, None,
+            "an equal list read back is not written again"
+        );
+        assert_eq!(new_recent, None, "a new run without docs has no row");
+        assert!(created_recent.is_some());
+    }
+
+    #[tokio::test]
+    async fn a_runs_recent_docs_live_in_a_row_of_their_own_and_every_read_puts_them_back() {
+        // Arrange: two docs noted, then a write that leaves them alone.
+        let (_dir, store, id) = store_with_a_run().await;
+        store
+            .update_run(&id, &|r: &Run| {
+                let mut next = r.clone();
+                next.note_docs([
+                    longrun_domain::testing::sample_doc_meta("a.md"),
+                    longrun_domain::testing::sample_doc_meta("b.md"),
+                ]);
+                Ok(RunChange::of(next, vec![]))
+            })
+            .await
+            .unwrap();
+        write_at(&store, &id, 20_000).await;
+        let written = store.get_run(&id).await.unwrap().unwrap();
+
+        // Act: a store with nothing cached reads the database.
+        let cold = SqliteRunStore::new(store.db.clone());
+        let got = cold.get_run(&id).await.unwrap().unwrap();
+        let listed = cold
+            .list_runs(
+                &written.user_id,
+                &RunQuery {
+                    limit: 10,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        let stale = cold.stale_runs(30_000, 10).await.unwrap();
+        let (in_body, rows): (Option<String>, i64) = store
+            .db
+            .read(|c| {
+                c.query_row(
+                    "SELECT json_type(body, '$.recent_docs'), (SELECT count(*) FROM run_recent) FROM runs",
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+            })
+            .await
+            .unwrap();
+
+        // Assert
+        let paths = |r: &Run| {
+            r.recent_docs
+                .iter()
+                .map(|d| d.path.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(paths(&written), ["b.md", "a.md"]);
+        assert_eq!(got, written);
+        assert_eq!(listed, std::slice::from_ref(&written));
+        assert_eq!(stale, [written]);
+        assert_eq!(in_body, None, "the run row leaves the list out");
+        assert_eq!(rows, 1);
     }
 
     /// Writes `run_id` as last written at `at`.
