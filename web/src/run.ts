@@ -75,6 +75,8 @@ export const runPage: Page = (ctx, root, params) => {
   const reportCard = section("report", "Report", report);
   const deliveries = h("div", {});
   const deliveriesCard = section("deliveries", "Webhook deliveries", deliveries);
+  const children = h("div", {});
+  const childrenCard = section("children", "Child runs", children);
   const agent = agentPanel();
   const agentSlot = h("div", { class: "agent-slot" });
   replace(root,
@@ -90,6 +92,7 @@ export const runPage: Page = (ctx, root, params) => {
         section("cost", "Cost", cost)),
       reportCard,
       deliveriesCard,
+      childrenCard,
       agentSlot,
       section("timeline-s", "Timeline", timeline),
       h("div", { class: "cols" },
@@ -187,6 +190,7 @@ export const runPage: Page = (ctx, root, params) => {
     renderCost(run);
     renderReport(run);
     renderDeliveries();
+    renderChildren(run);
     renderTimeline();
     renderPlan(run);
     renderOutputs();
@@ -359,6 +363,9 @@ export const runPage: Page = (ctx, root, params) => {
       fact("Iterations", h("span", { "data-testid": "iterations" }, `${run.iteration} of ${run.budgets.max_iterations}`)),
       run.agent ? fact("Agent", run.agent) : fact("Model", (run.models?.length ? run.models : [run.model]).join(", ")),
       fact("Permission mode", run.permission_mode.replace(/_/g, " ")),
+      run.parent_run_id
+        ? fact("Parent run", h("a", { href: `/runs/${run.parent_run_id}`, "data-testid": "parent-run" }, h("code", {}, run.parent_run_id)))
+        : null,
       run.stopping_reason ? fact("Stopping reason", `${run.stopping_reason.type}: ${run.stopping_reason.detail}`) : null);
   }
 
@@ -451,6 +458,24 @@ export const runPage: Page = (ctx, root, params) => {
               h("li", {}, when(a.at), " — ", a.error ?? "delivered"))))
             : null),
           h("td", {}, d.last_error ?? "—"))))));
+  }
+
+  // The runs this one spawned, as its own row keeps them: a detached child is not waited for
+  // and outlives this run's end, so it is marked.
+  function renderChildren(run: Run) {
+    const kids = run.children ?? [];
+    childrenCard.hidden = !kids.length;
+    if (!kids.length) return;
+    replace(children, h("table", { class: "deliveries", "data-testid": "children" },
+      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Run"), h("th", { scope: "col" }, "Status"),
+        h("th", { scope: "col" }, "Spend"), h("th", { scope: "col" }, "Summary"))),
+      h("tbody", {}, kids.map((c) =>
+        h("tr", { "data-child": c.id },
+          h("td", {}, h("a", { href: `/runs/${c.id}` }, c.objective),
+            c.detached ? h("span", { class: "tag", title: "Not waited for; it outlives this run's end" }, "detached") : null),
+          h("td", {}, statusBadge(c.status)),
+          h("td", {}, `${count(c.tokens)} tokens · ${usd(c.cost_usd)}`),
+          h("td", {}, c.summary ?? "—"))))));
   }
 
   function why(it: Iteration): string {

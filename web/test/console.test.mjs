@@ -1,7 +1,7 @@
 // Drives the console in headless Chromium against a real `longrun serve` with scripted models:
 // start a run from the composer, watch it advance live, answer its question, see it complete,
 // read a workspace doc with its sources and the report; open a deep link cold; cancel a second run mid-way;
-// see the API's failures as readable messages. Screenshots land in web/test-results/.
+// go from a parent run to its detached child and back; see the API's failures as readable messages. Screenshots land in web/test-results/.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -60,6 +60,22 @@ const endless = {
   executor: [], repair: [],
 };
 
+// Hands part of the work to a detached child run, then finishes. The child replays the same
+// script: its own spawn is refused (its tokens are spent by its first call) and it stops.
+const family = {
+  planner: [
+    { latency_ms: 300, usage: { input_tokens: 900, output_tokens: 100 }, content: {
+      status: status({ progress_summary: "Handed the archive to a child run.", remaining_work: ["write the index"] }),
+      tool_calls: [{ name: "spawn_run", args: { objective: "Archive the tea notes", detached: true,
+        budgets: { max_iterations: 1, max_tokens: 1000 } } }] } },
+    { latency_ms: 300, usage: { input_tokens: 900, output_tokens: 100 }, content: {
+      status: status({ exit_signal: true, progress_summary: "Wrote the index.", completion_evidence: ["index.md"],
+        next_action_hint: "stop", confidence: "high" }),
+      tool_calls: [{ name: "doc_write", args: { path: "index.md", content: "# Index" } }] } },
+  ],
+  executor: [], repair: [],
+};
+
 let server, base, dir, browser, site, siteUrl;
 
 /** Starts `longrun serve` on `port` (0: any free one) over the test's data dir. */
@@ -68,6 +84,7 @@ async function startServer(port = 0) {
     dir = mkdtempSync(join(tmpdir(), "longrun-web-"));
     writeFileSync(join(dir, "guided.json"), JSON.stringify(guided).replaceAll("SITE_URL", siteUrl));
     writeFileSync(join(dir, "endless.json"), JSON.stringify(endless));
+    writeFileSync(join(dir, "family.json"), JSON.stringify(family));
     // A scripted coding agent for agent runs: it states, posts, works 3 s, writes its output, DONE.
     const agent = [
       'echo "drafting the notes" > TASK_STATE.md',
@@ -88,7 +105,8 @@ async function startServer(port = 0) {
     ].join("\n"));
   }
   server = spawn(BIN, ["serve", "--data-dir", join(dir, "data"), "--port", String(port),
-    "--model", `script:${join(dir, "guided.json")}`, "--model", `script:${join(dir, "endless.json")}`], {
+    "--model", `script:${join(dir, "guided.json")}`, "--model", `script:${join(dir, "endless.json")}`,
+    "--model", `script:${join(dir, "family.json")}`], {
     env: { ...process.env, LONGRUN_TOKENS: `${TOKEN}:alice`, LONGRUN_FETCH_TRUSTED_PRIVATE: "localhost", RUST_LOG: "warn",
       LONGRUN_CONFIG: join(dir, "config.hcl") },
     stdio: ["ignore", "pipe", "inherit"],
@@ -436,6 +454,41 @@ test("a run whose webhook delivery was given up shows it on its page, with its a
   assert.match(await row.locator("td").nth(2).locator("ol.attempts li").textContent(), / — HTTP 410 Gone$/);
   assert.equal(await row.locator("td").nth(3).textContent(), "HTTP 410 Gone");
   await shot(page, "webhook-given-up");
+  await context.close();
+});
+
+test("a parent run's page lists its child runs, marks the detached one, and each links to the other", { timeout: 60_000 }, async () => {
+  // Arrange: a run that spawned a detached child; both ended.
+  const api = (method, path, body) => fetch(`${base}${path}`, {
+    method, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+    body: body && JSON.stringify(body),
+  });
+  const parent = await (await api("POST", "/v1/runs", { objective: "Index the tea notes", model: `script:${join(dir, "family.json")}` })).json();
+  const childId = `${parent.id}-c1-1`;
+  const ended = async (id) => ["completed", "stopped"].includes((await (await api("GET", `/v1/runs/${id}`)).json()).status);
+  for (let i = 0; i < 200 && !(await ended(parent.id) && await ended(childId)); i++) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const context = await browser.newContext();
+  const page = await context.newPage();
+
+  // Act
+  await page.goto(`${base}/runs/${parent.id}`);
+  await signIn(page);
+
+  // Assert
+  const row = page.getByRole("region", { name: "Child runs" }).locator(`tr[data-child="${childId}"]`);
+  await row.waitFor({ timeout: 20_000 });
+  assert.equal(await row.locator("td").nth(0).textContent(), "Archive the tea notesdetached");
+  assert.equal(await row.locator('[data-status="stopped"]').count(), 1);
+  assert.match(await row.locator("td").nth(2).textContent(), /^1,?000 tokens · \$/);
+  await shot(page, "children");
+  await row.getByRole("link", { name: "Archive the tea notes" }).click();
+  await page.waitForURL(`${base}/runs/${childId}`);
+  await page.getByTestId("parent-run").filter({ hasText: parent.id }).waitFor();
+  assert.ok(await page.getByRole("region", { name: "Child runs" }).isHidden(), "a run without children has no such card");
+  await page.getByTestId("parent-run").click();
+  await page.waitForURL(`${base}/runs/${parent.id}`);
   await context.close();
 });
 
