@@ -37,6 +37,10 @@ export const runsPage: Page = (ctx, root) => {
       replace(list, h("ul", { class: "run-list" }, page.runs.map((r) =>
         h("li", { class: "run-row", "data-run-id": r.id },
           h("a", { href: `/runs/${r.id}`, class: "run-link" }, r.objective),
+          // A child run is listed with the rest; this leads to the run that spawned it.
+          r.parent_run_id
+            ? h("a", { href: `/runs/${r.parent_run_id}`, class: "tag parent-link", title: `Spawned by run ${r.parent_run_id}` }, "child run")
+            : null,
           h("div", { class: "run-meta" },
             statusBadge(r.status),
             h("span", {}, `iteration ${r.iteration}`),

@@ -457,7 +457,7 @@ test("a run whose webhook delivery was given up shows it on its page, with its a
   await context.close();
 });
 
-test("a parent run's page lists its child runs, marks the detached one, and each links to the other", { timeout: 60_000 }, async () => {
+test("a parent run's page lists its child runs, marks the detached one, and each links to the other, as the list of runs does", { timeout: 60_000 }, async () => {
   // Arrange: a run that spawned a detached child; both ended.
   const api = (method, path, body) => fetch(`${base}${path}`, {
     method, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
@@ -488,6 +488,16 @@ test("a parent run's page lists its child runs, marks the detached one, and each
   await page.getByTestId("parent-run").filter({ hasText: parent.id }).waitFor();
   assert.ok(await page.getByRole("region", { name: "Child runs" }).isHidden(), "a run without children has no such card");
   await page.getByTestId("parent-run").click();
+  await page.waitForURL(`${base}/runs/${parent.id}`);
+  // In the list of runs the child is marked, and leads to its parent too.
+  const listed = (await (await api("GET", "/v1/runs")).json()).runs;
+  assert.equal(listed.find((r) => r.id === childId).parent_run_id, parent.id);
+  assert.equal(listed.find((r) => r.id === parent.id).parent_run_id, null);
+  await page.locator(".crumbs").getByRole("link", { name: "Runs" }).click();
+  const childRow = page.locator(`li[data-run-id="${childId}"]`);
+  await childRow.waitFor();
+  assert.equal(await page.locator(`li[data-run-id="${parent.id}"] .parent-link`).count(), 0);
+  await childRow.getByRole("link", { name: "child run" }).click();
   await page.waitForURL(`${base}/runs/${parent.id}`);
   await context.close();
 });

@@ -1471,6 +1471,8 @@ export interface components {
             /** @description The run's page in the console */
             link: string;
             objective: string;
+            /** @description The run that spawned this one, for a child run */
+            parent_run_id?: string | null;
             status: components["schemas"]["RunStatus"];
             stopping_reason: components["schemas"]["StoppingReason"] | null;
             tokens: number;

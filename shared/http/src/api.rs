@@ -269,7 +269,7 @@ async fn list_runs(
                 "status": r.status, "iteration": r.iteration, "created_at": r.created_at,
                 "updated_at": r.updated_at, "tokens": r.metrics.tokens(), "cost_usd": r.metrics.cost_usd,
                 "stopping_reason": r.stopping_reason, "link": p.follow_up.link(&r.id),
-                "context": r.context,
+                "context": r.context, "parent_run_id": r.parent_run_id,
             })
         })
         .collect();

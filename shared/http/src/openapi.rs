@@ -97,7 +97,8 @@ fn run_summary(g: &mut SchemaGenerator) -> Value {
             "cost_usd": {"type": "number"},
             "stopping_reason": {"anyOf": [reason, {"type": "null"}]},
             "link": {"type": "string", "description": "The run's page in the console"},
-            "context": {"anyOf": [context, {"type": "null"}]}}})
+            "context": {"anyOf": [context, {"type": "null"}]},
+            "parent_run_id": {"type": ["string", "null"], "description": "The run that spawned this one, for a child run"}}})
 }
 fn runs(_: &mut SchemaGenerator) -> Value {
     json!({"type": "object", "required": ["runs", "next_cursor", "active", "active_limit"], "properties": {

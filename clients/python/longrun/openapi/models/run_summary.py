@@ -34,6 +34,7 @@ class RunSummary:
         tokens (int):
         updated_at (int):
         context (None | RunContext | Unset):
+        parent_run_id (None | str | Unset): The run that spawned this one, for a child run
     """
 
     cost_usd: float
@@ -47,6 +48,7 @@ class RunSummary:
     tokens: int
     updated_at: int
     context: None | RunContext | Unset = UNSET
+    parent_run_id: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -85,6 +87,12 @@ class RunSummary:
         else:
             context = self.context
 
+        parent_run_id: None | str | Unset
+        if isinstance(self.parent_run_id, Unset):
+            parent_run_id = UNSET
+        else:
+            parent_run_id = self.parent_run_id
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -103,6 +111,8 @@ class RunSummary:
         )
         if context is not UNSET:
             field_dict["context"] = context
+        if parent_run_id is not UNSET:
+            field_dict["parent_run_id"] = parent_run_id
 
         return field_dict
 
@@ -162,6 +172,15 @@ class RunSummary:
 
         context = _parse_context(d.pop("context", UNSET))
 
+        def _parse_parent_run_id(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        parent_run_id = _parse_parent_run_id(d.pop("parent_run_id", UNSET))
+
         run_summary = cls(
             cost_usd=cost_usd,
             created_at=created_at,
@@ -174,6 +193,7 @@ class RunSummary:
             tokens=tokens,
             updated_at=updated_at,
             context=context,
+            parent_run_id=parent_run_id,
         )
 
         run_summary.additional_properties = d
