@@ -27,6 +27,12 @@ interface State {
 const section = (id: string, title: string, ...body: (Node | null)[]) =>
   h("section", { class: "card", id, "aria-labelledby": `${id}-h` }, h("h2", { id: `${id}-h` }, title), ...body);
 
+/** A table of records, one row each, under column headings (`data-testid` names it for tests). */
+const rowTable = (testid: string, heads: string[], rows: Node[]) =>
+  h("table", { class: "rows", "data-testid": testid },
+    h("thead", {}, h("tr", {}, heads.map((t) => h("th", { scope: "col" }, t)))),
+    h("tbody", {}, rows));
+
 /** A source as a link when it is a web page; tool results (`tool:NAME`) and anything else stay text. */
 function sourceLink(src: string): HTMLElement {
   let url: URL | null = null;
@@ -446,10 +452,8 @@ export const runPage: Page = (ctx, root, params) => {
     if (!s.deliveries.length) return;
     const state = (d: WebhookDelivery) => d.state === "given_up" ? "given up"
       : d.state === "pending" && d.next_attempt_at ? `pending, next attempt ${when(d.next_attempt_at)}` : d.state;
-    replace(deliveries, h("table", { class: "deliveries", "data-testid": "deliveries" },
-      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "URL"), h("th", { scope: "col" }, "State"),
-        h("th", { scope: "col" }, "Attempts"), h("th", { scope: "col" }, "Last error"))),
-      h("tbody", {}, s.deliveries.map((d) =>
+    replace(deliveries, rowTable("deliveries", ["URL", "State", "Attempts", "Last error"],
+      s.deliveries.map((d) =>
         h("tr", { "data-state": d.state },
           h("td", {}, h("code", {}, d.url)),
           h("td", { class: d.state === "given_up" ? "error-inline" : "" }, state(d)),
@@ -457,7 +461,7 @@ export const runPage: Page = (ctx, root, params) => {
             ? h("details", {}, h("summary", {}, "each"), h("ol", { class: "attempts" }, d.history.map((a) =>
               h("li", {}, when(a.at), " — ", a.error ?? "delivered"))))
             : null),
-          h("td", {}, d.last_error ?? "—"))))));
+          h("td", {}, d.last_error ?? "—")))));
   }
 
   // The runs this one spawned, as its own row keeps them: a detached child is not waited for
@@ -466,16 +470,14 @@ export const runPage: Page = (ctx, root, params) => {
     const kids = run.children ?? [];
     childrenCard.hidden = !kids.length;
     if (!kids.length) return;
-    replace(children, h("table", { class: "deliveries", "data-testid": "children" },
-      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Run"), h("th", { scope: "col" }, "Status"),
-        h("th", { scope: "col" }, "Spend"), h("th", { scope: "col" }, "Summary"))),
-      h("tbody", {}, kids.map((c) =>
+    replace(children, rowTable("children", ["Run", "Status", "Spend", "Summary"],
+      kids.map((c) =>
         h("tr", { "data-child": c.id },
           h("td", {}, h("a", { href: `/runs/${c.id}` }, c.objective),
             c.detached ? h("span", { class: "tag", title: "Not waited for; it outlives this run's end" }, "detached") : null),
           h("td", {}, statusBadge(c.status)),
           h("td", {}, `${count(c.tokens)} tokens · ${usd(c.cost_usd)}`),
-          h("td", {}, c.summary ?? "—"))))));
+          h("td", {}, c.summary ?? "—")))));
   }
 
   function why(it: Iteration): string {
