@@ -380,6 +380,11 @@ struct Inner {
     wal_path: Option<std::path::PathBuf>,
     wal_file: std::sync::OnceLock<std::fs::File>,
     wal_syncs: std::sync::atomic::AtomicU64,
+    /// Held by a committer from its COMMIT to the end of its fsync: one group on its way to the
+    /// disk at a time. The next group stays open meanwhile, so the writes that arrive while
+    /// the disk syncs join it instead of each small group paying a COMMIT of its own (a run's
+    /// row and its stretch of the log are written once per group, however often it wrote).
+    syncing: std::sync::Mutex<()>,
     /// Writes handed over by tasks that found the connection taken, for its holder to run
     /// before it lets go (`write_owned`); `queued` counts them so a holder looks without locking.
     jobs: std::sync::Mutex<Vec<Job>>,
@@ -644,6 +649,7 @@ impl SqliteDb {
             wal_path,
             wal_file: std::sync::OnceLock::new(),
             wal_syncs: std::sync::atomic::AtomicU64::new(0),
+            syncing: std::sync::Mutex::default(),
             jobs: std::sync::Mutex::default(),
             queued: std::sync::atomic::AtomicUsize::new(0),
             ready: std::sync::Mutex::default(),
@@ -996,10 +1002,12 @@ impl SqliteDb {
     }
 }
 
-/// Commits group `batch`, lets go of the connection (running writes handed over meanwhile, in
-/// the next group), then fsyncs the WAL and tells the group's writers.
+/// Once the group before it is durable, commits group `batch`, lets go of the connection
+/// (running writes handed over meanwhile, in the next group), then fsyncs the WAL and tells
+/// the group's writers.
 fn commit(inner: Arc<Inner>, batch: u64) {
     let db = SqliteDb { inner };
+    let turn = db.inner.syncing.lock().unwrap_or_else(|e| e.into_inner());
     let mut g = db.lock();
     // Not open any more: a failed write abandoned the group (and told its writers).
     if g.open == Some(batch) {
@@ -1023,6 +1031,7 @@ fn commit(inner: Arc<Inner>, batch: u64) {
     if db.inner.sync_wal().is_err() {
         db.inner.abandon(batch);
     }
+    drop(turn);
     if let Some(c) = &db.inner.checkpointer {
         c.committed();
     }
@@ -1233,6 +1242,54 @@ mod tests {
         drop(db);
         let again = SqliteDb::open(&dir.path().join("db.sqlite")).unwrap();
         assert_eq!(ids(&again).await, vec!["off".to_string()]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_group_commits_once_the_one_before_it_is_durable_and_the_writes_meanwhile_join_it() {
+        // Arrange: a group on its way to the disk, its fsync not done.
+        let dir = tempfile::tempdir().unwrap();
+        let db = SqliteDb::open(&dir.path().join("db.sqlite")).unwrap();
+        let (syncing, is_syncing) = std::sync::mpsc::channel();
+        let (done, synced) = std::sync::mpsc::channel::<()>();
+        let disk = db.clone();
+        let thread = std::thread::spawn(move || {
+            let turn = disk.inner.syncing.lock().unwrap();
+            syncing.send(()).unwrap();
+            synced.recv().unwrap();
+            drop(turn);
+        });
+        is_syncing.recv().unwrap();
+
+        // Act: a durable write, time for its group's committer to come for its turn, then
+        // another write.
+        let write = |id: &'static str| {
+            let db = db.clone();
+            tokio::spawn(async move { db.write(|c| put(c, id)).await })
+        };
+        let first = write("first");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let second = write("second");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let acknowledged_early = first.is_finished() || second.is_finished();
+        done.send(()).unwrap();
+        thread.join().unwrap();
+        first.await.unwrap().unwrap();
+        second.await.unwrap().unwrap();
+
+        // Assert
+        assert!(
+            !acknowledged_early,
+            "a write was acknowledged while the group before it was not durable"
+        );
+        assert_eq!(
+            db.write_stats().1,
+            1,
+            "the write made while the disk synced did not join the open group"
+        );
+        assert_eq!(
+            ids(&db).await,
+            vec!["first".to_string(), "second".to_string()]
+        );
     }
 
     #[tokio::test]
