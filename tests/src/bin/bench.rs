@@ -309,7 +309,8 @@ fn main() {
            the open group transaction and one committer commits the group, so concurrent runs share\n\
            an fsync (a write that fails half-way abandons its group, whose writers retry). The\n\
            committer fsyncs the WAL itself after releasing the connection, so the next group\n\
-           is written while this one syncs; SQLite itself runs at `NORMAL`, which in WAL\n\
+           is written while this one syncs, and is committed once this one is durable: one\n\
+           group on its way to the disk at a time; SQLite itself runs at `NORMAL`, which in WAL\n\
            mode fsyncs only around checkpoints (the WAL before, the database after), so resetting the WAL\n\
            never drops a frame the database file does not hold durably.\n\
            Only the spend record of a model call waits for its group (money spent must never be lost);\n\
