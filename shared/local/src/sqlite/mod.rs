@@ -1266,10 +1266,19 @@ mod tests {
             let db = db.clone();
             tokio::spawn(async move { db.write(|c| put(c, id)).await })
         };
+        let applied = |n: u64| {
+            let db = db.clone();
+            async move {
+                while db.write_stats().0 < n {
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                }
+            }
+        };
         let first = write("first");
+        applied(1).await;
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         let second = write("second");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        applied(2).await;
         let acknowledged_early = first.is_finished() || second.is_finished();
         done.send(()).unwrap();
         thread.join().unwrap();
