@@ -1214,27 +1214,42 @@ mod tests {
         assert_eq!(ids(&db).await, vec!["handed".to_string()]);
     }
 
+    /// Runs `hold` on a thread of its own, off the runtime, until what it holds is let go of:
+    /// `hold` calls `wait` once it holds it, and the closure returned lets it go on.
+    fn hold_on_a_thread(
+        db: &SqliteDb, hold: impl FnOnce(&SqliteDb, &dyn Fn()) + Send + 'static,
+    ) -> impl FnOnce() {
+        let (held, is_held) = std::sync::mpsc::channel();
+        let (go, gone_on) = std::sync::mpsc::channel::<()>();
+        let db = db.clone();
+        let thread = std::thread::spawn(move || {
+            hold(&db, &|| {
+                held.send(()).unwrap();
+                gone_on.recv().unwrap();
+            });
+        });
+        is_held.recv().unwrap();
+        move || {
+            go.send(()).unwrap();
+            thread.join().unwrap();
+        }
+    }
+
     #[tokio::test]
     async fn a_write_handed_to_a_holder_off_the_runtime_is_run_and_committed() {
         // Arrange: a thread outside the runtime (as the checkpointer's) holds the connection.
         let dir = tempfile::tempdir().unwrap();
         let db = SqliteDb::open(&dir.path().join("db.sqlite")).unwrap();
-        let (locked, is_locked) = std::sync::mpsc::channel();
-        let (go, let_go) = std::sync::mpsc::channel::<()>();
-        let holder = db.clone();
-        let thread = std::thread::spawn(move || {
-            let g = holder.lock();
-            locked.send(()).unwrap();
-            let_go.recv().unwrap();
-            holder.release(g);
+        let let_go = hold_on_a_thread(&db, |db, wait| {
+            let g = db.lock();
+            wait();
+            db.release(g);
         });
-        is_locked.recv().unwrap();
 
         // Act
         let mut write = Box::pin(db.write_owned(true, |c| put(c, "off")));
         let handed_over = futures_util::FutureExt::now_or_never(&mut write).is_none();
-        go.send(()).unwrap();
-        thread.join().unwrap();
+        let_go();
         write.await.unwrap();
 
         // Assert: durable, so its group was committed, from a thread of its own.
@@ -1249,16 +1264,10 @@ mod tests {
         // Arrange: a group on its way to the disk, its fsync not done.
         let dir = tempfile::tempdir().unwrap();
         let db = SqliteDb::open(&dir.path().join("db.sqlite")).unwrap();
-        let (syncing, is_syncing) = std::sync::mpsc::channel();
-        let (done, synced) = std::sync::mpsc::channel::<()>();
-        let disk = db.clone();
-        let thread = std::thread::spawn(move || {
-            let turn = disk.inner.syncing.lock().unwrap();
-            syncing.send(()).unwrap();
-            synced.recv().unwrap();
-            drop(turn);
+        let synced = hold_on_a_thread(&db, |db, wait| {
+            let _turn = db.inner.syncing.lock().unwrap();
+            wait();
         });
-        is_syncing.recv().unwrap();
 
         // Act: a durable write, time for its group's committer to come for its turn, then
         // another write.
@@ -1280,8 +1289,7 @@ mod tests {
         let second = write("second");
         applied(2).await;
         let acknowledged_early = first.is_finished() || second.is_finished();
-        done.send(()).unwrap();
-        thread.join().unwrap();
+        synced();
         first.await.unwrap().unwrap();
         second.await.unwrap().unwrap();
 
