@@ -382,8 +382,8 @@ struct Inner {
     wal_syncs: std::sync::atomic::AtomicU64,
     /// Held by a committer from its COMMIT to the end of its fsync: one group on its way to the
     /// disk at a time. The next group stays open meanwhile, so the writes that arrive while
-    /// the disk syncs join it instead of each small group paying a COMMIT of its own (a run's
-    /// row and its stretch of the log are written once per group, however often it wrote).
+    /// the disk syncs join it, instead of a second COMMIT and fsync starting while the first
+    /// is still syncing (fewer, larger groups; BENCHMARKS.md, "Seventeenth round").
     syncing: std::sync::Mutex<()>,
     /// Writes handed over by tasks that found the connection taken, for its holder to run
     /// before it lets go (`write_owned`); `queued` counts them so a holder looks without locking.
