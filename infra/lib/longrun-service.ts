@@ -119,8 +119,9 @@ function cfn(construct: Construct): CfnResource {
 
 /**
  * longrun as a construct to put in any stack: DynamoDB table, SQS FIFO step queue with its
- * DLQ, SNS outcome topic, HTTP API behind a JWT authorizer (with `/v1` and `/mcp`), the four
- * functions with a role each, the sweeper's schedule, the `longrun.StartRun` event rule and the
+ * DLQ, SNS outcome topic, the secret holding the key that seals registered secrets in the
+ * table, HTTP API behind a JWT authorizer (with `/v1` and `/mcp`), the four functions with a
+ * role each, the sweeper's schedule, the `longrun.StartRun` event rule and the
  * alarms that say when a run is in trouble. Everything is exposed for wiring more: subscribe
  * your own consumer to `topic` (messages carry a `status` attribute to filter on), read
  * `table`, grant on `functions`.
@@ -130,6 +131,9 @@ export class LongrunService extends Construct {
   readonly stepQueue: sqs.Queue;
   readonly deadLetters: sqs.Queue;
   readonly topic: sns.Topic;
+  /** The secret holding the key that seals registered secrets in the table
+   *  (`LONGRUN_SEAL_KEY_SECRET`); only the four functions may read it. */
+  readonly sealKey: secretsmanager.Secret;
   readonly api: apigw.IHttpApi;
   readonly functions: Record<FunctionName, lambda.Function>;
   readonly alarms: cloudwatch.Alarm[] = [];
@@ -257,6 +261,21 @@ export class LongrunService extends Construct {
     accept(failed, 'AwsSolutions-SQS3', dlqReason);
     accept(failed, 'Serverless-SQSRedrivePolicy', dlqReason);
 
+    // The key that seals the tool, MCP and webhook secrets users register, in the table; every
+    // function reads it at cold start. Retained on delete: without it no sealed value in the
+    // table (or a backup of it) can be opened again.
+    this.sealKey = new secretsmanager.Secret(this, 'SealKey', {
+      secretName: name('seal-key'),
+      description: 'longrun: the key that seals registered tool, MCP and webhook secrets in the table',
+      generateSecretString: { passwordLength: 64, excludePunctuation: true, includeSpace: false },
+      encryptionKey: key,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    // checkov has no rotation check for CloudFormation (CKV2_AWS_57 is Terraform's, skipped
+    // in ../terraform/main.tf for the same reason).
+    accept(this.sealKey, 'AwsSolutions-SMG4', 'Rotating the sealing key would leave every value '
+      + 'sealed with the old one unreadable; it changes only together with a re-seal of the table.');
+
     const llmEnv: Record<string, string> = { LONGRUN_MODELS: props.llm.models };
     if (props.llm.openaiBaseUrl) llmEnv.OPENAI_BASE_URL = props.llm.openaiBaseUrl;
     // Only the worker calls the model, so only it learns where the key is (and may read it).
@@ -272,6 +291,7 @@ export class LongrunService extends Construct {
       LONGRUN_TABLE: this.table.tableName,
       LONGRUN_QUEUE_URL: this.stepQueue.queueUrl,
       LONGRUN_TOPIC_ARN: this.topic.topicArn,
+      LONGRUN_SEAL_KEY_SECRET: this.sealKey.secretArn,
       LONGRUN_APP_BASE_URL: appBaseUrl,
       LONGRUN_ACTIVE_LIMIT: String(props.activeRunLimit ?? 3),
       RUST_LOG: 'info',
@@ -388,7 +408,14 @@ export class LongrunService extends Construct {
     ddb(sweeper, [...rw, 'BatchGetItem'], [`${this.table.tableArn}/index/GSI2`]);
     const keyUse = (f: lambda.Function, actions: string[]) =>
       f.addToRolePolicy(new iam.PolicyStatement({ actions, resources: [key.keyArn] }));
-    for (const f of [api, worker, notifier, sweeper]) keyUse(f, ['kms:Decrypt', 'kms:GenerateDataKey']);
+    for (const f of [api, worker, notifier, sweeper]) {
+      keyUse(f, ['kms:Decrypt', 'kms:GenerateDataKey']);
+      // The one call AwsSettings::from_env makes; kms:Decrypt on the secret's key is above.
+      f.addToRolePolicy(new iam.PolicyStatement({
+        actions: ['secretsmanager:GetSecretValue'],
+        resources: [this.sealKey.secretArn],
+      }));
+    }
     for (const f of [api, worker, sweeper]) {
       f.addToRolePolicy(
         new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.stepQueue.queueArn] }),

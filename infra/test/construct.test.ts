@@ -81,9 +81,10 @@ describe('LongrunService in a stack that has its own API and user pool', () => {
     t.resourceCountIs('AWS::Cognito::UserPool', 1);
   });
 
-  it('exposes the table, queue, topic and functions for wiring more', () => {
+  it('exposes the table, queue, topic, sealing key and functions for wiring more', () => {
     assert.ok(stack.longrun.table.tableName);
     assert.ok(stack.longrun.stepQueue.queueUrl);
+    assert.ok(stack.longrun.sealKey.secretArn);
     assert.deepEqual(Object.keys(stack.longrun.functions).sort(), ['api', 'notifier', 'sweeper', 'worker']);
     t.hasResourceProperties('AWS::SNS::Subscription', {
       Protocol: 'sqs',

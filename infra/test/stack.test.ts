@@ -79,6 +79,43 @@ function grantsOf(t: Template, name: string): Grant[] {
   return grants;
 }
 
+/** Logical id of the one secret the stack creates: the sealing key's. */
+function sealKeyId(t: Template): string {
+  const secrets = resources(t, 'AWS::SecretsManager::Secret');
+  assert.equal(secrets.length, 1, 'one secret');
+  return secrets[0][0];
+}
+
+type Statement = { Effect?: string; Action: string | string[]; Resource: unknown };
+
+/** Every role (logical id) any policy in the template lets do something with resource `id`,
+ *  with the actions: identity policies, inline role policies and managed policies alike. */
+function principalsOn(t: Template, id: string): Map<string, Set<string>> {
+  const found = new Map<string, Set<string>>();
+  const add = (roles: unknown, doc: { Statement: Statement[] }) => {
+    for (const s of doc.Statement) {
+      if (s.Effect === 'Deny' || !JSON.stringify(s.Resource).includes(`"${id}"`)) continue;
+      for (const role of [roles].flat() as { Ref: string }[]) {
+        const actions = found.get(role.Ref) ?? new Set<string>();
+        for (const a of [s.Action].flat()) actions.add(a);
+        found.set(role.Ref, actions);
+      }
+    }
+  };
+  for (const [, p] of resources(t, 'AWS::IAM::Policy')) {
+    add(p.Properties.Roles, p.Properties.PolicyDocument as { Statement: Statement[] });
+  }
+  for (const [, p] of resources(t, 'AWS::IAM::ManagedPolicy')) {
+    add(p.Properties.Roles ?? [], p.Properties.PolicyDocument as { Statement: Statement[] });
+  }
+  for (const [roleId, r] of resources(t, 'AWS::IAM::Role')) {
+    for (const p of (r.Properties.Policies ?? []) as { PolicyDocument: { Statement: Statement[] } }[]) {
+      add({ Ref: roleId }, p.PolicyDocument);
+    }
+  }
+  return found;
+}
+
 function can(grants: Grant[], action: string, resourceId?: string): boolean {
   return grants.some(
     (g) => g.action === action && (resourceId === undefined || g.resource.includes(`"${resourceId}"`)),
@@ -216,6 +253,57 @@ describe('the longrun stack', () => {
     }
   });
 
+  it('keeps the sealing key in a generated 64-character, KMS-encrypted secret that outlives the stack', () => {
+    const keyId = resources(t, 'AWS::KMS::Key')[0][0];
+    for (const [stage, template] of [['test', t], ['prod', synth({ stage: 'prod' }).t]] as const) {
+      template.hasResource('AWS::SecretsManager::Secret', {
+        DeletionPolicy: 'Retain',
+        UpdateReplacePolicy: 'Retain',
+        Properties: Match.objectLike({
+          Name: `longrun-${stage}-seal-key`,
+          GenerateSecretString: { PasswordLength: 64, ExcludePunctuation: true, IncludeSpace: false },
+          KmsKeyId: { 'Fn::GetAtt': [keyId, 'Arn'] },
+        }),
+      });
+      // Rotating it would orphan every sealed value: no schedule, no rotation function.
+      template.resourceCountIs('AWS::SecretsManager::RotationSchedule', 0);
+      template.resourceCountIs('AWS::SecretsManager::ResourcePolicy', 0);
+    }
+  });
+
+  it('tells every function where the sealing key is, and lets it read and decrypt that secret', () => {
+    const secret = sealKeyId(t);
+    const keyId = resources(t, 'AWS::KMS::Key')[0][0];
+    for (const name of ['api', 'worker', 'notifier', 'sweeper']) {
+      const env = t.toJSON().Resources[fnId(t, name)].Properties.Environment.Variables;
+      assert.deepEqual(env.LONGRUN_SEAL_KEY_SECRET, { Ref: secret }, `${name} is told the secret's ARN`);
+      const grants = grantsOf(t, name);
+      assert.ok(can(grants, 'secretsmanager:GetSecretValue', secret), `${name} reads the sealing key`);
+      assert.ok(can(grants, 'kms:Decrypt', keyId), `${name} decrypts it`);
+    }
+  });
+
+  it('lets only the four functions read the sealing key, and nothing else do anything with it', () => {
+    for (const template of [t, synth(hosted).t]) {
+      const roles = [...principalsOn(template, sealKeyId(template))];
+      const fnRoles = ['api', 'worker', 'notifier', 'sweeper'].map(
+        (n) => template.toJSON().Resources[fnId(template, n)].Properties.Role['Fn::GetAtt'][0] as string,
+      );
+      assert.deepEqual(roles.map(([role]) => role).sort(), [...fnRoles].sort());
+      for (const [role, actions] of roles) {
+        assert.deepEqual([...actions], ['secretsmanager:GetSecretValue'], role);
+      }
+      // Nor may anything read every secret in the account.
+      for (const [id, p] of resources(template, 'AWS::IAM::Policy')) {
+        for (const s of (p.Properties.PolicyDocument as { Statement: Statement[] }).Statement) {
+          const secrets = [s.Action].flat().some((a) => a.startsWith('secretsmanager:') || a === '*');
+          const wide = [s.Resource].flat().some((r) => r === '*' || /secret:\*/.test(JSON.stringify(r)));
+          assert.ok(!(secrets && wide), `${id} grants Secrets Manager on every secret`);
+        }
+      }
+    }
+  });
+
   it('tells only the worker where the model key is', () => {
     for (const name of ['api', 'worker', 'notifier', 'sweeper']) {
       const env = t.toJSON().Resources[fnId(t, name)].Properties.Environment.Variables;
@@ -259,8 +347,11 @@ describe('the longrun stack', () => {
     }
     assert.ok(can(api, 'dynamodb:DeleteItem'), 'the API deletes schedules');
     assert.ok(!can(worker, 'dynamodb:DeleteItem'), 'the worker deletes nothing');
-    assert.ok(can(worker, 'secretsmanager:GetSecretValue'), 'the worker reads the LLM key');
-    assert.ok(!can(api, 'secretsmanager:GetSecretValue'), 'the API never sees the LLM key');
+    const llmKey = (g: Grant) => g.action === 'secretsmanager:GetSecretValue' && g.resource.includes('secret:longrun/openai-');
+    assert.ok(worker.some(llmKey), 'the worker reads the LLM key');
+    for (const [name, all] of [['api', api], ['notifier', notifier], ['sweeper', sweeper]] as const) {
+      assert.ok(!all.some(llmKey), `the ${name} never sees the LLM key`);
+    }
     assert.ok(!can(notifier, 'sqs:SendMessage', stepQueue), 'the notifier cannot enqueue steps');
     assert.ok(!can(notifier, 'sns:Publish', topic), 'the notifier cannot publish outcomes');
     assert.ok(can(api, 'sqs:SendMessage', stepQueue) && can(sweeper, 'sns:Publish', topic));
