@@ -497,6 +497,13 @@ async fn workspace(
 async fn doc(
     State(p): State<Platform>, user: User, Path((id, path)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    // A control character (an encoded NUL, say) is a malformed request, not a missing document.
+    if let Some(c) = path.chars().find(|c| c.is_control()) {
+        return Err(ApiError::BadRequest(format!(
+            "the document path must not contain control characters (found U+{:04X})",
+            c as u32
+        )));
+    }
     owned(&p, &user, &id).await?;
     // A path no document could be written at names no document.
     let path = longrun_domain::record::normalize_doc_path(&path)

@@ -40,6 +40,8 @@ pub enum ApiError {
     #[error("{0}")]
     TooManyRequests(String),
     #[error("{0}")]
+    TooManyConnections(String),
+    #[error("{0}")]
     Unavailable(String),
     #[error("internal error")]
     Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -90,6 +92,11 @@ impl ApiError {
                 "limit-exceeded",
                 "Too many active runs",
             ),
+            ApiError::TooManyConnections(_) => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "too-many-connections",
+                "Too many connections",
+            ),
             ApiError::Unavailable(_) => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "unavailable",
@@ -104,19 +111,28 @@ impl ApiError {
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
+impl ApiError {
+    /// The problem's status and its problem+json body, as `into_response` sends them; also
+    /// what a server writes straight to a socket where no router runs.
+    pub fn problem(&self) -> (StatusCode, String) {
         let (status, kind, title) = self.parts();
-        if let ApiError::Internal(cause) = &self {
-            error!(error = %cause, "request failed");
-        }
         let body = json!({
             "type": format!("https://longrun.dev/problems/{kind}"),
             "title": title,
             "status": status.as_u16(),
             "detail": self.to_string(),
         });
-        let mut resp = (status, body.to_string()).into_response();
+        (status, body.to_string())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if let ApiError::Internal(cause) = &self {
+            error!(error = %cause, "request failed");
+        }
+        let (status, body) = self.problem();
+        let mut resp = (status, body).into_response();
         resp.headers_mut().insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
@@ -322,9 +338,11 @@ pub const MAX_URI_BYTES: usize = 8 * 1024;
 pub const MAX_HEADER_BYTES: usize = 32 * 1024;
 
 /// Refuses a request whose target or headers are larger than the API takes, with a
-/// problem+json 414 or 431, before any route or extractor reads it. Below the HTTP server's
-/// own bound on a request's head (`serve`: 64 KiB), so this answer, not the server's bodiless
-/// one, is what a client sees for anything the server could read.
+/// problem+json 414 or 431, and one that declares a body over the limit with a 413, before any
+/// route or extractor reads it (so a client is not kept waiting while it sends a body that
+/// will be refused, nor the server while it does not). Below the HTTP server's own bound on a
+/// request's head (`serve`: 64 KiB), so this answer is what a client sees for anything the
+/// server could read.
 pub async fn head_limits(req: Request, next: axum::middleware::Next) -> Response {
     let target = req.uri().path_and_query().map_or(0, |p| p.as_str().len());
     if target > MAX_URI_BYTES {
@@ -341,6 +359,20 @@ pub async fn head_limits(req: Request, next: axum::middleware::Next) -> Response
     if headers > MAX_HEADER_BYTES {
         return ApiError::HeadersTooLarge(format!(
             "the request headers are {headers} bytes; at most {MAX_HEADER_BYTES} are taken"
+        ))
+        .into_response();
+    }
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let limit = crate::api::BODY_LIMIT;
+    if let Some(length) = declared
+        && length > limit as u64
+    {
+        return ApiError::PayloadTooLarge(format!(
+            "the body is {length} bytes; at most {limit} are taken"
         ))
         .into_response();
     }
