@@ -150,10 +150,19 @@ struct ServeArgs {
     /// a request still arriving then gets a 408.
     #[arg(long, env = "LONGRUN_REQUEST_TIMEOUT", default_value_t = 60)]
     request_timeout: u64,
-    /// Connections open at once; one more is answered 503 (problem+json) and closed. Keep it
-    /// under the process's file-descriptor limit.
+    /// Seconds a new connection may take to send its first byte (at most the read timeout):
+    /// one that has sent nothing by then is closed, so idle sockets do not hold slots.
+    #[arg(long, env = "LONGRUN_FIRST_BYTE_TIMEOUT", default_value_t = 5)]
+    first_byte_timeout: u64,
+    /// Connections open at once; one more is answered 503 (problem+json) and closed, but for
+    /// `GET /healthz`, which is still answered. Keep it under the file-descriptor limit.
     #[arg(long, env = "LONGRUN_MAX_CONNECTIONS", default_value_t = 768)]
     max_connections: usize,
+    /// Connections one client (an IP address; an IPv6 /64) may have open at once; one more is
+    /// answered 429 (problem+json) and closed. Behind a reverse proxy every client is the
+    /// proxy: raise it to --max-connections there.
+    #[arg(long, env = "LONGRUN_MAX_CONNECTIONS_PER_CLIENT", default_value_t = 64)]
+    max_connections_per_client: usize,
     /// Seconds iterations in flight get to finish after SIGTERM; the rest are handed back to
     /// the next start (under the 30 s most orchestrators wait before SIGKILL).
     #[arg(long, env = "LONGRUN_DRAIN_GRACE")]
@@ -482,7 +491,9 @@ async fn serve(args: ServeArgs) -> Result<()> {
         app_base_url,
         read_timeout,
         request_timeout,
+        first_byte_timeout,
         max_connections,
+        max_connections_per_client,
         drain_grace,
         retention_days,
         retention_export_dir,
@@ -520,11 +531,13 @@ async fn serve(args: ServeArgs) -> Result<()> {
     if max_inflight == 0 {
         bail!("--max-inflight must be at least 1");
     }
-    if read_timeout == 0 || request_timeout == 0 {
-        bail!("--read-timeout and --request-timeout must be at least 1 second");
+    if read_timeout == 0 || request_timeout == 0 || first_byte_timeout == 0 {
+        bail!(
+            "--read-timeout, --request-timeout and --first-byte-timeout must be at least 1 second"
+        );
     }
-    if max_connections == 0 {
-        bail!("--max-connections must be at least 1");
+    if max_connections == 0 || max_connections_per_client == 0 {
+        bail!("--max-connections and --max-connections-per-client must be at least 1");
     }
     if models.is_empty() {
         models.push(write_demo_script(data_dir)?);
@@ -584,11 +597,16 @@ async fn serve(args: ServeArgs) -> Result<()> {
     let app = router_with_console(running.platform.clone(), Console::local(console::ASSETS));
     let read_timeout = Duration::from_secs(read_timeout);
     let timeouts = http::ReadTimeouts {
+        first_byte: Duration::from_secs(first_byte_timeout),
         header: read_timeout,
         body: read_timeout,
         request: Duration::from_secs(request_timeout),
     };
-    let http_runtime = http::serve_apart(listener, app, timeouts, max_connections, stop).await?;
+    let limits = http::ConnectionLimits {
+        total: max_connections,
+        per_client: max_connections_per_client,
+    };
+    let http_runtime = http::serve_apart(listener, app, timeouts, limits, stop).await?;
     let _ = stop_tx.send(true);
     let drained = tokio::time::timeout(Duration::from_secs(drain_grace), async {
         for h in handles {
