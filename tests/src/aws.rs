@@ -40,7 +40,14 @@ pub async fn table(c: &AwsClients) -> String {
 
 pub async fn dynamodb_store(c: &AwsClients) -> DynamoDbRunStore {
     let t = table(c).await;
-    DynamoDbRunStore::new(c.dynamodb.clone(), t)
+    DynamoDbRunStore::new(c.dynamodb.clone(), t, test_sealer())
+}
+
+/// The sealing key of every test stack: fixed, so a second store on the same table (an
+/// observer) opens what the first sealed.
+pub fn test_sealer() -> longrun_ports::Sealer {
+    longrun_ports::Sealer::from_secret_text("test-sealing-key-of-the-emulated-stacks-0123")
+        .expect("a valid test key")
 }
 
 /// A FIFO step queue with a dead-letter queue after `max_receives`; returns `(queue, dlq_url)`.
@@ -107,6 +114,7 @@ pub async fn stack_with(
         table,
         queue_url: queue_url.clone(),
         topic_arn,
+        sealer: test_sealer(),
     };
     let throttle = ThrottleInjector::new(0);
     let config = load_config().await;
@@ -131,7 +139,11 @@ pub async fn stack_with(
         },
     )
     .unwrap();
-    let observer = DynamoDbRunStore::new(plain.dynamodb.clone(), settings.table.clone());
+    let observer = DynamoDbRunStore::new(
+        plain.dynamodb.clone(),
+        settings.table.clone(),
+        test_sealer(),
+    );
     Stack {
         observer,
         platform,

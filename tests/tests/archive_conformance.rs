@@ -523,8 +523,12 @@ mod dynamodb_ttl {
         // Arrange: a 30-day policy; a run stopped at 1,000 s, and one still running.
         let c = longrun_tests::aws::clients().await;
         let table = longrun_tests::aws::table(&c).await;
-        let store = longrun_aws::DynamoDbRunStore::new(c.dynamodb.clone(), table.clone())
-            .with_retention_days(Some(30));
+        let store = longrun_aws::DynamoDbRunStore::new(
+            c.dynamodb.clone(),
+            table.clone(),
+            longrun_tests::aws::test_sealer(),
+        )
+        .with_retention_days(Some(30));
         worked_run(&store, "r1", "alice", None).await;
         worked_run(&store, "live", "alice", None).await;
         end_as(&store, "r1", RunStatus::Stopped, 1_000_000).await;

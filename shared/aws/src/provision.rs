@@ -185,3 +185,18 @@ pub async fn subscribe_queue(
         .map_err(|e| failed("subscription", describe(&e)))?;
     Ok(url)
 }
+
+/// A Secrets Manager secret holding a fresh random sealing key (64 hex characters), as the
+/// infrastructure's generated secret does; returns its name.
+pub async fn create_seal_secret(c: &AwsClients, name: &str) -> Result<String, ProvisionError> {
+    let key = longrun_ports::Sealer::new_key().map_err(|e| failed("sealing key", e))?;
+    let text: String = key.iter().map(|b| format!("{b:02x}")).collect();
+    c.secrets
+        .create_secret()
+        .name(name)
+        .secret_string(text)
+        .send()
+        .await
+        .map_err(|e| failed("sealing key secret", describe(&e)))?;
+    Ok(name.to_string())
+}

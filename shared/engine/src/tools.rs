@@ -869,7 +869,13 @@ impl ToolRegistry {
             Ok(()) => (
                 match self.tools.get(call.name.as_str()) {
                     Some(entry) => {
-                        let result = entry.tool.call(staging, call.args.clone()).await;
+                        let result = entry
+                            .tool
+                            .call(staging, call.args.clone())
+                            .await
+                            // A tool's error text may quote its request or its server's
+                            // answer: scrubbed before it reaches the records.
+                            .map_err(longrun_ports::redact::scrubbed);
                         if let Ok(out) = &result {
                             staging.note_sources(entry.tool.sources(&call.args, out));
                         }

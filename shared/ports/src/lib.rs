@@ -12,6 +12,8 @@ pub mod llm;
 pub mod notify;
 pub mod outbox;
 pub mod queue;
+pub mod redact;
+pub mod seal;
 pub mod store;
 pub mod tools;
 
@@ -33,6 +35,7 @@ pub use store::{
     CatalogEntry, CatalogExt, CatalogKind, CatalogScope, ChangeFn, ContextFilter, Inbox, RunLog,
     RunQuery, ScheduleStore, Store, StoreError, StoreResult, UserCatalog, Workspace,
 };
+pub use seal::{SealError, Sealer};
 pub use tools::{McpConnector, McpToolSpec, Tool, ToolContext, ToolFactory};
 
 /// Every store trait in scope, for code that calls a concrete adapter's methods (tests,

@@ -73,6 +73,12 @@ pub struct ChatRequest {
     pub max_output_tokens: Option<u32>,
     /// `{run_id}#{iteration}#{call}`: a redelivered iteration repeats the same keys.
     pub idempotency_key: String,
+    /// This call's place among its role's calls in the iteration, from 1: the planner's first
+    /// call is 1 and its corrective retry 2; the iteration's k-th executor task is k. A
+    /// redelivered iteration repeats it; scripted models answer by it.
+    pub role_call: u32,
+    /// 0 for a call's first try; the router's k-th retry of the same call is k.
+    pub attempt: u32,
     /// Other `provider:model`s the call may rotate to or fail over to; empty: only `model`.
     pub rotation: Vec<String>,
     /// Epoch ms by which the iteration must be committed (Lambda's deadline). A retry that
@@ -137,7 +143,9 @@ impl LlmError {
     pub fn new(kind: LlmErrorKind, message: impl Into<String>) -> Self {
         LlmError {
             kind,
-            message: message.into(),
+            // Provider error text is made here: a key it echoes is scrubbed before anything
+            // can store or send it.
+            message: crate::redact::scrubbed(message.into()),
             retry_after_ms: None,
             requeue_after_ms: None,
             queued_ms: 0,

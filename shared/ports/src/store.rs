@@ -231,13 +231,26 @@ fn scope(user_id: &str, kind: CatalogKind) -> CatalogScope<'_> {
 }
 
 fn encode<T: Serialize>(v: &T) -> StoreResult<Value> {
-    serde_json::to_value(v).map_err(|e| StoreError::Corrupt(e.to_string()))
+    let value = serde_json::to_value(v).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    learn_secret(&value);
+    Ok(value)
+}
+
+/// A registered secret, learned as it passes through the catalog, is kept out of error text
+/// from then on (`crate::redact`).
+fn learn_secret(value: &Value) {
+    if let Some(secret) = value.get("secret").and_then(Value::as_str) {
+        crate::redact::register(secret);
+    }
 }
 
 fn decode<T: DeserializeOwned>(entries: Vec<(String, Value)>) -> StoreResult<Vec<T>> {
     entries
         .into_iter()
-        .map(|(_, v)| serde_json::from_value(v).map_err(|e| StoreError::Corrupt(e.to_string())))
+        .map(|(_, v)| {
+            learn_secret(&v);
+            serde_json::from_value(v).map_err(|e| StoreError::Corrupt(e.to_string()))
+        })
         .collect()
 }
 

@@ -6,19 +6,24 @@ use std::sync::Arc;
 use longrun_aws::{AwsClients, DynamoDbRunStore, SnsNotifier, SqsStepQueue};
 use longrun_engine::EngineConfig;
 use longrun_llm::{LlmSettings, ModelRouter, Secret};
-use longrun_ports::LlmClient;
 use longrun_ports::{Faults, NoFaults, SystemClock};
+use longrun_ports::{LlmClient, Sealer};
 
 use crate::config::{AppConfig, Tokens};
 use crate::platform::{Platform, PlatformError};
 
-/// Where the deployed resources are.
+/// Where the deployed resources are, and the key that seals catalog secrets in the table.
 #[derive(Clone, Debug)]
 pub struct AwsSettings {
     pub table: String,
     pub queue_url: String,
     pub topic_arn: String,
+    pub sealer: Sealer,
 }
+
+/// `LONGRUN_SEAL_KEY_SECRET`: the Secrets Manager secret whose value (at least 32 random
+/// characters; the stack generates 64) seals tool, MCP and webhook secrets in the table.
+pub const SEAL_KEY_SECRET: &str = "LONGRUN_SEAL_KEY_SECRET";
 
 fn var(name: &str) -> Result<String, PlatformError> {
     std::env::var(name)
@@ -28,12 +33,21 @@ fn var(name: &str) -> Result<String, PlatformError> {
 }
 
 impl AwsSettings {
-    /// `LONGRUN_TABLE`, `LONGRUN_QUEUE_URL`, `LONGRUN_TOPIC_ARN`.
-    pub fn from_env() -> Result<AwsSettings, PlatformError> {
+    /// `LONGRUN_TABLE`, `LONGRUN_QUEUE_URL`, `LONGRUN_TOPIC_ARN`, and the sealing key read
+    /// from the secret `LONGRUN_SEAL_KEY_SECRET` names. Required: a deployment never keeps
+    /// registered secrets in the table in plain text.
+    pub async fn from_env(clients: &AwsClients) -> Result<AwsSettings, PlatformError> {
+        let name = var(SEAL_KEY_SECRET)?;
+        let text = longrun_aws::secrets::secret_string(&clients.secrets, &name)
+            .await
+            .map_err(|e| PlatformError::Setting(e.to_string()))?;
+        let sealer = Sealer::from_secret_text(&text)
+            .map_err(|e| PlatformError::Setting(format!("secret `{name}`: {e}")))?;
         Ok(AwsSettings {
             table: var("LONGRUN_TABLE")?,
             queue_url: var("LONGRUN_QUEUE_URL")?,
             topic_arn: var("LONGRUN_TOPIC_ARN")?,
+            sealer,
         })
     }
 }
@@ -167,8 +181,12 @@ impl Platform {
         };
         Ok(Platform::assemble(
             Arc::new(
-                DynamoDbRunStore::new(clients.dynamodb.clone(), settings.table.clone())
-                    .with_retention_days(retention_days()?),
+                DynamoDbRunStore::new(
+                    clients.dynamodb.clone(),
+                    settings.table.clone(),
+                    settings.sealer.clone(),
+                )
+                .with_retention_days(retention_days()?),
             ),
             Arc::new(SqsStepQueue::new(
                 clients.sqs.clone(),
@@ -203,7 +221,7 @@ impl Platform {
         let llm = Arc::new(ModelRouter::build(&config.models, &llm)?);
         Platform::aws(
             &clients,
-            &AwsSettings::from_env()?,
+            &AwsSettings::from_env(&clients).await?,
             config,
             Some(llm),
             Arc::new(NoFaults),

@@ -37,12 +37,15 @@ impl Tokens {
                 .ok_or_else(|| {
                     ConfigError::BadToken(entry.chars().take(3).collect::<String>() + "…")
                 })?;
+            longrun_ports::redact::register(token.trim());
             map.insert(token.trim().to_string(), user.trim().to_string());
         }
         Ok(Tokens(map))
     }
 
     pub fn insert(&mut self, token: &str, user: &str) {
+        // A bearer token is never echoed into stored error text either.
+        longrun_ports::redact::register(token);
         self.0.insert(token.to_string(), user.to_string());
     }
 

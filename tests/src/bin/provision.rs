@@ -15,7 +15,11 @@ async fn main() {
     let topic = provision::create_topic(&c, &format!("{prefix}-outcomes"))
         .await
         .unwrap();
+    let seal = provision::create_seal_secret(&c, &format!("{prefix}-seal"))
+        .await
+        .unwrap();
     println!("export LONGRUN_TABLE={prefix}");
+    println!("export LONGRUN_SEAL_KEY_SECRET={seal}");
     println!("export LONGRUN_QUEUE_URL={queue}");
     println!("export LONGRUN_TOPIC_ARN={topic}");
 }

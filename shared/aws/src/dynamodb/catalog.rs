@@ -201,13 +201,14 @@ impl UserCatalog for DynamoDbRunStore {
     async fn put_entry(
         &self, scope: CatalogScope<'_>, key: &str, value: &Value,
     ) -> StoreResult<()> {
+        let sealed = self.sealer.seal_entry(scope, key, value)?;
         let CatalogScope { user_id, kind } = scope;
         self.client
             .put_item()
             .table_name(&self.table)
             .item("PK", s(user_pk(user_id)))
             .item("SK", s(format!("{}{key}", catalog_prefix(kind))))
-            .item("body", s(to_json(value)?))
+            .item("body", s(to_json(&sealed)?))
             .send()
             .await
             .map(|_| ())
@@ -230,7 +231,8 @@ impl UserCatalog for DynamoDbRunStore {
             .iter()
             .map(|i| {
                 let key = attr(i, "SK")?.trim_start_matches(prefix).to_string();
-                Ok((key, from_attr(i, "body")?))
+                let value = self.sealer.open_entry(scope, &key, from_attr(i, "body")?)?;
+                Ok((key, value))
             })
             .collect()
     }
@@ -274,7 +276,10 @@ impl UserCatalog for DynamoDbRunStore {
                 .table_name(&self.table)
                 .item("PK", s(user_pk(user_id)))
                 .item("SK", s(format!("{prefix}{key}")))
-                .item("body", s(to_json(value)?))
+                .item(
+                    "body",
+                    s(to_json(&self.sealer.seal_entry(scope, key, value)?)?),
+                )
                 .build()
                 .map_err(|e| unavailable(e.to_string()))?;
             writes.push(TransactWriteItem::builder().put(put).build());

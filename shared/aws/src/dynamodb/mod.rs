@@ -189,6 +189,8 @@ pub struct DynamoDbRunStore {
     cache: Mutex<HashMap<String, Stored>>,
     /// The retention policy's age in seconds (`retention`); `None`: items of runs never expire.
     retention_s: Option<i64>,
+    /// Seals catalog secrets before they are written (the key lives in Secrets Manager).
+    sealer: longrun_ports::Sealer,
 }
 
 /// A run item as stored: the run, its version, and its events not yet moved to an event

@@ -4,12 +4,14 @@ use super::retention::may_expire;
 use super::*;
 
 impl DynamoDbRunStore {
-    pub fn new(client: Client, table: impl Into<String>) -> Self {
+    /// The store on `table`; catalog secrets are sealed under `sealer`'s key.
+    pub fn new(client: Client, table: impl Into<String>, sealer: longrun_ports::Sealer) -> Self {
         DynamoDbRunStore {
             client,
             table: table.into(),
             cache: Mutex::default(),
             retention_s: None,
+            sealer,
         }
     }
 

@@ -71,8 +71,8 @@ impl UserCatalog for SqliteRunStore {
     async fn put_entry(
         &self, scope: CatalogScope<'_>, key: &str, value: &Value,
     ) -> StoreResult<()> {
+        let body = to_json(&self.db.sealer().seal_entry(scope, key, value)?)?;
         let CatalogScope { user_id, kind } = scope;
-        let body = to_json(value)?;
         let (user, key) = (user_id.to_string(), key.to_string());
         self.db
             .write(move |c| {
@@ -91,6 +91,7 @@ impl UserCatalog for SqliteRunStore {
         // Committed entries are all there is to see: every change to the catalog returns
         // only once it is durable. A reader connection, so an iteration's look at the user's
         // tools does not queue for the writer's.
+        let sealer = self.db.sealer();
         self.db
             .read_committed(|c| {
                 let mut stmt = c
@@ -105,7 +106,8 @@ impl UserCatalog for SqliteRunStore {
                     .map_err(unavailable)?;
                 rows.map(|row| {
                     let (key, body) = row.map_err(unavailable)?;
-                    Ok((key, from_json(&body)?))
+                    let value = sealer.open_entry(scope, &key, from_json(&body)?)?;
+                    Ok((key, value))
                 })
                 .collect()
             })
@@ -133,7 +135,12 @@ impl UserCatalog for SqliteRunStore {
         let CatalogScope { user_id, kind } = scope;
         let rows = entries
             .iter()
-            .map(|(k, v)| Ok((k.clone(), to_json(v)?)))
+            .map(|(k, v)| {
+                Ok((
+                    k.clone(),
+                    to_json(&self.db.sealer().seal_entry(scope, k, v)?)?,
+                ))
+            })
             .collect::<StoreResult<Vec<_>>>()?;
         let user = user_id.to_string();
         self.db

@@ -34,6 +34,7 @@ mod checkpoint;
 mod dedup;
 mod idempotency;
 mod outbox;
+mod private;
 mod queue;
 mod ready;
 mod runs;
@@ -396,6 +397,8 @@ struct Inner {
     readers: Vec<std::sync::Mutex<Connection>>,
     /// The background checkpointer's connection (none for an in-memory database).
     checkpointer: Option<checkpoint::Checkpointer>,
+    /// Seals catalog secrets before they are written and opens them as they are read.
+    sealer: longrun_ports::Sealer,
     /// Held for as long as the database is open: the one-process lock. Last, so it is let go
     /// of after every connection is closed.
     _lock: Option<std::fs::File>,
@@ -550,10 +553,12 @@ impl SqliteDb {
                 Err(std::fs::TryLockError::Error(e)) => return Err(unavailable(e)),
             }
         }
+        private::make_private(path)?;
+        let sealer = private::load_or_create_key(path)?;
         let conn = Connection::open(path).map_err(unavailable)?;
         let mut wal = path.as_os_str().to_owned();
         wal.push("-wal");
-        let mut inner = Self::init(conn, Some(wal.into()))?;
+        let mut inner = Self::init(conn, Some(wal.into()), sealer)?;
         inner.readers = (0..readers())
             .map(|_| open_reader(path).map(std::sync::Mutex::new))
             .collect::<StoreResult<Vec<_>>>()?;
@@ -575,13 +580,22 @@ impl SqliteDb {
     }
 
     pub fn open_in_memory() -> StoreResult<Self> {
-        let inner = Self::init(Connection::open_in_memory().map_err(unavailable)?, None)?;
+        // Nothing is at rest: a key of the moment seals what this database holds.
+        let key = longrun_ports::Sealer::new_key().map_err(unavailable)?;
+        let sealer = longrun_ports::Sealer::from_key(&key).map_err(unavailable)?;
+        let inner = Self::init(
+            Connection::open_in_memory().map_err(unavailable)?,
+            None,
+            sealer,
+        )?;
         Ok(SqliteDb {
             inner: Arc::new(inner),
         })
     }
 
-    fn init(conn: Connection, wal: Option<std::path::PathBuf>) -> StoreResult<Inner> {
+    fn init(
+        conn: Connection, wal: Option<std::path::PathBuf>, sealer: longrun_ports::Sealer,
+    ) -> StoreResult<Inner> {
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(unavailable)?;
         // FULL (the default): a group is fsynced before any of its writes is acknowledged. The
@@ -634,6 +648,10 @@ impl SqliteDb {
         idempotency::migrate(&conn).map_err(unavailable)?;
         archive::migrate(&conn).map_err(unavailable)?;
         index_for_a_full_store(&conn).map_err(unavailable)?;
+        let sealed = private::seal_plain_entries(&conn, &sealer)?;
+        if sealed > 0 {
+            tracing::info!(sealed, "catalog secrets stored in plain text were sealed");
+        }
         Ok(Inner {
             generation: std::sync::atomic::AtomicU64::new(0),
             writes: std::sync::atomic::AtomicU64::new(0),
@@ -655,8 +673,14 @@ impl SqliteDb {
             ready: std::sync::Mutex::default(),
             readers: Vec::new(),
             checkpointer: None,
+            sealer,
             _lock: None,
         })
+    }
+
+    /// What seals the catalog's secrets (`longrun_ports::seal`).
+    pub(super) fn sealer(&self) -> &longrun_ports::Sealer {
+        &self.inner.sealer
     }
 
     /// A short synchronous critical section; an async mutex would hand the lock to a parked
