@@ -32,7 +32,7 @@ pub async fn export(data_dir: &Path, run_id: &str, out: Option<&Path>) -> Result
     };
     let json = serde_json::to_vec_pretty(&doc)?;
     match out {
-        Some(path) => longrun_service::embedded::create_private(path)
+        Some(path) => longrun_service::files::create_private(path)
             .and_then(|mut f| f.write_all(&json))
             .with_context(|| format!("writing {}", path.display()))?,
         None => {
@@ -50,7 +50,7 @@ pub async fn import(data_dir: &Path, file: &Path) -> Result<String> {
     let text = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
     let doc: RunExport = serde_json::from_slice(&text)
         .with_context(|| format!("{} is not an exported run", file.display()))?;
-    longrun_service::embedded::private_dir(data_dir)?;
+    longrun_service::files::private_dir(data_dir)?;
     let db = SqliteDb::open(&data_dir.join("longrun.sqlite3"))
         .context("opening the database (is `longrun serve` running on it? stop it first)")?;
     match SqliteRunStore::new(db).import_run(&doc).await {

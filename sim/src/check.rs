@@ -41,6 +41,7 @@ pub(crate) async fn all(sim: &Sim, p: &Platform, users: &[String], settled: bool
         outcome(store, run, &mut out).await;
         completed_with_evidence(store, run, &mut out).await;
         children(sim, run, &mine, &mut out).await;
+        crate::secrets::none_in_text(store, run, &mut out).await;
         if settled {
             attached_children_end_with_their_parent(store, run, &mut out).await;
         }

@@ -9,6 +9,7 @@ mod hooks;
 mod ports;
 mod retention;
 mod rng;
+mod secrets;
 mod world;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -101,6 +102,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Sim {
     fn new(seed: u64) -> Sim {
+        secrets::register();
         let mut rng = Rng::new(seed);
         let retention_ms = rng.range(5, 120) as i64 * 1_000;
         Sim {

@@ -698,7 +698,11 @@ impl LlmClient for SimLlm {
                 "model: {kind:?} for {}#{}",
                 req.run_id, req.iteration
             ));
-            LlmError::new(kind, "simulated")
+            // As a proxy that quotes the request does: the key must not get any further.
+            LlmError::new(
+                kind,
+                format!("simulated; the proxy echoed {}", crate::secrets::PROVIDER_KEY),
+            )
         })?;
         let usage = Usage {
             input_tokens: sim.range(50, 600),

@@ -165,7 +165,7 @@ pub async fn write_export(dir: &Path, doc: &RunExport) -> Result<PathBuf, Servic
         std::fs::create_dir_all(&dir)?;
         let path = dir.join(&name);
         let tmp = dir.join(format!(".{name}.tmp"));
-        let mut f = crate::embedded::create_private(&tmp)?;
+        let mut f = crate::files::create_private(&tmp)?;
         f.write_all(&json)?;
         f.sync_all()?;
         std::fs::rename(&tmp, &path)?;
