@@ -94,6 +94,8 @@ pub async fn run(
                     json_schema: None,
                     max_output_tokens: Some(4_096),
                     idempotency_key: format!("r{run}#{iteration}#1"),
+                    role_call: 1,
+                    attempt: 0,
                     rotation: vec![],
                     deadline_ms: None,
                 };

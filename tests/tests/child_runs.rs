@@ -44,30 +44,6 @@ const PARENT: &str = r#"{"planner": [
     "tool_calls": [{"name": "doc_write", "args": {"path": "summary.md", "content": "three teas"}}]},
    "usage": {"input_tokens": 10, "output_tokens": 5}}]}"#;
 
-/// [`PARENT`] with its spawning answer given twice: the attempt that dies before its commit
-/// uses up the first.
-const PARENT_RETRIED: &str = r#"{"planner": [
-  {"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "split the work",
-    "remaining_work": ["collect the parts"]},
-    "tool_calls": [
-      {"name": "spawn_run", "args": {"objective": "research green tea", "budgets": {"max_tokens": 400}}},
-      {"name": "spawn_run", "args": {"objective": "research black tea", "budgets": {"max_tokens": 400}}},
-      {"name": "spawn_run", "args": {"objective": "research oolong", "budgets": {"max_tokens": 400}}},
-      {"name": "wait_for_children", "args": {}}]},
-   "usage": {"input_tokens": 10, "output_tokens": 5}},
-  {"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "split the work",
-    "remaining_work": ["collect the parts"]},
-    "tool_calls": [
-      {"name": "spawn_run", "args": {"objective": "research green tea", "budgets": {"max_tokens": 400}}},
-      {"name": "spawn_run", "args": {"objective": "research black tea", "budgets": {"max_tokens": 400}}},
-      {"name": "spawn_run", "args": {"objective": "research oolong", "budgets": {"max_tokens": 400}}},
-      {"name": "wait_for_children", "args": {}}]},
-   "usage": {"input_tokens": 10, "output_tokens": 5}},
-  {"content": {"status": {"exit_signal": true, "needs_user_input": false, "progress_summary": "merged the parts",
-    "remaining_work": [], "completion_evidence": ["summary.md"]},
-    "tool_calls": [{"name": "doc_write", "args": {"path": "summary.md", "content": "three teas"}}]},
-   "usage": {"input_tokens": 10, "output_tokens": 5}}]}"#;
-
 const CHILD_DONE: &str = r#"{"planner": [
   {"content": {"status": {"exit_signal": true, "needs_user_input": false, "progress_summary": "wrote part {{run_id}}",
     "remaining_work": [], "completion_evidence": ["part.md"]},
@@ -204,7 +180,7 @@ async fn children_start_only_after_their_parents_commit_and_once_when_it_is_rede
         (FaultPoint::BeforeCommit, 1),
         (FaultPoint::AfterCommit, 1),
     ]));
-    let t = tree_with_faults(PARENT_RETRIED, CHILD_DONE, faults.clone());
+    let t = tree_with_faults(PARENT, CHILD_DONE, faults.clone());
     let id = start(&t).await;
     let first_child = change::child_id(&id, 1, 1);
     let mut children_before_commit = None;

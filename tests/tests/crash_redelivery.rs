@@ -136,10 +136,10 @@ async fn crashes_at_every_boundary_in_one_run_still_finish_exactly_once() {
         (FaultPoint::AfterLlmCall, 2),
         (FaultPoint::AfterCommit, 2),
         (FaultPoint::AfterEnqueue, 3),
-        // The claim rides on the first model call's spend, so both crashed attempts above used
-        // a script step and iteration 4 is the final one: this crash lands between the
-        // terminal commit and the outcome notification.
-        (FaultPoint::AfterCommit, 4),
+        // The script answers by iteration, so the redone attempts above replay theirs and
+        // iteration 6 is the final one: this crash lands between the terminal commit and the
+        // outcome notification.
+        (FaultPoint::AfterCommit, 6),
     ])
     .await;
 }

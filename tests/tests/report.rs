@@ -4,13 +4,17 @@
 #![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use async_trait::async_trait;
 
 use longrun_domain::BudgetsInput;
 use longrun_domain::report::NarrativeSource;
 use longrun_domain::run::{RunStatus, StopType};
 use longrun_http::create_run;
+use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmRole};
 use longrun_ports::{FaultPoint, Faults, NoFaults};
-use longrun_tests::{CrashOnce, TestPlatform, platform, run_request};
+use longrun_tests::{CrashOnce, TestPlatform, platform, platform_with_llm, run_request, scripted};
 
 const DONE: &str = r#"{"content": {"status": {"exit_signal": true, "needs_user_input": false,
     "progress_summary": "wrote the answer", "remaining_work": [], "completion_evidence": ["a.md"]},
@@ -134,18 +138,52 @@ async fn a_redelivered_final_iteration_does_not_call_the_model_again() {
     assert_eq!(run.metrics.llm_calls, 2);
 }
 
+/// A model whose narratives say which final call wrote them: a scripted model answers a
+/// redone call as it answered the first, so only the count tells the two apart.
+struct NumberedNarratives {
+    inner: Arc<dyn LlmClient>,
+    calls: AtomicU32,
+}
+
+#[async_trait]
+impl LlmClient for NumberedNarratives {
+    async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let mut resp = self.inner.chat(req).await?;
+        if req.role == LlmRole::Reporter {
+            let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+            resp.content = format!("{} (final call {n})", resp.content);
+        }
+        Ok(resp)
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_final_iteration_redone_after_a_crash_commits_one_narrative_and_counts_both_calls() {
     // Arrange: the worker crashes after the final call, before the commit.
-    let script = script(DONE, &format!("{}, {}", answer("first"), answer("second")));
+    let llm = Arc::new(NumberedNarratives {
+        inner: scripted(&script(DONE, &answer("the answer"))),
+        calls: AtomicU32::new(0),
+    });
     let faults = Arc::new(CrashOnce::new(vec![(FaultPoint::BeforeCommit, 1)]));
+    let t = platform_with_llm(llm, faults.clone(), &[("tok-alice", "alice")], 5, |_| {});
+    let id = create_run(
+        t.p(),
+        "alice",
+        run_request("answer the question", Default::default()),
+    )
+    .await
+    .unwrap()
+    .id;
 
     // Act
-    let (t, run) = run_to_end(&script, faults.clone(), Default::default()).await;
+    let run = t.drive(&id, 200).await;
 
     // Assert: the redo wrote the committed narrative; every answered call is in the books.
     assert_eq!(faults.fired(), 1);
-    assert_eq!(run.report.unwrap().narrative.text, "second");
+    assert_eq!(
+        run.report.unwrap().narrative.text,
+        "the answer (final call 2)"
+    );
     let answered = t.llm.calls.load(std::sync::atomic::Ordering::SeqCst);
     assert_eq!(answered, 4);
     assert_eq!(run.metrics.llm_calls, answered);

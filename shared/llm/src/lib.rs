@@ -29,7 +29,10 @@ pub struct Secret(String);
 
 impl Secret {
     pub fn new(s: impl Into<String>) -> Self {
-        Secret(s.into())
+        let s = s.into();
+        // Kept out of any error text a provider echoes it in.
+        longrun_ports::redact::register(&s);
+        Secret(s)
     }
     pub fn expose(&self) -> &str {
         &self.0
@@ -513,11 +516,13 @@ impl LlmClient for ModelRouter {
         let order = self.order(req)?;
         let max_retries = order[0].1.retry.max_retries;
         let mut attempt = 0u32;
+        // The request as retried: the same call, its `attempt` counted (built on the first retry).
+        let mut retried: Option<ChatRequest> = None;
         loop {
             // Each retry moves to the next model in the order; with one model it is a retry.
             // Moving to a model not yet tried in this call needs no wait; coming back does.
             let (spec, route) = order[attempt as usize % order.len()];
-            match route.call(req).await {
+            match route.call(retried.as_ref().unwrap_or(req)).await {
                 Ok(mut resp) => {
                     self.record(spec, route, true);
                     if resp.cost_usd.is_none() {
@@ -548,6 +553,7 @@ impl LlmClient for ModelRouter {
                     warn!(run_id = %req.run_id, iteration = req.iteration, model = spec, next, kind = ?e.kind, attempt, delay_ms = delay, "model call failed; retrying");
                     tokio::time::sleep(Duration::from_millis(delay)).await;
                     attempt += 1;
+                    retried.get_or_insert_with(|| req.clone()).attempt = attempt;
                 }
                 Err(e) => {
                     if e.is_retryable() {

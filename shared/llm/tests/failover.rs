@@ -38,6 +38,8 @@ fn req(rotation: &[&str]) -> ChatRequest {
         json_schema: None,
         max_output_tokens: None,
         idempotency_key: "run_1#1#1".into(),
+        role_call: 1,
+        attempt: 0,
         rotation: rotation.iter().map(|s| s.to_string()).collect(),
         deadline_ms: None,
     }

@@ -31,6 +31,8 @@ fn req(model: &str) -> ChatRequest {
         json_schema: Some(std::sync::Arc::new(json!({"type": "object"}))),
         max_output_tokens: Some(100),
         idempotency_key: "run_1#3#1".into(),
+        role_call: 1,
+        attempt: 0,
         rotation: vec![],
         deadline_ms: None,
     }

@@ -58,6 +58,8 @@ async fn main() {
         json_schema: Some(planner_schema()),
         max_output_tokens: Some(128),
         idempotency_key: "run_bench#1#1".into(),
+        role_call: 1,
+        attempt: 0,
         rotation: vec![],
         deadline_ms: None,
     };

@@ -20,6 +20,8 @@ use longrun_ports::{FaultPoint, StoreError};
 /// Per-iteration accounting shared by concurrent executors.
 pub(super) struct Spent {
     calls: u32,
+    /// Calls so far per role (planner, executor, repair, reporter): each call's `role_call`.
+    role_calls: [u32; 4],
     /// Time model calls waited for capacity: not running time.
     queued_ms: u64,
     pub iteration: IterationMetrics,
@@ -71,6 +73,7 @@ impl<'a> Iter<'a> {
             deadline_ms,
             spent: Mutex::new(Spent {
                 calls: 0,
+                role_calls: [0; 4],
                 queued_ms: 0,
                 iteration: IterationMetrics::default(),
                 run: run.budget_metrics(),
@@ -147,7 +150,7 @@ impl Engine {
         &self, it: &Iter<'_>, role: LlmRole, messages: Vec<ChatMessage>,
         json_schema: Option<Arc<serde_json::Value>>,
     ) -> Result<Llm, EngineError> {
-        let call = {
+        let (call, role_call) = {
             let mut s = it.spent();
             let running = it.run.metrics.running_ms + it.elapsed(&s, self.now());
             if s.budget.is_none() {
@@ -157,7 +160,8 @@ impl Engine {
                 return Ok(Llm::OutOfBudget);
             }
             s.calls += 1;
-            s.calls
+            s.role_calls[role as usize] += 1;
+            (s.calls, s.role_calls[role as usize])
         };
         let req = ChatRequest {
             run_id: it.run.id.clone(),
@@ -168,6 +172,8 @@ impl Engine {
             json_schema,
             max_output_tokens: Some(self.config.max_output_tokens),
             idempotency_key: format!("{}#{}#{}", it.run.id, it.n, call),
+            role_call,
+            attempt: 0,
             rotation: it.run.models.iter().skip(1).cloned().collect(),
             deadline_ms: it.deadline_ms,
         };

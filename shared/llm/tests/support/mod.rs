@@ -78,6 +78,8 @@ pub fn merged_turns_request(model: &str, schema: Option<Value>) -> ChatRequest {
         json_schema: schema.map(std::sync::Arc::new),
         max_output_tokens: Some(800),
         idempotency_key: "run_1#2#1".into(),
+        role_call: 1,
+        attempt: 0,
         rotation: vec![],
         deadline_ms: None,
     }
