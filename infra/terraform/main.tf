@@ -25,14 +25,15 @@ locals {
   async_functions = toset(["notifier", "sweeper"])
   environment = merge(
     {
-      LONGRUN_MODELS         = var.models
-      LONGRUN_TABLE          = aws_dynamodb_table.runs.name
-      LONGRUN_QUEUE_URL      = aws_sqs_queue.steps.url
-      LONGRUN_TOPIC_ARN      = aws_sns_topic.outcomes.arn
-      LONGRUN_APP_BASE_URL   = local.app_base_url
-      LONGRUN_ACTIVE_LIMIT   = tostring(var.active_run_limit)
-      LONGRUN_SWEEP_STALE_MS = tostring((local.visibility + 60) * 1000)
-      RUST_LOG               = "info"
+      LONGRUN_MODELS          = var.models
+      LONGRUN_TABLE           = aws_dynamodb_table.runs.name
+      LONGRUN_QUEUE_URL       = aws_sqs_queue.steps.url
+      LONGRUN_TOPIC_ARN       = aws_sns_topic.outcomes.arn
+      LONGRUN_SEAL_KEY_SECRET = local.seal_key_arn
+      LONGRUN_APP_BASE_URL    = local.app_base_url
+      LONGRUN_ACTIVE_LIMIT    = tostring(var.active_run_limit)
+      LONGRUN_SWEEP_STALE_MS  = tostring((local.visibility + 60) * 1000)
+      RUST_LOG                = "info"
     },
     var.openai_base_url == "" ? {} : { OPENAI_BASE_URL = var.openai_base_url },
   )
@@ -88,6 +89,63 @@ resource "aws_kms_key" "main" {
 resource "aws_kms_alias" "main" {
   name          = "alias/${local.name}"
   target_key_id = aws_kms_key.main.key_id
+}
+
+# --- sealing key -----------------------------------------------------------------------------
+
+# The key that seals the tool, MCP and webhook secrets users register, in the table; every
+# function reads it at cold start (LONGRUN_SEAL_KEY_SECRET). The same AWS::SecretsManager::Secret
+# the CDK app creates, in a stack of its own: Secrets Manager generates the value
+# (GenerateSecretString), so it is never in a plan or in this state, and CloudFormation retains
+# the secret when the stack is deleted (`terraform destroy` included), as RemovalPolicy.RETAIN
+# does in the CDK app: without it no sealed value in the table, or a backup of it, opens again.
+# (An ephemeral aws_secretsmanager_random_password written to secret_string_wo would keep the
+# value out of the state too, but Terraform's mock providers (1.11) fail the validation of every
+# ephemeral resource, so `terraform test` could not plan the module at all; the data source of
+# that name would leave the key in the state.)
+resource "aws_cloudformation_stack" "seal_key" {
+  #checkov:skip=CKV_AWS_124:A one-resource stack changed only with the module; its events are in the Terraform run.
+  name = "${local.name}-seal-key"
+  parameters = {
+    Name     = "${local.name}-seal-key"
+    KmsKeyId = aws_kms_key.main.arn
+  }
+  template_body = jsonencode({
+    AWSTemplateFormatVersion = "2010-09-09"
+    Description              = "longrun: the key that seals registered tool, MCP and webhook secrets in the table"
+    Parameters = {
+      Name     = { Type = "String" }
+      KmsKeyId = { Type = "String" }
+    }
+    Resources = {
+      SealKey = {
+        Type = "AWS::SecretsManager::Secret"
+        # Never deleted and never rotated (no RotationSchedule): a new key opens no value sealed
+        # with the old one; it changes only together with a re-seal of the table. (checkov's
+        # rotation check, CKV2_AWS_57, is for aws_secretsmanager_secret; it has none for a
+        # CloudFormation secret, and the template passes cfn-lint and checkov as it is.)
+        DeletionPolicy      = "Retain"
+        UpdateReplacePolicy = "Retain"
+        Properties = {
+          Name        = { Ref = "Name" }
+          Description = "longrun: the key that seals registered tool, MCP and webhook secrets in the table"
+          KmsKeyId    = { Ref = "KmsKeyId" }
+          GenerateSecretString = {
+            PasswordLength     = 64
+            ExcludePunctuation = true
+            IncludeSpace       = false
+          }
+        }
+      }
+    }
+    Outputs = {
+      SecretArn = { Value = { Ref = "SealKey" } }
+    }
+  })
+}
+
+locals {
+  seal_key_arn = aws_cloudformation_stack.seal_key.outputs["SecretArn"]
 }
 
 # --- table -----------------------------------------------------------------------------------
@@ -307,6 +365,12 @@ data "aws_iam_policy_document" "fn" {
     sid       = "Key"
     actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
     resources = [aws_kms_key.main.arn]
+  }
+  statement {
+    # The one call AwsSettings::from_env makes; kms:Decrypt on the secret's key is above.
+    sid       = "SealKey"
+    actions   = ["secretsmanager:GetSecretValue"]
+    resources = [local.seal_key_arn]
   }
   dynamic "statement" {
     for_each = contains(local.enqueues, each.key) ? [1] : []

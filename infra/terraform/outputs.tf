@@ -38,6 +38,11 @@ output "kms_key_arn" {
   value       = aws_kms_key.main.arn
 }
 
+output "seal_key_secret_arn" {
+  description = "The secret holding the key that seals registered tool, MCP and webhook secrets in the table (LONGRUN_SEAL_KEY_SECRET); retained on destroy."
+  value       = local.seal_key_arn
+}
+
 output "function_names" {
   description = "The four functions by role: api, worker, notifier, sweeper."
   value       = { for k, f in aws_lambda_function.fn : k => f.function_name }

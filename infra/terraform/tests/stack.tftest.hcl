@@ -32,6 +32,22 @@ override_resource {
     arn = "arn:aws:sqs:eu-west-1:123456789012:longrun-test-steps-dlq.fifo"
   }
 }
+# The sealing key's stack outputs its secret's ARN only once CloudFormation has made it, and
+# the key's ARN is what the secret is encrypted with.
+override_resource {
+  target          = aws_cloudformation_stack.seal_key
+  override_during = plan
+  values = {
+    outputs = { SecretArn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:longrun-test-seal-key-AbCdEf" }
+  }
+}
+override_resource {
+  target          = aws_kms_key.main
+  override_during = plan
+  values = {
+    arn = "arn:aws:kms:eu-west-1:123456789012:key/11111111-2222-3333-4444-555555555555"
+  }
+}
 override_resource {
   target          = aws_apigatewayv2_api.api
   override_during = plan
@@ -131,6 +147,74 @@ run "functions_run_on_graviton" {
   assert {
     condition     = alltrue([for f in aws_lambda_function.fn : f.runtime == "provided.al2023" && contains(f.architectures, "arm64")])
     error_message = "every function is provided.al2023 on arm64"
+  }
+}
+
+run "the_sealing_key_is_generated_by_secrets_manager_encrypted_and_retained" {
+  command = plan
+
+  assert {
+    condition     = keys(jsondecode(aws_cloudformation_stack.seal_key.template_body).Resources) == ["SealKey"]
+    error_message = "the stack holds the secret alone: no rotation schedule, no rotation function"
+  }
+  assert {
+    condition = jsondecode(aws_cloudformation_stack.seal_key.template_body).Resources.SealKey == merge(
+      jsondecode(aws_cloudformation_stack.seal_key.template_body).Resources.SealKey,
+      {
+        Type                = "AWS::SecretsManager::Secret"
+        DeletionPolicy      = "Retain"
+        UpdateReplacePolicy = "Retain"
+      },
+    )
+    error_message = "the sealing key is a secret CloudFormation retains on delete and on replacement"
+  }
+  assert {
+    condition = jsondecode(aws_cloudformation_stack.seal_key.template_body).Resources.SealKey.Properties.GenerateSecretString == {
+      PasswordLength = 64, ExcludePunctuation = true, IncludeSpace = false
+    }
+    error_message = "Secrets Manager generates 64 letters and digits, so the value is never in the plan or the state"
+  }
+  assert {
+    condition     = aws_cloudformation_stack.seal_key.parameters["Name"] == "longrun-test-seal-key" && aws_cloudformation_stack.seal_key.parameters["KmsKeyId"] == aws_kms_key.main.arn
+    error_message = "the secret is named after the stage and encrypted with the module's KMS key"
+  }
+}
+
+# Statements are picked by sid, which the module sets: the others hold ARNs not known in a plan.
+run "every_function_is_told_where_the_sealing_key_is_and_only_they_may_read_it" {
+  command = plan
+
+  assert {
+    condition     = alltrue([for f in aws_lambda_function.fn : lookup(f.environment[0].variables, "LONGRUN_SEAL_KEY_SECRET", "") == "arn:aws:secretsmanager:eu-west-1:123456789012:secret:longrun-test-seal-key-AbCdEf"])
+    error_message = "every function gets LONGRUN_SEAL_KEY_SECRET, the secret's ARN"
+  }
+  assert {
+    condition = alltrue([for k in ["api", "worker", "notifier", "sweeper"] : [
+      for s in data.aws_iam_policy_document.fn[k].statement : { actions = s.actions, resources = s.resources } if s.sid == "SealKey"
+    ] == [{ actions = toset(["secretsmanager:GetSecretValue"]), resources = toset([local.seal_key_arn]) }]])
+    error_message = "each of the four functions' roles may GetSecretValue on the sealing key, nothing more"
+  }
+  assert {
+    condition = alltrue([for k in ["api", "worker", "notifier", "sweeper"] : [
+      for s in data.aws_iam_policy_document.fn[k].statement : s.sid if anytrue([for a in s.actions : startswith(a, "secretsmanager:") || a == "*"])
+    ] == ["SealKey"]])
+    error_message = "without a model or search key, the sealing key is the only secret a function may read"
+  }
+  assert {
+    condition = alltrue([for k in ["api", "worker", "notifier", "sweeper"] : anytrue([
+      for s in data.aws_iam_policy_document.fn[k].statement : contains(s.actions, "kms:Decrypt") && s.resources == toset([aws_kms_key.main.arn]) if s.sid == "Key"
+    ])])
+    error_message = "each of the four functions may decrypt with the key the secret is encrypted with"
+  }
+  assert {
+    condition     = toset(keys(data.aws_iam_policy_document.fn)) == toset(["api", "worker", "notifier", "sweeper"])
+    error_message = "the function policies are the four functions' only"
+  }
+  assert {
+    condition = alltrue([for d in concat([data.aws_iam_policy_document.key, data.aws_iam_policy_document.failed_queue], values(data.aws_iam_policy_document.tls_only)) :
+      !anytrue([for s in d.statement : anytrue([for a in s.actions : startswith(a, "secretsmanager:") || a == "*"])])
+    ])
+    error_message = "no other policy of the module grants anything in Secrets Manager"
   }
 }
 
