@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use longrun_domain::{Attempt, DeliveryState, WebhookDelivery};
+use longrun_domain::{Attempt, DeliveryState, WebhookDelivery, delivery_id};
 use longrun_local::InMemoryRunStore;
 use longrun_ports::prelude::*;
 use longrun_ports::{Clock, WebhookPoster};
@@ -229,10 +229,9 @@ pub async fn check(sim: &Sim, users: &[String], drained: bool, out: &mut Vec<Str
         let hooks = store.webhooks(u).await.unwrap_or_default();
         for n in store.notifications(u, 100_000).await.unwrap_or_default() {
             for (i, hook) in hooks.iter().enumerate() {
-                let d = deliveries
-                    .iter()
-                    .find(|d| d.id == n.id && d.hook == i as u32);
-                let got = received.contains_key(&(hook.url.clone(), n.id.clone()));
+                let id = delivery_id(&n.id, i as u32);
+                let d = deliveries.iter().find(|d| d.id == id && d.hook == i as u32);
+                let got = received.contains_key(&(hook.url.clone(), id));
                 match d.map(|d| (d.state, d.last_error.is_some())) {
                     None => out.push(format!(
                         "webhooks: outcome {} has no delivery to hook {i}",

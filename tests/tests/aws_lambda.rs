@@ -205,7 +205,7 @@ async fn an_api_created_run_completes_through_real_sqs_messages_and_its_outcome_
     );
     assert_eq!(
         headers[DELIVERY_HEADER].to_str().unwrap(),
-        format!("{run_id}#6#completed")
+        format!("{run_id}#6#completed#0")
     );
     let payload: Value = serde_json::from_slice(body).unwrap();
     assert_eq!(payload["link"], format!("{APP_BASE_URL}/runs/{run_id}"));

@@ -283,12 +283,20 @@ fn outcome() -> OutcomeMessage {
 
 /// An outbox over a memory store with the user's one webhook at `url`.
 async fn outbox(url: &str) -> (Outbox, Arc<InMemoryRunStore>, Arc<ManualClock>) {
+    outbox_to(&[url]).await
+}
+
+/// An outbox over a memory store with the user's webhooks at `urls`, in that order.
+async fn outbox_to(urls: &[&str]) -> (Outbox, Arc<InMemoryRunStore>, Arc<ManualClock>) {
     let store = Arc::new(InMemoryRunStore::new());
-    let hook = Webhook {
-        url: url.into(),
-        secret: "0123456789abcdef-local".into(),
-    };
-    store.put_webhooks("u1", &[hook]).await.unwrap();
+    let hooks: Vec<Webhook> = urls
+        .iter()
+        .map(|url| Webhook {
+            url: url.to_string(),
+            secret: "0123456789abcdef-local".into(),
+        })
+        .collect();
+    store.put_webhooks("u1", &hooks).await.unwrap();
     let mut fetch = longrun_service::FetchConfig::default();
     fetch.policy.trusted_private = vec![longrun_tests::HOOKS_HOST.into()];
     fetch.lookup = longrun_tests::hooks_lookup();
@@ -338,7 +346,7 @@ async fn a_failing_receiver_gets_the_same_signed_delivery_again_after_the_wait_u
     let posts = posts.lock().unwrap().clone();
     assert_eq!(posts.len(), 3);
     assert!(posts.iter().all(|p| p == &posts[0]), "identical attempts");
-    assert_eq!(posts[0].0, "r1#3#completed");
+    assert_eq!(posts[0].0, "r1#3#completed#0");
     let log = store.deliveries("u1", "r1").await.unwrap();
     assert_eq!(log[0].state, DeliveryState::Delivered);
     assert_eq!(log[0].attempts, 3);
@@ -395,5 +403,53 @@ async fn delivering_at_once_attempts_each_webhook_once_leaves_the_retry_to_the_o
     assert_eq!(
         (log[0].state, log[0].attempts),
         (DeliveryState::Delivered, 2)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_webhooks_of_one_user_get_their_own_delivery_id_for_one_outcome_and_a_retry_keeps_it() {
+    // Arrange: both webhooks reach one receiver (as one service deduplicating for both);
+    // it fails the first POST and answers every later one.
+    let (url, posts) = receiver(vec![StatusCode::BAD_GATEWAY, StatusCode::NO_CONTENT]).await;
+    let second = format!("{url}?second");
+    let (outbox, store, clock) = outbox_to(&[&url, &second]).await;
+
+    // Act: one outcome; a pass; then the retry once its wait is over.
+    outbox.record(&outcome()).await.unwrap();
+    outbox.deliver_due().await.unwrap();
+    clock.advance(1_000);
+    outbox.deliver_due().await.unwrap();
+
+    // Assert: three POSTs, two delivery ids; the retried one kept its id, and each body names
+    // its own delivery.
+    let posts = posts.lock().unwrap().clone();
+    assert_eq!(posts.len(), 3);
+    let ids: std::collections::BTreeSet<&str> = posts.iter().map(|p| p.0.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["r1#3#completed#0", "r1#3#completed#1"]
+            .into_iter()
+            .collect()
+    );
+    let retried = &posts[2].0;
+    assert_eq!(
+        posts.iter().filter(|p| &p.0 == retried).count(),
+        2,
+        "the retry carries the id of the delivery it retries"
+    );
+    for (id, _, body) in &posts {
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(v["id"], id.as_str());
+    }
+    let log = store.deliveries("u1", "r1").await.unwrap();
+    let mut recorded: Vec<(&str, DeliveryState)> =
+        log.iter().map(|d| (d.id.as_str(), d.state)).collect();
+    recorded.sort_by_key(|r| r.0);
+    assert_eq!(
+        recorded,
+        [
+            ("r1#3#completed#0", DeliveryState::Delivered),
+            ("r1#3#completed#1", DeliveryState::Delivered)
+        ]
     );
 }

@@ -780,8 +780,9 @@ export interface components {
             /** @description Each attempt, oldest first (the latest 20): when it ended and why it failed. */
             history: components["schemas"]["AttemptRecord"][];
             /**
-             * @description The delivery id, sent as `X-Longrun-Delivery` on every attempt; the same for every
-             *     webhook of one outcome, so receivers can drop repeats.
+             * @description The delivery id, `{run_id}#{iteration}#{status}#{webhook}`, sent as `X-Longrun-Delivery`
+             *     and as the body's `id` on every attempt: one per outcome and webhook, the same on every
+             *     retry, so receivers can drop repeats.
              */
             id: string;
             /** @description What the last failed attempt came to (a status code or a connection error). */
@@ -1135,8 +1136,10 @@ export interface components {
             at: number;
             data: components["schemas"]["NotificationData"];
             /**
-             * @description `{run_id}#{iteration}#{status}`, also the `X-Longrun-Delivery` header: the same on
-             *     every attempt, so receivers can drop repeats.
+             * @description The delivery id `{run_id}#{iteration}#{status}#{webhook}` (`webhook`: the webhook's
+             *     place in your list when the outcome was recorded), also the `X-Longrun-Delivery`
+             *     header: one per outcome and webhook, the same on every attempt, so receivers can drop
+             *     repeats — and two of your webhooks that reach one receiver do not look like one.
              */
             id: string;
             /** @description The same as `action_url`. */
@@ -4455,7 +4458,7 @@ export interface operations {
             header: {
                 /** @description sha256=<hex HMAC-SHA256(secret, body)> */
                 "X-Longrun-Signature": string;
-                /** @description The payload's id, the same on every attempt */
+                /** @description The delivery id, also the payload's `id`: `{run_id}#{iteration}#{status}#{webhook}`, one per outcome and webhook (its place in your list when the outcome was recorded), the same on every attempt of that delivery; drop repeats by it */
                 "X-Longrun-Delivery": string;
             };
             path?: never;

@@ -26,7 +26,7 @@ pub use change::{CommitPlan, Rejection, RunChange};
 pub use decide::{IterationFacts, Outcome, Verdict, decide};
 pub use events::RunEvent;
 pub use outbox::{
-    Attempt, AttemptRecord, DeliveryState, MAX_HISTORY, RetryPolicy, WebhookDelivery,
+    Attempt, AttemptRecord, DeliveryState, MAX_HISTORY, RetryPolicy, WebhookDelivery, delivery_id,
 };
 pub use outcome::{
     Notification, NotificationData, NotificationMetrics, OutcomeMessage, OutcomePayload, headline,

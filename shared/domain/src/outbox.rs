@@ -26,11 +26,20 @@ impl DeliveryState {
     }
 }
 
+/// The id of one outcome's delivery to one webhook, `{notification_id}#{hook}`: receivers drop
+/// repeats by it, so it is one per (outcome, webhook) — two webhooks of a user that reach one
+/// receiver are two deliveries to it — and it is recorded with the delivery, the same on
+/// every attempt.
+pub fn delivery_id(notification_id: &str, hook: u32) -> String {
+    format!("{notification_id}#{hook}")
+}
+
 /// One outcome on its way to one of its owner's webhooks.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WebhookDelivery {
-    /// The outcome's notification id: sent as the delivery header on every attempt, and the
-    /// same for every webhook of the outcome, so each receiver can drop repeats.
+    /// The delivery id ([`delivery_id`]; deliveries recorded before it named the webhook
+    /// carry the outcome's notification id): sent as the delivery header and as the body's
+    /// `id` on every attempt, so each receiver can drop repeats.
     pub id: String,
     /// The webhook's place in its owner's list when the outcome was recorded.
     pub hook: u32,

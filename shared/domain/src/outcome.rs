@@ -65,8 +65,10 @@ impl OutcomeMessage {
 /// The body POSTed to a user's webhooks for each outcome (signed, `X-Longrun-Signature`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct OutcomePayload {
-    /// `{run_id}#{iteration}#{status}`, also the `X-Longrun-Delivery` header: the same on
-    /// every attempt, so receivers can drop repeats.
+    /// The delivery id `{run_id}#{iteration}#{status}#{webhook}` (`webhook`: the webhook's
+    /// place in your list when the outcome was recorded), also the `X-Longrun-Delivery`
+    /// header: one per outcome and webhook, the same on every attempt, so receivers can drop
+    /// repeats — and two of your webhooks that reach one receiver do not look like one.
     pub id: String,
     pub title: String,
     pub message: String,
@@ -88,14 +90,15 @@ pub struct OutcomePayload {
 }
 
 impl OutcomeMessage {
-    pub fn payload(&self) -> OutcomePayload {
+    /// The body delivered to the owner's webhook number `hook`.
+    pub fn payload(&self, hook: u32) -> OutcomePayload {
         let title = self.title_or_default();
         let message = match self.message.is_empty() {
             true => String::new(),
             false => format!(": {}", self.message),
         };
         OutcomePayload {
-            id: self.notification_id(),
+            id: crate::outbox::delivery_id(&self.notification_id(), hook),
             text: format!("<{}|{title}>{message}", self.link),
             title,
             message: self.message.clone(),

@@ -545,8 +545,9 @@ async fn scratchpad(
 /// the signature or the body.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct DeliveryView {
-    /// The delivery id, sent as `X-Longrun-Delivery` on every attempt; the same for every
-    /// webhook of one outcome, so receivers can drop repeats.
+    /// The delivery id, `{run_id}#{iteration}#{status}#{webhook}`, sent as `X-Longrun-Delivery`
+    /// and as the body's `id` on every attempt: one per outcome and webhook, the same on every
+    /// retry, so receivers can drop repeats.
     pub id: String,
     /// The webhook's place in your list when the outcome was recorded.
     pub webhook: u32,

@@ -650,7 +650,7 @@ fn build(policy: &FetchPolicy) -> Value {
                 {"name": "X-Longrun-Signature", "in": "header", "required": true,
                  "description": "sha256=<hex HMAC-SHA256(secret, body)>", "schema": {"type": "string"}},
                 {"name": "X-Longrun-Delivery", "in": "header", "required": true,
-                 "description": "The payload's id, the same on every attempt", "schema": {"type": "string"}}],
+                 "description": "The delivery id, also the payload's `id`: `{run_id}#{iteration}#{status}#{webhook}`, one per outcome and webhook (its place in your list when the outcome was recorded), the same on every attempt of that delivery; drop repeats by it", "schema": {"type": "string"}}],
             "requestBody": {"required": true, "content": {"application/json": {"schema": outcome}}},
             "responses": {"2XX": {"description": "Received; anything else is attempted again"}},
         }}},

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use futures_util::future::join_all;
 use longrun_domain::{
-    Attempt, DeliveryState, OutcomeMessage, RetryPolicy, Webhook, WebhookDelivery, notification_for,
+    Attempt, DeliveryState, OutcomeMessage, RetryPolicy, Webhook, WebhookDelivery, delivery_id,
+    notification_for,
 };
 use longrun_ports::{CatalogExt, Clock, StoreError, UserCatalog, WebhookOutbox, WebhookPoster};
 use tokio::sync::{Notify, watch};
@@ -51,27 +52,30 @@ pub struct Outbox {
     wake: Notify,
 }
 
-/// One delivery per webhook the owner has when the outcome is recorded, each body signed with
-/// that webhook's secret.
+/// One delivery per webhook the owner has when the outcome is recorded, each under its own
+/// delivery id (in the body too) and its body signed with that webhook's secret.
 pub fn deliveries_for(msg: &OutcomeMessage, hooks: &[Webhook], now: i64) -> Vec<WebhookDelivery> {
-    let body = serde_json::to_string(&payload(msg)).unwrap_or_default();
+    let outcome = msg.notification_id();
     hooks
         .iter()
-        .enumerate()
-        .map(|(i, hook)| WebhookDelivery {
-            id: msg.notification_id(),
-            hook: i as u32,
-            user_id: msg.user_id.clone(),
-            run_id: msg.run_id.clone(),
-            url: hook.url.clone(),
-            signature: signature(&hook.secret, body.as_bytes()),
-            body: body.clone(),
-            state: DeliveryState::Pending,
-            attempts: 0,
-            next_at: now,
-            created_at: now,
-            last_error: None,
-            history: vec![],
+        .zip(0u32..)
+        .map(|(hook, i)| {
+            let body = serde_json::to_string(&payload(msg, i)).unwrap_or_default();
+            WebhookDelivery {
+                id: delivery_id(&outcome, i),
+                hook: i,
+                user_id: msg.user_id.clone(),
+                run_id: msg.run_id.clone(),
+                url: hook.url.clone(),
+                signature: signature(&hook.secret, body.as_bytes()),
+                body,
+                state: DeliveryState::Pending,
+                attempts: 0,
+                next_at: now,
+                created_at: now,
+                last_error: None,
+                history: vec![],
+            }
         })
         .collect()
 }
@@ -187,7 +191,12 @@ impl Outbox {
     }
 
     async fn attempt(&self, d: &WebhookDelivery) -> Result<(), StoreError> {
-        let attempt = self.poster.post(d).await;
+        // A receiver's answer may quote what it was sent or hold: scrubbed before it is kept.
+        let attempt = match self.poster.post(d).await {
+            Attempt::Refused(e) => Attempt::Refused(longrun_ports::redact::scrubbed(e)),
+            Attempt::Failed(e) => Attempt::Failed(longrun_ports::redact::scrubbed(e)),
+            delivered => delivered,
+        };
         let next = d.after(&attempt, self.clock.now_ms(), &self.config.retry);
         match (&attempt, next.state) {
             (Attempt::Delivered, _) => {}

@@ -16,7 +16,8 @@ use crate::error::ServiceError;
 
 /// Webhooks are signed the way user tool calls are.
 pub use longrun_outbound::user_tool::{SIGNATURE_HEADER, signature};
-/// Same value on every attempt for one outcome, so receivers can drop repeats.
+/// The delivery id (`longrun_domain::delivery_id`): one per outcome and webhook, the same
+/// on every attempt, so receivers can drop repeats.
 pub const DELIVERY_HEADER: &str = "x-longrun-delivery";
 
 /// A webhook URL as `PUT /v1/webhooks` accepts it: https (plain http only to a host the
@@ -31,9 +32,10 @@ pub fn check_url(raw: &str, fetch: &FetchConfig) -> Result<(), ServiceError> {
 }
 
 /// The webhook body (`OutcomePayload`): the seed's `title`, `message`, `action_url` and `data`
-/// (the same as the inbox entry's), the outcome's earlier fields, and a Slack-compatible `text`.
-pub fn payload(msg: &OutcomeMessage) -> Value {
-    serde_json::to_value(msg.payload()).unwrap_or_default()
+/// (the same as the inbox entry's), the outcome's earlier fields, and a Slack-compatible `text`;
+/// its `id` is the delivery's to the owner's webhook number `hook`.
+pub fn payload(msg: &OutcomeMessage, hook: u32) -> Value {
+    serde_json::to_value(msg.payload(hook)).unwrap_or_default()
 }
 
 /// Posts a delivery to its webhook through the SSRF-guarded client: the real `WebhookPoster`.

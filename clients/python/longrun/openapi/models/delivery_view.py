@@ -26,8 +26,9 @@ class DeliveryView:
             attempts (int): Attempts made so far.
             created_at (int): When it was recorded (ms since the epoch).
             history (list[AttemptRecord]): Each attempt, oldest first (the latest 20): when it ended and why it failed.
-            id (str): The delivery id, sent as `X-Longrun-Delivery` on every attempt; the same for every
-                webhook of one outcome, so receivers can drop repeats.
+            id (str): The delivery id, `{run_id}#{iteration}#{status}#{webhook}`, sent as `X-Longrun-Delivery`
+                and as the body's `id` on every attempt: one per outcome and webhook, the same on every
+                retry, so receivers can drop repeats.
             state (DeliveryState): Where a delivery stands. `Pending` is attempted (again) once `next_at` has passed.
 
                 `given_up`: Refused for good by the receiver (a 4xx other than 429, a URL the SSRF guard refuses) or out of

@@ -27,8 +27,10 @@ class OutcomePayload:
         action_url (str): The deep link to the run's page.
         at (int):
         data (NotificationData): The run an outcome is about, its status, why it stopped and what it spent.
-        id (str): `{run_id}#{iteration}#{status}`, also the `X-Longrun-Delivery` header: the same on
-            every attempt, so receivers can drop repeats.
+        id (str): The delivery id `{run_id}#{iteration}#{status}#{webhook}` (`webhook`: the webhook's
+            place in your list when the outcome was recorded), also the `X-Longrun-Delivery`
+            header: one per outcome and webhook, the same on every attempt, so receivers can drop
+            repeats — and two of your webhooks that reach one receiver do not look like one.
         link (str): The same as `action_url`.
         message (str):
         metrics (NotificationMetrics):
