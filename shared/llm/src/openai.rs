@@ -215,7 +215,10 @@ pub async fn send_json(
         } else {
             kind
         };
-        LlmError::new(kind, format!("{what} failed: {e}"))
+        LlmError::new(
+            kind,
+            format!("{what} failed: {}", longrun_transport::describe(&e)),
+        )
     };
     let resp = request
         .send()

@@ -317,7 +317,7 @@ impl HttpFetch {
                     None if e.is_timeout() => FetchError::Timeout(url.to_string()),
                     None => FetchError::Http {
                         url: url.to_string(),
-                        reason: e.to_string(),
+                        reason: longrun_transport::describe(&e),
                     },
                 })?;
             if resp.status().is_redirection()
@@ -356,7 +356,7 @@ impl HttpFetch {
             .await
             .map_err(|e| FetchError::Http {
                 url: url.to_string(),
-                reason: e.to_string(),
+                reason: longrun_transport::describe(&e),
             })?;
         let raw = String::from_utf8_lossy(&body);
         let mime = content_type.to_ascii_lowercase();

@@ -230,7 +230,7 @@ impl Session<'_> {
                 refusal,
             },
             None if e.is_timeout() => McpError::Timeout(self.mcp.settings.timeout),
-            None => McpError::Http(e.to_string()),
+            None => McpError::Http(longrun_transport::describe(&e)),
         })
     }
 
@@ -289,7 +289,7 @@ impl Session<'_> {
         let limit = self.mcp.settings.max_response_bytes;
         let (bytes, truncated) = read_limited(resp, limit)
             .await
-            .map_err(|e| McpError::Http(e.to_string()))?;
+            .map_err(|e| McpError::Http(longrun_transport::describe(&e)))?;
         let text = String::from_utf8_lossy(&bytes);
         if !status.is_success() {
             return Err(McpError::Status {

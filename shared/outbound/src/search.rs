@@ -261,7 +261,7 @@ impl WebSearch {
         let res = request
             .send()
             .await
-            .map_err(|e| SearchError::Unreachable(without_url(&e)))?;
+            .map_err(|e| SearchError::Unreachable(longrun_transport::describe(&e)))?;
         let status = res.status().as_u16();
         let retry_after = res
             .headers()
@@ -273,7 +273,7 @@ impl WebSearch {
         let text = res
             .text()
             .await
-            .map_err(|e| SearchError::Unreachable(without_url(&e)))?;
+            .map_err(|e| SearchError::Unreachable(longrun_transport::describe(&e)))?;
         match status {
             200..=299 => {}
             401 | 403 => return Err(SearchError::Auth(status)),
@@ -291,15 +291,6 @@ impl WebSearch {
         let hits = parse(self.settings.provider, &body)?;
         Ok(hits.into_iter().take(n as usize).collect())
     }
-}
-
-/// reqwest's errors name the URL; the key is never in it, but keep messages short.
-fn without_url(e: &reqwest::Error) -> String {
-    let mut s = e.to_string();
-    if let Some(url) = e.url() {
-        s = s.replace(url.as_str(), "the provider");
-    }
-    s
 }
 
 fn brave_freshness(days: u32) -> String {

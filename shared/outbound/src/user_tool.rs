@@ -163,12 +163,18 @@ impl Tool for HttpTool {
             .map_err(|e| match refusal_in(&e) {
                 Some(r) => format!("{name}: refused {url}: {r}"),
                 None if e.is_timeout() => format!("{name}: timed out"),
-                None => format!("{name}: request failed: {e}"),
+                None => format!(
+                    "{name}: request failed: {}",
+                    longrun_transport::describe(&e)
+                ),
             })?;
         let status = resp.status();
         let (bytes, truncated) = read_limited(resp, self.settings.max_response_bytes)
             .await
-            .map_err(|e| format!("{name}: reading the response failed: {e}"))?;
+            .map_err(|e| {
+                let why = longrun_transport::describe(&e);
+                format!("{name}: reading the response failed: {why}")
+            })?;
         let text = String::from_utf8_lossy(&bytes);
         let clipped = longrun_domain::clip(&text, self.settings.max_chars);
         if !status.is_success() {

@@ -82,7 +82,8 @@ impl WebhookSender {
                 warn!(url = %url, error = %e, "webhook refused by the SSRF guard");
                 Attempt::Refused(format!("refused by the SSRF guard: {e}"))
             }
-            Err(e) => Attempt::Failed(e.without_url().to_string()),
+            // Refused, timed out or TLS: what the owner reads in the delivery log.
+            Err(e) => Attempt::Failed(longrun_transport::describe(&e)),
         }
     }
 }
