@@ -50,8 +50,24 @@ struct Cli {
     /// Print JSON instead of text.
     #[arg(long, global = true)]
     json: bool,
+    /// How logs are written to stderr: `text` (coloured only on a terminal without NO_COLOR)
+    /// or `json` (one object a line, for a log collector). RUST_LOG sets what is logged.
+    #[arg(
+        long,
+        global = true,
+        env = "LONGRUN_LOG_FORMAT",
+        value_enum,
+        default_value_t = LogFormat::Text
+    )]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Args, Clone, Default)]
@@ -329,12 +345,13 @@ fn main() {
 
 async fn run_command(cli: Cli) -> Result<()> {
     let quiet = cli.json;
-    init_tracing(false, if quiet { "error" } else { "warn" });
+    // Warnings and errors unless RUST_LOG says otherwise, for `serve` too.
+    init_tracing(
+        cli.log_format == LogFormat::Json,
+        if quiet { "error" } else { "warn" },
+    );
     match cli.command {
-        Command::Serve(args) => {
-            init_tracing(false, "info");
-            serve(args).await
-        }
+        Command::Serve(args) => serve(args).await,
         Command::Run {
             objective,
             budgets,
