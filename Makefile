@@ -1,7 +1,7 @@
 # The two commands a new user needs: `make demo` and `make test`.
 CARGO ?= cargo
 
-.PHONY: demo test test-dynamodb-local agent-clis lint web bench bench-runner bench-store bench-aws bench-llm bench-lambda capacity serve build synth package sim sim-broken
+.PHONY: soak demo test test-dynamodb-local agent-clis lint web bench bench-runner bench-store bench-aws bench-llm bench-lambda capacity serve build synth package sim sim-broken
 
 ## A real multi-iteration run on the embedded platform: no cloud account, no API key.
 demo:
@@ -44,6 +44,13 @@ test-dynamodb-local:
 agent-clis:
 	$(CARGO) build -q -p longrun
 	scripts/agent-clis
+
+## The black-box soak: 3,000 scripted runs through 110 `kill -9` and 35 SIGTERM of `serve`, with
+## failing webhook receivers, every run then checked through the API; then serve's RSS across
+## 20,000 ended runs (about 15 minutes; numbers go in BENCHMARKS.md, "Soak").
+soak:
+	$(CARGO) build -q -p longrun -p longrun-tests --bin longrun --bin soak
+	target/debug/soak target/debug/longrun 3000 110 35 20000
 
 ## The deterministic simulator (sim/): SEEDS seeded fault schedules from seed FROM, every
 ## invariant checked after each (`make sim SEEDS=100000` is a soak); `make sim SEED=n` replays

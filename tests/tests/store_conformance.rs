@@ -1078,3 +1078,60 @@ macro_rules! all_adapters {
 }
 
 all_adapters!(memory, sqlite, dynamodb);
+
+/// The table never holds a registered secret in plain text: what a scan of it returns (as a
+/// backup or an export of the table would) is sealed, and reads through the store open it.
+#[tokio::test]
+async fn dynamodb_holds_every_catalog_secret_sealed() {
+    // Arrange
+    let c = longrun_tests::aws::clients().await;
+    let store = longrun_tests::aws::dynamodb_store(&c).await;
+    let tool = UserTool {
+        name: "crm".into(),
+        description: "d".into(),
+        parameters: json!({"type": "object"}),
+        url: "https://crm.example.com".into(),
+        secret: "tool-secret-in-the-table-0001".into(),
+        write: false,
+        created_at: 1,
+    };
+    let hook = Webhook {
+        url: "https://hooks.example.com".into(),
+        secret: "hook-secret-in-the-table-0002".into(),
+    };
+    let server = McpServer {
+        name: "docs".into(),
+        url: "https://mcp.example.com".into(),
+        secret: Some("mcp-secret-in-the-table-0003".into()),
+        created_at: 1,
+    };
+
+    // Act
+    store.put_tool("ana", &tool).await.unwrap();
+    store.put_webhooks("ana", &[hook.clone()]).await.unwrap();
+    store.put_mcp_server("ana", &server).await.unwrap();
+    let scan = c
+        .dynamodb
+        .scan()
+        .table_name(store.table())
+        .send()
+        .await
+        .unwrap();
+
+    // Assert
+    let raw = format!("{:?}", scan.items());
+    for secret in [
+        "tool-secret-in-the-table-0001",
+        "hook-secret-in-the-table-0002",
+        "mcp-secret-in-the-table-0003",
+    ] {
+        assert!(
+            !raw.contains(secret),
+            "{secret} is in the table in plain text"
+        );
+    }
+    assert!(raw.contains("sealed:v1:"));
+    assert_eq!(store.tools("ana").await.unwrap(), vec![tool]);
+    assert_eq!(store.webhooks("ana").await.unwrap(), vec![hook]);
+    assert_eq!(store.mcp_servers("ana").await.unwrap(), vec![server]);
+}

@@ -196,7 +196,9 @@ impl Engine {
         let (specs, ttl) = match mcp.list(server).await {
             Ok(specs) => (specs, McpCache::LIST_TTL_MS),
             Err(e) => {
-                warn!(server = %server.name, error = %e, "an MCP server's tools were left out");
+                // Its answer may quote the bearer secret it was sent: scrubbed even in logs.
+                let error = longrun_ports::redact::scrubbed(e.to_string());
+                warn!(server = %server.name, %error, "an MCP server's tools were left out");
                 (vec![], McpCache::FAILED_TTL_MS)
             }
         };
