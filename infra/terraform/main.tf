@@ -466,6 +466,14 @@ resource "aws_lambda_function" "fn" {
   }
 
   depends_on = [aws_iam_role_policy.fn]
+
+  lifecycle {
+    # A plan, not `terraform validate`, needs the zips: a caller's module validates unbuilt.
+    precondition {
+      condition     = fileexists("${var.lambda_dir}/${each.key}/bootstrap.zip")
+      error_message = "No ${var.lambda_dir}/${each.key}/bootstrap.zip: run make package in the longrun checkout and set lambda_dir to its target/lambda (absolute, or relative to the directory terraform runs in)."
+    }
+  }
 }
 
 resource "aws_lambda_function_event_invoke_config" "async" {

@@ -50,10 +50,12 @@ variable "llm_key_secret_name" {
   default     = ""
 }
 
+# No default: a path in a variable's default is read from the directory terraform runs in, not
+# from this module's (which `terraform init` copies under .terraform/modules when the source is
+# an absolute path or a git URL), so no default could find the zips from a caller's root module.
 variable "lambda_dir" {
-  description = "cargo lambda build output: {api,worker,notifier,sweeper}/bootstrap.zip."
+  description = "Where make package put the functions: {api,worker,notifier,sweeper}/bootstrap.zip (target/lambda of the longrun checkout). Absolute, or relative to the directory terraform runs in."
   type        = string
-  default     = "../../target/lambda"
 }
 
 variable "alarm_email" {
