@@ -356,7 +356,7 @@ async fn crash_soak(bin: &Path, runs: usize, kills: usize, terms: usize) {
         seed ^= seed << 17;
         tokio::time::sleep(Duration::from_millis(200 + seed % 900)).await;
         let s = serve.take().unwrap();
-        if termed < terms && (seed % 4 == 0 || kills == killed) {
+        if termed < terms && (seed.is_multiple_of(4) || kills == killed) {
             tokio::task::spawn_blocking(move || s.terminate())
                 .await
                 .unwrap();

@@ -197,7 +197,7 @@ impl Engine {
             Ok(specs) => (specs, McpCache::LIST_TTL_MS),
             Err(e) => {
                 // Its answer may quote the bearer secret it was sent: scrubbed even in logs.
-                let error = longrun_ports::redact::scrubbed(e.to_string());
+                let error = longrun_ports::redact::scrubbed(&e);
                 warn!(server = %server.name, %error, "an MCP server's tools were left out");
                 (vec![], McpCache::FAILED_TTL_MS)
             }
