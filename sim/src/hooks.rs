@@ -75,7 +75,11 @@ impl SimPoster {
             return Attempt::Failed("connection refused".into());
         }
         if sim.roll(60) {
-            return Attempt::Failed("HTTP 503 Service Unavailable".into());
+            // A receiver that quotes the secret it could not verify with.
+            return Attempt::Failed(format!(
+                "HTTP 503: cannot verify with {}",
+                crate::secrets::HOOK_SECRET
+            ));
         }
         if sim.roll(60) {
             // Slow: others act meanwhile; past the sender's timeout it may have taken the POST.
@@ -284,7 +288,7 @@ pub async fn register(sim: &Sim, users: &[String]) {
             lock(&sim.received).receivers.insert(url.clone(), receiver);
             hooks.push(longrun_domain::Webhook {
                 url,
-                secret: "sim-secret-0123456789".into(),
+                secret: crate::secrets::HOOK_SECRET.into(),
             });
         }
         if !hooks.is_empty()

@@ -701,7 +701,10 @@ impl LlmClient for SimLlm {
             // As a proxy that quotes the request does: the key must not get any further.
             LlmError::new(
                 kind,
-                format!("simulated; the proxy echoed {}", crate::secrets::PROVIDER_KEY),
+                format!(
+                    "simulated; the proxy echoed {}",
+                    crate::secrets::PROVIDER_KEY
+                ),
             )
         })?;
         let usage = Usage {

@@ -1108,7 +1108,10 @@ async fn dynamodb_holds_every_catalog_secret_sealed() {
 
     // Act
     store.put_tool("ana", &tool).await.unwrap();
-    store.put_webhooks("ana", std::slice::from_ref(&hook)).await.unwrap();
+    store
+        .put_webhooks("ana", std::slice::from_ref(&hook))
+        .await
+        .unwrap();
     store.put_mcp_server("ana", &server).await.unwrap();
     let scan = c
         .dynamodb

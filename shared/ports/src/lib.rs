@@ -31,11 +31,11 @@ pub use queue::{
     DEDUP_WINDOW_MS, Delivery, Enqueued, QueueError, QueueResult, StepMessage, StepQueue,
     StepReason, send_then_ack_and_next,
 };
+pub use seal::{SealError, Sealer};
 pub use store::{
     CatalogEntry, CatalogExt, CatalogKind, CatalogScope, ChangeFn, ContextFilter, Inbox, RunLog,
     RunQuery, ScheduleStore, Store, StoreError, StoreResult, UserCatalog, Workspace,
 };
-pub use seal::{SealError, Sealer};
 pub use tools::{McpConnector, McpToolSpec, Tool, ToolContext, ToolFactory};
 
 /// Every store trait in scope, for code that calls a concrete adapter's methods (tests,

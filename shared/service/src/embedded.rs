@@ -279,4 +279,3 @@ async fn heal(
         .await?;
     Ok(report.requeued.len() + report.republished.len())
 }
-

@@ -109,7 +109,7 @@ impl Serve {
 /// What the webhook receivers answered 2xx: (hook, run id).
 type Delivered = Arc<Mutex<BTreeSet<(String, String)>>>;
 
-/// Two receivers on loopback: `/a` fails one POST in ten, `/b` one in two.
+/// Two receivers on loopback: `/a` fails one POST in ten, `/b` one in four.
 async fn receivers() -> (u16, Delivered) {
     let delivered: Delivered = Arc::default();
     let count = Arc::new(AtomicU64::new(0));
@@ -130,7 +130,7 @@ async fn receivers() -> (u16, Delivered) {
     };
     let app = axum::Router::new()
         .route("/a", route("a", 10))
-        .route("/b", route("b", 2));
+        .route("/b", route("b", 4));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -198,7 +198,14 @@ struct Tally {
     seq_gaps: usize,
     spend_mismatches: usize,
     notifications_not_one: usize,
-    webhooks_missing: usize,
+    /// Deliveries a receiver answered 2xx.
+    webhooks_delivered: usize,
+    /// Still being retried when counted (not lost: their next attempt is due).
+    webhooks_pending: usize,
+    /// Out of attempts, recorded as given up with the reason.
+    webhooks_given_up: usize,
+    /// Recorded delivered but never received, or not recorded at all: lost.
+    webhooks_lost: usize,
 }
 
 async fn check(client: &reqwest::Client, addr: &str, ids: &[String], hooks: &Delivered) -> Tally {
@@ -283,9 +290,36 @@ async fn check(client: &reqwest::Client, addr: &str, ids: &[String], hooks: &Del
         if notes.get(id).copied().unwrap_or(0) != 1 {
             t.notifications_not_one += 1;
         }
+        let mut missing = vec![];
         for hook in ["a", "b"] {
-            if !delivered.contains(&(hook.to_string(), id.clone())) {
-                t.webhooks_missing += 1;
+            if delivered.contains(&(hook.to_string(), id.clone())) {
+                t.webhooks_delivered += 1;
+            } else {
+                missing.push(hook);
+            }
+        }
+        if !missing.is_empty() {
+            let records = get(client, addr, &format!("/v1/runs/{id}/deliveries"))
+                .await
+                .unwrap_or(Value::Null);
+            let records = records["deliveries"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            for hook in missing {
+                let state = records
+                    .iter()
+                    .find(|d| {
+                        d["url"]
+                            .as_str()
+                            .is_some_and(|u| u.ends_with(&format!("/{hook}")))
+                    })
+                    .and_then(|d| d["state"].as_str().map(str::to_string));
+                match state.as_deref() {
+                    Some("pending") => t.webhooks_pending += 1,
+                    Some("given_up") => t.webhooks_given_up += 1,
+                    _ => t.webhooks_lost += 1,
+                }
             }
         }
     }
@@ -377,8 +411,8 @@ async fn crash_soak(bin: &Path, runs: usize, kills: usize, terms: usize) {
     }
     let serve = serve.unwrap();
     let ended = wait_ended(&client, &serve.addr, runs, Duration::from_secs(600)).await;
-    // Webhook retries back off; give them time to land before counting.
-    let deadline = Instant::now() + Duration::from_secs(300);
+    // Webhook retries back off (1 s doubling); give them time to land before counting.
+    let deadline = Instant::now() + Duration::from_secs(600);
     while hooks.lock().unwrap().len() < 2 * runs && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
@@ -442,7 +476,10 @@ async fn main() {
             .expect("usage: soak BIN [RUNS] [KILLS] [TERMS] [RSS_RUNS]"),
     );
     let num = |i: usize, d: usize| args.get(i).and_then(|v| v.parse().ok()).unwrap_or(d);
-    crash_soak(&bin, num(2, 3000), num(3, 110), num(4, 35)).await;
+    let runs = num(2, 3000);
+    if runs > 0 {
+        crash_soak(&bin, runs, num(3, 110), num(4, 35)).await;
+    }
     let rss = num(5, 20_000);
     if rss > 0 {
         rss_soak(&bin, rss).await;
