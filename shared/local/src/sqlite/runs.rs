@@ -104,6 +104,14 @@ impl RunCache {
     /// A run as just written, with the scratchpad entry the write added: the tail known so
     /// far is kept, with the entry on it. An ended run's tail goes (no iteration reads it).
     fn wrote(&mut self, run: Arc<Run>, group: u64, pad: Option<PadEntry>) {
+        if run.status.is_ended() && run.notified {
+            // Done with: no iteration will write it again, and a read finds it on a reader
+            // (the write is in the open group, which a writer's read sees). Kept, ended runs
+            // filled the cache to its bound, the largest part of `serve`'s memory after a
+            // day's runs (BENCHMARKS.md, "Soak").
+            self.map.remove(&run.id);
+            return;
+        }
         let tail = self.map.get_mut(&run.id).and_then(|c| c.pads.take());
         let tail = match pad {
             Some(pad) => tail.and_then(|t| t.push(pad)),
