@@ -1,8 +1,8 @@
-// The OpenAPI document under Redocly's recommended rules: both the one `longrun openapi`
-// prints and the one a running `longrun serve` serves (with its models and trusted hosts).
-// Any problem, an error or a warning, fails.
+// The OpenAPI document under Redocly's recommended rules and Spectral's `spectral:oas` ruleset:
+// both the one `longrun openapi` prints and the one a running `longrun serve` serves (with its
+// models and trusted hosts). Any problem, an error, a warning or a hint, fails.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +12,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
 const bin = process.env.LONGRUN_BIN ?? join(root, 'target', 'debug', 'longrun');
 const redocly = join(here, 'node_modules', '@redocly', 'cli', 'bin', 'cli.js');
+const spectral = join(here, 'node_modules', '@stoplight', 'spectral-cli', 'dist', 'index.js');
 const dir = mkdtempSync(join(tmpdir(), 'longrun-openapi-'));
 const token = 'lr_openapi_lint_token';
 
@@ -36,9 +37,7 @@ async function served() {
   }
 }
 
-function lint(name, text) {
-  const file = join(dir, `${name}.json`);
-  writeFileSync(file, text);
+function redoclyLint(name, file) {
   let out;
   try {
     out = execFileSync(process.execPath, [redocly, 'lint', file, '--config', join(here, 'redocly.yaml'), '--format', 'json'],
@@ -56,14 +55,38 @@ function lint(name, text) {
   return problems.length;
 }
 
+const SEVERITY = ['error', 'warning', 'info', 'hint'];
+
+function spectralLint(name, file) {
+  const report = join(dir, `${name}.spectral.json`);
+  try {
+    execFileSync(process.execPath, [spectral, 'lint', file, '--ruleset', join(here, '.spectral.yaml'), '--format', 'json',
+      '--output', report, '--fail-severity', 'hint', '--quiet'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (e) {
+    // Exit 1 is "found something": the report says what; anything else is Spectral failing.
+    if (e.status !== 1) throw e;
+  }
+  const results = JSON.parse(readFileSync(report, 'utf8'));
+  for (const r of results) {
+    console.error(`${name}: spectral ${SEVERITY[r.severity] ?? r.severity} ${r.code}: ${r.message} ${r.path.join('.')}`);
+  }
+  return results.length;
+}
+
+function lint(name, text) {
+  const file = join(dir, `${name}.json`);
+  writeFileSync(file, text);
+  return redoclyLint(name, file) + spectralLint(name, file);
+}
+
 try {
   const printed = execFileSync(bin, ['openapi'], { encoding: 'utf8' });
   const count = lint('printed', printed) + lint('served', await served());
   if (count > 0) {
-    console.error(`openapi lint: ${count} problem(s) under Redocly's recommended rules`);
+    console.error(`openapi lint: ${count} problem(s) under Redocly's recommended rules and spectral:oas`);
     process.exitCode = 1;
   } else {
-    console.error("openapi lint: both documents are clean under Redocly's recommended rules");
+    console.error("openapi lint: both documents are clean under Redocly's recommended rules and spectral:oas");
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });

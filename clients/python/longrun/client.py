@@ -25,12 +25,10 @@ import httpx
 from urllib.parse import quote
 
 from .errors import LongrunError, Unreachable, problem_from
-from .openapi.api.default import (
+from .openapi.api.events import get_runs_id_events
+from .openapi.api.runs import (
     get_runs,
     get_runs_id,
-    get_runs_id_deliveries,
-    get_runs_id_docs_path,
-    get_runs_id_events,
     get_runs_id_report,
     post_runs,
     post_runs_id_cancel,
@@ -39,6 +37,8 @@ from .openapi.api.default import (
     post_runs_id_messages,
     post_runs_id_pause,
 )
+from .openapi.api.webhooks import get_runs_id_deliveries
+from .openapi.api.workspace import get_runs_id_docs_path
 from .openapi.client import AuthenticatedClient, Client
 from .openapi.models import (
     ContinueBody,

@@ -8,7 +8,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness */
+        /**
+         * Liveness
+         * @description Answers 200 while the process serves requests, without authentication (also when it is at its connection limit), for load balancers and orchestrators.
+         */
         get: operations["get_healthz"];
         put?: never;
         post?: never;
@@ -25,7 +28,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The models runs may use, the default budgets and the active-run limit */
+        /**
+         * The models runs may use, the default budgets and the active-run limit
+         * @description What this server offers a client: the models a run may use (the first is the default), the priced ones, the default budgets, the permission modes and your active-run limit.
+         */
         get: operations["get_config"];
         put?: never;
         post?: never;
@@ -42,10 +48,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Your MCP servers (secrets are never returned) */
+        /**
+         * Your MCP servers (secrets are never returned)
+         * @description The MCP servers you registered, with `has_secret` in place of their secrets.
+         */
         get: operations["get_mcp-servers"];
         put?: never;
-        /** Register (or replace) an MCP server whose tools your runs may call */
+        /**
+         * Register (or replace) an MCP server whose tools your runs may call
+         * @description Registers a Model Context Protocol server (streamable HTTP) whose tools your runs may call as `name.tool`, or replaces the one of that name. At most 10; the secret, when given, is sent as a bearer token and never returned.
+         */
         post: operations["post_mcp-servers"];
         delete?: never;
         options?: never;
@@ -63,7 +75,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Delete an MCP server */
+        /**
+         * Delete an MCP server
+         * @description Deletes a registered MCP server; its tools are no longer offered to your runs.
+         */
         delete: operations["delete_mcp-servers_name"];
         options?: never;
         head?: never;
@@ -77,7 +92,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Your notification inbox */
+        /**
+         * Your notification inbox
+         * @description Your inbox: one notification per run outcome (ended, or waiting on you), newest first, with its title, message, deep link and the run's figures; paged like runs, with the unread count of the page.
+         */
         get: operations["get_notifications"];
         put?: never;
         post?: never;
@@ -96,7 +114,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Mark notifications of your inbox read */
+        /**
+         * Mark notifications of your inbox read
+         * @description Marks the notifications with the given ids read; answers how many changed.
+         */
         post: operations["post_notifications_read"];
         delete?: never;
         options?: never;
@@ -111,10 +132,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List your runs (newest first; ?status=&limit=&cursor=) */
+        /**
+         * List your runs (newest first; ?status=&limit=&cursor=)
+         * @description Your runs, newest first, a page at a time: pass the page's `next_cursor` back as `cursor` for the next one (null on the last). Filter by `status`, or by the `context` a run was created with (`context_type`, `entity_id`). Each row is a `RunSummary`, with the active count and limit beside the page.
+         */
         get: operations["get_runs"];
         put?: never;
-        /** Start a run */
+        /**
+         * Start a run
+         * @description Creates a run from an objective, budgets, a model and a permission mode, and queues its first iteration. The body is checked strictly: an unknown field (a misspelt budget), a blank objective or a budget out of range is a 422 naming the field. Send an `Idempotency-Key` to make a retried create safe. A user over their active-run limit gets a 429.
+         */
         post: operations["post_runs"];
         delete?: never;
         options?: never;
@@ -129,14 +156,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a run */
+        /**
+         * Get a run
+         * @description The whole run: status, budgets and what it has spent (`metrics`), the plan, its stopping reason once it stops, its children, and the deep link to its page in the console. Another user's run is a 404.
+         */
         get: operations["get_runs_id"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** Edit the objective or plan; takes effect at the next iteration */
+        /**
+         * Edit the objective or plan; takes effect at the next iteration
+         * @description Edits a run's objective or plan steps (at most 50). The edit is recorded at once (a `run_patched` event) and applied when the next iteration is claimed; the planner is told what changed.
+         */
         patch: operations["patch_runs_id"];
         trace?: never;
     };
@@ -147,7 +180,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** An agent run's task folder: its agent processes, message bus, TASK_STATE.md, output and live tail (404 for other runs) */
+        /**
+         * An agent run's task folder: its agent processes, message bus, TASK_STATE.md, output and live tail (404 for other runs)
+         * @description For a run whose iterations are a coding agent: its task folder as the runner keeps it, with the agent processes, the message bus, `TASK_STATE.md`, the output and a live tail of the running process. Any other run is a 404.
+         */
         get: operations["get_runs_id_agent"];
         put?: never;
         post?: never;
@@ -166,7 +202,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Cancel a run */
+        /**
+         * Cancel a run
+         * @description Cancels a run that has not ended: a queued or waiting run at once, a running one before its next model call (`cancel_requested` until then). Canceling an ended run is a 409.
+         */
         post: operations["post_runs_id_cancel"];
         delete?: never;
         options?: never;
@@ -183,7 +222,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Continue a stopped run with raised budgets, or resume a paused one */
+        /**
+         * Continue a stopped run with raised budgets, or resume a paused one
+         * @description Resumes a paused run, or continues a stopped one (a budget ran out) with the budgets raised in the body. The run is queued for its next iteration.
+         */
         post: operations["post_runs_id_continue"];
         delete?: never;
         options?: never;
@@ -198,7 +240,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The run's webhook deliveries, oldest first: state, attempts, next attempt and last error (never the secret or the signature) */
+        /**
+         * The run's webhook deliveries, oldest first: state, attempts, next attempt and last error (never the secret or the signature)
+         * @description The deliveries of this run's outcomes to your webhooks, one per outcome and webhook, oldest first: state (`pending`, `delivered`, `given_up`), attempts, next attempt while pending, the last error and the latest attempts' history.
+         */
         get: operations["get_runs_id_deliveries"];
         put?: never;
         post?: never;
@@ -215,7 +260,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One workspace document */
+        /**
+         * One workspace document
+         * @description One document of the run's workspace by its path (`/`-separated, e.g. `notes/green.md`): its content, title, tags, version, the iterations that wrote it and where what it says came from (`sources`). A path naming no document is a 404.
+         */
         get: operations["get_runs_id_docs_path"];
         put?: never;
         post?: never;
@@ -232,7 +280,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Events after a seq; ?wait=SECS long-polls */
+        /**
+         * Events after a seq; ?wait=SECS long-polls
+         * @description A page of the run's gapless event log after seq `after` (1, 2, 3, … with no holes). With `wait`, the request is held until an event arrives or the wait is over (a long-poll, for servers that cannot stream); pass `next_after` back as `after` to resume.
+         */
         get: operations["get_runs_id_events"];
         put?: never;
         post?: never;
@@ -251,7 +302,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Ask an ended run a follow-up question; it runs again and writes a new report */
+        /**
+         * Ask an ended run a follow-up question; it runs again and writes a new report
+         * @description Asks a run that ended completed, stopped or failed a follow-up question: it is queued again on the budgets it has left (or those raised in the body), works on the question with its workspace, and writes a new report that supersedes the last.
+         */
         post: operations["post_runs_id_follow-up"];
         delete?: never;
         options?: never;
@@ -266,7 +320,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Committed iterations */
+        /**
+         * Committed iterations
+         * @description The run's committed iterations in order, each with its summary, metrics, tool results, the documents it created and updated, and why the run went on or stopped after it. Paged by iteration number (`after`, `limit`).
+         */
         get: operations["get_runs_id_iterations"];
         put?: never;
         post?: never;
@@ -285,7 +342,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Tell a run something: its next iteration's planner reads it (any status but ended) */
+        /**
+         * Tell a run something: its next iteration's planner reads it (any status but ended)
+         * @description Posts a message to a run in any status but ended: the next iteration's planner is shown it once (one posted while an iteration runs waits for the one after). It moves nothing; at most 20 wait at a time.
+         */
         post: operations["post_runs_id_messages"];
         delete?: never;
         options?: never;
@@ -302,7 +362,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Pause a run after the iteration in flight (continue resumes it) */
+        /**
+         * Pause a run after the iteration in flight (continue resumes it)
+         * @description Pauses a run: a queued run at once, a running one after the iteration in flight is committed (`pause_requested` until then). A paused run keeps its slot and spends nothing; `continue` resumes it. Only queued or running runs can be paused (else a 409).
+         */
         post: operations["post_runs_id_pause"];
         delete?: never;
         options?: never;
@@ -317,7 +380,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The run's report */
+        /**
+         * The run's report
+         * @description The report a run writes when it ends or waits on you: the narrative, what changed (documents, plan steps, links), the sources, its children's outcomes, its metrics and why it stopped. Asked for before that, it is a 409.
+         */
         get: operations["get_runs_id_report"];
         put?: never;
         post?: never;
@@ -336,7 +402,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Answer a waiting run's questions */
+        /**
+         * Answer a waiting run's questions
+         * @description Answers a run that waits on you (`waiting_on_user`): an answer to its questions, an approval (`approve`) of its plan or of the writes held for approval, or a decision per held call. The run is queued again; a run that is not waiting is a 409.
+         */
         post: operations["post_runs_id_respond"];
         delete?: never;
         options?: never;
@@ -351,7 +420,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Last scratchpad entries (?last=N) */
+        /**
+         * Last scratchpad entries (?last=N)
+         * @description The run's scratchpad, the notes each iteration leaves for the next (what was done, learned and planned): the last `last` entries, oldest first.
+         */
         get: operations["get_runs_id_scratchpad"];
         put?: never;
         post?: never;
@@ -368,7 +440,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Events as server-sent events; resumes from Last-Event-ID */
+        /**
+         * Events as server-sent events; resumes from Last-Event-ID
+         * @description The run's events as server-sent events (`text/event-stream`), each `data:` one event as JSON with its seq as the SSE id. A reconnect with `Last-Event-ID` (or `after`) resumes after that seq, so nothing is missed or repeated; the stream ends when the run settles (ends, or waits on the user or its children).
+         */
         get: operations["get_runs_id_stream"];
         put?: never;
         post?: never;
@@ -385,7 +460,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Workspace tree */
+        /**
+         * Workspace tree
+         * @description The documents the run has written, as a tree of folders and as a flat list (path, title, size, version, the iterations that created and last updated each). With `tag`, only the documents tagged with it.
+         */
         get: operations["get_runs_id_workspace"];
         put?: never;
         post?: never;
@@ -402,7 +480,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Search workspace documents (?q=) */
+        /**
+         * Search workspace documents (?q=)
+         * @description Full-text search over the run's documents: the best matches for the words in `q`, each with its path, title and a snippet.
+         */
         get: operations["get_runs_id_workspace_search"];
         put?: never;
         post?: never;
@@ -419,10 +500,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Your schedules */
+        /**
+         * Your schedules
+         * @description Your schedules, each with its cron expression, template, next occurrence (`next_at`) and the last run it started.
+         */
         get: operations["get_schedules"];
         put?: never;
-        /** Start a run on a cron schedule (UTC) */
+        /**
+         * Start a run on a cron schedule (UTC)
+         * @description Starts a run from the template at every occurrence of a five-field cron expression, in UTC. The template is checked like the body of `POST /v1/runs`; each occurrence starts at most one run and missed ones are not replayed. Send an `Idempotency-Key` to make a retried create safe.
+         */
         post: operations["post_schedules"];
         delete?: never;
         options?: never;
@@ -440,7 +527,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Delete a schedule */
+        /**
+         * Delete a schedule
+         * @description Deletes one of your schedules; runs it already started go on.
+         */
         delete: operations["delete_schedules_id"];
         options?: never;
         head?: never;
@@ -454,10 +544,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Your registered tools (secrets are never returned) */
+        /**
+         * Your registered tools (secrets are never returned)
+         * @description The tools you registered, without their secrets.
+         */
         get: operations["get_tools"];
         put?: never;
-        /** Register (or replace) a tool your runs may call */
+        /**
+         * Register (or replace) a tool your runs may call
+         * @description Registers an HTTP tool your runs may call (or replaces the one of that name): its name, description, JSON Schema parameters, https URL and signing secret, and whether it writes (held for approval under `per_write`). At most 20; built-in names are refused.
+         */
         post: operations["post_tools"];
         delete?: never;
         options?: never;
@@ -475,7 +571,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Delete a registered tool */
+        /**
+         * Delete a registered tool
+         * @description Deletes a registered tool; runs under way stop seeing it within 30 s.
+         */
         delete: operations["delete_tools_name"];
         options?: never;
         head?: never;
@@ -489,9 +588,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Your webhook URLs (secrets are never returned) */
+        /**
+         * Your webhook URLs (secrets are never returned)
+         * @description The URLs of your webhooks, in their order. Their secrets are never returned.
+         */
         get: operations["get_webhooks"];
-        /** Replace your webhooks */
+        /**
+         * Replace your webhooks
+         * @description Replaces your webhooks. Every outcome of your runs is POSTed to each (the `runOutcome` webhook), signed with its secret; URLs are https (http only to a host the deployment trusts) and checked by the SSRF guard.
+         */
         put: operations["put_webhooks"];
         post?: never;
         delete?: never;
@@ -511,7 +616,10 @@ export interface webhooks {
         };
         get?: never;
         put?: never;
-        /** A run's outcome (ended, or waiting on you), signed with your secret */
+        /**
+         * A run's outcome (ended, or waiting on you), signed with your secret
+         * @description POSTed to each of your webhooks when a run ends or waits on you: check `X-Longrun-Signature` against the raw body before trusting it. Delivery is at least once: attempted again with backoff (about 23 minutes in all) until a 2xx, given up at once on a 4xx other than 429; drop repeats by `X-Longrun-Delivery`.
+         */
         post: operations["runOutcome"];
         delete?: never;
         options?: never;

@@ -1,0 +1,276 @@
+from http import HTTPStatus
+from typing import Any
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.get_runs_response_200 import GetRunsResponse200
+from ...models.get_runs_status import GetRunsStatus
+from ...models.problem import Problem
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    *,
+    status: GetRunsStatus | Unset = UNSET,
+    context_type: str | Unset = UNSET,
+    entity_id: str | Unset = UNSET,
+    limit: int | Unset = UNSET,
+    cursor: str | Unset = UNSET,
+) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    json_status: str | Unset = UNSET
+    if not isinstance(status, Unset):
+        json_status = status.value
+
+    params["status"] = json_status
+
+    params["context_type"] = context_type
+
+    params["entity_id"] = entity_id
+
+    params["limit"] = limit
+
+    params["cursor"] = cursor
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/runs",
+        "params": params,
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> GetRunsResponse200 | Problem | None:
+    if response.status_code == 200:
+        response_200 = GetRunsResponse200.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[GetRunsResponse200 | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient | Client,
+    status: GetRunsStatus | Unset = UNSET,
+    context_type: str | Unset = UNSET,
+    entity_id: str | Unset = UNSET,
+    limit: int | Unset = UNSET,
+    cursor: str | Unset = UNSET,
+) -> Response[GetRunsResponse200 | Problem]:
+    """List your runs (newest first; ?status=&limit=&cursor=)
+
+     Your runs, newest first, a page at a time: pass the page's `next_cursor` back as `cursor` for the
+    next one (null on the last). Filter by `status`, or by the `context` a run was created with
+    (`context_type`, `entity_id`). Each row is a `RunSummary`, with the active count and limit beside
+    the page.
+
+    Args:
+        status (GetRunsStatus | Unset): Only runs in this status
+        context_type (str | Unset): Only runs whose `context.type` is this
+        entity_id (str | Unset): Only runs whose `context.entity_id` is this
+        limit (int | Unset): Page size, 1 to 200 (default 50)
+        cursor (str | Unset): `next_cursor` of the previous page, unchanged
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[GetRunsResponse200 | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        status=status,
+        context_type=context_type,
+        entity_id=entity_id,
+        limit=limit,
+        cursor=cursor,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    *,
+    client: AuthenticatedClient | Client,
+    status: GetRunsStatus | Unset = UNSET,
+    context_type: str | Unset = UNSET,
+    entity_id: str | Unset = UNSET,
+    limit: int | Unset = UNSET,
+    cursor: str | Unset = UNSET,
+) -> GetRunsResponse200 | Problem | None:
+    """List your runs (newest first; ?status=&limit=&cursor=)
+
+     Your runs, newest first, a page at a time: pass the page's `next_cursor` back as `cursor` for the
+    next one (null on the last). Filter by `status`, or by the `context` a run was created with
+    (`context_type`, `entity_id`). Each row is a `RunSummary`, with the active count and limit beside
+    the page.
+
+    Args:
+        status (GetRunsStatus | Unset): Only runs in this status
+        context_type (str | Unset): Only runs whose `context.type` is this
+        entity_id (str | Unset): Only runs whose `context.entity_id` is this
+        limit (int | Unset): Page size, 1 to 200 (default 50)
+        cursor (str | Unset): `next_cursor` of the previous page, unchanged
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        GetRunsResponse200 | Problem
+    """
+
+    return sync_detailed(
+        client=client,
+        status=status,
+        context_type=context_type,
+        entity_id=entity_id,
+        limit=limit,
+        cursor=cursor,
+    ).parsed
+
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient | Client,
+    status: GetRunsStatus | Unset = UNSET,
+    context_type: str | Unset = UNSET,
+    entity_id: str | Unset = UNSET,
+    limit: int | Unset = UNSET,
+    cursor: str | Unset = UNSET,
+) -> Response[GetRunsResponse200 | Problem]:
+    """List your runs (newest first; ?status=&limit=&cursor=)
+
+     Your runs, newest first, a page at a time: pass the page's `next_cursor` back as `cursor` for the
+    next one (null on the last). Filter by `status`, or by the `context` a run was created with
+    (`context_type`, `entity_id`). Each row is a `RunSummary`, with the active count and limit beside
+    the page.
+
+    Args:
+        status (GetRunsStatus | Unset): Only runs in this status
+        context_type (str | Unset): Only runs whose `context.type` is this
+        entity_id (str | Unset): Only runs whose `context.entity_id` is this
+        limit (int | Unset): Page size, 1 to 200 (default 50)
+        cursor (str | Unset): `next_cursor` of the previous page, unchanged
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[GetRunsResponse200 | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        status=status,
+        context_type=context_type,
+        entity_id=entity_id,
+        limit=limit,
+        cursor=cursor,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient | Client,
+    status: GetRunsStatus | Unset = UNSET,
+    context_type: str | Unset = UNSET,
+    entity_id: str | Unset = UNSET,
+    limit: int | Unset = UNSET,
+    cursor: str | Unset = UNSET,
+) -> GetRunsResponse200 | Problem | None:
+    """List your runs (newest first; ?status=&limit=&cursor=)
+
+     Your runs, newest first, a page at a time: pass the page's `next_cursor` back as `cursor` for the
+    next one (null on the last). Filter by `status`, or by the `context` a run was created with
+    (`context_type`, `entity_id`). Each row is a `RunSummary`, with the active count and limit beside
+    the page.
+
+    Args:
+        status (GetRunsStatus | Unset): Only runs in this status
+        context_type (str | Unset): Only runs whose `context.type` is this
+        entity_id (str | Unset): Only runs whose `context.entity_id` is this
+        limit (int | Unset): Page size, 1 to 200 (default 50)
+        cursor (str | Unset): `next_cursor` of the previous page, unchanged
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        GetRunsResponse200 | Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            client=client,
+            status=status,
+            context_type=context_type,
+            entity_id=entity_id,
+            limit=limit,
+            cursor=cursor,
+        )
+    ).parsed

@@ -1,0 +1,232 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
+from ...models.respond_body_type_0 import RespondBodyType0
+from ...models.respond_body_type_1 import RespondBodyType1
+from ...models.respond_body_type_2 import RespondBodyType2
+from ...models.run import Run
+from ...types import Response
+
+
+def _get_kwargs(
+    id: str,
+    *,
+    body: RespondBodyType0 | RespondBodyType1 | RespondBodyType2,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/runs/{id}/respond".format(
+            id=quote(str(id), safe=""),
+        ),
+    }
+
+    if isinstance(body, RespondBodyType0) or isinstance(body, RespondBodyType1):
+        _kwargs["json"] = body.to_dict()
+    else:
+        _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Problem | Run | None:
+    if response.status_code == 200:
+        response_200 = Run.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | Run]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: RespondBodyType0 | RespondBodyType1 | RespondBodyType2,
+) -> Response[Problem | Run]:
+    """Answer a waiting run's questions
+
+     Answers a run that waits on you (`waiting_on_user`): an answer to its questions, an approval
+    (`approve`) of its plan or of the writes held for approval, or a decision per held call. The run is
+    queued again; a run that is not waiting is a 409.
+
+    Args:
+        id (str):
+        body (RespondBodyType0 | RespondBodyType1 | RespondBodyType2): An answer, an approval, or
+            decisions: at least one.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | Run]
+    """
+
+    kwargs = _get_kwargs(
+        id=id,
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: RespondBodyType0 | RespondBodyType1 | RespondBodyType2,
+) -> Problem | Run | None:
+    """Answer a waiting run's questions
+
+     Answers a run that waits on you (`waiting_on_user`): an answer to its questions, an approval
+    (`approve`) of its plan or of the writes held for approval, or a decision per held call. The run is
+    queued again; a run that is not waiting is a 409.
+
+    Args:
+        id (str):
+        body (RespondBodyType0 | RespondBodyType1 | RespondBodyType2): An answer, an approval, or
+            decisions: at least one.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | Run
+    """
+
+    return sync_detailed(
+        id=id,
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: RespondBodyType0 | RespondBodyType1 | RespondBodyType2,
+) -> Response[Problem | Run]:
+    """Answer a waiting run's questions
+
+     Answers a run that waits on you (`waiting_on_user`): an answer to its questions, an approval
+    (`approve`) of its plan or of the writes held for approval, or a decision per held call. The run is
+    queued again; a run that is not waiting is a 409.
+
+    Args:
+        id (str):
+        body (RespondBodyType0 | RespondBodyType1 | RespondBodyType2): An answer, an approval, or
+            decisions: at least one.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | Run]
+    """
+
+    kwargs = _get_kwargs(
+        id=id,
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: RespondBodyType0 | RespondBodyType1 | RespondBodyType2,
+) -> Problem | Run | None:
+    """Answer a waiting run's questions
+
+     Answers a run that waits on you (`waiting_on_user`): an answer to its questions, an approval
+    (`approve`) of its plan or of the writes held for approval, or a decision per held call. The run is
+    queued again; a run that is not waiting is a 409.
+
+    Args:
+        id (str):
+        body (RespondBodyType0 | RespondBodyType1 | RespondBodyType2): An answer, an approval, or
+            decisions: at least one.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | Run
+    """
+
+    return (
+        await asyncio_detailed(
+            id=id,
+            client=client,
+            body=body,
+        )
+    ).parsed

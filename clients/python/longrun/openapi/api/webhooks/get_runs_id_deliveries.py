@@ -1,0 +1,206 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.get_runs_id_deliveries_response_200 import GetRunsIdDeliveriesResponse200
+from ...models.problem import Problem
+from ...types import Response
+
+
+def _get_kwargs(
+    id: str,
+) -> dict[str, Any]:
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/runs/{id}/deliveries".format(
+            id=quote(str(id), safe=""),
+        ),
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> GetRunsIdDeliveriesResponse200 | Problem | None:
+    if response.status_code == 200:
+        response_200 = GetRunsIdDeliveriesResponse200.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[GetRunsIdDeliveriesResponse200 | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    id: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Response[GetRunsIdDeliveriesResponse200 | Problem]:
+    """The run's webhook deliveries, oldest first: state, attempts, next attempt and last error (never the
+    secret or the signature)
+
+     The deliveries of this run's outcomes to your webhooks, one per outcome and webhook, oldest first:
+    state (`pending`, `delivered`, `given_up`), attempts, next attempt while pending, the last error and
+    the latest attempts' history.
+
+    Args:
+        id (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[GetRunsIdDeliveriesResponse200 | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        id=id,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    id: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> GetRunsIdDeliveriesResponse200 | Problem | None:
+    """The run's webhook deliveries, oldest first: state, attempts, next attempt and last error (never the
+    secret or the signature)
+
+     The deliveries of this run's outcomes to your webhooks, one per outcome and webhook, oldest first:
+    state (`pending`, `delivered`, `given_up`), attempts, next attempt while pending, the last error and
+    the latest attempts' history.
+
+    Args:
+        id (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        GetRunsIdDeliveriesResponse200 | Problem
+    """
+
+    return sync_detailed(
+        id=id,
+        client=client,
+    ).parsed
+
+
+async def asyncio_detailed(
+    id: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Response[GetRunsIdDeliveriesResponse200 | Problem]:
+    """The run's webhook deliveries, oldest first: state, attempts, next attempt and last error (never the
+    secret or the signature)
+
+     The deliveries of this run's outcomes to your webhooks, one per outcome and webhook, oldest first:
+    state (`pending`, `delivered`, `given_up`), attempts, next attempt while pending, the last error and
+    the latest attempts' history.
+
+    Args:
+        id (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[GetRunsIdDeliveriesResponse200 | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        id=id,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    id: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> GetRunsIdDeliveriesResponse200 | Problem | None:
+    """The run's webhook deliveries, oldest first: state, attempts, next attempt and last error (never the
+    secret or the signature)
+
+     The deliveries of this run's outcomes to your webhooks, one per outcome and webhook, oldest first:
+    state (`pending`, `delivered`, `given_up`), attempts, next attempt while pending, the last error and
+    the latest attempts' history.
+
+    Args:
+        id (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        GetRunsIdDeliveriesResponse200 | Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            id=id,
+            client=client,
+        )
+    ).parsed

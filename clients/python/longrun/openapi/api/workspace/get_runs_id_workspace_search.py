@@ -1,0 +1,236 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.get_runs_id_workspace_search_response_200 import (
+    GetRunsIdWorkspaceSearchResponse200,
+)
+from ...models.problem import Problem
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    id: str,
+    *,
+    q: str,
+    limit: int | Unset = UNSET,
+) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    params["q"] = q
+
+    params["limit"] = limit
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/runs/{id}/workspace/search".format(
+            id=quote(str(id), safe=""),
+        ),
+        "params": params,
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> GetRunsIdWorkspaceSearchResponse200 | Problem | None:
+    if response.status_code == 200:
+        response_200 = GetRunsIdWorkspaceSearchResponse200.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[GetRunsIdWorkspaceSearchResponse200 | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    q: str,
+    limit: int | Unset = UNSET,
+) -> Response[GetRunsIdWorkspaceSearchResponse200 | Problem]:
+    """Search workspace documents (?q=)
+
+     Full-text search over the run's documents: the best matches for the words in `q`, each with its
+    path, title and a snippet.
+
+    Args:
+        id (str):
+        q (str): Words to find (not blank)
+        limit (int | Unset): At most this many hits, 1 to 100 (default 20)
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[GetRunsIdWorkspaceSearchResponse200 | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        id=id,
+        q=q,
+        limit=limit,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    q: str,
+    limit: int | Unset = UNSET,
+) -> GetRunsIdWorkspaceSearchResponse200 | Problem | None:
+    """Search workspace documents (?q=)
+
+     Full-text search over the run's documents: the best matches for the words in `q`, each with its
+    path, title and a snippet.
+
+    Args:
+        id (str):
+        q (str): Words to find (not blank)
+        limit (int | Unset): At most this many hits, 1 to 100 (default 20)
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        GetRunsIdWorkspaceSearchResponse200 | Problem
+    """
+
+    return sync_detailed(
+        id=id,
+        client=client,
+        q=q,
+        limit=limit,
+    ).parsed
+
+
+async def asyncio_detailed(
+    id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    q: str,
+    limit: int | Unset = UNSET,
+) -> Response[GetRunsIdWorkspaceSearchResponse200 | Problem]:
+    """Search workspace documents (?q=)
+
+     Full-text search over the run's documents: the best matches for the words in `q`, each with its
+    path, title and a snippet.
+
+    Args:
+        id (str):
+        q (str): Words to find (not blank)
+        limit (int | Unset): At most this many hits, 1 to 100 (default 20)
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[GetRunsIdWorkspaceSearchResponse200 | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        id=id,
+        q=q,
+        limit=limit,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    q: str,
+    limit: int | Unset = UNSET,
+) -> GetRunsIdWorkspaceSearchResponse200 | Problem | None:
+    """Search workspace documents (?q=)
+
+     Full-text search over the run's documents: the best matches for the words in `q`, each with its
+    path, title and a snippet.
+
+    Args:
+        id (str):
+        q (str): Words to find (not blank)
+        limit (int | Unset): At most this many hits, 1 to 100 (default 20)
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        GetRunsIdWorkspaceSearchResponse200 | Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            id=id,
+            client=client,
+            q=q,
+            limit=limit,
+        )
+    ).parsed
