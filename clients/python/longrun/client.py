@@ -1,6 +1,8 @@
 """The client: the generated calls with typed problems, plus what the generator does not do —
-a resumable event stream (SSE with ``Last-Event-ID``, falling back to long-poll) and a paging
-iterator over runs. :class:`Longrun` is synchronous, :class:`AsyncLongrun` the same on asyncio."""
+a resumable event stream (SSE with ``Last-Event-ID``, falling back to long-poll) of typed events,
+a paging iterator over runs, and request bodies sent as the caller wrote them (the generated
+models drop a field they do not know, so a misspelt budget would vanish instead of being
+refused). :class:`Longrun` is synchronous, :class:`AsyncLongrun` the same on asyncio."""
 
 from __future__ import annotations
 
@@ -25,35 +27,25 @@ import httpx
 from urllib.parse import quote
 
 from .errors import LongrunError, Unreachable, problem_from
-from .openapi.api.events import get_runs_id_events
+from .events import Event, EventsPage
 from .openapi.api.runs import (
     get_runs,
     get_runs_id,
     get_runs_id_report,
-    post_runs,
     post_runs_id_cancel,
-    post_runs_id_continue,
-    post_runs_id_follow_up,
-    post_runs_id_messages,
     post_runs_id_pause,
 )
 from .openapi.api.webhooks import get_runs_id_deliveries
 from .openapi.api.workspace import get_runs_id_docs_path
 from .openapi.client import AuthenticatedClient, Client
 from .openapi.models import (
-    ContinueBody,
     DeliveryView,
     Doc,
-    FollowUpBody,
-    Event,
     GetRunsResponse200,
     GetRunsStatus,
-    GetRunsIdEventsResponse200,
-    MessageBody,
     Report,
     Run,
     RunSummary,
-    RunTemplate,
 )
 from .openapi.types import UNSET, Response
 
@@ -79,8 +71,33 @@ def _checked(resp: Response[Any]) -> Any:
     return resp.parsed
 
 
-def _as_template(body: Body) -> RunTemplate:
-    return body if isinstance(body, RunTemplate) else RunTemplate.from_dict(body)
+def _as_json(body: Body) -> Any:
+    """A body as the caller wrote it: a dict goes as is, so the server judges every field (a
+    misspelt one is a 422 naming it), a generated model as its ``to_dict()``."""
+    return body.to_dict() if hasattr(body, "to_dict") else body
+
+
+def _with_budgets(body: Dict[str, Any], budgets: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    return {**body, "budgets": _as_json(budgets)} if budgets else body
+
+
+def _answer(res: httpx.Response) -> Any:
+    if res.status_code >= 400:
+        raise problem_from(res.status_code, res.content)
+    return res.json() if res.content else None
+
+
+def _events_query(after: int, wait: Optional[int], limit: Optional[int]) -> Dict[str, int]:
+    q = {"after": after}
+    if wait is not None:
+        q["wait"] = wait
+    if limit is not None:
+        q["limit"] = limit
+    return q
+
+
+def _run_path(run_id: str, rest: str = "") -> str:
+    return f"/v1/runs/{quote(run_id, safe='')}{rest}"
 
 
 #: What a create retries: no answer (``Unreachable``, status 0) or the server unavailable.
@@ -145,10 +162,10 @@ class _Base:
 class Longrun(_Base):
     """A synchronous client::
 
-        lr = Longrun("http://127.0.0.1:8080", token="lr_…")
+        lr = Longrun("http://127.0.0.1:8080", token=os.environ["LONGRUN_TOKEN"])
         run = lr.create_run({"objective": "Write a tea guide", "budgets": {"max_iterations": 5}})
         for event in lr.events(run.id):
-            print(event.seq, event.type)
+            print(event.seq, event.type)   # event.payload: its type's dataclass (longrun.events)
     """
 
     def _call(self, f: Callable[..., Response[T]], *args: Any, **kwargs: Any) -> T:
@@ -156,6 +173,14 @@ class Longrun(_Base):
             return _checked(f(*args, client=self.api, **kwargs))
         except httpx.TransportError as e:
             raise Unreachable(0, "The API cannot be reached", str(e)) from e
+
+    def _send(self, method: str, path: str, body: Any = None, **kwargs: Any) -> Any:
+        """One request with a JSON body as given; its answer parsed, or its problem raised."""
+        try:
+            res = self.api.get_httpx_client().request(method, path, json=body, **kwargs)
+        except httpx.TransportError as e:
+            raise Unreachable(0, "The API cannot be reached", str(e)) from e
+        return _answer(res)
 
     def __enter__(self) -> "Longrun":
         return self
@@ -173,16 +198,15 @@ class Longrun(_Base):
     ) -> Run:
         """Start a run: ``{"objective": …, "budgets": {…}, "model": …}`` or a ``RunTemplate``.
 
-        Sends one ``Idempotency-Key`` for this create (``idempotency_key``, or a fresh UUID) and
-        retries under it when the answer is lost or the server is unavailable, so a retry
-        returns the run the first attempt started instead of starting another."""
-        return self._create(post_runs.sync_detailed, _as_template(body), idempotency_key, attempts)
-
-    def _create(self, f: Callable[..., Response[T]], body: Any, key: Optional[str], attempts: int) -> T:
-        key = key or str(uuid.uuid4())
+        The body is sent as written: a field the API does not have (``max_iteration`` for
+        ``max_iterations``) is refused with :class:`~longrun.Unprocessable` naming it, never
+        dropped. Sends one ``Idempotency-Key`` for this create (``idempotency_key``, or a fresh
+        UUID) and retries under it when the answer is lost or the server is unavailable, so a
+        retry returns the run the first attempt started instead of starting another."""
+        key = idempotency_key or str(uuid.uuid4())
         for attempt in range(1, attempts + 1):
             try:
-                return self._call(f, body=body, idempotency_key=key)
+                return Run.from_dict(self._send("POST", "/v1/runs", _as_json(body), headers={"Idempotency-Key": key}))
             except LongrunError as e:
                 if e.status not in _RETRYABLE or attempt == attempts:
                     raise
@@ -227,28 +251,21 @@ class Longrun(_Base):
         body: Dict[str, Any] = {"answer": answer}
         if approve is not None:
             body["approve"] = approve
-        try:
-            res = self.api.get_httpx_client().post(f"/v1/runs/{quote(run_id, safe='')}/respond", json=body)
-        except httpx.TransportError as e:
-            raise Unreachable(0, "The API cannot be reached", str(e)) from e
-        if res.status_code >= 400:
-            raise problem_from(res.status_code, res.content)
-        return Run.from_dict(res.json())
+        return Run.from_dict(self._send("POST", _run_path(run_id, "/respond"), body))
 
     def message(self, run_id: str, text: str) -> Run:
         """Tell a run that has not ended something: its next iteration's planner reads it."""
-        return self._call(post_runs_id_messages.sync_detailed, run_id, body=MessageBody(text=text))
+        return Run.from_dict(self._send("POST", _run_path(run_id, "/messages"), {"text": text}))
 
     def continue_run(self, run_id: str, budgets: Optional[Dict[str, Any]] = None) -> Run:
-        """Resume a paused run, or continue a stopped one with raised budgets."""
-        body = ContinueBody.from_dict({"budgets": budgets} if budgets else {})
-        return self._call(post_runs_id_continue.sync_detailed, run_id, body=body)
+        """Resume a paused run, or continue a stopped one with raised budgets (sent as written)."""
+        return Run.from_dict(self._send("POST", _run_path(run_id, "/continue"), _with_budgets({}, budgets)))
 
     def follow_up(self, run_id: str, question: str, budgets: Optional[Dict[str, Any]] = None) -> Run:
         """Ask an ended run (completed, stopped or failed) a follow-up question: it runs again
         on the budgets it has left (or those raised here) and writes a new report."""
-        body = FollowUpBody.from_dict({"question": question, **({"budgets": budgets} if budgets else {})})
-        return self._call(post_runs_id_follow_up.sync_detailed, run_id, body=body)
+        body = _with_budgets({"question": question}, budgets)
+        return Run.from_dict(self._send("POST", _run_path(run_id, "/follow-up"), body))
 
     def report(self, run_id: str) -> Report:
         return self._call(get_runs_id_report.sync_detailed, run_id)
@@ -264,15 +281,10 @@ class Longrun(_Base):
 
     def events_page(
         self, run_id: str, after: int = 0, wait: Optional[int] = None, limit: Optional[int] = None
-    ) -> GetRunsIdEventsResponse200:
+    ) -> EventsPage:
         """One page of a run's log after seq ``after``; with ``wait`` (seconds) it long-polls."""
-        return self._call(
-            get_runs_id_events.sync_detailed,
-            run_id,
-            after=after,
-            wait=UNSET if wait is None else wait,
-            limit=UNSET if limit is None else limit,
-        )
+        q = _events_query(after, wait, limit)
+        return EventsPage.from_dict(self._send("GET", _run_path(run_id, "/events"), params=q))
 
     def events(
         self,
@@ -328,7 +340,7 @@ class Longrun(_Base):
     def _sse(self, run_id: str, after: int, on_state: Optional[Callable[[str], None]]) -> Iterator[Event]:
         http = self.api.get_httpx_client()
         headers = {"accept": "text/event-stream", "last-event-id": str(after)}
-        url = f"/v1/runs/{quote(run_id, safe='')}/stream"
+        url = _run_path(run_id, "/stream")
         with http.stream("GET", url, params={"after": after}, headers=headers) as res:
             kind = res.headers.get("content-type", "")
             if res.status_code >= 400:
@@ -371,6 +383,13 @@ class AsyncLongrun(_Base):
         except httpx.TransportError as e:
             raise Unreachable(0, "The API cannot be reached", str(e)) from e
 
+    async def _send(self, method: str, path: str, body: Any = None, **kwargs: Any) -> Any:
+        try:
+            res = await self.api.get_async_httpx_client().request(method, path, json=body, **kwargs)
+        except httpx.TransportError as e:
+            raise Unreachable(0, "The API cannot be reached", str(e)) from e
+        return _answer(res)
+
     async def __aenter__(self) -> "AsyncLongrun":
         return self
 
@@ -386,9 +405,8 @@ class AsyncLongrun(_Base):
         key = idempotency_key or str(uuid.uuid4())
         for attempt in range(1, attempts + 1):
             try:
-                return await self._call(
-                    post_runs.asyncio_detailed, body=_as_template(body), idempotency_key=key
-                )
+                answer = await self._send("POST", "/v1/runs", _as_json(body), headers={"Idempotency-Key": key})
+                return Run.from_dict(answer)
             except LongrunError as e:
                 if e.status not in _RETRYABLE or attempt == attempts:
                     raise
@@ -431,24 +449,17 @@ class AsyncLongrun(_Base):
         body: Dict[str, Any] = {"answer": answer}
         if approve is not None:
             body["approve"] = approve
-        try:
-            res = await self.api.get_async_httpx_client().post(f"/v1/runs/{quote(run_id, safe='')}/respond", json=body)
-        except httpx.TransportError as e:
-            raise Unreachable(0, "The API cannot be reached", str(e)) from e
-        if res.status_code >= 400:
-            raise problem_from(res.status_code, res.content)
-        return Run.from_dict(res.json())
+        return Run.from_dict(await self._send("POST", _run_path(run_id, "/respond"), body))
 
     async def message(self, run_id: str, text: str) -> Run:
-        return await self._call(post_runs_id_messages.asyncio_detailed, run_id, body=MessageBody(text=text))
+        return Run.from_dict(await self._send("POST", _run_path(run_id, "/messages"), {"text": text}))
 
     async def continue_run(self, run_id: str, budgets: Optional[Dict[str, Any]] = None) -> Run:
-        body = ContinueBody.from_dict({"budgets": budgets} if budgets else {})
-        return await self._call(post_runs_id_continue.asyncio_detailed, run_id, body=body)
+        return Run.from_dict(await self._send("POST", _run_path(run_id, "/continue"), _with_budgets({}, budgets)))
 
     async def follow_up(self, run_id: str, question: str, budgets: Optional[Dict[str, Any]] = None) -> Run:
-        body = FollowUpBody.from_dict({"question": question, **({"budgets": budgets} if budgets else {})})
-        return await self._call(post_runs_id_follow_up.asyncio_detailed, run_id, body=body)
+        body = _with_budgets({"question": question}, budgets)
+        return Run.from_dict(await self._send("POST", _run_path(run_id, "/follow-up"), body))
 
     async def report(self, run_id: str) -> Report:
         return await self._call(get_runs_id_report.asyncio_detailed, run_id)
@@ -461,14 +472,9 @@ class AsyncLongrun(_Base):
 
     async def events_page(
         self, run_id: str, after: int = 0, wait: Optional[int] = None, limit: Optional[int] = None
-    ) -> GetRunsIdEventsResponse200:
-        return await self._call(
-            get_runs_id_events.asyncio_detailed,
-            run_id,
-            after=after,
-            wait=UNSET if wait is None else wait,
-            limit=UNSET if limit is None else limit,
-        )
+    ) -> EventsPage:
+        q = _events_query(after, wait, limit)
+        return EventsPage.from_dict(await self._send("GET", _run_path(run_id, "/events"), params=q))
 
     async def events(
         self,
@@ -512,7 +518,7 @@ class AsyncLongrun(_Base):
     async def _sse(self, run_id: str, after: int, on_state: Optional[Callable[[str], None]]) -> AsyncIterator[Event]:
         http = self.api.get_async_httpx_client()
         headers = {"accept": "text/event-stream", "last-event-id": str(after)}
-        url = f"/v1/runs/{quote(run_id, safe='')}/stream"
+        url = _run_path(run_id, "/stream")
         async with http.stream("GET", url, params={"after": after}, headers=headers) as res:
             kind = res.headers.get("content-type", "")
             if res.status_code >= 400:

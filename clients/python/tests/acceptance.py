@@ -1,12 +1,15 @@
 """The installed client against a real `longrun serve` this file starts on a free loopback
-port: create → stream → resume → page → typed 404, with the sync client and the async one.
-Run by scripts/python-client from a folder outside the repository, with the venv the client
-was pip-installed into; only the standard library besides the client. $LONGRUN_BIN is the
-binary."""
+port: create → stream → resume → page → typed 404, with the sync client and the async one;
+bodies sent as written (a misspelt budget refused, not dropped); every event the server writes
+parsed strictly into its typed payload; `type` where the generator wrote `type_`; and the
+package's version and metadata as pip installed them. Run by scripts/python-client from a
+folder outside the repository, with the venv the client was pip-installed into; only the
+standard library besides the client. $LONGRUN_BIN is the binary."""
 
 import asyncio
 import hashlib
 import hmac
+import importlib.metadata
 import json
 import os
 import re
@@ -15,13 +18,15 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 
 import httpx
 
 import longrun
-from longrun import AsyncLongrun, Longrun, NotFound, Unauthorized, Unprocessable, verify_webhook
-from longrun.openapi.models import Event, Run, RunSummary
+from longrun import AsyncLongrun, Event, Longrun, NotFound, Unauthorized, Unprocessable, verify_webhook
+from longrun import events as typed
+from longrun.openapi.models import EventKind, Run, RunStatus, RunSummary, StopType
 
 ALICE = "lr_py_alice_token"
 BOB = "lr_py_bob_token"
@@ -107,6 +112,7 @@ class Sync(unittest.TestCase):
         first = []
         for e in self.lr.events(run.id):
             self.assertIsInstance(e, Event)
+            self.assertIsInstance(e.payload, typed.Payload)
             first.append(e)
             if len(first) == 3:
                 break
@@ -182,6 +188,168 @@ class Sync(unittest.TestCase):
         self.assertEqual(keys[0], keys[1])
         self.assertEqual(len(after), before + 1)
         self.assertEqual(after[0].id, run.id)
+
+
+class Bodies(unittest.TestCase):
+    def setUp(self):
+        self.lr = Longrun(server.base, token=ALICE, retry=0.1)
+        self.addCleanup(self.lr.close)
+
+    def test_a_misspelt_budget_is_refused_with_the_servers_problem_not_dropped(self):
+        # Act
+        with self.assertRaises(Unprocessable) as typo:
+            self.lr.create_run({"objective": "Three iterations", "budgets": {"max_iteration": 3}})
+        run = self.lr.create_run({"objective": "One iteration", "budgets": {"max_iterations": 1}})
+        list(self.lr.events(run.id))
+        with self.assertRaises(Unprocessable) as raised:
+            self.lr.continue_run(run.id, {"max_iteration": 5})
+
+        # Assert: the server's problem, field named, and nothing started with default budgets.
+        e = typo.exception
+        self.assertEqual((e.status, e.title), (422, "Invalid request"))
+        self.assertIn("unknown field `max_iteration`", e.detail)
+        self.assertIn("max_iterations", e.detail)
+        self.assertEqual(e.type, "https://longrun.dev/problems/validation")
+        self.assertIn("max_iteration", raised.exception.detail)
+        self.assertEqual(self.lr.get_run(run.id).budgets.max_iterations, 1)
+        objectives = [r.objective for r in self.lr.runs()]
+        self.assertNotIn("Three iterations", objectives)
+
+    def test_the_async_client_refuses_the_same_typo(self):
+        async def scenario():
+            async with AsyncLongrun(server.base, token=ALICE, retry=0.1) as lr:
+                await lr.create_run({"objective": "Three, async", "budgets": {"max_iteration": 3}})
+
+        with self.assertRaises(Unprocessable) as typo:
+            asyncio.run(scenario())
+        self.assertIn("max_iteration", typo.exception.detail)
+
+
+def wait_for(lr, run_id, ok):
+    for _ in range(400):
+        run = lr.get_run(run_id)
+        if ok(run):
+            return run
+        time.sleep(0.025)
+    raise AssertionError(f"run {run_id} never got there: {run.status}")
+
+
+def settled(run):
+    return str(run.status) in longrun.SETTLED and not run.cancel_requested
+
+
+class Events(unittest.TestCase):
+    def setUp(self):
+        self.lr = Longrun(server.base, token=ALICE, retry=0.1)
+        self.addCleanup(self.lr.close)
+
+    def drive(self):
+        """Runs taken through creation, budgets, continue, follow-up, approval, messages, edits,
+        pause and cancel; their events as the server sent them."""
+        lr = self.lr
+        stopped = lr.create_run({"objective": "Typed events", "budgets": {"max_iterations": 1}})
+        wait_for(lr, stopped.id, settled)
+        lr.continue_run(stopped.id, {"max_iterations": 2})
+        wait_for(lr, stopped.id, lambda r: settled(r) and r.iteration == 2)
+        lr.follow_up(stopped.id, "And then?", {"max_iterations": 3})
+        wait_for(lr, stopped.id, lambda r: settled(r) and r.iteration == 3)
+
+        approval = lr.create_run({"objective": "Plan first", "permission_mode": "approve_plan", "budgets": {"max_iterations": 3}})
+        wait_for(lr, approval.id, lambda r: str(r.status) == "waiting_on_user")
+        lr.message(approval.id, "Metric units, please.")
+        http = lr.api.get_httpx_client()
+        edit = {"objective": "Plan first, edited", "plan": [{"id": "s1", "title": "Outline", "status": "done"}]}
+        self.assertEqual(http.patch(f"/v1/runs/{approval.id}", json=edit).status_code, 200)
+        lr.respond(approval.id, approve=True)
+        wait_for(lr, approval.id, settled)
+
+        paused = lr.create_run({"objective": "Pause me", "budgets": {"max_iterations": 50}})
+        lr.pause(paused.id)
+        wait_for(lr, paused.id, lambda r: str(r.status) == "paused")
+        lr.continue_run(paused.id)
+        lr.cancel(paused.id)
+        wait_for(lr, paused.id, lambda r: str(r.status) == "canceled")
+
+        raw = []
+        for run_id in (stopped.id, approval.id, paused.id):
+            raw += http.get(f"/v1/runs/{run_id}/events", params={"limit": 1000}).json()["events"]
+        return raw, stopped.id
+
+    def test_every_event_the_server_writes_parses_strictly_into_its_typed_payload(self):
+        # Arrange
+        raw, stopped = self.drive()
+
+        # Act: strict, so a field either side lacks is a PayloadMismatch.
+        parsed = [Event.from_dict(e, strict=True) for e in raw]
+        streamed = list(self.lr.events(stopped))
+
+        # Assert
+        for e, sent in zip(parsed, raw):
+            self.assertIsInstance(e.type, EventKind, sent)
+            self.assertIsInstance(e.payload, typed.PAYLOADS[e.type], sent)
+            self.assertEqual(e.payload.extra, {}, sent)
+            self.assertEqual(e.to_dict(), sent)
+        seen = {str(e.type) for e in parsed}
+        for kind in ("run_created", "iteration_started", "iteration_cost_update", "iteration_committed", "run_stopped",
+                     "run_continued", "follow_up_asked", "run_waiting", "message_posted", "run_patched",
+                     "user_responded", "pause_requested", "run_paused", "run_resumed", "cancel_requested", "run_canceled"):
+            self.assertIn(kind, seen)
+        committed = [e.payload for e in streamed if isinstance(e.payload, typed.IterationCommitted)]
+        self.assertEqual([c.iteration for c in committed], [1, 2, 3])
+        self.assertIsInstance(committed[0].status, RunStatus)
+        ended = [e for e in streamed if e.type == "run_stopped"][-1]
+        self.assertEqual(ended.payload.stopping_reason.type, StopType.MAX_ITERATIONS)
+        follow = next(e.payload for e in parsed if e.type == "follow_up_asked")
+        self.assertEqual((follow.question, follow.superseded.status), ("And then?", RunStatus.STOPPED))
+        patched = next(e.payload for e in parsed if e.type == "run_patched")
+        self.assertEqual((patched.changed.objective.from_, patched.changed.objective.to), ("Plan first", "Plan first, edited"))
+        responded = next(e.payload for e in parsed if e.type == "user_responded")
+        self.assertIs(responded.approve, True)
+
+    def test_a_payload_that_is_not_what_its_type_says_is_caught_when_strict_and_kept_when_not(self):
+        good = {"run_id": "run_1", "seq": 1, "type": "run_paused", "at": 1, "payload": {"after_iteration": 2}}
+        odd = dict(good, payload={"after_iteration": 2, "by": "someone"})
+        newer = dict(good, type="run_teleported", payload={"to": "mars"})
+
+        self.assertEqual(Event.from_dict(good, strict=True).payload, typed.RunPaused(after_iteration=2))
+        with self.assertRaises(typed.PayloadMismatch):
+            Event.from_dict(odd, strict=True)
+        with self.assertRaises(typed.PayloadMismatch):
+            Event.from_dict(dict(good, payload={}), strict=True)
+        self.assertEqual(Event.from_dict(odd).payload.extra, {"by": "someone"})
+        self.assertEqual(Event.from_dict(newer).payload, typed.UnknownPayload(data={"to": "mars"}))
+        self.assertEqual(Event.from_dict(newer).type, "run_teleported")
+
+    def test_type_reads_as_the_document_says_where_the_generator_wrote_type_(self):
+        run = self.lr.create_run({"objective": "Why did it stop?", "budgets": {"max_iterations": 1}})
+        events = list(self.lr.events(run.id))
+        ended = self.lr.get_run(run.id)
+
+        self.assertEqual([e.type for e in events][-1], "run_stopped")
+        self.assertEqual(ended.stopping_reason.type, "max_iterations")
+        self.assertIs(ended.stopping_reason.type, ended.stopping_reason.type_)
+        self.assertEqual(next(r for r in self.lr.runs() if r.id == run.id).stopping_reason.type, "max_iterations")
+        names = {cls.__name__ for cls in longrun._aliases.ALIASED}
+        self.assertTrue({"StoppingReason", "Problem", "RunContext", "BusMessage"} <= names, names)
+
+
+class Package(unittest.TestCase):
+    def test_the_version_is_the_binarys_and_the_metadata_is_there_to_publish(self):
+        # Arrange
+        binary = subprocess.run([os.environ["LONGRUN_BIN"], "--version"], capture_output=True, text=True, check=True)
+        meta = importlib.metadata.metadata("longrun-client")
+
+        # Assert
+        self.assertEqual(binary.stdout.split()[-1], longrun.__version__)
+        self.assertEqual(importlib.metadata.version("longrun-client"), longrun.__version__)
+        self.assertEqual(meta["License-Expression"], "Apache-2.0")
+        self.assertEqual(meta["Requires-Python"], ">=3.11")
+        self.assertIn("longrun", meta["Keywords"])
+        urls = dict(u.split(", ", 1) for u in meta.get_all("Project-URL"))
+        self.assertTrue(urls["Repository"].startswith("https://github.com/"), urls)
+        files = [str(f) for f in importlib.metadata.files("longrun-client")]
+        self.assertTrue(any(f.endswith("LICENSE") for f in files), files)
+        self.assertIn("longrun/events.py", files)
 
 
 class Async(unittest.TestCase):
