@@ -2,6 +2,9 @@
 // and WebCrypto, which Node 20+, Deno, Bun and browsers all have.
 
 import type { components } from "./schema.js";
+import type { RunEvent } from "./events.js";
+
+export type { CallDecided, EventKind, EventPayload, EventPayloads, RunEvent, SupersededReport } from "./events.js";
 
 type S = components["schemas"];
 
@@ -39,8 +42,6 @@ export type AgentView = Sent<S["AgentView"]>;
 export type AgentProcessInfo = Sent<S["AgentProcessInfo"]>;
 export type BusMessage = Sent<S["BusMessage"]>;
 export type WebhookDelivery = Sent<S["DeliveryView"]>;
-/** One entry of a run's log; `payload` depends on `type`. */
-export type RunEvent = Omit<Sent<S["Event"]>, "payload"> & { payload: Record<string, unknown> };
 
 /** A run as the API shows it: the stored run plus its deep link and token total. */
 export type Run = Sent<S["Run"]> & { link: string; tokens: number };

@@ -97,6 +97,8 @@ test('problems are typed errors, and a bad token calls onUnauthorized', async ()
 
   // Act
   const invalid = await alice.createRun({ objective: '' }).catch((e) => e);
+  // A misspelt budget is sent as written, so the server refuses it instead of a default applying.
+  const typo = await alice.createRun({ objective: 'three iterations', budgets: { max_iteration: 3 } }).catch((e) => e);
   const unauthorized = await stranger.getRun(mine.id).catch((e) => e);
   const hidden = await bob.getRun(mine.id).catch((e) => e);
   const unreachable = await new LongrunClient({ baseUrl: 'http://127.0.0.1:9' }).config().catch((e) => e);
@@ -105,6 +107,10 @@ test('problems are typed errors, and a bad token calls onUnauthorized', async ()
   assert.ok(invalid instanceof LongrunError);
   assert.equal(invalid.status, 422);
   assert.match(invalid.detail, /objective/);
+  assert.ok(typo instanceof LongrunError, String(typo));
+  assert.equal(typo.status, 422);
+  assert.equal(typo.title, 'Invalid request');
+  assert.match(typo.detail, /unknown field `max_iteration`.*max_iterations/);
   assert.equal(unauthorized.status, 401);
   assert.equal(signedOut, 1);
   assert.equal(hidden.status, 404);

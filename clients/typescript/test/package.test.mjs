@@ -26,7 +26,7 @@ async function npm(cwd, ...args) {
 
 before(async () => {
   mkdirSync(checkout);
-  for (const f of ['package.json', 'package-lock.json', 'README.md', 'tsconfig.json', 'tsconfig.cjs.json', 'scripts', 'src']) {
+  for (const f of ['package.json', 'package-lock.json', 'README.md', 'LICENSE', 'tsconfig.json', 'tsconfig.cjs.json', 'scripts', 'src']) {
     cpSync(join(here, f), join(checkout, f), { recursive: true });
   }
   await npm(checkout, 'pack', '--pack-destination', work, ...quiet);
@@ -41,9 +41,9 @@ after(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-test('npm pack of a fresh checkout builds the package: ES modules, CommonJS, their types and the README', async () => {
+test('npm pack of a fresh checkout builds the package: ES modules, CommonJS, their types, the README and the license', async () => {
   const files = (await run('tar', ['-tzf', tarball], { encoding: 'utf8' })).stdout.split('\n').map((f) => f.replace(/^package\//, ''));
-  for (const f of ['README.md', 'package.json', 'dist/esm/index.js', 'dist/esm/index.d.ts', 'dist/cjs/index.js',
+  for (const f of ['README.md', 'LICENSE', 'package.json', 'dist/esm/index.js', 'dist/esm/events.d.ts', 'dist/esm/index.d.ts', 'dist/cjs/index.js',
     'dist/cjs/index.d.ts', 'dist/cjs/package.json']) {
     assert.ok(files.includes(f), `${f} is in the tarball: ${files.join(', ')}`);
   }
@@ -75,6 +75,7 @@ for (const [type, token, user] of [['module', ALICE, 'alice'], ['commonjs', BOB,
     assert.deepEqual(seen.streamed, [1, 2]);
     assert.ok(['completed', 'stopped', 'canceled', 'failed'].includes(seen.status), `${user}'s run ended: ${seen.status}`);
     assert.equal(seen.last_type, `run_${seen.status}`);
+    assert.ok(seen.summaries.length > 0 && seen.summaries.every((s) => typeof s === 'string'), JSON.stringify(seen.summaries));
     assert.deepEqual(seen.resumed, Array.from({ length: seen.event_seq - 2 }, (_, i) => i + 3), 'resumed after 2 with no gap or repeat');
     assert.deepEqual(seen.paged, [seen.created, seen.older], 'every run of the user, newest first, one per page');
     assert.deepEqual(seen.first_page, { runs: 1, next: true });

@@ -29,6 +29,9 @@ async function main(): Promise<void> {
   const resumed: RunEvent[] = [];
   for await (const e of client.events(run.id, { after: last.seq })) resumed.push(e);
   const done: Run = await client.getRun(run.id);
+  // The type narrows the payload: a committed iteration's summary is a string.
+  const summaries: string[] = [];
+  for (const e of resumed) if (e.type === "iteration_committed") summaries.push(e.payload.summary);
 
   // Page through every run, one per page.
   const paged: RunSummary[] = [];
@@ -56,6 +59,7 @@ async function main(): Promise<void> {
     status: done.status,
     event_seq: done.event_seq,
     last_type: resumed[resumed.length - 1]?.type ?? null,
+    summaries,
     paged: paged.map((r) => r.id),
     first_page: { runs: firstPage.runs.length, next: firstPage.next_cursor !== null },
     not_found: notFound ?? null,
