@@ -29,6 +29,7 @@ test:
 	$(MAKE) sim-broken
 	scripts/node-tests
 	scripts/python-client test
+	scripts/readme-examples
 	scripts/schemathesis
 	scripts/web test
 	scripts/infra check
