@@ -77,6 +77,25 @@ pub fn claimed(
     Ok(change)
 }
 
+/// Whether `owner` still holds iteration `n` of `run`: not committed, and the lease its claim
+/// wrote is its own. The fence on an attempt's commit, and on its writes after its claim, so an
+/// attempt another took over learns it at its next write. (The `unfenced` build, which the
+/// simulator must catch, removes it.)
+pub fn held(run: &Run, n: u32, owner: &str) -> Result<(), Rejection> {
+    if cfg!(feature = "unfenced") {
+        return Ok(());
+    }
+    if run.iteration >= n {
+        return Err(Rejection::AlreadyCommitted {
+            iteration: run.iteration,
+        });
+    }
+    match &run.lease {
+        Some(l) if l.owner == owner && l.iteration == n => Ok(()),
+        _ => Err(Rejection::LeaseLost),
+    }
+}
+
 /// Gives back the claim of iteration `n` without committing it (e.g. a model retry would
 /// outlive the worker), so the redelivered step is claimable at once, by any worker.
 pub fn release(

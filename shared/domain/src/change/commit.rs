@@ -69,18 +69,7 @@ impl CommitPlan {
     }
 
     fn check_fence(&self, run: &Run) -> Result<(), Rejection> {
-        if cfg!(feature = "unfenced") {
-            return Ok(());
-        }
-        if run.iteration >= self.n {
-            return Err(Rejection::AlreadyCommitted {
-                iteration: run.iteration,
-            });
-        }
-        match &run.lease {
-            Some(l) if l.owner == self.owner && l.iteration == self.n => Ok(()),
-            _ => Err(Rejection::LeaseLost),
-        }
+        super::held(run, self.n, &self.owner)
     }
 
     /// The verdict's outcome, unless a cancel was requested while the iteration ran and the

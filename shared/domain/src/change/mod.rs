@@ -25,7 +25,7 @@ use crate::run::{Run, RunStatus, StopType, StoppingReason};
 pub use children::{
     child_finished, child_id, child_wait_timed_out, children_to_start, spawn_child,
 };
-pub use claim::{claim, claimed, expire_lease, release};
+pub use claim::{claim, claimed, expire_lease, held, release};
 pub use commit::CommitPlan;
 pub use spend::{record_spend, record_spend_once};
 pub use user::{

@@ -5,12 +5,12 @@
 //! claim with that output as evidence, judged by the same gate as a planner's; a QUESTION
 //! left on the bus waits on the user; a usage limit defers the iteration to the reset.
 
-use longrun_domain::change::{CommitPlan, RunChange};
+use longrun_domain::change::CommitPlan;
 use longrun_domain::decide::IterationError;
 use longrun_domain::planner::{PlannerOutput, StatusBlock};
 use longrun_domain::run::{Run, Spend, ToolResultBrief};
 use longrun_domain::{clip, fingerprint, is_blank};
-use longrun_ports::{AgentTurn, StoreError};
+use longrun_ports::AgentTurn;
 
 use super::claim::Claim;
 use super::model::Iter;
@@ -41,7 +41,8 @@ impl Engine {
             ));
             return self.conclude(&it, staging, draft).await;
         };
-        self.take_claim(run, claim).await?;
+        // Durable: the process about to start belongs to this attempt.
+        self.take_claim(run, claim, true).await?;
         match host.turn(run, claim.n).await {
             Ok(turn) => {
                 if let Some(until) = turn.limited_until_ms {
@@ -62,25 +63,6 @@ impl Engine {
             Err(e) => draft.error = Some(agent_error(&e.to_string(), !e.is_retryable())),
         }
         self.conclude(&it, staging, draft).await
-    }
-
-    /// Writes the claim alone: the process about to start belongs to this attempt.
-    async fn take_claim(&self, run: &Run, claim: &Claim<'_>) -> Result<(), EngineError> {
-        let now = self.now();
-        let claimed = self
-            .store()
-            .update_run(&run.id, &|r| {
-                claim.and_then(false, r, now, |c| Ok(RunChange::of(c.clone(), vec![])))
-            })
-            .await;
-        match claimed {
-            Ok(_) => {
-                claim.took();
-                Ok(())
-            }
-            Err(StoreError::Rejected(r)) => Err(EngineError::Superseded(r)),
-            Err(e) => Err(e.into()),
-        }
     }
 
     /// The agent's reported usage, once per agent process however often the iteration is

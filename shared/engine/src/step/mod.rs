@@ -181,14 +181,14 @@ impl Engine {
             )));
         }
         let now = self.now();
-        let seen_patch = run.pending_patch.clone();
-        // Checked here, written with the attempt's first write: a duplicate delivery or a
-        // live lease is turned away before any model call, at no cost.
+        // Checked here, written with the attempt's first write (before its first model call
+        // when the run still shows queued): a duplicate delivery or a live lease is turned
+        // away before any model call, at no cost.
+        let claim = Claim::new(n, owner, self.config.lease_ms, &run);
         let run = match change::claim(&run, n, owner, now, self.config.lease_ms) {
             Ok(claim) => claim.run,
             Err(r) => return Ok(turned_away(r, now)),
         };
-        let claim = Claim::new(n, owner, self.config.lease_ms, seen_patch);
         let plan = match self.work(&run, &claim, now, deadline_ms).await {
             Ok(plan) => plan,
             Err(EngineError::Superseded(r)) => return Ok(turned_away(r, self.now())),

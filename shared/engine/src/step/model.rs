@@ -177,6 +177,10 @@ impl Engine {
             rotation: it.run.models.iter().skip(1).cloned().collect(),
             deadline_ms: it.deadline_ms,
         };
+        if it.claim.to_show_before_a_call() {
+            self.take_claim(it.run, it.claim, false).await?;
+            self.crash(FaultPoint::AfterClaim, &it.run.id, it.n)?;
+        }
         let resp = match self.llm.chat(&req).await {
             Ok(resp) => resp,
             Err(e) => {
@@ -221,9 +225,10 @@ impl Engine {
         Ok(Llm::Answer(resp))
     }
 
-    /// Writes a call's spend (taking the claim with it on the attempt's first write), retrying
-    /// a store that failed: the money was spent, and budgets must see it. Keyed, so a write that
-    /// landed before its error counts once.
+    /// Writes a call's spend (taking the claim with it on the attempt's first write; fenced on
+    /// the claim after it), retrying a store that failed: the money was spent, and budgets must
+    /// see it. Keyed, so a write that landed before its error counts once. An attempt that no
+    /// longer holds the iteration records the spend unfenced and stops.
     pub(super) async fn record_spend(
         &self, it: &Iter<'_>, spend: &Spend, key: &str, claiming: bool,
     ) -> Result<(), EngineError> {
@@ -234,9 +239,12 @@ impl Engine {
             let written = self
                 .store()
                 .update_run(&it.run.id, &|r| {
-                    it.claim.and_then(!claiming, r, now, |c| {
-                        Ok(change::record_spend_once(c, it.n, spend, key, now))
-                    })
+                    let spent = |c: &Run| Ok(change::record_spend_once(c, it.n, spend, key, now));
+                    if claiming {
+                        it.claim.and_then(false, r, now, spent)
+                    } else {
+                        it.claim.if_held(r, spent)
+                    }
                 })
                 .await;
             match written {
@@ -244,7 +252,7 @@ impl Engine {
                     it.saw(&run, now);
                     return Ok(());
                 }
-                Err(StoreError::Rejected(rejection)) if claiming => {
+                Err(StoreError::Rejected(rejection)) => {
                     // Another attempt owns the iteration; this call was made all the same.
                     self.record_unclaimed_spend(it, spend, key).await?;
                     return Err(EngineError::Superseded(rejection));
