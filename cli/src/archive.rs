@@ -36,9 +36,8 @@ pub async fn export(data_dir: &Path, run_id: &str, out: Option<&Path>) -> Result
             .and_then(|mut f| f.write_all(&json))
             .with_context(|| format!("writing {}", path.display()))?,
         None => {
-            let mut stdout = std::io::stdout().lock();
-            stdout.write_all(&json)?;
-            stdout.write_all(b"\n")?;
+            crate::out::bytes(&json);
+            crate::out::bytes(b"\n");
         }
     }
     Ok(())

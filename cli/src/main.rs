@@ -1,6 +1,9 @@
-//! `longrun`: serve the embedded platform, start and follow runs.
-#![allow(clippy::print_stdout, clippy::print_stderr)]
+//! `longrun`: serve the embedded platform, start and follow runs. Its arguments and exit codes
+//! are the `longrun` library (`args`, `exit`); every line it prints goes through `out`.
+#![allow(clippy::print_stderr)]
 
+#[macro_use]
+mod out;
 mod archive;
 mod http;
 mod remote;
@@ -11,13 +14,16 @@ mod console {
 }
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use clap::{Args, Parser, Subcommand};
+use clap::{CommandFactory, Parser};
+use longrun::args::{BudgetFlags, Cli, Command, LogFormat, ServeArgs};
+use longrun::exit;
 use longrun_domain::report::{ChangeAction, ChangeKind, NarrativeSource, Report};
-use longrun_domain::run::{BudgetsInput, PermissionMode, Run, RunStatus};
+use longrun_domain::run::{PermissionMode, Run, RunStatus};
 use longrun_http::{
     AppConfig, Console, CreateRun, Embedded, Platform, Tokens, create_run, init_tracing,
     router_with_console,
@@ -29,303 +35,12 @@ use tokio::sync::watch;
 const DEMO_SCRIPT: &str = include_str!("../../examples/demo.json");
 const DEMO_OBJECTIVE: &str = "Write a short field guide to green, black and oolong tea: how each is made, how it tastes, how to brew it.";
 
-#[derive(Parser)]
-#[command(
-    name = "longrun",
-    version,
-    about = "Long-running LLM agent runs, one bounded iteration at a time"
-)]
-struct Cli {
-    /// API base URL for the client commands.
-    #[arg(
-        long,
-        global = true,
-        env = "LONGRUN_API_URL",
-        default_value = "http://127.0.0.1:8080"
-    )]
-    api_url: String,
-    /// Bearer token (default: LONGRUN_TOKEN, else the token `serve` wrote to ./.longrun/token).
-    #[arg(long, global = true, env = "LONGRUN_TOKEN", hide_env_values = true)]
-    token: Option<String>,
-    /// Print JSON instead of text.
-    #[arg(long, global = true)]
-    json: bool,
-    /// How logs are written to stderr: `text` (coloured only on a terminal without NO_COLOR)
-    /// or `json` (one object a line, for a log collector). RUST_LOG sets what is logged.
-    #[arg(
-        long,
-        global = true,
-        env = "LONGRUN_LOG_FORMAT",
-        value_enum,
-        default_value_t = LogFormat::Text
-    )]
-    log_format: LogFormat,
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum LogFormat {
-    Text,
-    Json,
-}
-
-#[derive(Args, Clone, Default)]
-struct BudgetFlags {
-    #[arg(long, allow_negative_numbers = true)]
-    max_iterations: Option<i64>,
-    /// Running-time budget in seconds (waiting time does not count).
-    #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
-    max_running_time: Option<i64>,
-    #[arg(long, allow_negative_numbers = true)]
-    max_tokens: Option<i64>,
-    /// Cost budget in USD.
-    #[arg(long, value_name = "USD", allow_negative_numbers = true)]
-    max_cost: Option<f64>,
-    /// Tool calls over the whole run.
-    #[arg(long, allow_negative_numbers = true)]
-    max_tool_calls: Option<i64>,
-}
-
-impl BudgetFlags {
-    fn input(&self) -> BudgetsInput {
-        BudgetsInput {
-            max_iterations: self.max_iterations,
-            max_running_ms: self.max_running_time.map(|s| s.saturating_mul(1000)),
-            max_tokens: self.max_tokens,
-            max_cost_usd: self.max_cost,
-            max_tool_calls: self.max_tool_calls,
-        }
-    }
-}
-
-/// What `serve --help` says after the flags: the environment it reads.
-const SERVE_ENV: &str = "\
-Environment (flags above show theirs in [env: …]):
-  LONGRUN_TOKENS=token:user,…       bearer tokens and their users; none: one token for user
-                                    `local` is made and kept in DATA_DIR/token
-  LONGRUN_APP_BASE_URL              base of the deep links in notifications (default: the
-                                    listening address; APP_BASE_URL is a deprecated alias)
-  LONGRUN_FETCH=off                 turn the http_fetch tool off
-  LONGRUN_FETCH_ALLOW, _DENY        comma-separated hosts http_fetch may / may not reach
-  LONGRUN_FETCH_TRUSTED_PRIVATE     hosts that may resolve to private addresses (an intranet
-                                    wiki, `localhost`), or IP literals such as 127.0.0.1; also
-                                    allows http:// for tool, webhook and MCP server URLs there
-  LONGRUN_SEARCH=tavily|brave|exa   the web_search tool, with TAVILY_API_KEY, BRAVE_API_KEY
-                                    or EXA_API_KEY (LONGRUN_SEARCH_BASE_URL: another endpoint)
-  OPENAI_BASE_URL, OPENAI_API_KEY   openai:… models (any OpenAI-compatible server);
-                                    OPENAI_STRUCTURED_OUTPUT=json_schema|json_object
-  ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY
-                                    anthropic:… models
-  LONGRUN_LLM_TIMEOUT_SECS, LONGRUN_LLM_COOLDOWN_SECS
-                                    a model call's timeout; how long a failing model is skipped
-  LONGRUN_MAX_RUN_DEPTH             how deep runs may nest through spawn_run (default 16)
-  LONGRUN_SQLITE_SYNCHRONOUS        FULL (default), NORMAL or OFF: SQLite's durability
-
-Without --model, runs use the built-in demo script (script:DATA_DIR/demo-script.json): a
-scripted agent that needs no API key. Pass --model openai:gpt-4.1-mini (etc.) for a real one.";
-
-#[derive(Args)]
-struct ServeArgs {
-    /// Default `.longrun` (or `data_dir` in the config file's `serve` block, as for the
-    /// options below: flags and environment > config file > defaults).
-    #[arg(long)]
-    data_dir: Option<PathBuf>,
-    /// Default 8080.
-    #[arg(long)]
-    port: Option<u16>,
-    /// Default 127.0.0.1.
-    #[arg(long)]
-    host: Option<String>,
-    /// provider:model; repeat to allow several (the first is the default). None: the built-in
-    /// demo script, a scripted agent that needs no API key.
-    #[arg(long = "model")]
-    models: Vec<String>,
-    /// Active runs one user may have at once.
-    #[arg(long, env = "LONGRUN_ACTIVE_LIMIT")]
-    active_limit: Option<u32>,
-    /// Iterations worked on at once; each mostly waits on a model, so thousands are cheap.
-    #[arg(long, env = "LONGRUN_MAX_INFLIGHT")]
-    max_inflight: Option<usize>,
-    /// MODEL=concurrency:N,rpm:N,tpm:N — a model's capacity, shared by every run; repeatable
-    /// (`;`-separated in the environment).
-    #[arg(
-        long = "model-limit",
-        env = "LONGRUN_MODEL_LIMITS",
-        value_delimiter = ';'
-    )]
-    model_limits: Vec<String>,
-    /// Base URL for deep links in notifications (default: the listening address).
-    #[arg(long, env = "LONGRUN_APP_BASE_URL")]
-    app_base_url: Option<String>,
-    /// Seconds a client may take to send a request's headers, or between pieces of its body;
-    /// also how long an idle keep-alive connection stays open.
-    #[arg(long, env = "LONGRUN_READ_TIMEOUT")]
-    read_timeout: Option<u64>,
-    /// Seconds a client may take to send a whole request body, however steadily it sends:
-    /// a request still arriving then gets a 408.
-    #[arg(long, env = "LONGRUN_REQUEST_TIMEOUT", default_value_t = 60)]
-    request_timeout: u64,
-    /// Seconds a new connection may take to send its first byte (at most the read timeout):
-    /// one that has sent nothing by then is closed, so idle sockets do not hold slots.
-    #[arg(long, env = "LONGRUN_FIRST_BYTE_TIMEOUT", default_value_t = 5)]
-    first_byte_timeout: u64,
-    /// Connections open at once; one more is answered 503 (problem+json) and closed, but for
-    /// `GET /healthz`, which is still answered. Keep it under the file-descriptor limit.
-    #[arg(long, env = "LONGRUN_MAX_CONNECTIONS", default_value_t = 768)]
-    max_connections: usize,
-    /// Connections one client (an IP address; an IPv6 /64) may have open at once; one more is
-    /// answered 429 (problem+json) and closed. Behind a reverse proxy every client is the
-    /// proxy: raise it to --max-connections there.
-    #[arg(long, env = "LONGRUN_MAX_CONNECTIONS_PER_CLIENT", default_value_t = 64)]
-    max_connections_per_client: usize,
-    /// Seconds iterations in flight get to finish after SIGTERM; the rest are handed back to
-    /// the next start (under the 30 s most orchestrators wait before SIGKILL).
-    #[arg(long, env = "LONGRUN_DRAIN_GRACE")]
-    drain_grace: Option<u64>,
-    /// Delete ended runs this many days after they ended (never one with a webhook delivery
-    /// still pending, nor a child whose parent runs). Default: keep every run.
-    #[arg(long, env = "LONGRUN_RETENTION_DAYS")]
-    retention_days: Option<u32>,
-    /// With a retention policy: write each run to DIR/<run-id>.json (`longrun import` restores
-    /// it) before deleting it.
-    #[arg(long, env = "LONGRUN_RETENTION_EXPORT_DIR", value_name = "DIR")]
-    retention_export_dir: Option<PathBuf>,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Run the API, the worker loop and the notifier in one process on SQLite.
-    #[command(after_help = SERVE_ENV)]
-    Serve(ServeArgs),
-    /// Start a run (through the API, or in-process with --embedded).
-    Run {
-        objective: String,
-        #[command(flatten)]
-        budgets: BudgetFlags,
-        /// provider:model; repeat to rotate over several (failing over past degraded ones).
-        #[arg(long = "model")]
-        models: Vec<String>,
-        /// Run the whole loop in this process on a temporary data dir; no server needed.
-        #[arg(long)]
-        embedded: bool,
-        /// Tail the run live until it ends.
-        #[arg(long)]
-        follow: bool,
-        /// autopilot (default), approve_plan (the first plan waits for your approval) or
-        /// per_write (every write waits for your approval; answer with `respond --approve`).
-        #[arg(long, value_parser = ["autopilot", "approve_plan", "per_write"])]
-        mode: Option<String>,
-        /// Keep the embedded run's data here instead of a temporary dir.
-        #[arg(long)]
-        data_dir: Option<PathBuf>,
-        /// Only this tool (built-in or registered); repeat for several. Default: every tool.
-        #[arg(long = "tool", value_name = "NAME")]
-        tools: Vec<String>,
-        /// Run this coding agent (claude, codex, gemini, command, or a backend of the runner
-        /// config) as the run's iterations instead of the planner.
-        #[arg(long, value_name = "NAME")]
-        agent: Option<String>,
-    },
-    /// Print the OpenAPI document the API serves at /v1/openapi.json.
-    Openapi,
-    /// A real multi-iteration embedded run with a built-in script; prints the report.
-    Demo {
-        #[arg(long, default_value = ".longrun/demo")]
-        data_dir: PathBuf,
-    },
-    /// Show a run.
-    Status { run_id: String },
-    /// List your runs.
-    List {
-        #[arg(long)]
-        status: Option<String>,
-    },
-    /// Print a run's events.
-    Events {
-        run_id: String,
-        #[arg(long, default_value_t = 0)]
-        after: u64,
-        #[arg(long)]
-        follow: bool,
-    },
-    /// Cancel a run.
-    Cancel { run_id: String },
-    /// Pause a run after its current iteration (`continue` resumes it).
-    Pause { run_id: String },
-    /// Edit a run's objective or plan; takes effect at its next iteration.
-    Edit {
-        run_id: String,
-        /// The new objective.
-        #[arg(long)]
-        objective: Option<String>,
-        /// A plan step to add or change: `id:status:title` (status: pending, in_progress,
-        /// done, blocked). Repeatable.
-        #[arg(long = "step")]
-        steps: Vec<String>,
-    },
-    /// Answer a run that waits on you, and approve or reject what waits for approval.
-    Respond {
-        run_id: String,
-        #[arg(default_value = "")]
-        answer: String,
-        /// Approve the plan or the held writes.
-        #[arg(long, conflicts_with = "reject")]
-        approve: bool,
-        /// Reject the held writes (the answer, if any, is the reason).
-        #[arg(long)]
-        reject: bool,
-    },
-    /// Tell a run that has not ended something: its next iteration's planner reads it.
-    Message { run_id: String, text: String },
-    /// Continue a stopped run with raised budgets, or resume a paused one.
-    Continue {
-        run_id: String,
-        #[command(flatten)]
-        budgets: BudgetFlags,
-    },
-    /// Ask a run that ended (completed, stopped or failed) a follow-up question: it runs
-    /// again on the budgets it has left (raise them with the budget flags) and writes a new
-    /// report.
-    FollowUp {
-        run_id: String,
-        question: String,
-        #[command(flatten)]
-        budgets: BudgetFlags,
-    },
-    /// Print a run's report.
-    Report { run_id: String },
-    /// List a run's workspace, or print one document.
-    Workspace {
-        run_id: String,
-        path: Option<String>,
-    },
-    /// Write a run of a data directory (serve stopped) as one JSON document.
-    Export {
-        run_id: String,
-        #[arg(long, default_value = ".longrun")]
-        data_dir: PathBuf,
-        /// Write here instead of to stdout.
-        #[arg(long, short)]
-        out: Option<PathBuf>,
-    },
-    /// Restore an exported run into a data directory (serve stopped), with the same ids; a run
-    /// that exists there is an error.
-    Import {
-        file: PathBuf,
-        #[arg(long, default_value = ".longrun")]
-        data_dir: PathBuf,
-    },
-    #[command(flatten)]
-    Runner(runner::RunnerCommand),
-}
-
 // glibc's allocator was a fifth of the embedded engine's CPU (many short-lived strings and
 // JSON values per iteration, across worker threads); mimalloc roughly halves that.
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-fn main() {
+fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -334,24 +49,31 @@ fn main() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
-            std::process::exit(1);
+            return ExitCode::from(exit::ERROR);
         }
     };
-    if let Err(e) = runtime.block_on(run_command(cli)) {
-        eprintln!("error: {e:#}");
-        std::process::exit(1);
+    match runtime.block_on(run_command(cli)) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(exit::ERROR)
+        }
     }
 }
 
-async fn run_command(cli: Cli) -> Result<()> {
+/// Runs the command; its exit code (`longrun::exit`) when it did what was asked.
+async fn run_command(cli: Cli) -> Result<u8> {
     let quiet = cli.json;
-    // Warnings and errors unless RUST_LOG says otherwise, for `serve` too.
-    init_tracing(
-        cli.log_format == LogFormat::Json,
-        if quiet { "error" } else { "warn" },
-    );
+    // `serve` says what it does (each committed iteration, each outcome) unless RUST_LOG says
+    // otherwise; the other commands only warn (only errors with --json).
+    let level = match (&cli.command, quiet) {
+        (Command::Serve(_), _) => "info",
+        (_, true) => "error",
+        (_, false) => "warn",
+    };
+    init_tracing(cli.log_format == LogFormat::Json, level);
     match cli.command {
-        Command::Serve(args) => serve(args).await,
+        Command::Serve(args) => serve(args, cli.json).await.map(|()| 0),
         Command::Run {
             objective,
             budgets,
@@ -385,67 +107,109 @@ async fn run_command(cli: Cli) -> Result<()> {
                 agent,
             };
             let report = run_embedded(&data_dir, &objective, run, quiet).await?;
-            print_report(&report, cli.json)
+            print_report(&report, cli.json)?;
+            Ok(exit::for_status(report.status))
         }
         Command::Openapi => {
-            use std::io::Write;
             let doc = serde_json::to_string_pretty(&longrun_http::openapi::document())?;
-            // A reader that stops early (`| head`) is not an error.
-            match writeln!(std::io::stdout(), "{doc}") {
-                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-                _ => Ok(()),
-            }
+            outln!("{doc}");
+            Ok(0)
         }
-        Command::Demo { data_dir } => {
-            let model = write_demo_script(&data_dir)?;
-            println!(
-                "longrun demo — a scripted agent writes a small tea guide, one bounded iteration at a time.\n"
-            );
-            let run = RunFlags {
-                budgets: &BudgetFlags::default(),
-                models: std::slice::from_ref(&model),
-                mode: None,
-                tools: &[],
-                agent: None,
-            };
-            let report = run_embedded(&data_dir, DEMO_OBJECTIVE, run, false).await?;
-            print_report(&report, false)?;
-            // Full paths, so each line works pasted into any shell, wherever `longrun` is.
-            let dir = std::fs::canonicalize(&data_dir).unwrap_or(data_dir.clone());
-            let exe = std::env::current_exe()
-                .map(|e| sh_quote(&e.display().to_string()))
-                .unwrap_or_else(|_| "longrun".into());
-            let token = sh_quote(&dir.join("token").display().to_string());
-            let id = &report.run_id;
-            println!("\nWhere to look:");
-            println!(
-                "  data (SQLite):  {}",
-                dir.join("longrun.sqlite3").display()
-            );
-            println!("  the API and the console on this data (leave it running):");
-            println!(
-                "    {exe} serve --data-dir {}",
-                sh_quote(&dir.display().to_string())
-            );
-            println!("  then, in another terminal:");
-            println!("    LONGRUN_TOKEN=$(cat {token}) {exe} report {id}");
-            println!("    LONGRUN_TOKEN=$(cat {token}) {exe} workspace {id}");
-            Ok(())
-        }
+        Command::Demo { data_dir } => demo(&data_dir, cli.json).await,
         Command::Export {
             run_id,
             data_dir,
             out,
-        } => archive::export(&data_dir, &run_id, out.as_deref()).await,
+        } => archive::export(&data_dir, &run_id, out.as_deref())
+            .await
+            .map(|()| 0),
         Command::Import { file, data_dir } => {
             let id = archive::import(&data_dir, &file).await?;
-            println!("imported run {id}");
-            Ok(())
+            if cli.json {
+                outln!("{}", serde_json::json!({"imported": id}));
+            } else {
+                outln!("imported run {id}");
+            }
+            Ok(0)
+        }
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "longrun", &mut script);
+            out::bytes(&script);
+            Ok(0)
+        }
+        Command::Man { command } => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(man_command(&command)?)
+                .render(&mut page)
+                .context("writing the man page")?;
+            out::bytes(&page);
+            Ok(0)
         }
         // Blocking by design (processes, files, sleeps): one job or loop per invocation.
         Command::Runner(cmd) => tokio::task::block_in_place(|| runner::run(cmd, quiet)),
         other => remote::run(other, &cli.api_url, cli.token, cli.json).await,
     }
+}
+
+/// The command `path` names (`["bus", "post"]`), built, so its page is titled
+/// `longrun-bus-post`; the whole CLI for an empty path.
+fn man_command(path: &[String]) -> Result<clap::Command> {
+    let mut cmd = Cli::command();
+    cmd.build();
+    for name in path {
+        let Some(sub) = cmd.find_subcommand(name).cloned() else {
+            let known: Vec<&str> = cmd.get_subcommands().map(|c| c.get_name()).collect();
+            bail!("no command `{name}` here; one of: {}", known.join(", "));
+        };
+        cmd = sub;
+    }
+    Ok(cmd)
+}
+
+/// `longrun demo`: the built-in script's run, its report, and where to look next (with
+/// `--json`, the report alone).
+async fn demo(data_dir: &Path, json: bool) -> Result<u8> {
+    let model = write_demo_script(data_dir)?;
+    if !json {
+        outln!(
+            "longrun demo — a scripted agent writes a small tea guide, one bounded iteration at a time.\n"
+        );
+    }
+    let run = RunFlags {
+        budgets: &BudgetFlags::default(),
+        models: std::slice::from_ref(&model),
+        mode: None,
+        tools: &[],
+        agent: None,
+    };
+    let report = run_embedded(data_dir, DEMO_OBJECTIVE, run, json).await?;
+    print_report(&report, json)?;
+    let code = exit::for_status(report.status);
+    if json {
+        return Ok(code);
+    }
+    // Full paths, so each line works pasted into any shell, wherever `longrun` is.
+    let dir = std::fs::canonicalize(data_dir).unwrap_or(data_dir.to_path_buf());
+    let exe = std::env::current_exe()
+        .map(|e| sh_quote(&e.display().to_string()))
+        .unwrap_or_else(|_| "longrun".into());
+    let token = sh_quote(&dir.join("token").display().to_string());
+    let id = &report.run_id;
+    outln!("\nWhere to look:");
+    outln!(
+        "  data (SQLite):  {}",
+        dir.join("longrun.sqlite3").display()
+    );
+    outln!("  the API and the console on this data (leave it running):");
+    outln!(
+        "    {exe} serve --data-dir {}",
+        sh_quote(&dir.display().to_string())
+    );
+    outln!("  then, in another terminal:");
+    outln!("    LONGRUN_TOKEN=$(cat {token}) {exe} report {id}");
+    outln!("    LONGRUN_TOKEN=$(cat {token}) {exe} workspace {id}");
+    Ok(code)
 }
 
 /// `s` as one shell word.
@@ -478,7 +242,7 @@ fn local_token(data_dir: &Path, token_file: &Path) -> Result<String> {
         return Ok(t.trim().to_string());
     }
     let t = format!("lr_{}", uuid::Uuid::new_v4().simple());
-    std::fs::create_dir_all(data_dir)?;
+    longrun_service::files::private_dir(data_dir)?;
     // An empty file left by an earlier start is replaced.
     let _ = std::fs::remove_file(token_file);
     file.open(token_file)
@@ -494,7 +258,7 @@ fn write_demo_script(dir: &Path) -> Result<String> {
     Ok(format!("script:{}", path.display()))
 }
 
-async fn serve(args: ServeArgs) -> Result<()> {
+async fn serve(args: ServeArgs, json: bool) -> Result<()> {
     // The runner config: agent runs' backends, and serve's own knobs under the flags.
     let agents = runner::agent_host().map_err(|e| anyhow::anyhow!("{e}"))?;
     let ServeArgs {
@@ -534,16 +298,28 @@ async fn serve(args: ServeArgs) -> Result<()> {
     let app_base_url = app_base_url.or(file.app_base_url);
     let read_timeout = read_timeout.or(file.read_timeout).unwrap_or(30);
     let drain_grace = drain_grace.or(file.drain_grace).unwrap_or(20);
+    let mut retention_text = None;
     let retention = match retention_days.or(file.retention_days) {
-        Some(days) => Some(
-            RetentionPolicy::days(days, retention_export_dir.or(file.retention_export_dir))
-                .map_err(|e| anyhow::anyhow!("--retention-days: {e}"))?,
-        ),
+        Some(days) => {
+            let export = retention_export_dir.or(file.retention_export_dir);
+            retention_text = Some(match &export {
+                Some(dir) => format!(
+                    "ended runs are exported to {} and deleted {days} days after they end",
+                    dir.display()
+                ),
+                None => format!("ended runs are deleted {days} days after they end"),
+            });
+            Some(
+                RetentionPolicy::days(days, export)
+                    .map_err(|e| anyhow::anyhow!("--retention-days: {e}"))?,
+            )
+        }
         None if retention_export_dir.is_some() || file.retention_export_dir.is_some() => {
             bail!("--retention-export-dir needs --retention-days (how old a run must be)")
         }
         None => None,
     };
+    let model_limits_spec = model_limits.join("; ");
     let model_limits = ModelLimits::parse(model_limits.iter().map(String::as_str))?;
     if max_inflight == 0 {
         bail!("--max-inflight must be at least 1");
@@ -556,7 +332,8 @@ async fn serve(args: ServeArgs) -> Result<()> {
     if max_connections == 0 || max_connections_per_client == 0 {
         bail!("--max-connections and --max-connections-per-client must be at least 1");
     }
-    if models.is_empty() {
+    let demo = models.is_empty();
+    if demo {
         models.push(write_demo_script(data_dir)?);
     }
     let mut tokens = match std::env::var("LONGRUN_TOKENS") {
@@ -564,20 +341,38 @@ async fn serve(args: ServeArgs) -> Result<()> {
         Err(_) => Tokens::default(),
     };
     let token_file = data_dir.join("token");
-    if tokens.is_empty() {
+    let local = tokens.is_empty();
+    if local {
         let token = local_token(data_dir, &token_file)?;
         // The path, not the token: a terminal's output often ends up in a log.
-        println!(
-            "No LONGRUN_TOKENS set; user `local` has the token in {} (the CLI reads it from \
-             there; paste it into the console to sign in)",
-            token_file.display()
-        );
+        if !json {
+            outln!(
+                "No LONGRUN_TOKENS set; user `local` has the token in {} (the CLI reads it from \
+                 there; paste it into the console to sign in)",
+                token_file.display()
+            );
+        }
         tokens.insert(&token, "local");
     }
     let listener = tokio::net::TcpListener::bind((host.as_str(), port))
         .await
         .with_context(|| format!("binding {host}:{port}"))?;
     let addr = listener.local_addr()?;
+    let mut started = Started {
+        addr,
+        data_dir,
+        models: models.clone(),
+        demo,
+        token_file: local.then_some(token_file.as_path()),
+        active_limit,
+        max_inflight,
+        model_limits: model_limits_spec,
+        max_connections,
+        max_connections_per_client,
+        retention: retention_text,
+        drain_grace,
+        recovered: 0,
+    };
     let mut config = AppConfig::new(tokens, models)?.with_search_from_env()?;
     config.active_limit = active_limit;
     config.model_limits = model_limits;
@@ -600,17 +395,11 @@ async fn serve(args: ServeArgs) -> Result<()> {
     if let Some(policy) = retention {
         running.set_retention(policy);
     }
-    let healed = running.recover().await?;
-    if healed > 0 {
-        println!("recovered {healed} run(s) left behind by an earlier crash");
-    }
+    started.recovered = running.recover().await?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let handles = running.spawn(stop_rx);
     let stop = stop_signal();
-    println!(
-        "longrun listening on http://{addr} (data in {})",
-        data_dir.display()
-    );
+    started.say(json);
     let app = router_with_console(running.platform.clone(), Console::local(console::ASSETS));
     let read_timeout = Duration::from_secs(read_timeout);
     let timeouts = http::ReadTimeouts {
@@ -634,11 +423,114 @@ async fn serve(args: ServeArgs) -> Result<()> {
     if drained.is_err() {
         // Exiting ends them: their leases and messages are released when the next process
         // starts (`Running::recover`), which redoes those iterations at once.
-        println!("iterations still in flight after {drain_grace} s; handed back to the next start");
+        if json {
+            outln!(
+                "{}",
+                serde_json::json!({"handed_back_after_s": drain_grace})
+            );
+        } else {
+            outln!(
+                "iterations still in flight after {drain_grace} s; handed back to the next start"
+            );
+        }
     }
     // Dropped from within the engine's runtime it would block on its own tasks: let it go apart.
     http_runtime.shutdown_background();
     Ok(())
+}
+
+/// What `serve` tells at start, once it listens: where (the API and the console), on what data,
+/// with which models and limits. The line with "listening on http://ADDR" comes first: scripts
+/// and tests read the address from it.
+struct Started<'a> {
+    addr: std::net::SocketAddr,
+    data_dir: &'a Path,
+    models: Vec<String>,
+    /// No --model: the built-in demo script.
+    demo: bool,
+    /// Where user `local`'s token is, when LONGRUN_TOKENS names none.
+    token_file: Option<&'a Path>,
+    active_limit: u32,
+    max_inflight: usize,
+    model_limits: String,
+    max_connections: usize,
+    max_connections_per_client: usize,
+    retention: Option<String>,
+    drain_grace: u64,
+    recovered: usize,
+}
+
+impl Started<'_> {
+    fn say(&self, json: bool) {
+        let base = format!("http://{}", self.addr);
+        let console = !console::ASSETS.is_empty();
+        let data = std::fs::canonicalize(self.data_dir).unwrap_or(self.data_dir.to_path_buf());
+        if json {
+            let v = serde_json::json!({
+                "listening": base,
+                "console": console.then(|| format!("{base}/")),
+                "api": format!("{base}/v1"),
+                "data_dir": data,
+                "token_file": self.token_file,
+                "models": self.models,
+                "demo_script": self.demo,
+                "active_limit": self.active_limit,
+                "max_inflight": self.max_inflight,
+                "model_limits": self.model_limits,
+                "max_connections": self.max_connections,
+                "max_connections_per_client": self.max_connections_per_client,
+                "retention": self.retention,
+                "drain_grace_s": self.drain_grace,
+                "recovered_runs": self.recovered,
+            });
+            outln!("{v}");
+            return;
+        }
+        if self.recovered > 0 {
+            outln!(
+                "recovered {} run(s) left behind by an earlier crash",
+                self.recovered
+            );
+        }
+        outln!(
+            "longrun listening on {base} (data in {})",
+            self.data_dir.display()
+        );
+        if console {
+            outln!("  console    {base}/  (sign in with a token)");
+        } else {
+            outln!("  console    not in this build (install npm and build again, or `make web`)");
+        }
+        outln!("  API        {base}/v1  (its OpenAPI document: {base}/v1/openapi.json)");
+        outln!("  data       {} (SQLite)", data.display());
+        let demo = if self.demo {
+            "  (the built-in demo script; --model openai:… for a real model)"
+        } else {
+            ""
+        };
+        outln!("  models     {}{demo}", self.models.join(", "));
+        let model_limits = match self.model_limits.as_str() {
+            "" => "no model limits".to_string(),
+            l => format!("model limits {l}"),
+        };
+        outln!(
+            "  limits     {} active runs per user · {} iterations in flight · {} connections, {} \
+             per client · {model_limits}",
+            self.active_limit,
+            self.max_inflight,
+            self.max_connections,
+            self.max_connections_per_client
+        );
+        outln!(
+            "  retention  {}",
+            self.retention.as_deref().unwrap_or("keep every run")
+        );
+        outln!("  logs       on stderr, info and up (RUST_LOG=warn for less)");
+        outln!(
+            "Ctrl-C or SIGTERM stops it; iterations in flight get {} s to finish.",
+            self.drain_grace
+        );
+    }
 }
 
 /// `--mode` as the API takes it (`autopilot`, `approve_plan`, `per_write`).
@@ -714,7 +606,7 @@ async fn run_embedded(
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     if !quiet {
-        println!("run {} started (model {models})", run.id);
+        outln!("run {} started (model {models})", run.id);
     }
     let settled = wait_settled(&p, &run.id, quiet).await;
     let _ = stop_tx.send(true);
@@ -742,16 +634,16 @@ async fn wait_settled(p: &Platform, run_id: &str, quiet: bool) -> Result<Run> {
                         .iter()
                         .map(|e| e.tool_results.len())
                         .sum::<usize>();
-                println!(
-                    "  iteration {:>3} · {:<16} · {:>2} tool calls · {:>3} executors · {}",
+                outln!(
+                    "  iteration {:>3} · {} · {:>2} tool calls · {:>3} executors · {}",
                     it.n,
-                    it.outcome.as_str(),
+                    out::status(it.outcome.as_str(), 16),
                     tools,
                     it.executor_results.len(),
                     truncate(&it.summary, 70)
                 );
                 for line in iteration_notes(&it) {
-                    println!("        {line}");
+                    outln!("        {line}");
                 }
                 shown = shown.max(it.n);
             }
@@ -829,16 +721,18 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
 
 fn print_report(report: &Report, json: bool) -> Result<()> {
     if json {
-        println!("{}", serde_json::to_string_pretty(report)?);
+        outln!("{}", serde_json::to_string_pretty(report)?);
         return Ok(());
     }
     let m = &report.metrics;
-    println!("\n== Report: {} ==", report.title);
-    println!(
+    outln!("\n== Report: {} ==", report.title);
+    outln!(
         "status:      {} ({:?}: {})",
-        report.status, report.stopping_reason.kind, report.stopping_reason.detail
+        out::status(report.status.as_str(), 0),
+        report.stopping_reason.kind,
+        report.stopping_reason.detail
     );
-    println!("summary:     {}", report.summary);
+    outln!("summary:     {}", report.summary);
     let by = match report.narrative.source {
         NarrativeSource::Model => "written by the model".to_string(),
         NarrativeSource::Records => format!(
@@ -850,21 +744,29 @@ fn print_report(report: &Report, json: bool) -> Result<()> {
                 .unwrap_or("no model wrote it")
         ),
     };
-    println!("narrative:   ({by})");
+    outln!("narrative:   ({by})");
     for line in wrap(&report.narrative.text, 90) {
-        println!("  {line}");
+        outln!("  {line}");
     }
-    println!(
+    outln!(
         "metrics:     {} iterations · {} LLM calls · {} tokens · ${:.6} · running {} ms of {} ms",
-        m.iterations, m.llm_calls, m.tokens, m.cost_usd, m.running_ms, m.duration_ms
+        m.iterations,
+        m.llm_calls,
+        m.tokens,
+        m.cost_usd,
+        m.running_ms,
+        m.duration_ms
     );
     for (model, mm) in &m.by_model {
-        println!(
+        outln!(
             "  {model}: {} calls, {} in / {} out tokens, ${:.6}",
-            mm.calls, mm.input_tokens, mm.output_tokens, mm.cost_usd
+            mm.calls,
+            mm.input_tokens,
+            mm.output_tokens,
+            mm.cost_usd
         );
     }
-    println!("changes:");
+    outln!("changes:");
     for e in &report.what_changed.entries {
         let (kind, name) = match e.kind {
             ChangeKind::Document => ("document ", e.path.as_deref().unwrap_or("")),
@@ -874,16 +776,17 @@ fn print_report(report: &Report, json: bool) -> Result<()> {
             ChangeAction::Created => "created",
             ChangeAction::Updated => "updated",
         };
-        println!(
+        outln!(
             "  {kind} {name:<18} {change} (iteration {:>2})  {}",
-            e.iteration, e.title
+            e.iteration,
+            e.title
         );
     }
     for l in &report.what_changed.links {
-        println!("  link      {} → {}", l.from, l.to);
+        outln!("  link      {} → {}", l.from, l.to);
     }
     if !report.questions.is_empty() {
-        println!("questions:   {}", report.questions.join(" | "));
+        outln!("questions:   {}", report.questions.join(" | "));
     }
     Ok(())
 }

@@ -1,11 +1,13 @@
-//! Client commands against a running API.
+//! Client commands against a running API. Text for a person by default; with `--json`, the
+//! API's JSON and nothing else on stdout (one event a line when following).
 
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use longrun::args::{BudgetFlags, Command};
+use longrun::exit;
+use longrun_domain::run::RunStatus;
 use serde_json::{Value, json};
-
-use crate::Command;
 
 struct Client {
     http: reqwest::Client,
@@ -61,17 +63,17 @@ fn token(explicit: Option<String>) -> Result<String> {
 
 fn print(v: &Value, json: bool, text: impl FnOnce(&Value) -> String) {
     if json {
-        println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
     } else {
-        println!("{}", text(v));
+        outln!("{}", text(v));
     }
 }
 
 fn run_line(r: &Value) -> String {
     format!(
-        "{}  {:<16} it {:>3}  {:>8} tok  ${:.6}  {}",
+        "{}  {} it {:>3}  {:>8} tok  ${:.6}  {}",
         r["id"].as_str().unwrap_or(""),
-        r["status"].as_str().unwrap_or(""),
+        crate::out::status(r["status"].as_str().unwrap_or(""), 16),
         r["iteration"],
         r["tokens"],
         r["cost_usd"]
@@ -100,7 +102,7 @@ fn event_line(e: &Value) -> String {
         "iteration_committed" => format!(
             "iteration {} → {} · {}",
             p["iteration"],
-            p["status"].as_str().unwrap_or(""),
+            crate::out::status(p["status"].as_str().unwrap_or(""), 0),
             p["summary"].as_str().unwrap_or("")
         ),
         "iteration_started" => format!("iteration {}", p["iteration"]),
@@ -114,15 +116,24 @@ fn event_line(e: &Value) -> String {
     )
 }
 
-const SETTLED: [&str; 5] = [
-    "run_completed",
-    "run_stopped",
-    "run_canceled",
-    "run_failed",
-    "run_waiting",
-];
+/// How a run settled, from the event that says so: `None` for an event that does not end a
+/// wait.
+fn settled(e: &Value) -> Option<RunStatus> {
+    match e["type"].as_str()? {
+        "run_completed" => Some(RunStatus::Completed),
+        "run_stopped" => Some(RunStatus::Stopped),
+        "run_canceled" => Some(RunStatus::Canceled),
+        "run_failed" => Some(RunStatus::Failed),
+        "run_waiting" if e["payload"].get("children").is_some() => {
+            Some(RunStatus::WaitingOnChildren)
+        }
+        "run_waiting" => Some(RunStatus::WaitingOnUser),
+        _ => None,
+    }
+}
 
-async fn follow(c: &Client, id: &str, mut after: u64, json: bool) -> Result<()> {
+/// Prints the run's events until it settles; the exit code for how it did.
+async fn follow(c: &Client, id: &str, mut after: u64, json: bool) -> Result<u8> {
     loop {
         let page = c
             .get(&format!("/v1/runs/{id}/events?after={after}&wait=20"))
@@ -130,21 +141,22 @@ async fn follow(c: &Client, id: &str, mut after: u64, json: bool) -> Result<()> 
         let events = page["events"].as_array().cloned().unwrap_or_default();
         for e in &events {
             if json {
-                println!("{e}");
+                outln!("{e}");
             } else {
-                println!("{}", event_line(e));
+                outln!("{}", event_line(e));
             }
             after = e["seq"].as_u64().unwrap_or(after);
-            if SETTLED.contains(&e["type"].as_str().unwrap_or("")) {
-                return Ok(());
+            if let Some(status) = settled(e) {
+                return Ok(exit::for_status(status));
             }
         }
     }
 }
 
+/// Runs a client command; its exit code (`longrun::exit`).
 pub async fn run(
     cmd: Command, api_url: &str, token_flag: Option<String>, json: bool,
-) -> Result<()> {
+) -> Result<u8> {
     let c = Client {
         http: reqwest::Client::builder()
             .timeout(Duration::from_secs(60))
@@ -152,7 +164,7 @@ pub async fn run(
         base: api_url.trim_end_matches('/').to_string(),
         token: token(token_flag)?,
     };
-    match cmd {
+    let done = match cmd {
         Command::Run {
             objective,
             budgets,
@@ -176,7 +188,7 @@ pub async fn run(
             if let Some(m) = mode {
                 body["permission_mode"] = json!(m);
             }
-            start(&c, body, f, json).await
+            return start(&c, body, f, json).await;
         }
         Command::Status { run_id } => status(&c, &run_id, json).await,
         Command::List { status } => list(&c, status, json).await,
@@ -184,7 +196,7 @@ pub async fn run(
             run_id,
             after,
             follow: true,
-        } => follow(&c, &run_id, after, json).await,
+        } => return follow(&c, &run_id, after, json).await,
         Command::Events { run_id, after, .. } => events(&c, &run_id, after, json).await,
         Command::Cancel { run_id } => cancel(&c, &run_id, json).await,
         Command::Respond {
@@ -228,39 +240,49 @@ pub async fn run(
             question,
             budgets,
         } => follow_up(&c, &run_id, &question, &budgets, json).await,
-        Command::Report { run_id } => {
-            let r = c.get(&format!("/v1/runs/{run_id}/report")).await?;
-            print(&r, json, |r| {
-                serde_json::to_string_pretty(r).unwrap_or_default()
-            });
-            Ok(())
-        }
+        Command::Report { run_id } => report(&c, &run_id, json).await,
         Command::Workspace { run_id, path } => workspace(&c, &run_id, path, json).await,
         Command::Serve { .. }
         | Command::Demo { .. }
         | Command::Openapi
         | Command::Export { .. }
         | Command::Import { .. }
+        | Command::Completions { .. }
+        | Command::Man { .. }
         | Command::Runner(_) => {
             unreachable!("handled in main")
         }
-    }
+    };
+    done.map(|()| 0)
 }
 
-async fn start(c: &Client, body: Value, follow_it: bool, json: bool) -> Result<()> {
+/// Creates the run; with `follow_it`, prints its events until it settles (with `--json` the
+/// events alone, one a line: each names its run) and exits with the code for how it did.
+async fn start(c: &Client, body: Value, follow_it: bool, json: bool) -> Result<u8> {
     let run = c.post("/v1/runs", body).await?;
     let id = run["id"].as_str().unwrap_or_default().to_string();
-    print(&run, json && !follow_it, |r| {
-        format!(
-            "started {} ({})",
-            r["id"].as_str().unwrap_or(""),
-            r["link"].as_str().unwrap_or("")
-        )
-    });
     if follow_it {
-        follow(c, &id, 0, json).await?;
+        if !json {
+            outln!("started {id} ({})", run["link"].as_str().unwrap_or(""));
+        }
+        return follow(c, &id, 0, json).await;
     }
-    Ok(())
+    print(&run, json, |r| {
+        format!("started {id} ({})", r["link"].as_str().unwrap_or(""))
+    });
+    Ok(0)
+}
+
+/// The report as `run --embedded` prints it; as the API's JSON with `--json`.
+async fn report(c: &Client, run_id: &str, json: bool) -> Result<()> {
+    let r = c.get(&format!("/v1/runs/{run_id}/report")).await?;
+    if json {
+        print(&r, true, |_| String::new());
+        return Ok(());
+    }
+    let report: longrun_domain::report::Report = serde_json::from_value(r)
+        .context("the server's report is not one this longrun can read (a newer server?)")?;
+    crate::print_report(&report, false)
 }
 
 async fn status(c: &Client, run_id: &str, json: bool) -> Result<()> {
@@ -269,7 +291,7 @@ async fn status(c: &Client, run_id: &str, json: bool) -> Result<()> {
         format!(
             "{}\nstatus {} · iteration {} · {} tokens · ${:.6}\nstopping reason: {}",
             run_line(r),
-            r["status"].as_str().unwrap_or(""),
+            crate::out::status(r["status"].as_str().unwrap_or(""), 0),
             r["iteration"],
             r["tokens"],
             r["metrics"]["cost_usd"].as_f64().unwrap_or(0.0),
@@ -309,9 +331,7 @@ async fn events(c: &Client, run_id: &str, after: u64, json: bool) -> Result<()> 
 }
 
 /// Continues a stopped run with raised budgets, or resumes a paused one.
-async fn continue_run(
-    c: &Client, run_id: &str, budgets: &crate::BudgetFlags, json: bool,
-) -> Result<()> {
+async fn continue_run(c: &Client, run_id: &str, budgets: &BudgetFlags, json: bool) -> Result<()> {
     let body = json!({"budgets": budgets.input()});
     let r = c.post(&format!("/v1/runs/{run_id}/continue"), body).await?;
     print(&r, json, |r| {
@@ -322,7 +342,7 @@ async fn continue_run(
 
 /// Asks an ended run a follow-up question.
 async fn follow_up(
-    c: &Client, run_id: &str, question: &str, budgets: &crate::BudgetFlags, json: bool,
+    c: &Client, run_id: &str, question: &str, budgets: &BudgetFlags, json: bool,
 ) -> Result<()> {
     let body = json!({"question": question, "budgets": budgets.input()});
     let r = c

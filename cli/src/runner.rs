@@ -6,7 +6,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clap::{Args, Subcommand};
+use longrun::args::{BusCmd, BusWhere, Common, ConfigCmd, JobArgs, RunnerCommand, TaskArgs};
 use longrun_runner::bus::{Bus, MessageType};
 use longrun_runner::config::{self, Overrides, RunnerConfig};
 use longrun_runner::job::{JobRequest, run_job, stop_run};
@@ -14,126 +14,7 @@ use longrun_runner::process::LocalProcess;
 use longrun_runner::runinfo::find_run;
 use longrun_runner::task::{TASK_FILE, TaskOutcome, TaskRequest, run_task, task_dir};
 use longrun_runner::{RunnerError, task};
-
-#[derive(Subcommand)]
-pub enum RunnerCommand {
-    /// Run a task's root agent until DONE: restarts, children, usage limits.
-    Task(TaskArgs),
-    /// Run one agent to its end (agents call this to delegate; it blocks).
-    Job(JobArgs),
-    /// Post to, poll or stream a task's message bus.
-    Bus {
-        #[command(subcommand)]
-        cmd: BusCmd,
-    },
-    /// Stop a run: SIGTERM to its process group, SIGKILL after the grace period.
-    Stop {
-        run_id: String,
-        #[command(flatten)]
-        common: Common,
-    },
-    /// The runner config (~/.longrun/config.hcl, or LONGRUN_CONFIG).
-    Config {
-        #[command(subcommand)]
-        cmd: ConfigCmd,
-    },
-}
-
-#[derive(Args, Clone, Default)]
-pub struct Common {
-    /// Folder holding projects (overrides LONGRUN_PROJECTS_ROOT and the config).
-    #[arg(long)]
-    projects_root: Option<PathBuf>,
-}
-
-#[derive(Args)]
-pub struct TaskArgs {
-    project: String,
-    task: String,
-    /// Write this as TASK.md first (otherwise TASK.md must already hold the task).
-    #[arg(long)]
-    objective: Option<String>,
-    /// Always use this backend (default: the selection policy).
-    #[arg(long)]
-    agent: Option<String>,
-    #[arg(long)]
-    max_restarts: Option<u32>,
-    /// Seconds.
-    #[arg(long)]
-    time_budget: Option<f64>,
-    #[command(flatten)]
-    common: Common,
-}
-
-#[derive(Args)]
-pub struct JobArgs {
-    /// The prompt (or --prompt-file, or stdin).
-    prompt: Option<String>,
-    #[arg(long, conflicts_with = "prompt")]
-    prompt_file: Option<PathBuf>,
-    #[arg(long)]
-    agent: Option<String>,
-    #[command(flatten)]
-    at: NamedTask,
-}
-
-/// `--project P --task T` (both or neither), and where projects live.
-#[derive(Args, Clone, Default)]
-pub struct NamedTask {
-    /// The task's project, where LONGRUN_TASK_DIR does not say (outside an agent).
-    #[arg(long, requires = "task")]
-    project: Option<String>,
-    #[arg(long, requires = "project")]
-    task: Option<String>,
-    #[command(flatten)]
-    common: Common,
-}
-
-#[derive(Args, Clone, Default)]
-pub struct BusWhere {
-    /// The task folder (default: LONGRUN_TASK_DIR, or --project/--task).
-    #[arg(long)]
-    task_dir: Option<PathBuf>,
-    #[command(flatten)]
-    named: NamedTask,
-}
-
-#[derive(Subcommand)]
-pub enum BusCmd {
-    Post {
-        /// INFO, OBSERVATION, QUESTION, ANSWER, FACT, WARNING, CHILD_DONE, START, STOP, CRASH,
-        /// SUPERVISOR_RESTART or USER.
-        #[arg(long = "type", default_value = "INFO")]
-        kind: String,
-        message: String,
-        #[command(flatten)]
-        at: BusWhere,
-    },
-    /// Print the messages after --after and exit.
-    Poll {
-        #[arg(long, default_value_t = 0)]
-        after: i64,
-        #[command(flatten)]
-        at: BusWhere,
-    },
-    /// Print messages as they arrive (Ctrl-C to end).
-    Stream {
-        #[arg(long, default_value_t = 0)]
-        after: i64,
-        #[command(flatten)]
-        at: BusWhere,
-    },
-}
-
-#[derive(Subcommand)]
-pub enum ConfigCmd {
-    /// Print the config schema.
-    Schema,
-    /// Write a commented config with defaults, or add the keys an existing one lacks.
-    Init,
-    /// Validate the config and print the effective values.
-    Check,
-}
+use serde_json::{Map, Value, json};
 
 /// Runs a runner command and exits with its code.
 pub fn run(cmd: RunnerCommand, json: bool) -> ! {
@@ -198,24 +79,46 @@ fn run_runner_command(cmd: RunnerCommand, json: bool) -> Result<i32, RunnerError
                         cfg.projects_root.display()
                     ))
                 })?;
-            println!("{}", stop_run(&cfg, &dir)?);
+            let said = stop_run(&cfg, &dir)?;
+            if json {
+                outln!("{}", json!({"run_id": run_id, "stopped": said}));
+            } else {
+                outln!("{said}");
+            }
             Ok(0)
         }
         RunnerCommand::Config { cmd } => {
             let path = config::default_path();
             match cmd {
-                ConfigCmd::Schema => print!("{}", RunnerConfig::schema()),
+                ConfigCmd::Schema if json => {
+                    let keys: Vec<Value> = config::KEYS
+                        .iter()
+                        .map(|k| json!({"key": k.key, "kind": k.kind, "default": k.default, "doc": k.doc}))
+                        .collect();
+                    outln!("{}", json!({"keys": keys}));
+                }
+                ConfigCmd::Schema => out!("{}", RunnerConfig::schema()),
                 ConfigCmd::Init => {
                     let added = config::init(&path)?;
-                    if added.is_empty() {
-                        println!("{}: complete, nothing added", path.display());
+                    if json {
+                        outln!("{}", json!({"path": path, "added": added}));
+                    } else if added.is_empty() {
+                        outln!("{}: complete, nothing added", path.display());
                     } else {
-                        println!("{}: added {}", path.display(), added.join(", "));
+                        outln!("{}: added {}", path.display(), added.join(", "));
                     }
                 }
                 ConfigCmd::Check => {
                     let cfg = load(&Common::default())?;
-                    println!("{cfg:#?}");
+                    let values = effective(&cfg);
+                    if json {
+                        outln!(
+                            "{}",
+                            serde_json::to_string_pretty(&values).unwrap_or_default()
+                        );
+                    } else {
+                        out!("{}", effective_text(&values));
+                    }
                 }
             }
             Ok(0)
@@ -265,12 +168,12 @@ fn cmd_task(a: TaskArgs, json: bool) -> Result<i32, RunnerError> {
         TaskOutcome::Stopped { runs } => (5, format!("stopped after {runs} run(s)")),
     };
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::json!({"outcome": format!("{out:?}"), "code": code})
         );
     } else if code == 0 {
-        println!("{text}");
+        outln!("{text}");
     } else {
         eprintln!("error: {text}");
     }
@@ -338,13 +241,13 @@ fn cmd_job(a: JobArgs, json: bool) -> Result<i32, RunnerError> {
         },
     )?;
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::json!({"run_id": out.run_id, "run_dir": out.run_dir, "agent": out.backend,
                 "exit_code": out.exit_code, "usage": out.usage})
         );
     } else {
-        println!("{} {}", out.run_id, out.run_dir.display());
+        outln!("{} {}", out.run_id, out.run_dir.display());
     }
     Ok(out.exit_code.unwrap_or(1))
 }
@@ -370,10 +273,10 @@ fn bus_dir(at: &BusWhere) -> Result<PathBuf, RunnerError> {
 fn print_messages(msgs: &[longrun_runner::bus::Message], json: bool) {
     for m in msgs {
         if json {
-            println!("{}", serde_json::to_string(m).unwrap_or_default());
+            outln!("{}", serde_json::to_string(m).unwrap_or_default());
         } else {
             let who = if m.run_id.is_empty() { "-" } else { &m.run_id };
-            println!("#{} {} {} {who}: {}", m.seq, m.at, m.kind, m.body);
+            outln!("#{} {} {} {who}: {}", m.seq, m.at, m.kind, m.body);
         }
     }
 }
@@ -390,7 +293,7 @@ fn cmd_bus(cmd: BusCmd, json: bool) -> Result<i32, RunnerError> {
             let dir = bus_dir(&at)?;
             let run_id = env_nonempty("LONGRUN_RUN_ID").unwrap_or_default();
             let seq = Bus::open(&dir)?.post(t, &run_id, &message)?;
-            println!("{seq}");
+            outln!("{seq}");
             Ok(0)
         }
         BusCmd::Poll { after, at } => {
@@ -410,4 +313,134 @@ fn cmd_bus(cmd: BusCmd, json: bool) -> Result<i32, RunnerError> {
             }
         }
     }
+}
+
+/// The config's effective values (file, environment and defaults merged), for `config check`:
+/// durations in seconds, a backend's token only as set or not, its environment by name only.
+fn effective(cfg: &RunnerConfig) -> Value {
+    let secs = |d: Duration| json!(d.as_secs_f64());
+    let backends: Map<String, Value> = cfg
+        .backends
+        .iter()
+        .map(|(name, b)| {
+            let prompt = match b.prompt_via {
+                config::PromptVia::Stdin => "stdin",
+                config::PromptVia::Arg => "argument",
+            };
+            let v = json!({
+                "type": b.kind.as_str(),
+                "command": b.command,
+                "args": b.args,
+                "prompt": prompt,
+                "weight": b.weight,
+                "token": if b.token.is_some() { "set" } else { "not set" },
+                "token_env": b.token_env,
+                "env": b.env.keys().collect::<Vec<_>>(),
+            });
+            (name.clone(), v)
+        })
+        .collect();
+    let serve = &cfg.serve;
+    let mut serve_block = Map::new();
+    let mut set = |key: &str, v: Value| {
+        if !v.is_null() && v != json!([]) {
+            serve_block.insert(key.to_string(), v);
+        }
+    };
+    set("data_dir", json!(serve.data_dir));
+    set("host", json!(serve.host));
+    set("port", json!(serve.port));
+    set("models", json!(serve.models));
+    set("active_limit", json!(serve.active_limit));
+    set("max_inflight", json!(serve.max_inflight));
+    set("app_base_url", json!(serve.app_base_url));
+    set("read_timeout", json!(serve.read_timeout));
+    set("drain_grace", json!(serve.drain_grace));
+    set("retention_days", json!(serve.retention_days));
+    set("retention_export_dir", json!(serve.retention_export_dir));
+    json!({
+        "source": cfg.source,
+        "projects_root": cfg.projects_root,
+        "max_restarts": cfg.max_restarts,
+        "time_budget": secs(cfg.time_budget),
+        "restart_pause": secs(cfg.restart_pause),
+        "child_wait_timeout": secs(cfg.child_wait_timeout),
+        "child_poll_interval": secs(cfg.child_poll_interval),
+        "idle_threshold": secs(cfg.idle_threshold),
+        "stuck_threshold": secs(cfg.stuck_threshold),
+        "stop_grace": secs(cfg.stop_grace),
+        "degraded_cooldown": secs(cfg.degraded_cooldown),
+        "usage_limit_wait": secs(cfg.usage_limit_wait),
+        "selection": match cfg.selection {
+            config::Selection::RoundRobin => "round_robin",
+            config::Selection::Lucky => "lucky",
+        },
+        "agent_order": cfg.agent_order,
+        "max_delegation_depth": cfg.max_delegation_depth,
+        "resume_sessions": cfg.resume_sessions,
+        "backends": backends,
+        "serve": serve_block,
+    })
+}
+
+/// `effective` for a person: `key  value` a line, durations with their unit, a backend a line.
+fn effective_text(values: &Value) -> String {
+    const DURATIONS: [&str; 9] = [
+        "time_budget",
+        "restart_pause",
+        "child_wait_timeout",
+        "child_poll_interval",
+        "idle_threshold",
+        "stuck_threshold",
+        "stop_grace",
+        "degraded_cooldown",
+        "usage_limit_wait",
+    ];
+    let plain = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Array(a) if a.is_empty() => "(none)".into(),
+        Value::Array(a) => a
+            .iter()
+            .map(|x| x.as_str().map_or(x.to_string(), str::to_string))
+            .collect::<Vec<_>>()
+            .join(" "),
+        Value::Null => "(not set)".into(),
+        v => v.to_string(),
+    };
+    let mut out = match values["source"].as_str() {
+        Some(file) => format!("{file}: valid\n"),
+        None => "no config file: the defaults (and the environment)\n".to_string(),
+    };
+    let Some(map) = values.as_object() else {
+        return out;
+    };
+    for (key, v) in map {
+        match key.as_str() {
+            "source" => {}
+            "backends" | "serve" => {
+                let Some(entries) = v.as_object() else {
+                    continue;
+                };
+                if entries.is_empty() {
+                    out.push_str(&format!("{key:<22}(none set)\n"));
+                }
+                for (name, e) in entries {
+                    let line = match e.as_object() {
+                        Some(fields) => fields
+                            .iter()
+                            .filter(|(_, f)| !f.is_null() && *f != &json!([]))
+                            .map(|(k, f)| format!("{k}: {}", plain(f)))
+                            .collect::<Vec<_>>()
+                            .join(" · "),
+                        None => plain(e),
+                    };
+                    let label = format!("{} {name}", key.trim_end_matches('s'));
+                    out.push_str(&format!("{label:<22}{line}\n"));
+                }
+            }
+            k if DURATIONS.contains(&k) => out.push_str(&format!("{key:<22}{} s\n", plain(v))),
+            _ => out.push_str(&format!("{key:<22}{}\n", plain(v))),
+        }
+    }
+    out
 }

@@ -37,7 +37,7 @@ fn prose_instead_of_json_ends_in_repeated_error_with_a_report() {
         r#"{"planner": [{"content": "I think we are done here!"}]}"#,
         &[],
     );
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, 4, "a stopped run exits 4: {err}");
     assert_report(&report, "stopped", "repeated_error");
     assert_eq!(report["metrics"]["iterations"], 5);
     assert_eq!(
@@ -66,7 +66,7 @@ fn endless_repetition_stops_with_no_progress() {
     let script = r#"{"planner": [{"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "searching", "remaining_work": ["x"]},
         "tool_calls": [{"name": "doc_search", "args": {"query": "tea"}}]}}]}"#;
     let (code, report, _) = run_script(script, &[]);
-    assert_eq!(code, 0);
+    assert_eq!(code, 4, "a stopped run exits 4");
     assert_report(&report, "stopped", "no_progress");
     assert!(report["metrics"]["iterations"].as_u64().unwrap() <= 3);
 }
@@ -77,7 +77,7 @@ fn an_auth_error_fails_the_run_at_once() {
         r#"{"planner": [{"error": {"kind": "auth", "message": "invalid api key"}}]}"#,
         &[],
     );
-    assert_eq!(code, 0);
+    assert_eq!(code, 3, "a failed run exits 3");
     assert_report(&report, "failed", "error");
     assert_eq!(report["metrics"]["iterations"], 1);
     assert!(
@@ -92,7 +92,7 @@ fn an_auth_error_fails_the_run_at_once() {
 fn retryable_errors_are_retried_then_count_as_iteration_errors() {
     let script = r#"{"planner": [{"error": {"kind": "rate_limited", "message": "slow down"}}]}"#;
     let (code, report, _) = run_script(script, &[]);
-    assert_eq!(code, 0);
+    assert_eq!(code, 4, "a stopped run exits 4");
     assert_report(&report, "stopped", "repeated_error");
     assert_eq!(
         report["metrics"]["llm_calls"], 0,
@@ -153,7 +153,7 @@ fn a_completion_claim_citing_a_document_never_written_does_not_complete() {
 #[test]
 fn an_empty_script_fails_cleanly() {
     let (code, report, _) = run_script("{}", &[]);
-    assert_eq!(code, 0);
+    assert_eq!(code, 3, "a failed run exits 3");
     assert_report(&report, "failed", "error");
 }
 
@@ -302,7 +302,7 @@ fn the_permission_mode_reaches_an_embedded_run() {
     let (code, report, err) = run_script(script, &["--mode", "approve_plan"]);
 
     // Assert: the first plan waits for approval and nothing was written.
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, 6, "a run waiting on the user exits 6: {err}");
     assert_report(&report, "waiting_on_user", "waiting_on_user");
     assert_eq!(report["metrics"]["iterations"], 1);
     assert_eq!(report["what_changed"]["created"], serde_json::json!([]));
@@ -319,7 +319,7 @@ fn a_write_from_the_repair_pass_waits_for_approval_under_per_write() {
     let (code, report, err) = run_script(script, &["--mode", "per_write"]);
 
     // Assert: the repaired write is held like any other write.
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, 6, "a run waiting on the user exits 6: {err}");
     assert_report(&report, "waiting_on_user", "waiting_on_user");
     assert_eq!(report["what_changed"]["created"], serde_json::json!([]));
 }
