@@ -52,16 +52,13 @@ async fn sigterm_with_a_model_call_longer_than_the_grace_exits_and_the_next_star
     script(&model, 20_000);
     let (mut child, addr) = start(dir.path(), &model);
     let client = reqwest::Client::new();
-    let run: Value = client
-        .post(format!("http://{addr}/v1/runs"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"objective": "drain test"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let run: Value = support::create_run(
+        &client,
+        format!("http://{addr}/v1/runs"),
+        TOKEN,
+        "drain test",
+    )
+    .await;
     let id = run["id"].as_str().unwrap().to_string();
     tokio::time::sleep(Duration::from_millis(1_500)).await;
 
@@ -124,16 +121,13 @@ async fn sigterm_answers_an_open_long_poll_and_ends_an_open_event_stream_cleanly
     script(&model, 20_000);
     let (mut child, addr) = start(dir.path(), &model);
     let client = reqwest::Client::new();
-    let run: Value = client
-        .post(format!("http://{addr}/v1/runs"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"objective": "drain test"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let run: Value = support::create_run(
+        &client,
+        format!("http://{addr}/v1/runs"),
+        TOKEN,
+        "drain test",
+    )
+    .await;
     let id = run["id"].as_str().unwrap().to_string();
     tokio::time::sleep(Duration::from_millis(500)).await;
     let seen = get(&client, &addr, &format!("/v1/runs/{id}")).await["event_seq"]

@@ -394,16 +394,8 @@ async fn a_document_path_with_an_encoded_nul_is_a_problem_json_400() {
     let dir = tempfile::tempdir().unwrap();
     let server = Serve::start(dir.path(), &[]);
     let client = Serve::client(ME);
-    let run: Value = client
-        .post(server.url("/v1/runs"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"objective": "a run with docs"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let run: Value =
+        support::create_run(&client, server.url("/v1/runs"), TOKEN, "a run with docs").await;
     let id = run["id"].as_str().unwrap();
 
     // Act

@@ -37,16 +37,13 @@ async fn a_run_shows_running_while_its_first_model_call_is_still_in_flight() {
     };
 
     // Act: create the run, then read it until it is no longer queued.
-    let run: Value = client
-        .post(format!("http://{addr}/v1/runs"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"objective": "write a.md"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let run: Value = support::create_run(
+        &client,
+        format!("http://{addr}/v1/runs"),
+        TOKEN,
+        "write a.md",
+    )
+    .await;
     let id = run["id"].as_str().unwrap().to_string();
     let seen = loop {
         let r = get(format!("/v1/runs/{id}")).await;

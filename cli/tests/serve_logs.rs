@@ -3,12 +3,13 @@
 #![allow(clippy::unwrap_used)]
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
+
+mod support;
 
 const TOKEN: &str = "lr_logs_test_token";
 
@@ -50,16 +51,7 @@ fn serve_logging_to(data_dir: &Path, log: &Path, extra: &[&str]) -> (Serve, Stri
         .stderr(File::create(log).unwrap())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let addr = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find_map(|l| {
-            l.split_once("listening on http://")
-                .and_then(|(_, rest)| rest.split_whitespace().next().map(str::to_string))
-        })
-        .expect("the server never said it was listening");
-    std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
+    let (addr, _) = support::listening(&mut child);
     (Serve(child), addr)
 }
 
@@ -69,16 +61,13 @@ async fn log_of_a_run(extra: &[&str]) -> String {
     let log: PathBuf = dir.path().join("serve.log");
     let (server, addr) = serve_logging_to(&dir.path().join("data"), &log, extra);
     let client = reqwest::Client::new();
-    let created: Value = client
-        .post(format!("http://{addr}/v1/runs"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"objective": "a tea guide"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let created: Value = support::create_run(
+        &client,
+        format!("http://{addr}/v1/runs"),
+        TOKEN,
+        "a tea guide",
+    )
+    .await;
     let id = created["id"].as_str().unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {

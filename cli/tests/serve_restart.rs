@@ -3,12 +3,13 @@
 //! iteration, not with the script's first step.
 #![allow(clippy::unwrap_used)]
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
+
+mod support;
 
 const TOKEN: &str = "lr_restart_test_token";
 
@@ -41,24 +42,11 @@ impl Drop for Serve {
 
 /// `longrun serve` on a free loopback port over `data_dir`, and the address it listens on.
 fn serve(data_dir: &Path, model: &str) -> (Serve, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_longrun"))
-        .args(["serve", "--port", "0", "--model", model, "--data-dir"])
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_longrun"));
+    cmd.args(["serve", "--port", "0", "--model", model, "--data-dir"])
         .arg(data_dir)
-        .env("LONGRUN_TOKENS", format!("{TOKEN}:alice"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let addr = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find_map(|l| {
-            l.split_once("listening on http://")
-                .and_then(|(_, rest)| rest.split_whitespace().next().map(str::to_string))
-        })
-        .expect("the server never said it was listening");
-    std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
+        .env("LONGRUN_TOKENS", format!("{TOKEN}:alice"));
+    let (child, addr) = support::spawn_serve(cmd);
     (Serve(child), addr)
 }
 
@@ -98,16 +86,13 @@ async fn a_run_killed_mid_way_ends_after_a_restart_at_the_iteration_its_script_s
     let data = dir.path().join("data");
     let client = reqwest::Client::new();
     let (first, addr) = serve(&data, &model);
-    let created: Value = client
-        .post(format!("http://{addr}/v1/runs"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"objective": "write six notes"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let created: Value = support::create_run(
+        &client,
+        format!("http://{addr}/v1/runs"),
+        TOKEN,
+        "write six notes",
+    )
+    .await;
     let id = created["id"].as_str().unwrap().to_string();
     let before = until(&client, &addr, &id, |r| r["iteration"].as_u64() >= Some(2)).await;
     assert_eq!(before["status"], "running", "the kill must come mid-run");

@@ -18,6 +18,13 @@ pub fn spawn_serve_printing(mut cmd: Command) -> (Child, String, String) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    let (addr, printed) = listening(&mut child);
+    (child, addr, printed)
+}
+
+/// The address a `serve` started with its stdout piped says it listens on, and what it
+/// printed up to that line; its stdout keeps being drained so it never blocks on a full pipe.
+pub fn listening(child: &mut Child) -> (String, String) {
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut printed = String::new();
     let addr = lines
@@ -31,5 +38,21 @@ pub fn spawn_serve_printing(mut cmd: Command) -> (Child, String, String) {
         })
         .expect("the server never said it was listening");
     std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
-    (child, addr, printed)
+    (addr, printed)
+}
+
+/// Creates a run with `objective` (`POST` to `url`, the server's `/v1/runs`); its JSON.
+pub async fn create_run(
+    client: &reqwest::Client, url: impl reqwest::IntoUrl, token: &str, objective: &str,
+) -> serde_json::Value {
+    client
+        .post(url)
+        .bearer_auth(token)
+        .json(&serde_json::json!({ "objective": objective }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
 }
