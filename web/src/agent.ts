@@ -5,19 +5,29 @@
 
 import type { AgentProcessInfo, AgentView } from "../../clients/typescript/src/index";
 import { h, replace } from "./dom";
-import { count, usd } from "./format";
+import { count, duration, elapsed, usd } from "./format";
+import { markdown } from "./markdown";
 
 export interface AgentPanel {
   el: HTMLElement;
   show(view: AgentView): void;
 }
 
+/** The newest root process still running: the one the run's current iteration is. */
+export function runningProcess(view: AgentView): AgentProcessInfo | null {
+  return [...view.processes].reverse().find((p) => !p.parent_run_id && !p.end_time) ?? null;
+}
+
 function processLine(p: AgentProcessInfo): HTMLElement {
-  const state = p.end_time ? `${p.ended ?? "ended"}${p.exit_code != null ? ` (exit ${p.exit_code})` : ""}` : "running";
+  const started = Date.parse(p.start_time);
+  const state = p.end_time
+    ? [`${p.ended ?? "ended"}${p.exit_code != null ? ` (exit ${p.exit_code})` : ""}`,
+       Number.isFinite(started) ? ` after ${duration(Date.parse(p.end_time) - started)}` : ""]
+    : ["running for ", elapsed(started)];
   return h("span", { class: "agent-proc" },
     h("code", {}, p.run_id), " ",
     p.iteration != null ? `iteration ${p.iteration} · ` : "",
-    `${p.agent} · ${state}`,
+    `${p.agent} · `, state,
     p.input_tokens + p.output_tokens > 0
       ? ` · ${count(p.input_tokens + p.output_tokens)} tokens${p.cost_usd != null ? ` · ${usd(p.cost_usd)}` : ""}`
       : "");
@@ -38,8 +48,8 @@ export function agentPanel(): AgentPanel {
   const procs = h("div", {});
   const tail = h("pre", { class: "doc-content agent-tail", "aria-live": "off" });
   const bus = h("ol", { class: "agent-bus" });
-  const state = h("pre", { class: "doc-content" });
-  const output = h("pre", { class: "doc-content" });
+  const state = h("div", { class: "doc-content" });
+  const output = h("div", { class: "doc-content" });
   const el = h("section", { class: "card", id: "agent", "aria-labelledby": "agent-h" },
     h("h2", { id: "agent-h" }, "Agent"),
     h("p", { class: "muted agent-dir" }),
@@ -58,8 +68,8 @@ export function agentPanel(): AgentPanel {
         ? view.bus.slice(-50).map((m) => h("li", { "data-type": m.type },
             h("span", { class: "agent-bus-type" }, m.type), " ", m.body))
         : h("li", { class: "muted" }, "Nothing on the bus yet."));
-      replace(state, view.task_state || "(empty)");
-      replace(output, view.output || "(none yet)");
+      replace(state, view.task_state ? markdown(view.task_state) : h("p", { class: "muted" }, "(empty)"));
+      replace(output, view.output ? markdown(view.output) : h("p", { class: "muted" }, "(none yet)"));
     },
   };
 }

@@ -1,9 +1,10 @@
 // Sign-in, the OIDC callback and the notifications inbox.
 
+import { ApiError } from "./api";
 import type { Page } from "./app";
 import { finishOidc, rememberReturn, saveLocalToken, signOut, startOidc, takeReturn } from "./auth";
 import { h, replace } from "./dom";
-import { when } from "./format";
+import { asked, count, duration, statusBadge, usd, when } from "./format";
 
 export const signinPage: Page = (ctx, root) => {
   const auth = ctx.config.auth;
@@ -15,16 +16,28 @@ export const signinPage: Page = (ctx, root) => {
     go.focus();
     return;
   }
-  const token = h("input", { id: "token", name: "token", type: "password", autocomplete: "current-password", required: true, "aria-describedby": "token-hint" });
+  const token = h("input", { id: "token", name: "token", type: "password", autocomplete: "current-password", required: true, "aria-describedby": "token-hint token-error" });
+  const refused = h("p", { id: "token-error", class: "error-inline", role: "alert", hidden: true });
+  // serve prints where the token is, never the token itself (a terminal's output ends up in logs).
+  const hint = h("small", { id: "token-hint", class: "muted" },
+    "The token is in a file whose path ", h("code", {}, "longrun serve"), " prints when it starts: ",
+    h("code", {}, ".longrun/token"), " by default, ", h("code", {}, "DATA_DIR/token"), " with ",
+    h("code", {}, "--data-dir DATA_DIR"), ". ", h("code", {}, "cat"), " it and paste it here. A server given ",
+    h("code", {}, "LONGRUN_TOKENS"), " takes one of the tokens listed there.");
   const form = h("form", { class: "card narrow", "aria-labelledby": "signin-h" },
     h("h1", { id: "signin-h" }, "Sign in"),
     h("div", { class: "field" },
-      h("label", { for: "token" }, "API token"), token,
-      h("small", { id: "token-hint", class: "muted" }, "`longrun serve` prints it and keeps it in .longrun/token.")),
+      h("label", { for: "token" }, "API token"), token, refused, hint),
     h("button", { type: "submit", class: "primary" }, "Sign in"));
+  const refuse = (msg: string) => {
+    replace(refused, msg);
+    refused.hidden = false;
+    token.setAttribute("aria-invalid", "true");
+    token.select();
+  };
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
-    if (!token.value.trim()) { ctx.fail(new Error("Paste the token first.")); return; }
+    if (!token.value.trim()) { refuse("Paste the token first."); token.focus(); return; }
     saveLocalToken(token.value);
     try {
       await ctx.api.listRunsPage();
@@ -32,6 +45,10 @@ export const signinPage: Page = (ctx, root) => {
       ctx.navigate(takeReturn());
     } catch (e) {
       signOut();
+      if (e instanceof ApiError && e.status === 401) {
+        refuse("The server did not accept this token. Copy it again from the token file; a server started with a new data directory has a new token.");
+        return;
+      }
       ctx.fail(e);
       token.select();
     }
@@ -70,8 +87,17 @@ export const notificationsPage: Page = (ctx, root) => {
                 onclick: () => { if (!n.read) void ctx.api.markRead([n.id]).then(ctx.refreshUnread).catch(() => undefined); },
               }, n.title),
               n.read ? null : h("span", { class: "tag" }, "new"),
-              h("p", {}, n.summary),
-              h("time", { class: "muted", datetime: new Date(n.at).toISOString() }, when(n.at)))))
+              // The message is what the outcome says (the narrative, or the questions); the
+              // summary is the last iteration's own line, which can claim more than a stopped run did.
+              // A plan to approve reads as its steps; `questions` is left out of the JSON when empty.
+              h("p", { class: "message" }, n.questions?.length ? n.questions.map(asked).join(" ") : n.message || n.summary),
+              h("div", { class: "run-meta" },
+                statusBadge(n.status),
+                h("span", {}, `${count(n.metrics.iterations)} iteration${n.metrics.iterations === 1 ? "" : "s"}`),
+                h("span", {}, `${count(n.metrics.tokens)} tokens`),
+                h("span", {}, usd(n.metrics.cost_usd)),
+                n.metrics.duration_ms ? h("span", {}, duration(n.metrics.duration_ms)) : null,
+                h("time", { datetime: new Date(n.at).toISOString() }, when(n.at))))))
         : h("p", { class: "muted" }, "Nothing yet: you are told here when a run ends or waits on you."));
     } catch (e) {
       ctx.fail(e);

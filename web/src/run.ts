@@ -1,17 +1,20 @@
-// The run page: overview, live cost, timeline, plan, outputs, research tree, scratchpad, report,
+// The run page: overview, live cost, timeline (with the iteration in progress), plan, outputs,
+// research tree, scratchpad, report,
 // webhook deliveries and the controls. Data sections are re-rendered from fresh API reads whenever an event arrives;
 // forms and the open document are kept, so typing is never lost to a refresh.
 
+import type { AgentView } from "../../clients/typescript/src/index";
 import {
-  ENDED, type DocMeta, type Iteration, type Run, type RunEvent, type ScratchEntry, type TreeNode,
+  ApiError, ENDED, type DocMeta, type Iteration, type Run, type RunEvent, type ScratchEntry, type TreeNode,
   type WebhookDelivery,
 } from "./api";
 import type { Page } from "./app";
-import { agentPanel } from "./agent";
+import { agentPanel, runningProcess } from "./agent";
 import { costChart } from "./chart";
 import { h, replace } from "./dom";
-import { count, duration, statusBadge, usd, when } from "./format";
+import { asked, count, duration, elapsed, statusBadge, tickElapsed, usd, when } from "./format";
 import { Follower, type LiveState } from "./live";
+import { markdown } from "./markdown";
 
 interface State {
   run: Run | null;
@@ -22,6 +25,7 @@ interface State {
   allScratch: boolean;
   events: RunEvent[];
   deliveries: WebhookDelivery[];
+  agent: AgentView | null;
 }
 
 const section = (id: string, title: string, ...body: (Node | null)[]) =>
@@ -45,7 +49,7 @@ function sourceLink(src: string): HTMLElement {
 
 export const runPage: Page = (ctx, root, params) => {
   const id = params.id;
-  const s: State = { run: null, iterations: [], docs: [], tree: null, scratch: [], allScratch: false, events: [], deliveries: [] };
+  const s: State = { run: null, iterations: [], docs: [], tree: null, scratch: [], allScratch: false, events: [], deliveries: [], agent: null };
   const openDirs = new Set<string>();
   let follower: Follower | null = null;
   let closed = false;
@@ -129,7 +133,8 @@ export const runPage: Page = (ctx, root, params) => {
       s.run = run; s.iterations = its.iterations; s.docs = ws.docs; s.tree = ws.tree; s.scratch = sp.entries;
       s.deliveries = dl.deliveries;
       if (run.agent) {
-        agent.show(await ctx.api.agent(id));
+        s.agent = await ctx.api.agent(id);
+        agent.show(s.agent);
         if (!agentSlot.contains(agent.el)) replace(agentSlot, agent.el);
       }
       // The API is back: the message its outage left is stale now.
@@ -138,6 +143,7 @@ export const runPage: Page = (ctx, root, params) => {
       render();
       follow();
     } catch (e) {
+      if (!s.run && e instanceof ApiError && e.status === 404) { notFound(); return; }
       refreshFailed = true;
       ctx.fail(e);
       if (!s.run) {
@@ -145,6 +151,17 @@ export const runPage: Page = (ctx, root, params) => {
         replace(overview, h("p", { class: "error-inline" }, "Check the link, or go back to the runs list."));
       }
     }
+  }
+
+  // No run of this user has the id: one page that says so, instead of the run page's cards.
+  function notFound() {
+    closed = true;
+    follower?.stop();
+    document.title = "Run not found · longrun";
+    replace(root, h("section", { class: "card narrow", "aria-labelledby": "not-found-h", "data-testid": "run-not-found" },
+      h("h1", { id: "not-found-h" }, "Run not found"),
+      h("p", {}, "You have no run with the id ", h("code", {}, id), ". The link may be mistyped or cut short, or the run was deleted."),
+      h("p", {}, h("a", { href: "/" }, "Go to your runs"))));
   }
 
   const settled = (r: Run) => ENDED.includes(r.status) || r.status === "waiting_on_user" || r.status === "paused";
@@ -245,12 +262,15 @@ export const runPage: Page = (ctx, root, params) => {
   const answer = h("textarea", { id: "answer", rows: 3, "aria-describedby": "questions" });
   const sendBtn = h("button", { type: "submit", class: "primary" }, "Send answer");
   const questions = h("ul", { id: "questions", class: "questions" });
-  const approvals = h("span", {});
+  const approvals = h("div", { class: "row approvals" });
+  const answerHead = h("h2", { id: "answer-h" }, "The run is waiting on you");
+  const answerLabel = h("label", { for: "answer" }, "Your answer");
   const answerForm = h("form", { class: "card answer", "aria-labelledby": "answer-h" },
-    h("h2", { id: "answer-h" }, "The run is waiting on you"),
+    answerHead,
     questions,
-    h("div", { class: "field" }, h("label", { for: "answer" }, "Your answer"), answer),
-    h("div", { class: "row" }, sendBtn, approvals));
+    approvals,
+    h("div", { class: "field" }, answerLabel, answer),
+    h("div", { class: "row" }, sendBtn));
   answerForm.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     if (!answer.value.trim()) { ctx.fail(new Error("Write an answer first.")); answer.focus(); return; }
@@ -261,12 +281,49 @@ export const runPage: Page = (ctx, root, params) => {
 
   function renderWaiting(run: Run) {
     if (run.status !== "waiting_on_user") { replace(waiting); return; }
-    replace(questions, (run.questions.length ? run.questions : ["The run needs your input to go on."]).map((q) => h("li", {}, q)));
+    const planAsked = run.permission_mode === "approve_plan" && !run.plan_approved;
+    replace(answerHead, planAsked ? "The run asks you to approve its plan" : "The run is waiting on you");
+    replace(answerLabel, planAsked ? "What to change (optional)" : run.permission_mode === "autopilot" ? "Your answer" : "Your answer (optional with Approve or Reject)");
+    replace(questions, (run.questions.length ? run.questions : ["The run needs your input to go on."]).map((q) => questionItem(q, run)));
     replace(approvals, run.permission_mode !== "autopilot"
-      ? [h("button", { type: "button", onclick: () => act("respond", { answer: answer.value.trim(), approve: true }) }, "Approve"),
-         h("button", { type: "button", onclick: () => act("respond", { answer: answer.value.trim(), approve: false }) }, "Reject")]
+      ? [h("button", { type: "button", class: "primary", onclick: () => act("respond", { answer: answer.value.trim(), approve: true }) }, "Approve"),
+         h("button", { type: "button", class: "danger", onclick: () => act("respond", { answer: answer.value.trim(), approve: false }) }, "Reject"),
+         h("span", { class: "muted" }, planAsked
+           ? "Approve starts the work. Reject, or an answer saying what to change, sends the planner back to the plan."
+           : "Approve or reject what waits; an answer goes with it.")]
       : null);
     if (!waiting.contains(answerForm)) replace(waiting, answerForm);
+  }
+
+  /**
+   * One question: the plan awaiting approval as its list of steps (the API asks in one string,
+   * "Approve this plan? Respond with approve: true …" and a "- [status] title" line per step);
+   * any other question as its paragraphs and "- " lists.
+   */
+  function questionItem(q: string, run: Run): HTMLElement {
+    const [first, ...lines] = q.split("\n");
+    if (/^Approve this plan\?/.test(first)) {
+      const steps = lines.map((l) => /^\s*- \[([\w ]+)\] (.*)$/.exec(l)).filter((m) => m !== null)
+        .map((m) => ({ status: m[1], title: m[2] }));
+      const plan = steps.length ? steps : run.plan.map((p) => ({ status: p.status, title: p.title }));
+      return h("li", { class: "plan-ask" },
+        h("p", {}, h("strong", {}, "Approve this plan?")),
+        plan.length
+          ? h("ol", { class: "plan-steps", "data-testid": "plan-to-approve" }, plan.map((st) =>
+              h("li", {}, st.title, st.status !== "pending" ? h("span", { class: "tag" }, st.status.replace(/_/g, " ")) : null)))
+          : h("p", { class: "muted" }, "The planner proposed no plan steps."));
+    }
+    const out: Node[] = [];
+    let items: string[] = [];
+    const flush = () => { if (items.length) out.push(h("ul", {}, items.map((t) => h("li", {}, t)))); items = []; };
+    for (const l of [first, ...lines]) {
+      const item = /^\s*[-*] (.*)$/.exec(l);
+      if (item) { items.push(item[1]); continue; }
+      flush();
+      if (l.trim()) out.push(h("p", {}, l));
+    }
+    flush();
+    return h("li", {}, out);
   }
 
   // Built once so a half-typed message survives refreshes.
@@ -364,15 +421,24 @@ export const runPage: Page = (ctx, root, params) => {
       fact("Status", statusBadge(run.status)),
       fact("Started", when(run.created_at)),
       fact("Ended", end ? when(end) : "—"),
-      fact("Duration", duration((end ?? Date.now()) - run.created_at)),
-      fact("Running time", duration(run.metrics.running_ms)),
+      fact("Duration", end ? duration(end - run.created_at) : elapsed(run.created_at)),
+      fact("Running time", agentRunningTime(run)),
       fact("Iterations", h("span", { "data-testid": "iterations" }, `${run.iteration} of ${run.budgets.max_iterations}`)),
       run.agent ? fact("Agent", run.agent) : fact("Model", (run.models?.length ? run.models : [run.model]).join(", ")),
       fact("Permission mode", run.permission_mode.replace(/_/g, " ")),
       run.parent_run_id
         ? fact("Parent run", h("a", { href: `/runs/${run.parent_run_id}`, "data-testid": "parent-run" }, h("code", {}, run.parent_run_id)))
         : null,
-      run.stopping_reason ? fact("Stopping reason", `${run.stopping_reason.type}: ${run.stopping_reason.detail}`) : null);
+      run.stopping_reason ? fact("Stopping reason", `${run.stopping_reason.type.replace(/_/g, " ")}: ${
+        run.stopping_reason.type === "waiting_on_user" ? asked(run.stopping_reason.detail) : run.stopping_reason.detail}`) : null);
+  }
+
+  // An agent's iteration is one process: its time so far counts from the process's start, on
+  // top of the committed iterations' (metrics.running_ms is written at each commit).
+  function agentRunningTime(run: Run): Node | string {
+    const proc = run.agent && !ENDED.includes(run.status) && s.agent ? runningProcess(s.agent) : null;
+    if (!proc) return duration(run.metrics.running_ms);
+    return h("span", { "data-testid": "agent-running-time" }, elapsed(Date.parse(proc.start_time), run.metrics.running_ms));
   }
 
   function bar(label: string, used: number, limit: number | null, fmt: (n: number) => string) {
@@ -426,7 +492,7 @@ export const runPage: Page = (ctx, root, params) => {
     const criteria = run.completion_criteria ?? [];
     replace(report,
       h("p", { class: "report-title" }, h("strong", {}, r.title)),
-      n?.text ? [h("p", { "data-testid": "report-narrative" }, n.text), h("p", { class: "muted" }, by)] : null,
+      n?.text ? [h("p", { "data-testid": "report-narrative" }, run.questions.filter((q) => q.trim()).reduce((t, q) => t.split(q).join(asked(q)), n.text)), h("p", { class: "muted" }, by)] : null,
       h("p", { "data-testid": "report-summary" }, r.summary),
       criteria.length ? [h("h3", {}, "Completion criteria"), h("ol", { "data-testid": "report-criteria" }, criteria.map((c, i) =>
         h("li", {}, c, h("span", { class: "muted" }, mapped(i, c).length ? ` — evidence: ${mapped(i, c).join(", ")}` : " — no evidence claimed"))))] : null,
@@ -482,7 +548,7 @@ export const runPage: Page = (ctx, root, params) => {
 
   function why(it: Iteration): string {
     const r = it.stopping_reason;
-    if (r?.type === "waiting_on_user") return `Waiting on you: ${r.detail}`;
+    if (r?.type === "waiting_on_user") return `Waiting on you: ${asked(r.detail)}`;
     if (r?.type === "completed") return `Completed: ${r.detail}`;
     if (r) return `Stopped (${r.type.replace(/_/g, " ")}): ${r.detail}`;
     if (it.outcome === "waiting_on_user") return `Waiting on you: ${(it.status_block?.blocking_questions ?? []).join(" ") || "the run asked for input"}`;
@@ -493,12 +559,52 @@ export const runPage: Page = (ctx, root, params) => {
     return `Continued: ${left ? `${left} item${left === 1 ? "" : "s"} of remaining work` : "the exit gate was not met"}${hint}`;
   }
 
+  /**
+   * The iteration at work, as far as the log tells: the API writes no event when a phase
+   * begins, only one per model call when it returns (`iteration_cost_update`, with its role),
+   * so the phase is the one after the last call logged, and the time counts from the moment
+   * the iteration could start (the last commit, the run's creation, or the user's answer).
+   */
+  function inProgress(run: Run): { n: number; phase: string; label: string; since: number } | null {
+    if (run.status !== "running" && run.status !== "queued") return null;
+    const n = run.iteration + 1;
+    if (run.agent) {
+      const proc = s.agent ? runningProcess(s.agent) : null;
+      return proc
+        ? { n, phase: "agent", label: `the agent (${proc.agent}) is at work`, since: Date.parse(proc.start_time) }
+        : { n, phase: "starting", label: "the agent is starting", since: Math.max(run.created_at, lastCommit()) };
+    }
+    let since = Math.max(run.created_at, lastCommit());
+    let phase = run.status === "queued" ? "queued" : "planner";
+    for (const e of s.events) {
+      const p = e.payload as Record<string, unknown>;
+      if (RESTARTS.includes(e.type) && e.at > since) { since = e.at; phase = "planner"; }
+      if (p.iteration !== n) continue;
+      if (e.type === "iteration_started") phase = phase === "queued" ? "planner" : phase;
+      else if (e.type === "iteration_deferred") { phase = "deferred"; since = e.at; }
+      else if (e.type === "iteration_cost_update") phase = AFTER_CALL[String(p.role)] ?? phase;
+    }
+    return { n, phase, label: PHASES[phase] ?? phase, since };
+  }
+
+  const lastCommit = () => s.iterations.length ? s.iterations[s.iterations.length - 1].committed_at : 0;
+
   function renderTimeline() {
+    const live = s.run ? inProgress(s.run) : null;
+    const now = live
+      ? h("li", { class: "tl-item tl-live", "data-iteration": live.n, "data-testid": "iteration-in-progress", "data-phase": live.phase },
+          h("div", { class: "tl-head" },
+            h("span", { class: "pulse", "aria-hidden": "true" }),
+            h("strong", {}, `Iteration ${live.n} in progress`),
+            h("span", { class: "muted" }, "for ", elapsed(live.since))),
+          h("p", { class: "phase" }, h("span", { class: "muted" }, "Phase: "), live.label),
+          s.run?.agent ? null : h("p", { class: "why" }, "The phase is read from the model calls logged so far."))
+      : null;
     if (!s.iterations.length) {
-      replace(timeline, h("li", { class: "muted" }, "No iteration committed yet."));
+      replace(timeline, now ?? h("li", { class: "muted" }, "No iteration committed yet."));
       return;
     }
-    replace(timeline, [...s.iterations].reverse().map((it) =>
+    replace(timeline, now, [...s.iterations].reverse().map((it) =>
       h("li", { class: `tl-item${it.error ? " tl-error" : ""}`, "data-iteration": it.n },
         h("div", { class: "tl-head" },
           h("strong", {}, `#${it.n}`),
@@ -549,7 +655,10 @@ export const runPage: Page = (ctx, root, params) => {
       replace(docView,
         h("h3", {}, d.title || d.path),
         h("p", { class: "muted" }, `${d.path} · version ${d.version} · created in #${d.created_iteration}, updated in #${d.updated_iteration}`),
-        h("pre", { class: "doc-content" }, d.content),
+        // Markdown documents (what a run writes) are rendered; any other file stays as written.
+        /\.(md|markdown)$/i.test(d.path) || !/\.[^/]+$/.test(d.path)
+          ? h("div", { class: "doc-content", "data-testid": "doc-body" }, markdown(d.content))
+          : h("pre", { class: "doc-content", "data-testid": "doc-body" }, d.content),
         d.sources?.length ? [h("h4", {}, "Sources"), h("ul", { "data-testid": "doc-sources" }, d.sources.map((src) => h("li", {}, sourceLink(src))))] : null);
       docView.focus();
     } catch (e) {
@@ -587,6 +696,7 @@ export const runPage: Page = (ctx, root, params) => {
   }).catch(() => undefined);
   void refresh();
   const timer = setInterval(() => { if (s.run && !settled(s.run)) soon(); }, 5000);
+  const ticker = setInterval(() => tickElapsed(root), 1000);
   // An agent at work writes no events until its iteration commits: its tail and bus are polled.
   const agentPoll = setInterval(async () => {
     if (closed || !s.run?.agent || ENDED.includes(s.run.status)) return;
@@ -597,9 +707,26 @@ export const runPage: Page = (ctx, root, params) => {
     clearInterval(agentPoll);
     closed = true;
     clearInterval(timer);
+    clearInterval(ticker);
     follower?.stop();
     if (dialog.open) dialog.close();
   };
+};
+
+/** Events after which an iteration can start anew. */
+const RESTARTS = ["user_responded", "run_resumed", "run_continued", "follow_up_asked"];
+
+/** The phase that follows a model call of each role. */
+const AFTER_CALL: Record<string, string> = { planner: "tools", executor: "executors", repair: "repair", reporter: "report" };
+
+const PHASES: Record<string, string> = {
+  queued: "queued, waiting for a worker",
+  planner: "planner: the model is choosing the next steps",
+  tools: "tools and executors: the planner has answered, its tool calls and tasks are running",
+  executors: "executors: working through the planner's tasks",
+  repair: "repair: fixing tool calls that were refused",
+  report: "report: writing the run's narrative",
+  deferred: "deferred: given back to be tried again shortly",
 };
 
 function summarize(e: RunEvent): string {

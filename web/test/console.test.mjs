@@ -1,7 +1,9 @@
 // Drives the console in headless Chromium against a real `longrun serve` with scripted models:
 // start a run from the composer, watch it advance live, answer its question, see it complete,
 // read a workspace doc with its sources and the report; open a deep link cold; cancel a second run mid-way;
-// go from a parent run to its detached child and back; see the API's failures as readable messages. Screenshots land in web/test-results/.
+// go from a parent run to its detached child and back; approve a plan; read the inbox; sign in
+// with a wrong token; open an unknown run; see the API's failures as readable messages.
+// Screenshots of each page land in target/console-screenshots/.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -19,7 +21,7 @@ const repo = join(here, "..", "..");
 const targetDir = process.env.CARGO_TARGET_DIR ?? join(repo, "target");
 const BIN = process.env.LONGRUN_BIN ?? join(targetDir, "debug", "longrun");
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
-const SHOTS = join(here, "..", "test-results");
+const SHOTS = join(targetDir, "console-screenshots");
 const TOKEN = "tok-console-test";
 
 const status = (extra) => ({
@@ -39,7 +41,8 @@ const guided = {
       plan_updates: [{ id: "s1", title: "Take notes", status: "done" }, { id: "s2", title: "Write guide.md", status: "pending" }],
       tool_calls: [{ name: "http_fetch", args: { url: SITE } },
         { name: "doc_write", args: { path: "notes/tea.md", title: "Tea notes", content: "Green: 75 °C. Black: 95 °C." } }] } },
-    { latency_ms: 2000, usage: { input_tokens: 1700, output_tokens: 200 }, content: {
+    // Slow enough for the page to show iteration 2 in progress, at its planner.
+    { latency_ms: 3000, usage: { input_tokens: 1700, output_tokens: 200 }, content: {
       status: status({ needs_user_input: true, blocking_questions: ["Which tea should the guide start with?"],
         progress_summary: "Need the reader's preference.", remaining_work: ["write the guide"], next_action_hint: "ask_user" }) } },
     { latency_ms: 700, usage: { input_tokens: 2000, output_tokens: 500 }, content: {
@@ -76,6 +79,53 @@ const family = {
   executor: [], repair: [],
 };
 
+// approve_plan: a three-step plan to approve (20,000 + 1,400 tokens: $0.0121), then a guide in
+// Markdown with an HTML injection and a javascript: link in it.
+const GUIDE_MD = [
+  "# Brewing green tea",
+  "",
+  "Start with **green tea** at _75 °C_ for `2 min`.",
+  "",
+  "1. Heat the water",
+  "2. Steep it",
+  "   - two minutes",
+  "   - no more",
+  "",
+  "| Tea | °C |",
+  "|---|---|",
+  "| Green | 75 |",
+  "| Black | 95 |",
+  "",
+  "Read [the tea page](https://example.com/teas), not [this trick](javascript:alert(1)).",
+  "",
+  "<img src=x onerror=\"document.title='pwned'\"><script>document.title='pwned'</script>",
+].join("\n");
+const planned = {
+  planner: [
+    { latency_ms: 200, usage: { input_tokens: 20000, output_tokens: 1400 }, content: {
+      status: status({ progress_summary: "Proposed a plan for the guide.", remaining_work: ["read", "note", "write"] }),
+      plan_updates: [{ id: "s1", title: "Read the tea page", status: "pending" },
+        { id: "s2", title: "Take notes on temperatures", status: "pending" },
+        { id: "s3", title: "Write guide.md", status: "pending" }],
+      tool_calls: [{ name: "doc_write", args: { path: "guide.md", content: "too early" } }] } },
+    { latency_ms: 200, usage: { input_tokens: 1000, output_tokens: 100 }, content: {
+      status: status({ exit_signal: true, progress_summary: "Wrote guide.md.", completion_evidence: ["guide.md"],
+        next_action_hint: "stop", confidence: "high" }),
+      plan_updates: [{ id: "s1", status: "done" }, { id: "s2", status: "done" }, { id: "s3", status: "done" }],
+      tool_calls: [{ name: "doc_write", args: { path: "guide.md", title: "Green tea", content: GUIDE_MD } }] } },
+  ],
+  executor: [], repair: [],
+};
+
+// Claims it is done with nothing to show: the exit gate refuses, and one iteration's budget
+// stops the run, whose last summary still says the guide is complete.
+const overclaim = {
+  planner: [{ latency_ms: 100, usage: { input_tokens: 500, output_tokens: 50 }, content: {
+    status: status({ exit_signal: true, progress_summary: "Looked around; the guide is complete.", confidence: "high",
+      next_action_hint: "stop" }) } }],
+  executor: [], repair: [],
+};
+
 let server, base, dir, browser, site, siteUrl;
 
 /** Starts `longrun serve` on `port` (0: any free one) over the test's data dir. */
@@ -85,12 +135,14 @@ async function startServer(port = 0) {
     writeFileSync(join(dir, "guided.json"), JSON.stringify(guided).replaceAll("SITE_URL", siteUrl));
     writeFileSync(join(dir, "endless.json"), JSON.stringify(endless));
     writeFileSync(join(dir, "family.json"), JSON.stringify(family));
-    // A scripted coding agent for agent runs: it states, posts, works 3 s, writes its output, DONE.
+    writeFileSync(join(dir, "planned.json"), JSON.stringify(planned));
+    writeFileSync(join(dir, "overclaim.json"), JSON.stringify(overclaim));
+    // A scripted coding agent for agent runs: it states, posts, works 5 s, writes its output, DONE.
     const agent = [
       'echo "drafting the notes" > TASK_STATE.md',
       'longrun bus post --type INFO "started drafting" >/dev/null',
       'echo "drafting line 1"',
-      "sleep 3",
+      "sleep 5",
       'printf "# Draft\\nAll notes written.\\n" > "$LONGRUN_RUN_DIR/output.md"',
       "touch DONE",
     ].join("; ");
@@ -106,7 +158,8 @@ async function startServer(port = 0) {
   }
   server = spawn(BIN, ["serve", "--data-dir", join(dir, "data"), "--port", String(port),
     "--model", `script:${join(dir, "guided.json")}`, "--model", `script:${join(dir, "endless.json")}`,
-    "--model", `script:${join(dir, "family.json")}`], {
+    "--model", `script:${join(dir, "family.json")}`, "--model", `script:${join(dir, "planned.json")}`,
+    "--model", `script:${join(dir, "overclaim.json")}`], {
     env: { ...process.env, LONGRUN_TOKENS: `${TOKEN}:alice`, LONGRUN_FETCH_TRUSTED_PRIVATE: "localhost", RUST_LOG: "warn",
       LONGRUN_CONFIG: join(dir, "config.hcl") },
     stdio: ["ignore", "pipe", "inherit"],
@@ -182,6 +235,37 @@ const shot = (page, name) => page.screenshot({ path: join(SHOTS, `${name}.png`),
 
 let guidedRunId;
 
+test("signed out, the page says where the token is, a wrong one is refused as such, and the nav waits for sign-in", { timeout: 60_000 }, async () => {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  await page.goto(base);
+  await page.getByRole("heading", { name: "Sign in" }).waitFor();
+  const nav = page.getByRole("navigation", { name: "Main" });
+  for (const name of ["Runs", "Notifications"]) assert.ok(await nav.getByRole("link", { name }).isHidden(), `${name} is hidden signed out`);
+  assert.ok(await nav.getByRole("button", { name: "Sign out" }).isHidden(), "Sign out is hidden signed out");
+  // serve prints the token file's path, never the token: the hint names the file.
+  const hint = await page.locator("#token-hint").textContent();
+  assert.match(hint, /\.longrun\/token/);
+  assert.match(hint, /DATA_DIR\/token/);
+
+  await page.getByLabel("API token").fill("not-the-token");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByText("The server did not accept this token.", { exact: false }).waitFor();
+  assert.equal(await page.getByText("Your session has ended").count(), 0, "a refused token is not an ended session");
+  assert.equal(await page.getByLabel("API token").getAttribute("aria-invalid"), "true");
+  assert.ok(await nav.getByRole("link", { name: "Runs" }).isHidden());
+  await shot(page, "signin-refused");
+
+  await page.getByLabel("API token").fill(TOKEN);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("heading", { name: "Start a run" }).waitFor();
+  await nav.getByRole("link", { name: "Runs" }).waitFor();
+  await nav.getByRole("button", { name: "Sign out" }).click();
+  await page.getByRole("heading", { name: "Sign in" }).waitFor();
+  assert.ok(await nav.getByRole("link", { name: "Notifications" }).isHidden(), "hidden again after signing out");
+  await context.close();
+});
+
 test("a run started from the composer advances live, waits on the user, completes and is read", { timeout: 120_000 }, async () => {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
@@ -203,14 +287,20 @@ test("a run started from the composer advances live, waits on the user, complete
   await page.getByTestId("iterations").filter({ hasText: /^1 of 25$/ }).waitFor({ timeout: 20_000 });
   const costAfterOne = await page.getByTestId("cost").textContent();
   assert.notEqual(costAfterOne, "$0.00");
-  await shot(page, "1-running");
+  // Iteration 2 is at its planner (3 s): a row of its own, counting the time it has taken.
+  const now = page.getByTestId("iteration-in-progress");
+  await now.filter({ hasText: "Iteration 2 in progress" }).waitFor();
+  assert.equal(await now.getAttribute("data-phase"), "planner");
+  assert.match(await now.textContent(), /for \d+ s.*Phase: planner/);
+  await shot(page, "run-mid-run");
 
   const answer = page.getByLabel("Your answer");
   await answer.waitFor({ timeout: 20_000 });
   await page.getByText("Which tea should the guide start with?", { exact: true }).waitFor();
   assert.equal(await page.getByTestId("iterations").textContent(), "2 of 25");
   assert.notEqual(await page.getByTestId("cost").textContent(), costAfterOne, "cost advanced with iteration 2");
-  await shot(page, "2-waiting-on-user");
+  assert.equal(await now.count(), 0, "a run waiting on the user has no iteration in progress");
+  await shot(page, "run-waiting-on-user");
   await answer.fill("Start with green tea.");
   await page.getByRole("button", { name: "Send answer" }).click();
 
@@ -222,7 +312,14 @@ test("a run started from the composer advances live, waits on the user, complete
   assert.equal(await page.getByTestId("cost").textContent(), "$0.0041");
   await page.getByRole("heading", { name: "Timeline" }).waitFor();
   await page.locator('.timeline [data-iteration="2"]').getByText(/Waiting on you/).waitFor();
-  await shot(page, "3-completed");
+  // The chart has its axes: tokens on the left, dollars on the right, each iteration below.
+  const chart = page.getByTestId("cost-chart");
+  assert.deepEqual(await chart.locator(".axis-title").allTextContents(), ["tokens", "cost (USD)", "iteration"]);
+  assert.deepEqual(await chart.locator(".tick-iteration").allTextContents(), ["1", "2", "3"]);
+  // Iteration 3 cost $0.00175, the most of the three: the cost axis tops out at $0.002.
+  assert.deepEqual(await chart.locator(".tick-cost").allTextContents(), ["$0.00", "$0.001", "$0.002"]);
+  assert.deepEqual(await chart.locator(".tick-tokens").allTextContents(), ["0", "1,250", "2,500"]);
+  await shot(page, "run-ended");
 
   await page.locator('.tree button[data-path="guide.md"]').click();
   await page.locator(".doc-content").getByText("Start with green tea: 75 °C for 2 minutes.").waitFor();
@@ -240,7 +337,7 @@ test("a run started from the composer advances live, waits on the user, complete
   await page.getByRole("heading", { name: "Ask a follow-up" }).waitFor();
   await page.getByRole("button", { name: "Ask", exact: true }).click();
   await page.getByText("Write a question first.").waitFor();
-  await shot(page, "4-report-and-doc");
+  await shot(page, "run-report-and-doc");
 
   await page.getByRole("button", { name: "Live view" }).click();
   await page.getByRole("dialog").getByText("run_completed").first().waitFor();
@@ -250,7 +347,7 @@ test("a run started from the composer advances live, waits on the user, complete
   await page.setViewportSize({ width: 390, height: 844 });
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 0, `the page is ${overflow}px wider than a phone screen`);
-  await shot(page, "5-phone");
+  await shot(page, "run-phone");
 
   assert.deepEqual(pageErrors, []);
   await context.close();
@@ -353,7 +450,7 @@ test("a second run, followed by long-poll as behind API Gateway, is canceled mid
   const iterations = Number((await page.getByTestId("iterations").textContent()).split(" ")[0]);
   assert.ok(iterations >= 2 && iterations < 25, `canceled mid-way, after ${iterations} iterations`);
   await page.getByText("Stopping reason: canceled").waitFor();
-  await shot(page, "6-canceled");
+  await shot(page, "run-canceled");
   await context.close();
 });
 
@@ -411,13 +508,69 @@ test("an agent run's page shows its processes, live output, bus, state and outpu
   await panel.getByText("started drafting").waitFor({ timeout: 20_000 });
   await panel.locator(".agent-chain li").filter({ hasText: "iteration 1" }).waitFor();
   await panel.getByText("drafting the notes").waitFor();
+  // The iteration at work, and the agent's running time, both counting while it works.
+  const now = page.getByTestId("iteration-in-progress");
+  await now.filter({ hasText: "Iteration 1 in progress" }).waitFor();
+  assert.equal(await now.getAttribute("data-phase"), "agent");
+  await panel.locator(".agent-chain li").filter({ hasText: /running for \d+ s/ }).waitFor();
+  const running = page.getByTestId("agent-running-time");
+  const before = await running.textContent();
+  await page.waitForFunction((t) => document.querySelector('[data-testid="agent-running-time"]')?.textContent !== t, before, { timeout: 3_000 });
   await shot(page, "agent-working");
 
   // Done: completed, with the agent's output.
   await page.locator('.run-status [data-status="completed"]').waitFor({ timeout: 20_000 });
   await panel.getByText("All notes written.").first().waitFor();
-  await panel.locator(".agent-chain li").filter({ hasText: "exited (exit 0)" }).waitFor();
+  await panel.locator(".agent-chain li").filter({ hasText: /exited \(exit 0\) after \d+ s/ }).waitFor();
+  assert.equal(await now.count(), 0);
   await shot(page, "agent-done");
+  assert.deepEqual(pageErrors, []);
+  await context.close();
+});
+
+test("a plan awaiting approval is a list with Approve and Reject, and the guide it leads to renders as safe Markdown", { timeout: 60_000 }, async () => {
+  const res = await fetch(`${base}/v1/runs`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify({ objective: "Plan a green tea guide", model: `script:${join(dir, "planned.json")}`, permission_mode: "approve_plan" }),
+  });
+  assert.equal(res.status, 201);
+  const { id } = await res.json();
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const pageErrors = [];
+  page.on("pageerror", (e) => pageErrors.push(e.message));
+  await page.goto(`${base}/runs/${id}`);
+  await signIn(page);
+
+  const ask = page.getByRole("form", { name: "The run asks you to approve its plan" });
+  await ask.waitFor({ timeout: 20_000 });
+  assert.deepEqual(await ask.getByTestId("plan-to-approve").locator("li").allTextContents(),
+    ["Read the tea page", "Take notes on temperatures", "Write guide.md"]);
+  assert.equal(await page.getByText("approve: true").count(), 0, "the API's wording is not the page's");
+  await ask.getByRole("button", { name: "Reject" }).waitFor();
+  // 20,000 input and 1,400 output tokens at $0.50 / $1.50 per 1M: $0.0100 + $0.0021.
+  assert.equal(await page.getByTestId("cost").textContent(), "$0.0121");
+  await shot(page, "approve-plan");
+
+  await ask.getByRole("button", { name: "Approve" }).click();
+  await page.locator('.run-status [data-status="completed"]').waitFor({ timeout: 20_000 });
+  await page.locator('.tree button[data-path="guide.md"]').click();
+  const body = page.getByTestId("doc-body");
+  await body.getByRole("heading", { name: "Brewing green tea" }).waitFor();
+  assert.equal(await body.locator("strong").textContent(), "green tea");
+  assert.equal(await body.locator("em").textContent(), "75 °C");
+  assert.equal(await body.locator("code").textContent(), "2 min");
+  assert.deepEqual(await body.locator("ol > li > ul > li").allTextContents(), ["two minutes", "no more"]);
+  assert.deepEqual(await body.locator("tbody td").allTextContents(), ["Green", "75", "Black", "95"]);
+  assert.equal(await body.getByRole("link", { name: "the tea page" }).getAttribute("href"), "https://example.com/teas");
+  assert.equal(await body.getByRole("link", { name: "this trick" }).count(), 0, "a javascript: link stays text");
+  await body.getByText("this trick").waitFor();
+  // The HTML in the document is shown as text, never run.
+  assert.equal(await body.locator("img, script").count(), 0);
+  await body.getByText(`<img src=x onerror="document.title='pwned'"><script>`, { exact: false }).waitFor();
+  assert.notEqual(await page.title(), "pwned");
+  await shot(page, "markdown-doc");
   assert.deepEqual(pageErrors, []);
   await context.close();
 });
@@ -496,19 +649,67 @@ test("a parent run's page lists its child runs, marks the detached one, and each
   await page.locator(".crumbs").getByRole("link", { name: "Runs" }).click();
   const childRow = page.locator(`li[data-run-id="${childId}"]`);
   await childRow.waitFor();
+  await shot(page, "runs-list");
   assert.equal(await page.locator(`li[data-run-id="${parent.id}"] .parent-link`).count(), 0);
   await childRow.getByRole("link", { name: "child run" }).click();
   await page.waitForURL(`${base}/runs/${parent.id}`);
   await context.close();
 });
 
+test("the inbox shows each notification's message, not the run's last summary", { timeout: 60_000 }, async () => {
+  // Arrange: a run that claims it is done with no evidence, and stops at its one iteration.
+  const api = (method, path, body) => fetch(`${base}${path}`, {
+    method, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+    body: body && JSON.stringify(body),
+  });
+  const run = await (await api("POST", "/v1/runs", { objective: "Write the brewing guide",
+    model: `script:${join(dir, "overclaim.json")}`, budgets: { max_iterations: 1 } })).json();
+  let n;
+  for (let i = 0; i < 200 && !n; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    n = (await (await api("GET", "/v1/notifications?limit=100")).json()).notifications.find((x) => x.run_id === run.id);
+  }
+  assert.ok(n, "the stopped run was notified");
+  assert.equal(n.status, "stopped");
+  assert.match(n.summary, /the guide is complete/);
+  assert.ok(n.message && n.message !== n.summary, `message ${JSON.stringify(n.message)}`);
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+
+  // Act
+  await page.goto(`${base}/notifications`);
+  await signIn(page);
+
+  // Assert
+  const item = page.locator(`[data-notification="${n.id}"]`);
+  await item.waitFor({ timeout: 20_000 });
+  assert.equal(await item.locator("p.message").textContent(), n.message);
+  // The message says the run stopped, and why; the summary alone would say it was done.
+  assert.match(n.message, /stopped after 1 iteration\(s\): reached max_iterations = 1/);
+  assert.equal(await item.getByText(n.summary, { exact: true }).count(), 0, "the summary is not the line shown");
+  assert.match(await item.locator(".run-meta").textContent(), /Stopped1 iteration550 tokens\$/);
+  // A plan to approve reads as its steps, not as the API's instructions run together.
+  const plan = page.locator("li", { has: page.getByRole("link", { name: "Plan a green tea guide — needs your answer" }) });
+  assert.equal(await plan.locator("p.message").textContent(),
+    "Approve this plan: Read the tea page; Take notes on temperatures; Write guide.md");
+  await shot(page, "notifications");
+  await context.close();
+});
+
 test("the API's failures show as readable messages, never a blank page", { timeout: 60_000 }, async () => {
-  const context = await browser.newContext();
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
   await page.goto(`${base}/runs/run_doesnotexist`);
   await signIn(page);
-  await page.getByRole("alert").getByText("Not Found: run run_doesnotexist").waitFor();
-  await page.getByRole("heading", { name: "This run could not be loaded" }).waitFor();
+  // An unknown run is a page saying so, not the run page's cards left empty.
+  const notFound = page.getByTestId("run-not-found");
+  await notFound.getByRole("heading", { name: "Run not found" }).waitFor();
+  await notFound.getByText("run_doesnotexist").waitFor();
+  assert.equal(await page.locator(".card").count(), 1, "one card, no empty run sections");
+  assert.equal(await page.getByRole("alert").filter({ hasText: /\S/ }).count(), 0, "the page says it; no banner repeats it");
+  await shot(page, "unknown-run");
+  await notFound.getByRole("link", { name: "Go to your runs" }).click();
+  await page.getByRole("heading", { name: "Start a run" }).waitFor();
 
   await page.goto(base);
   await page.getByLabel("Objective").fill("Too small a budget");
@@ -523,6 +724,6 @@ test("the API's failures show as readable messages, never a blank page", { timeo
   await page.getByRole("button", { name: "Start run" }).click();
   await page.getByRole("alert").getByText(/The API cannot be reached/).waitFor();
   await page.getByRole("heading", { name: "Start a run" }).waitFor();
-  await shot(page, "7-api-down");
+  await shot(page, "api-down");
   await context.close();
 });
