@@ -737,7 +737,15 @@ fn build(policy: &FetchPolicy) -> Value {
             .path
             .split('/')
             .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
-            .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
+            .map(|name| {
+                // A document path never holds a control character (an encoded NUL is a 400).
+                let schema = if name == "path" {
+                    json!({"type": "string", "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]*$"})
+                } else {
+                    json!({"type": "string"})
+                };
+                json!({"name": name, "in": "path", "required": true, "schema": schema})
+            })
             .collect();
         params.extend(
             query(op.method, op.path)
