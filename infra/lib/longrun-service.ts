@@ -2,6 +2,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
+import queue from '../terraform/queue.json';
+
 import {
   CfnOutput,
   CfnResource,
@@ -104,7 +106,8 @@ export interface LongrunServiceProps {
 export const WORKER_TIMEOUT = Duration.seconds(150);
 /** AWS's guidance for SQS event sources: at least six times the function timeout. */
 export const STEP_VISIBILITY = Duration.seconds(WORKER_TIMEOUT.toSeconds() * 6);
-export const MAX_RECEIVES = 5;
+/** The dead-letter threshold every deployment shares (infra/terraform/queue.json: the Terraform module's, read by serve too). */
+export const MAX_RECEIVES: number = queue.max_receives;
 
 export { checkovSkip } from './checks';
 

@@ -13,9 +13,10 @@ locals {
   # The worker's timeout bounds one iteration; SQS wants six times that as visibility.
   worker_timeout = 150
   visibility     = 6 * local.worker_timeout
-  max_receives   = 5
-  statuses       = ["completed", "stopped", "canceled", "failed", "waiting_on_user"]
-  log_retention  = local.prod ? 90 : 30
+  # The dead-letter threshold every deployment shares, serve included.
+  max_receives  = jsondecode(file("${path.module}/queue.json")).max_receives
+  statuses      = ["completed", "stopped", "canceled", "failed", "waiting_on_user"]
+  log_retention = local.prod ? 90 : 30
   functions = {
     api      = { memory = 256, timeout = 29, reserved = -1 }
     worker   = { memory = 256, timeout = local.worker_timeout, reserved = -1 }

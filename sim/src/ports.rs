@@ -348,8 +348,8 @@ pub struct SimQueue {
     state: std::sync::Mutex<QueueState>,
 }
 
-/// Receives before a message is dead-lettered, as the stacks' redrive policy.
-const MAX_RECEIVES: u32 = 8;
+/// Receives before a message is dead-lettered: the stacks' and serve's one threshold.
+const MAX_RECEIVES: u32 = longrun_local::MAX_RECEIVES;
 
 impl SimQueue {
     pub fn new(sim: Arc<Sim>) -> Self {

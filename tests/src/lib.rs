@@ -14,7 +14,7 @@ use longrun_domain::run::Run;
 use longrun_domain::{Budgets, Thresholds};
 use longrun_engine::EngineConfig;
 use longrun_http::{AppConfig, Embedded, Platform, Running, Tokens};
-use longrun_llm::{ModelRouter, RetryPolicy, Script, ScriptedLlm};
+use longrun_llm::{Backoff, ModelRouter, Script, ScriptedLlm};
 use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError};
 use longrun_ports::{Clock, FaultPoint, Faults, ManualClock, Store};
 use longrun_service::WorkerConfig;
@@ -156,7 +156,7 @@ pub fn scripted(script_json: &str) -> Arc<dyn LlmClient> {
             .with_client(
                 MODEL,
                 Arc::new(ScriptedLlm::new("test.json", script)),
-                RetryPolicy::SIMULATED,
+                Backoff::SIMULATED,
             ),
     )
 }

@@ -13,7 +13,7 @@ use http_body_util::BodyExt;
 use longrun_domain::Webhook;
 use longrun_domain::change;
 use longrun_domain::run::{RunStatus, StopType};
-use longrun_domain::{DeliveryState, RetryPolicy};
+use longrun_domain::{Backoff, DeliveryState};
 use longrun_fn_notifier::{DELIVERY_HEADER, NotifierHandler, SIGNATURE_HEADER, signature};
 use longrun_fn_sweeper::Sweeper;
 use longrun_ports::{
@@ -117,10 +117,11 @@ fn sweeper(s: &Stack, stale_ms: i64) -> Sweeper {
 /// An outbox whose failed attempts are due again at once, so the next sweep retries them.
 fn retry_at_once() -> OutboxConfig {
     OutboxConfig {
-        retry: RetryPolicy {
-            first_wait_ms: 0,
-            max_wait_ms: 0,
-            max_attempts: 3,
+        retry: Backoff {
+            first_ms: 0,
+            max_ms: 0,
+            max_retries: Some(2),
+            jitter: 0.0,
         },
         ..OutboxConfig::default()
     }

@@ -10,7 +10,7 @@ use longrun_domain::record::EventKind;
 use longrun_domain::run::RunStatus;
 use longrun_engine::StepOutcome;
 use longrun_http::{CreateRun, create_run};
-use longrun_llm::{ModelRouter, RetryPolicy, Script, ScriptedLlm};
+use longrun_llm::{Backoff, ModelRouter, Script, ScriptedLlm};
 use longrun_ports::LlmClient;
 use longrun_ports::{NoFaults, StepMessage, StepReason};
 use longrun_tests::{MODEL, NOTES_SCRIPT, TestPlatform, platform_with_llm};
@@ -28,7 +28,7 @@ fn router(routes: &[(&str, &str)]) -> Arc<dyn LlmClient> {
         r = r.with_client(
             spec,
             Arc::new(ScriptedLlm::new(name, script)),
-            RetryPolicy::SIMULATED,
+            Backoff::SIMULATED,
         );
     }
     Arc::new(r)

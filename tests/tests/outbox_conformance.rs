@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use axum::http::{HeaderMap, StatusCode};
 use longrun_aws::DynamoDbRunStore;
 use longrun_domain::{
-    AttemptRecord, DeliveryState, Notification, NotificationMetrics, OutcomeMessage, RetryPolicy,
+    AttemptRecord, Backoff, DeliveryState, Notification, NotificationMetrics, OutcomeMessage,
     RunStatus, Webhook, WebhookDelivery,
 };
 use longrun_local::{InMemoryRunStore, SqliteDb, SqliteRunStore};
@@ -302,10 +302,11 @@ async fn outbox_to(urls: &[&str]) -> (Outbox, Arc<InMemoryRunStore>, Arc<ManualC
     fetch.lookup = longrun_tests::hooks_lookup();
     let clock = Arc::new(ManualClock::new(1_000));
     let config = OutboxConfig {
-        retry: RetryPolicy {
-            first_wait_ms: 1_000,
-            max_wait_ms: 60_000,
-            max_attempts: 3,
+        retry: Backoff {
+            first_ms: 1_000,
+            max_ms: 60_000,
+            max_retries: Some(2),
+            jitter: 0.0,
         },
         ..OutboxConfig::default()
     };

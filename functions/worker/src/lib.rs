@@ -5,8 +5,7 @@
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use futures_util::future::join_all;
 use longrun_engine::Engine;
-use longrun_service::{Settle, step_body};
-use tracing::warn;
+use longrun_service::{Settle, retry_later, step_body};
 
 /// A CloudWatch metric in Embedded Metric Format: one JSON line on stdout.
 #[allow(clippy::print_stdout)]
@@ -81,11 +80,14 @@ async fn handle_record(
             true
         }
         Settle::RetryAfter(delay_ms) => {
-            // Back in the queue after the delay rather than after the whole visibility timeout.
-            if let Some(receipt) = r.receipt_handle.as_deref()
-                && let Err(e) = engine.follow_up.queue.extend(receipt, delay_ms).await
-            {
-                warn!(message_id, error = %e, "could not shorten the message's visibility");
+            if let Some(receipt) = r.receipt_handle.as_deref() {
+                retry_later(
+                    engine.follow_up.queue.as_ref(),
+                    receipt,
+                    delay_ms,
+                    message_id,
+                )
+                .await;
             }
             false
         }

@@ -20,8 +20,9 @@ use aws_sdk_bedrockruntime::types::{
 use aws_smithy_types::{Document, Number};
 use longrun_llm::ProviderFactory;
 use longrun_llm::anthropic::{ANSWER_TOOL, joined, segments, turns};
-use longrun_llm::openai::parse_retry_after;
-use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, Usage};
+use longrun_ports::{
+    ChatRequest, ChatResponse, Clock, LlmClient, LlmError, LlmErrorKind, SystemClock, Usage,
+};
 use serde_json::Value;
 
 pub const PROVIDER: &str = "bedrock";
@@ -164,7 +165,7 @@ pub fn error_from(e: &SdkError<ConverseError>) -> LlmError {
     let retry_after = e
         .raw_response()
         .and_then(|r| r.headers().get("retry-after"))
-        .and_then(parse_retry_after);
+        .and_then(|v| longrun_transport::parse_retry_after(v, SystemClock.now_ms()));
     let mut err = match e {
         SdkError::ServiceError(se) => {
             let code = se.err().code().unwrap_or("unknown");

@@ -14,7 +14,7 @@ use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_bedrockruntime::config::{Credentials, SharedCredentialsProvider};
 use longrun_aws::bedrock::{self, BedrockClient};
 use longrun_llm::anthropic::ANSWER_TOOL;
-use longrun_llm::{LlmSettings, ModelRouter, RetryPolicy};
+use longrun_llm::{Backoff, LlmSettings, ModelRouter};
 use longrun_ports::{ChatRequest, LlmClient, LlmErrorKind};
 use serde_json::{Value, json};
 use support::{Canned, Server, merged_turns_request, serve};
@@ -270,10 +270,11 @@ async fn a_slow_model_is_a_timeout() {
 
 #[tokio::test]
 async fn the_router_retries_throttling_honouring_retry_after_but_never_access_denied() {
-    let fast = RetryPolicy {
-        max_retries: 3,
-        base_ms: 1,
-        max_delay_ms: 200,
+    let fast = Backoff {
+        first_ms: 1,
+        max_ms: 200,
+        max_retries: Some(3),
+        jitter: 0.2,
     };
     let (base, server) = serve_converse(vec![
         (

@@ -13,6 +13,7 @@ pub mod planner;
 pub mod record;
 pub mod report;
 pub mod retention;
+pub mod retry;
 pub mod run;
 pub mod schedule;
 pub mod status;
@@ -26,7 +27,7 @@ pub use change::{CommitPlan, Rejection, RunChange};
 pub use decide::{IterationFacts, Outcome, Verdict, decide};
 pub use events::RunEvent;
 pub use outbox::{
-    Attempt, AttemptRecord, DeliveryState, MAX_HISTORY, RetryPolicy, WebhookDelivery, delivery_id,
+    Attempt, AttemptRecord, DeliveryState, MAX_HISTORY, WebhookDelivery, delivery_id,
 };
 pub use outcome::{
     Notification, NotificationData, NotificationMetrics, OutcomeMessage, OutcomePayload, headline,
@@ -38,6 +39,7 @@ pub use record::{
 };
 pub use report::Report;
 pub use retention::{EXPORT_FORMAT, Keep, RunExport};
+pub use retry::{Backoff, RetryIter};
 pub use run::{Budgets, BudgetsInput, Run, RunStatus, StopType, StoppingReason, Thresholds};
 pub use schedule::{RunTemplate, Schedule};
 

@@ -2,6 +2,7 @@
 //! inbox entry, and what each attempt's result does to it (retry later, delivered, given up).
 //! Pure: the sender and the stores act on what these functions return.
 
+use crate::retry::Backoff;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -87,39 +88,10 @@ pub enum Attempt {
     Failed(String),
 }
 
-/// How long to wait between attempts, and how many to make.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RetryPolicy {
-    pub first_wait_ms: i64,
-    pub max_wait_ms: i64,
-    pub max_attempts: u32,
-}
-
-impl Default for RetryPolicy {
-    /// 1 s doubling to 5 min, 12 attempts: about 23 minutes of trying, enough for a receiver
-    /// restart or a short outage, short enough that the log says "given up" the same hour.
-    fn default() -> Self {
-        RetryPolicy {
-            first_wait_ms: 1_000,
-            max_wait_ms: 300_000,
-            max_attempts: 12,
-        }
-    }
-}
-
-impl RetryPolicy {
-    /// The wait after the `attempts`-th failed attempt.
-    pub fn wait_after(&self, attempts: u32) -> i64 {
-        let doublings = attempts.saturating_sub(1).min(30);
-        self.first_wait_ms
-            .saturating_mul(1_i64 << doublings)
-            .min(self.max_wait_ms)
-    }
-}
-
 impl WebhookDelivery {
     /// The delivery after an attempt that ended at `now`.
-    pub fn after(&self, attempt: &Attempt, now: i64, policy: &RetryPolicy) -> WebhookDelivery {
+    /// `policy` (`Backoff::WEBHOOK` in production) spaces the attempts and bounds how many.
+    pub fn after(&self, attempt: &Attempt, now: i64, policy: &Backoff) -> WebhookDelivery {
         let mut next = self.clone();
         next.attempts = self.attempts.saturating_add(1);
         next.next_at = now;
@@ -140,10 +112,13 @@ impl WebhookDelivery {
             }
             Attempt::Failed(why) => {
                 next.last_error = Some(why.clone());
-                if next.attempts >= policy.max_attempts {
-                    next.state = DeliveryState::GivenUp;
+                // Attempt k failed: retry number k-1 comes next, if the policy allows it.
+                let retry = next.attempts.saturating_sub(1);
+                if policy.allows(retry) {
+                    let wait = i64::try_from(policy.delay_ms(retry)).unwrap_or(i64::MAX);
+                    next.next_at = now.saturating_add(wait);
                 } else {
-                    next.next_at = now.saturating_add(policy.wait_after(next.attempts));
+                    next.state = DeliveryState::GivenUp;
                 }
             }
         }
@@ -176,10 +151,9 @@ mod tests {
     #[test]
     fn a_failed_attempt_is_retried_later_with_a_doubling_wait_capped_by_the_policy() {
         // Arrange
-        let policy = RetryPolicy {
-            first_wait_ms: 1_000,
-            max_wait_ms: 3_000,
-            max_attempts: 10,
+        let policy = Backoff {
+            max_ms: 3_000,
+            ..Backoff::WEBHOOK
         };
         let failed = Attempt::Failed("HTTP 503".into());
 
@@ -201,9 +175,9 @@ mod tests {
     #[test]
     fn a_delivery_out_of_attempts_is_given_up_and_keeps_its_last_error() {
         // Arrange
-        let policy = RetryPolicy {
-            max_attempts: 2,
-            ..RetryPolicy::default()
+        let policy = Backoff {
+            max_retries: Some(1),
+            ..Backoff::WEBHOOK
         };
         let failed = Attempt::Failed("connection refused".into());
 
@@ -220,7 +194,7 @@ mod tests {
 
     #[test]
     fn a_refusal_gives_up_at_once_and_a_success_settles_the_delivery() {
-        let policy = RetryPolicy::default();
+        let policy = Backoff::WEBHOOK;
 
         let refused = pending().after(&Attempt::Refused("HTTP 410".into()), 5, &policy);
         let delivered = pending().after(&Attempt::Delivered, 5, &policy);
@@ -234,10 +208,11 @@ mod tests {
     #[test]
     fn each_attempt_is_kept_with_its_time_and_error_up_to_the_latest_few() {
         // Arrange
-        let policy = RetryPolicy {
-            first_wait_ms: 1,
-            max_wait_ms: 1,
-            max_attempts: 100,
+        let policy = Backoff {
+            first_ms: 1,
+            max_ms: 1,
+            max_retries: Some(99),
+            jitter: 0.0,
         };
         let mut d = pending();
 

@@ -73,34 +73,8 @@ pub(crate) fn extra_usage(
     extra
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RetryPolicy {
-    pub max_retries: u32,
-    pub base_ms: u64,
-    pub max_delay_ms: u64,
-}
-
-impl RetryPolicy {
-    /// 1 s, 2 s, 4 s with ±20 % jitter; a `Retry-After` longer than that wins.
-    pub const PROVIDER: RetryPolicy = RetryPolicy {
-        max_retries: 3,
-        base_ms: 1_000,
-        max_delay_ms: 30_000,
-    };
-    /// Scripted models simulate failures; waiting seconds would only slow tests and demos.
-    pub const SIMULATED: RetryPolicy = RetryPolicy {
-        max_retries: 3,
-        base_ms: 5,
-        max_delay_ms: 50,
-    };
-
-    pub fn delay_ms(&self, attempt: u32, retry_after_ms: Option<u64>) -> u64 {
-        let base = self.base_ms.saturating_mul(1 << attempt.min(16));
-        let jitter = (base as f64 * 0.2 * (fastrand::f64() * 2.0 - 1.0)) as i64;
-        let d = (base as i64 + jitter).max(0) as u64;
-        d.max(retry_after_ms.unwrap_or(0)).min(self.max_delay_ms)
-    }
-}
+/// The model routes' retry policy is the workspace's one (`Backoff::PROVIDER` by default).
+pub use longrun_domain::Backoff;
 
 #[derive(Clone, Debug)]
 pub struct LlmSettings {
@@ -112,7 +86,7 @@ pub struct LlmSettings {
     pub perplexity_base_url: String,
     pub perplexity_api_key: Option<Secret>,
     pub timeout: Duration,
-    pub retry: RetryPolicy,
+    pub retry: Backoff,
     pub prices: PriceTable,
     pub failover: Failover,
     pub openai_structured: Structured,
@@ -153,7 +127,7 @@ impl Default for LlmSettings {
             perplexity_base_url: "https://api.perplexity.ai".into(),
             perplexity_api_key: None,
             timeout: Duration::from_secs(120),
-            retry: RetryPolicy::PROVIDER,
+            retry: Backoff::PROVIDER,
             prices: PriceTable::default(),
             failover: Failover::default(),
             openai_structured: Structured::default(),
@@ -227,7 +201,7 @@ pub enum ModelError {
 
 struct Route {
     client: Arc<dyn LlmClient>,
-    retry: RetryPolicy,
+    retry: Backoff,
     health: Mutex<Health>,
     limiter: Option<Limiter>,
 }
@@ -246,7 +220,7 @@ impl Health {
 }
 
 impl Route {
-    fn new(client: Arc<dyn LlmClient>, retry: RetryPolicy) -> Self {
+    fn new(client: Arc<dyn LlmClient>, retry: Backoff) -> Self {
         Route {
             client,
             retry,
@@ -374,8 +348,8 @@ impl ModelRouter {
                         .map(|n| n.to_string_lossy().to_string())
                         .unwrap_or_else(|| model.to_string());
                     let client = Arc::new(ScriptedLlm::new(&name, Script::load(path)?));
-                    let route = Route::new(client, RetryPolicy::SIMULATED)
-                        .limited(settings.limits.0.get(spec));
+                    let route =
+                        Route::new(client, Backoff::SIMULATED).limited(settings.limits.0.get(spec));
                     routes.insert(spec.clone(), route);
                     continue;
                 }
@@ -420,9 +394,7 @@ impl ModelRouter {
     }
 
     /// Routes a model spec to an already-built client (tests, embedding).
-    pub fn with_client(
-        mut self, spec: &str, client: Arc<dyn LlmClient>, retry: RetryPolicy,
-    ) -> Self {
+    pub fn with_client(mut self, spec: &str, client: Arc<dyn LlmClient>, retry: Backoff) -> Self {
         self.routes
             .insert(spec.to_string(), Route::new(client, retry));
         self
@@ -514,7 +486,7 @@ impl ModelRouter {
 impl LlmClient for ModelRouter {
     async fn chat(&self, req: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let order = self.order(req)?;
-        let max_retries = order[0].1.retry.max_retries;
+        let max_retries = order[0].1.retry.max_retries.unwrap_or(u32::MAX);
         let mut attempt = 0u32;
         // The request as retried: the same call, its `attempt` counted (built on the first retry).
         let mut retried: Option<ChatRequest> = None;
@@ -541,7 +513,11 @@ impl LlmClient for ModelRouter {
                     let delay = if (attempt as usize + 1) < order.len() {
                         0
                     } else {
-                        route.retry.delay_ms(attempt, e.retry_after_ms)
+                        route.retry.honouring(
+                            attempt,
+                            fastrand::f64() * 2.0 - 1.0,
+                            e.retry_after_ms,
+                        )
                     };
                     if let Some(deadline) = req.deadline_ms
                         && SystemClock.now_ms() + delay as i64 > deadline
@@ -569,20 +545,6 @@ impl LlmClient for ModelRouter {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn backoff_doubles_with_bounded_jitter_and_honours_retry_after() {
-        let p = RetryPolicy::PROVIDER;
-        for (attempt, base) in [(0, 1000u64), (1, 2000), (2, 4000)] {
-            let d = p.delay_ms(attempt, None);
-            assert!(
-                d >= base * 8 / 10 && d <= base * 12 / 10,
-                "attempt {attempt}: {d}"
-            );
-        }
-        assert_eq!(p.delay_ms(0, Some(7_000)), 7_000);
-        assert_eq!(p.delay_ms(0, Some(999_000)), 30_000);
-    }
 
     #[test]
     fn secrets_do_not_print() {

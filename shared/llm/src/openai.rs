@@ -119,20 +119,6 @@ pub fn content_of(v: &Value) -> Result<String, LlmError> {
     })
 }
 
-/// `Retry-After` in seconds (fractions allowed), as milliseconds.
-pub fn retry_after_ms(headers: &reqwest::header::HeaderMap) -> Option<u64> {
-    parse_retry_after(headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?)
-}
-
-/// A `Retry-After` value in seconds (fractions allowed), as milliseconds.
-pub fn parse_retry_after(v: &str) -> Option<u64> {
-    v.trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(|s| (s * 1000.0) as u64)
-}
-
 fn error_for_status(status: u16, body: &str) -> LlmError {
     let detail: String = serde_json::from_str::<Value>(body)
         .ok()
@@ -225,7 +211,7 @@ pub async fn send_json(
         .await
         .map_err(|e| transport(LlmErrorKind::Server, "request", e))?;
     let status = resp.status().as_u16();
-    let retry_after = retry_after_ms(resp.headers());
+    let retry_after = longrun_transport::retry_after_ms(resp.headers());
     let text = resp
         .text()
         .await

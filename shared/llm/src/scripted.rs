@@ -405,7 +405,7 @@ mod tests {
             .with_client(
                 "script:t",
                 std::sync::Arc::new(llm(script)),
-                crate::RetryPolicy::SIMULATED,
+                crate::Backoff::SIMULATED,
             );
 
         // Act

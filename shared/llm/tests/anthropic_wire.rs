@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use longrun_llm::anthropic::{ANSWER_TOOL, API_VERSION};
-use longrun_llm::{AnthropicClient, LlmSettings, ModelRouter, RetryPolicy, Secret};
+use longrun_llm::{AnthropicClient, Backoff, LlmSettings, ModelRouter, Secret};
 use longrun_ports::{ChatRequest, LlmClient, LlmErrorKind};
 use serde_json::{Value, json};
 use support::{Canned, Server, merged_turns_request, serve};
@@ -194,10 +194,11 @@ async fn a_slow_server_is_a_timeout() {
 
 #[tokio::test]
 async fn the_router_retries_overload_honouring_retry_after_but_never_auth() {
-    let fast = RetryPolicy {
-        max_retries: 3,
-        base_ms: 1,
-        max_delay_ms: 200,
+    let fast = Backoff {
+        first_ms: 1,
+        max_ms: 200,
+        max_retries: Some(3),
+        jitter: 0.2,
     };
     let (base, server) = serve_messages(vec![
         (529, vec![], "{}".into(), 0),

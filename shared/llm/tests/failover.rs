@@ -8,9 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use longrun_llm::{
-    Failover, LlmSettings, ModelHealth, ModelRouter, OpenAiClient, RetryPolicy, Secret,
-};
+use longrun_llm::{Backoff, Failover, LlmSettings, ModelHealth, ModelRouter, OpenAiClient, Secret};
 use longrun_ports::ChatMessage;
 use longrun_ports::{ChatRequest, LlmClient, LlmErrorKind, LlmRole};
 use support::{Server, serve};
@@ -22,10 +20,11 @@ const OK: &str = r#"{"id": "c1", "object": "chat.completion", "model": "m",
   "choices": [{"index": 0, "message": {"role": "assistant", "content": "{}"}, "finish_reason": "stop"}],
   "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}}"#;
 
-const FAST: RetryPolicy = RetryPolicy {
-    max_retries: 3,
-    base_ms: 1,
-    max_delay_ms: 5,
+const FAST: Backoff = Backoff {
+    first_ms: 1,
+    max_ms: 5,
+    max_retries: Some(3),
+    jitter: 0.2,
 };
 
 fn req(rotation: &[&str]) -> ChatRequest {
@@ -189,7 +188,7 @@ async fn a_retry_that_would_outlive_the_deadline_is_handed_back_with_its_delay()
     let (a, a_server) = provider(429, vec![("retry-after", "5")]).await;
     let router = ModelRouter::build(&[], &LlmSettings::default())
         .unwrap()
-        .with_client(A, client(&a, "model-a"), RetryPolicy::PROVIDER);
+        .with_client(A, client(&a, "model-a"), Backoff::PROVIDER);
     let mut r = req(&[]);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

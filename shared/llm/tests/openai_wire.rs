@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use longrun_llm::{LlmSettings, ModelRouter, OpenAiClient, RetryPolicy, Secret, Structured};
+use longrun_llm::{Backoff, LlmSettings, ModelRouter, OpenAiClient, Secret, Structured};
 use longrun_ports::ChatMessage;
 use longrun_ports::{ChatRequest, LlmClient, LlmErrorKind, LlmRole};
 use serde_json::json;
@@ -225,10 +225,11 @@ async fn the_router_retries_5xx_then_succeeds_but_never_retries_auth() {
         (200, vec![], OK.into(), 0),
     ])
     .await;
-    let fast = RetryPolicy {
-        max_retries: 3,
-        base_ms: 1,
-        max_delay_ms: 5,
+    let fast = Backoff {
+        first_ms: 1,
+        max_ms: 5,
+        max_retries: Some(3),
+        jitter: 0.2,
     };
     let router = ModelRouter::build(&[], &LlmSettings::default())
         .unwrap()

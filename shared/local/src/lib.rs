@@ -15,8 +15,43 @@ use tracing::info;
 pub use memory::{InMemoryRunStore, InMemoryStepQueue};
 pub use sqlite::{SqliteDb, SqliteRunStore, SqliteStepQueue};
 
-/// After this many deliveries a message is dead-lettered (the SQS redrive policy's role).
-pub const MAX_RECEIVES: u32 = 10;
+/// After this many deliveries a message is dead-lettered (the SQS redrive policy's role): the
+/// number both infrastructure templates give SQS, read from the same file at compile time.
+pub const MAX_RECEIVES: u32 = json_u32(QUEUE_LIMITS, b"\"max_receives\"");
+
+const QUEUE_LIMITS: &str = include_str!("../../../infra/terraform/queue.json");
+
+/// The unsigned integer after `key` in a flat JSON object, at compile time (a missing key or
+/// value fails the build, never a run).
+const fn json_u32(json: &str, key: &[u8]) -> u32 {
+    let b = json.as_bytes();
+    let mut i = 0;
+    while i + key.len() <= b.len() {
+        let mut k = 0;
+        while k < key.len() && b[i + k] == key[k] {
+            k += 1;
+        }
+        if k == key.len() {
+            i += k;
+            while i < b.len() && (b[i] == b' ' || b[i] == b':' || b[i] == b'\n') {
+                i += 1;
+            }
+            let mut n: u32 = 0;
+            let start = i;
+            while i < b.len() && b[i].is_ascii_digit() {
+                n = n * 10 + (b[i] - b'0') as u32;
+                i += 1;
+            }
+            assert!(
+                i > start,
+                "infra/terraform/queue.json: the key has no number"
+            );
+            return n;
+        }
+        i += 1;
+    }
+    panic!("infra/terraform/queue.json: the key is missing")
+}
 
 /// Publishes outcomes to an in-process consumer (the SNS → notifier Lambda's role).
 pub struct ChannelNotifier {
@@ -81,5 +116,15 @@ impl Notifier for RecordingNotifier {
             .unwrap_or_else(|e| e.into_inner())
             .push(msg.clone());
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_dead_letter_threshold_is_the_one_the_templates_read() {
+        let limits: serde_json::Value = serde_json::from_str(super::QUEUE_LIMITS).unwrap();
+        assert_eq!(limits["max_receives"], super::MAX_RECEIVES);
+        const { assert!(super::MAX_RECEIVES >= 2, "one redelivery at least") };
     }
 }

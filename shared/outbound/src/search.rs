@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use longrun_domain::clip;
+use longrun_domain::{Backoff, clip};
 use longrun_ports::{Tool, ToolContext};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -193,21 +193,23 @@ impl WebSearch {
     /// Searches, retrying rate limits and server errors within the retry budget.
     pub async fn search(&self, args: &SearchArgs) -> Result<Vec<SearchHit>, SearchError> {
         let started = std::time::Instant::now();
-        let mut delay = Duration::from_millis(500);
+        let mut waits = Backoff::SEARCH.iter();
         loop {
             match self.once(args).await {
                 Err(e) if e.is_retryable() => {
+                    let Some(backoff) = waits.next() else {
+                        return Err(e);
+                    };
                     let wait = match &e {
                         SearchError::RateLimited {
                             retry_after: Some(d),
                         } => *d,
-                        _ => delay,
+                        _ => Duration::from_millis(backoff),
                     };
                     if started.elapsed() + wait > self.settings.retry_budget {
                         return Err(e);
                     }
                     tokio::time::sleep(wait).await;
-                    delay = (delay * 2).min(Duration::from_secs(8));
                 }
                 other => return other,
             }
@@ -263,13 +265,8 @@ impl WebSearch {
             .await
             .map_err(|e| SearchError::Unreachable(longrun_transport::describe(&e)))?;
         let status = res.status().as_u16();
-        let retry_after = res
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .map(Duration::from_secs_f64);
+        let retry_after =
+            longrun_transport::retry_after_ms(res.headers()).map(Duration::from_millis);
         let text = res
             .text()
             .await

@@ -28,7 +28,7 @@ pub use outbox::{Outbox, OutboxConfig};
 pub use platform::{Platform, PlatformError};
 pub use retention::{Retention, RetentionMode, RetentionPolicy};
 pub use runs::{CreateRun, create_run};
-pub use trigger::{Handled, Settle, settle, step_body};
+pub use trigger::{Handled, Settle, retry_later, settle, step_body};
 pub use worker_loop::{
     DEFAULT_MAX_INFLIGHT, PollStats, WorkerConfig, WorkerLoop, carry_delivery, handle_delivery,
 };

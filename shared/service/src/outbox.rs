@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use futures_util::future::join_all;
 use longrun_domain::{
-    Attempt, DeliveryState, OutcomeMessage, RetryPolicy, Webhook, WebhookDelivery, delivery_id,
+    Attempt, Backoff, DeliveryState, OutcomeMessage, Webhook, WebhookDelivery, delivery_id,
     notification_for,
 };
 use longrun_ports::{CatalogExt, Clock, StoreError, UserCatalog, WebhookOutbox, WebhookPoster};
@@ -22,7 +22,7 @@ use crate::webhooks::{WebhookSender, payload, signature};
 
 #[derive(Clone, Debug)]
 pub struct OutboxConfig {
-    pub retry: RetryPolicy,
+    pub retry: Backoff,
     /// How long a taken delivery is kept from other takers: longer than one attempt can take
     /// (the sender's connect and request timeouts).
     pub lease_ms: i64,
@@ -35,7 +35,7 @@ pub struct OutboxConfig {
 impl Default for OutboxConfig {
     fn default() -> Self {
         OutboxConfig {
-            retry: RetryPolicy::default(),
+            retry: Backoff::WEBHOOK,
             lease_ms: 30_000,
             batch: 32,
             poll: Duration::from_millis(500),

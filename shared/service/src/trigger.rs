@@ -2,13 +2,14 @@
 //! The worker Lambda (SQS event source) and `serve`'s in-process loop both settle a delivery
 //! here, so they retry alike.
 
+use longrun_domain::Backoff;
 use longrun_engine::{Engine, EngineError, StepOutcome};
-use longrun_ports::StepMessage;
+use longrun_ports::{StepMessage, StepQueue};
 use tracing::{Instrument, error, info_span, warn};
 
 /// A retryable failure (store or queue busy, a model's transient error) comes back this soon
 /// instead of after the whole visibility timeout.
-pub const RETRYABLE_DELAY_MS: u64 = 1_000;
+pub const RETRYABLE_DELAY_MS: u64 = Backoff::STEP.first_ms;
 
 /// What to do with a delivered step message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,9 +29,9 @@ pub fn settle(result: &Result<StepOutcome, EngineError>) -> Settle {
         Ok(StepOutcome::Done) | Ok(StepOutcome::Dropped(_)) => Settle::Ack,
         // The next step goes out with the ack (`Handled::next`).
         Ok(StepOutcome::Next(_)) => Settle::Ack,
+        // A deferred iteration (the engine turns `EngineError::Deferred` into this).
         Ok(StepOutcome::Retry { delay_ms }) => Settle::RetryAfter(*delay_ms),
         Err(EngineError::Crashed(_)) => Settle::Leave,
-        Err(EngineError::Deferred { delay_ms, .. }) => Settle::RetryAfter(*delay_ms),
         Err(e) if e.is_retryable() => Settle::RetryAfter(RETRYABLE_DELAY_MS),
         Err(_) => Settle::Leave,
     }
@@ -100,6 +101,15 @@ pub async fn step_body_handing_back(
             Ok(StepOutcome::Next(next)) => Some(next),
             _ => None,
         },
+    }
+}
+
+/// The one "retry after a delay": the message becomes visible again `delay_ms` from now
+/// instead of after its whole visibility timeout. Both the worker Lambda and `serve` call it;
+/// a failure only costs the delay (the message still comes back when its timeout ends).
+pub async fn retry_later(queue: &dyn StepQueue, receipt: &str, delay_ms: u64, message_id: &str) {
+    if let Err(e) = queue.extend(receipt, delay_ms).await {
+        warn!(message_id, error = %e, "could not shorten the message's visibility");
     }
 }
 

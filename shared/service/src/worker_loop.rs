@@ -11,7 +11,9 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tracing::{error, warn};
 
-use crate::trigger::{Handled, RETRYABLE_DELAY_MS, Settle, step_body, step_body_handing_back};
+use crate::trigger::{
+    Handled, RETRYABLE_DELAY_MS, Settle, retry_later, step_body, step_body_handing_back,
+};
 
 #[derive(Clone, Debug)]
 pub struct WorkerConfig {
@@ -240,11 +242,7 @@ async fn settle_delivery(
                 failed(e);
             }
         }
-        (Settle::RetryAfter(ms), _) => {
-            if let Err(e) = queue.extend(&d.receipt, ms).await {
-                warn!(run_id, error = %e, "could not shorten the message's visibility");
-            }
-        }
+        (Settle::RetryAfter(ms), _) => retry_later(queue, &d.receipt, ms, &d.message_id).await,
         (Settle::Leave, _) => {}
     }
     None

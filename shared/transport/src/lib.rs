@@ -3,6 +3,7 @@
 //! "error sending request for url (…)" whatever happened, and the cause that tells a user what
 //! to do next — nothing listens there, it never answered, its certificate is not trusted — is
 //! further down the error's source chain. Describes; decides nothing (retrying is the caller's).
+//! Also the one reader of `Retry-After`, the answer's own word on when to come back.
 
 use std::error::Error;
 use std::fmt;
@@ -194,5 +195,58 @@ mod tests {
     fn an_error_with_nothing_known_below_it_says_what_it_says() {
         let err = io::Error::other("the disk is on fire");
         assert_eq!(describe(&err), "the disk is on fire");
+    }
+}
+
+/// A `Retry-After` value as milliseconds from `now_ms` (epoch ms): delay-seconds (fractions
+/// allowed, as some providers send) or an HTTP-date; `None` for anything else. A date in the
+/// past means now.
+pub fn parse_retry_after(value: &str, now_ms: i64) -> Option<u64> {
+    let v = value.trim();
+    if let Ok(secs) = v.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0)
+            .then(|| (secs * 1000.0).min(u64::MAX as f64) as u64);
+    }
+    let at = httpdate::parse_http_date(v).ok()?;
+    let at_ms = at.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis();
+    let at_ms = i64::try_from(at_ms).ok()?;
+    Some(u64::try_from(at_ms.saturating_sub(now_ms)).unwrap_or(0))
+}
+
+/// The `Retry-After` of a response's headers, as milliseconds from now.
+pub fn retry_after_ms(headers: &reqwest::header::HeaderMap) -> Option<u64> {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    parse_retry_after(
+        headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?,
+        now_ms,
+    )
+}
+
+#[cfg(test)]
+mod retry_after_tests {
+    use super::parse_retry_after;
+
+    #[test]
+    fn seconds_with_or_without_a_fraction_become_milliseconds() {
+        assert_eq!(parse_retry_after("7", 0), Some(7_000));
+        assert_eq!(parse_retry_after(" 1.5 ", 0), Some(1_500));
+    }
+
+    #[test]
+    fn an_http_date_is_the_time_until_it_and_a_past_one_is_now() {
+        // Wed, 21 Oct 2015 07:28:00 GMT = 1445412480 s.
+        let at = 1_445_412_480_000;
+        let date = "Wed, 21 Oct 2015 07:28:00 GMT";
+        assert_eq!(parse_retry_after(date, at - 3_000), Some(3_000));
+        assert_eq!(parse_retry_after(date, at + 60_000), Some(0));
+    }
+
+    #[test]
+    fn anything_else_is_no_answer() {
+        for v in ["", "soon", "-1", "NaN", "inf"] {
+            assert_eq!(parse_retry_after(v, 0), None, "{v}");
+        }
     }
 }

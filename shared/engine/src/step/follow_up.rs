@@ -30,6 +30,17 @@ pub struct SweepReport {
     pub webhook_attempts: usize,
 }
 
+/// The step that follows a run's last commit, if it goes on: the one place it is built, for
+/// the worker (sent, or handed back with the ack), the API's writes and recovery.
+pub fn next_step(run: &Run) -> Option<StepMessage> {
+    let reason = match *run.status {
+        RunStatus::Running => StepReason::Continue,
+        RunStatus::Queued => StepReason::Resume,
+        _ => return None,
+    };
+    Some(StepMessage::new(&run.id, run.iteration + 1, reason))
+}
+
 /// Sends what follows a commit: the next step, or the outcome notification. Shared by the
 /// worker and the API (respond, continue, cancel).
 #[derive(Clone)]
@@ -165,8 +176,9 @@ impl FollowUp {
     /// `send` from inside a worker step, whose message is still unacknowledged: a send
     /// lost in a crash is re-sent when the message is redelivered.
     pub async fn send_deferred(&self, run: &Run) -> Result<(), EngineError> {
-        if run.status == RunStatus::Running {
-            let msg = StepMessage::new(&run.id, run.iteration + 1, StepReason::Continue);
+        if run.status == RunStatus::Running
+            && let Some(msg) = next_step(run)
+        {
             self.queue
                 .enqueue_deferred(&msg, &msg.dedup_id(), 0)
                 .await?;
@@ -177,9 +189,11 @@ impl FollowUp {
 
     /// What must follow a committed iteration: the next message, or the outcome.
     pub async fn send(&self, run: &Run) -> Result<(), EngineError> {
+        if let Some(msg) = next_step(run) {
+            self.queue.enqueue(&msg, &msg.dedup_id(), 0).await?;
+            return Ok(());
+        }
         match *run.status {
-            RunStatus::Running => self.enqueue_next(run, StepReason::Continue).await,
-            RunStatus::Queued => self.enqueue_next(run, StepReason::Resume).await,
             // The user holds it; `continue` sends the next step.
             RunStatus::Paused => Ok(()),
             _ => {

@@ -31,9 +31,7 @@ use self::phases::Draft;
 use crate::tools::{Staging, ToolRegistry};
 use longrun_ports::LlmClient;
 use longrun_ports::{AgentHost, McpConnector, ToolFactory};
-use longrun_ports::{
-    FaultPoint, Faults, NotifyError, QueueError, StepMessage, StepReason, Store, StoreError,
-};
+use longrun_ports::{FaultPoint, Faults, NotifyError, QueueError, StepMessage, Store, StoreError};
 
 pub use self::follow_up::{FollowUp, SweepReport};
 pub use self::user_tools::{McpCache, UserToolCache};
@@ -212,8 +210,10 @@ impl Engine {
         // Effects of the commit, only now that it landed; a crash before them is healed by
         // the redelivery, which finds the iteration committed.
         self.follow_up.start_children(&run, n).await?;
-        if hand_back && run.status == RunStatus::Running {
-            let next = StepMessage::new(&run.id, n + 1, StepReason::Continue);
+        if hand_back
+            && run.status == RunStatus::Running
+            && let Some(next) = follow_up::next_step(&run)
+        {
             return Ok(StepOutcome::Next(next));
         }
         self.follow_up.send_deferred(&run).await?;
