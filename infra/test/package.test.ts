@@ -33,6 +33,9 @@ describe('@longrun/cdk packed and used from a fresh CDK app', () => {
     for (const f of ['package.json', 'package-lock.json', 'README.md', 'tsconfig.json', 'tsconfig.lib.json', 'lib']) {
       fs.cpSync(path.join(infra, f), path.join(checkout, f), { recursive: true });
     }
+    // The construct reads the dead-letter threshold it shares with the Terraform module.
+    fs.mkdirSync(path.join(checkout, 'terraform'));
+    fs.copyFileSync(path.join(infra, 'terraform', 'queue.json'), path.join(checkout, 'terraform', 'queue.json'));
     // The build tools only (typescript and the CDK's types), as `npm ci` would put them there.
     fs.symlinkSync(path.join(infra, 'node_modules'), path.join(checkout, 'node_modules'));
     await npm(checkout, 'pack', '--pack-destination', work, ...quiet);
