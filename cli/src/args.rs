@@ -408,10 +408,13 @@ pub struct TaskArgs {
 
 #[derive(Args)]
 pub struct JobArgs {
-    /// The prompt (or --prompt-file, or stdin).
+    /// The prompt (or --prompt, --prompt-file, or stdin).
     pub prompt: Option<String>,
+    /// The prompt, as a flag (the same as the argument).
+    #[arg(long = "prompt", value_name = "PROMPT", conflicts_with = "prompt")]
+    pub prompt_flag: Option<String>,
     /// Read the prompt from this file.
-    #[arg(long, conflicts_with = "prompt")]
+    #[arg(long, conflicts_with_all = ["prompt", "prompt_flag"])]
     pub prompt_file: Option<PathBuf>,
     /// Always use this backend (default: the selection policy).
     #[arg(long)]

@@ -1,6 +1,7 @@
 //! `longrun task|job|bus|stop|config`: coding-agent CLIs kept working until done (the
 //! `longrun-runner` crate). Bad input prints one line and exits non-zero: 2 for input or config,
-//! 3 when a task ran out of restarts, 4 when it ran out of time, 5 when its root was stopped.
+//! 3 when a task ran out of restarts, 4 when it ran out of time, 5 when its root was stopped, 6
+//! when its backend failed in a way no restart fixes (authentication, quota, cannot start).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -127,12 +128,23 @@ fn run_runner_command(cmd: RunnerCommand, json: bool) -> Result<i32, RunnerError
 }
 
 fn cmd_task(a: TaskArgs, json: bool) -> Result<i32, RunnerError> {
+    let time_budget = match a.time_budget {
+        Some(s) => Some(
+            config::seconds(s, true).map_err(|message| config::ConfigError {
+                file: "command line".into(),
+                line: 0,
+                key: "--time-budget".into(),
+                message,
+            })?,
+        ),
+        None => None,
+    };
     let cfg = load_with(
         &a.common,
         Overrides {
             projects_root: None,
             max_restarts: a.max_restarts,
-            time_budget: a.time_budget.map(|s| Duration::from_secs_f64(s.max(0.0))),
+            time_budget,
         },
     )?;
     if let Some(text) = &a.objective {
@@ -140,6 +152,8 @@ fn cmd_task(a: TaskArgs, json: bool) -> Result<i32, RunnerError> {
         std::fs::write(dir.join(TASK_FILE), text)?;
     }
     let (project, task_name) = (a.project.clone(), a.task.clone());
+    let dir = task_dir(&cfg, &project, &task_name)?;
+    let follow = FollowBus::start(&dir);
     let out = run_task(
         &cfg,
         &LocalProcess,
@@ -149,8 +163,11 @@ fn cmd_task(a: TaskArgs, json: bool) -> Result<i32, RunnerError> {
             agent: a.agent,
             bin_dir: bin_dir(),
         },
-    )?;
-    let usage = task::task_usage(&task_dir(&cfg, &project, &task_name)?).summary();
+    );
+    follow.finish();
+    let out = out?;
+    let spent = task::task_usage(&dir);
+    let usage = spent.summary();
     let (code, text) = match &out {
         TaskOutcome::Completed { runs, orphaned } if orphaned.is_empty() => {
             (0, format!("completed after {runs} run(s); usage {usage}"))
@@ -166,23 +183,97 @@ fn cmd_task(a: TaskArgs, json: bool) -> Result<i32, RunnerError> {
             (4, format!("no DONE after {runs} run(s): out of time"))
         }
         TaskOutcome::Stopped { runs } => (5, format!("stopped after {runs} run(s)")),
+        TaskOutcome::Failed {
+            runs,
+            backend,
+            cause,
+        } => (
+            6,
+            format!("agent {backend} failed after {runs} run(s): {cause}"),
+        ),
     };
     if json {
-        outln!(
-            "{}",
-            serde_json::json!({"outcome": format!("{out:?}"), "code": code})
-        );
+        let mut v = json!({
+            "outcome": out.as_str(),
+            "runs": out.runs(),
+            "code": code,
+            "message": text,
+            "task_dir": dir,
+            "usage": spent,
+        });
+        match &out {
+            TaskOutcome::Completed { orphaned, .. } => v["orphaned"] = json!(orphaned),
+            TaskOutcome::Failed { backend, cause, .. } => {
+                v["backend"] = json!(backend);
+                v["cause"] = json!(cause);
+            }
+            _ => {}
+        }
+        outln!("{v}");
     } else if code == 0 {
         outln!("{text}");
     } else {
-        eprintln!("error: {text}");
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "error: {text}");
     }
     Ok(code)
 }
 
+/// Prints the task's bus on stderr while the loop runs, one line a message (starts, exits,
+/// restarts and why, children waited for, questions, usage-limit waits, DONE): stdout keeps
+/// only the outcome.
+struct FollowBus {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FollowBus {
+    fn start(dir: &Path) -> Self {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let Ok(bus) = Bus::open(dir) else {
+            return FollowBus { stop, thread: None };
+        };
+        let mut after = bus.last_seq().unwrap_or(0);
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            loop {
+                // Read the flag before polling, so the last poll sees everything posted.
+                let last = flag.load(Ordering::Acquire);
+                for m in bus.poll(after).unwrap_or_default() {
+                    after = m.seq;
+                    let time = m.at.get(11..19).unwrap_or(&m.at);
+                    let who = match m.run_id.is_empty() {
+                        true => String::new(),
+                        false => format!(" [{}]", m.run_id),
+                    };
+                    let line = format!("{time} {}{who}: {}", m.kind, m.body.replace('\n', " "));
+                    use std::io::Write;
+                    let _ = writeln!(std::io::stderr(), "{line}");
+                }
+                if last {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        });
+        FollowBus {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn finish(mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 fn cmd_job(a: JobArgs, json: bool) -> Result<i32, RunnerError> {
     let cfg = load(&a.at.common)?;
-    let prompt = match (&a.prompt, &a.prompt_file) {
+    let prompt = match (a.prompt.as_ref().or(a.prompt_flag.as_ref()), &a.prompt_file) {
         (Some(p), _) => p.clone(),
         (None, Some(f)) => std::fs::read_to_string(f)?,
         (None, None) => {
@@ -240,14 +331,22 @@ fn cmd_job(a: JobArgs, json: bool) -> Result<i32, RunnerError> {
             labels: vec![],
         },
     )?;
+    let failure = out
+        .failure
+        .as_ref()
+        .map(|f| format!("{}: {}", f.kind.as_str(), f.cause));
     if json {
         outln!(
             "{}",
             serde_json::json!({"run_id": out.run_id, "run_dir": out.run_dir, "agent": out.backend,
-                "exit_code": out.exit_code, "usage": out.usage})
+                "exit_code": out.exit_code, "usage": out.usage, "failure": failure})
         );
     } else {
         outln!("{} {}", out.run_id, out.run_dir.display());
+        if let Some(f) = &failure {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "error: agent {}: {f}", out.backend);
+        }
     }
     Ok(out.exit_code.unwrap_or(1))
 }

@@ -576,3 +576,415 @@ fn a_restarted_root_resumes_the_cli_session_its_previous_run_reported() {
     assert_eq!(runs[0]["session_id"], "s-1");
     assert_eq!(runs[1]["resumed_session"], "s-1");
 }
+
+/// Runs `longrun task` and expects the one-line config error naming `key` and the range.
+fn assert_config_error(out: &Output, key: &str) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains(&format!("{key}: must be")), "{err}");
+    assert!(err.contains("<= 315360000"), "{err}");
+}
+
+#[test]
+fn a_huge_time_budget_in_the_config_file_is_a_config_error_not_a_panic() {
+    let env = setup("time_budget = 1e30", &[("root", "never")]);
+
+    let out = env.task(&[]);
+
+    assert_config_error(&out, "time_budget");
+}
+
+#[test]
+fn a_huge_stop_grace_in_the_config_file_is_a_config_error_not_a_panic() {
+    let env = setup("max_restarts = 0", &[("root", "never")]);
+    let text = std::fs::read_to_string(&env.config).unwrap();
+    std::fs::write(
+        &env.config,
+        text.replace("stop_grace = 1\n", "stop_grace = 1e20\n"),
+    )
+    .unwrap();
+
+    let out = env.task(&[]);
+
+    assert_config_error(&out, "stop_grace");
+}
+
+#[test]
+fn an_infinite_or_nan_time_budget_on_the_command_line_is_a_config_error() {
+    let env = setup("", &[("root", "never")]);
+
+    let inf = env.task(&["--time-budget", "inf"]);
+    let nan = env.task(&["--time-budget", "nan"]);
+
+    assert_config_error(&inf, "--time-budget");
+    assert_config_error(&nan, "--time-budget");
+}
+
+#[test]
+fn a_huge_or_nan_time_budget_in_the_environment_is_a_config_error() {
+    let env = setup("", &[("root", "never")]);
+    let task = |v: &str| {
+        env.cmd(&["task", "p", "t", "--objective", "Do the thing."])
+            .env("LONGRUN_TIME_BUDGET", v)
+            .output()
+            .unwrap()
+    };
+
+    let huge = task("1e30");
+    let nan = task("nan");
+
+    assert_config_error(&huge, "LONGRUN_TIME_BUDGET");
+    assert_config_error(&nan, "LONGRUN_TIME_BUDGET");
+}
+
+#[test]
+fn every_command_the_root_prompt_tells_an_agent_to_run_works() {
+    // The fake agent runs each `longrun …` command line of its prompt, "…" filled in.
+    let env = setup("max_restarts = 0", &[("root", "prompt-commands")]);
+
+    let out = env.task(&[]);
+
+    let log = std::fs::read_to_string(env.task_dir().join(".prompt-commands.log")).unwrap();
+    let said = std::fs::read_to_string(env.task_dir().join(".prompt-commands.out")).unwrap();
+    assert!(out.status.success(), "{}\n{log}\n{said}", stderr(&out));
+    for cmd in [
+        "ok: longrun job",
+        "ok: longrun bus post",
+        "ok: longrun bus poll",
+    ] {
+        assert!(log.contains(cmd), "{cmd} missing from\n{log}");
+    }
+    assert!(!log.contains("FAILED"), "{log}\n{said}");
+    // The delegated job ran as a child of the root.
+    let runs = env.runs();
+    assert!(
+        runs.iter().any(|r| r["parent_run_id"] == runs[0]["run_id"]),
+        "{runs:?}"
+    );
+}
+
+#[test]
+fn a_root_that_ended_while_its_loop_was_dead_is_recorded_and_chained() {
+    // Arrange: the loop dies at once; its root works a second and exits without DONE.
+    let env = setup("max_restarts = 3", &[("root", "work 2 1")]);
+    let mut first = env
+        .cmd(&["task", "p", "t", "--objective", "Work a while."])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let root = env.wait_for_root();
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let pid = root["pid"].clone();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Path::new(&format!("/proc/{pid}")).exists() {
+        assert!(Instant::now() < deadline, "the root never exited");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // Act
+    let out = env.run(&["task", "p", "t"]);
+
+    // Assert
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(env.has("SUPERVISOR_RESTART", "ended while no loop watched it"));
+    let runs = env.runs();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert!(!runs[0]["end_time"].is_empty(), "{runs:?}");
+    assert_eq!(runs[0]["exit_code"], "-1");
+    assert_eq!(runs[1]["previous_run_id"], runs[0]["run_id"]);
+}
+
+#[test]
+fn a_helper_the_root_left_in_its_group_is_not_waited_for_as_a_child() {
+    let env = setup("child_wait_timeout = 30", &[("root", "lingering")]);
+
+    let out = env.task(&[]);
+
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!env.has("INFO", "Waiting for"), "{:?}", env.bus());
+}
+
+/// A config whose one backend `root` is of CLI type `kind`, its program the fake agent in `mode`.
+fn setup_cli(kind: &str, mode: &str) -> Env {
+    let env = setup("max_restarts = 3", &[("root", "never")]);
+    let text = std::fs::read_to_string(&env.config).unwrap().replace(
+        "type = \"command\"\n  command = [\"sh\", ",
+        &format!("type = \"{kind}\"\n  command = [\"sh\", "),
+    );
+    std::fs::write(
+        &env.config,
+        text.replace("\"never\"]", &format!("\"{mode}\"]")),
+    )
+    .unwrap();
+    env
+}
+
+fn usage_of(run: &std::collections::BTreeMap<String, String>) -> serde_json::Value {
+    serde_json::from_str(&run["usage"]).unwrap()
+}
+
+#[test]
+fn a_resumed_claude_session_books_the_cost_each_process_added_not_the_running_total() {
+    let env = setup_cli("claude", "claude-cumulative");
+
+    let out = env.task(&[]);
+
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let runs = env.runs();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(runs[1]["resumed_session"], "s-1");
+    let costs: Vec<f64> = runs
+        .iter()
+        .map(|r| usage_of(r)["cost_usd"].as_f64().unwrap())
+        .collect();
+    assert!(
+        (costs[0] - 0.01).abs() < 1e-9 && (costs[1] - 0.01).abs() < 1e-9,
+        "{costs:?}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("$0.0200"),
+        "{:?}",
+        out
+    );
+}
+
+#[test]
+fn a_resumed_codex_thread_books_the_tokens_each_process_added_not_the_running_total() {
+    let env = setup_cli("codex", "codex-cumulative");
+
+    let out = env.task(&[]);
+
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let runs = env.runs();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(runs[1]["resumed_session"], "t-1");
+    for r in &runs {
+        assert_eq!(usage_of(r)["input_tokens"], 4444, "{r:?}");
+        assert_eq!(usage_of(r)["output_tokens"], 10, "{r:?}");
+    }
+}
+
+#[test]
+fn output_md_holds_the_clis_final_answer_not_its_event_stream() {
+    let claude = setup_cli("claude", "claude-cumulative");
+    let codex = setup_cli("codex", "codex-cumulative");
+
+    let outs = [claude.task(&[]), codex.task(&[])];
+
+    for (env, out) in [(&claude, &outs[0]), (&codex, &outs[1])] {
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(out));
+        let first = &env.runs()[0];
+        let answer = std::fs::read_to_string(&first["output_path"]).unwrap();
+        assert_eq!(answer, "answer 1");
+    }
+}
+
+#[test]
+fn a_codex_usage_limit_is_waited_out_not_charged_as_a_restart() {
+    let env = setup_cli("codex", "codex-limit");
+    std::fs::write(
+        &env.config,
+        std::fs::read_to_string(&env.config)
+            .unwrap()
+            .replace("max_restarts = 3", "max_restarts = 0"),
+    )
+    .unwrap();
+
+    let out = env.task(&[]);
+
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(env.runs().len(), 2);
+    assert!(
+        env.has("WARNING", "usage limit reached on root"),
+        "{:?}",
+        env.bus()
+    );
+}
+
+#[test]
+fn a_gemini_rate_limit_is_waited_out_not_charged_as_a_restart() {
+    let env = setup_cli("gemini", "gemini-limit");
+    std::fs::write(
+        &env.config,
+        std::fs::read_to_string(&env.config)
+            .unwrap()
+            .replace("max_restarts = 3", "max_restarts = 0"),
+    )
+    .unwrap();
+
+    let out = env.task(&[]);
+
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(env.runs().len(), 2);
+    assert!(
+        env.has("WARNING", "usage limit reached on root"),
+        "{:?}",
+        env.bus()
+    );
+}
+
+#[test]
+fn an_auth_failure_fails_the_task_at_once_with_its_cause() {
+    let env = setup_cli("codex", "codex-auth");
+
+    let out = env.task(&[]);
+
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(6), "{err}");
+    assert!(
+        err.contains("authentication failed") && err.contains("401"),
+        "{err}"
+    );
+    assert_eq!(env.runs().len(), 1, "restarted after an auth failure");
+    assert_eq!(env.runs()[0]["failure"], "authentication failed");
+}
+
+#[test]
+fn a_transient_error_is_retried_with_backoff_and_not_charged() {
+    let env = setup_cli("claude", "claude-overloaded");
+    std::fs::write(
+        &env.config,
+        std::fs::read_to_string(&env.config)
+            .unwrap()
+            .replace("max_restarts = 3", "max_restarts = 0"),
+    )
+    .unwrap();
+
+    let out = env.task(&[]);
+
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(env.runs().len(), 3);
+    assert!(env.has("WARNING", "retry 1 of 3 in 1s"), "{:?}", env.bus());
+    assert!(env.has("WARNING", "retry 2 of 3 in 2s"), "{:?}", env.bus());
+}
+
+#[test]
+fn a_backend_failing_after_output_is_degraded_for_every_task_and_the_next_one_runs() {
+    // Arrange: `bad` prints, then fails authentication; `good` finishes at once.
+    let env = setup(
+        "agent_order = [\"bad\", \"good\"]",
+        &[("bad", "codex-auth"), ("good", "done-after 1")],
+    );
+    let text = std::fs::read_to_string(&env.config).unwrap().replacen(
+        "type = \"command\"",
+        "type = \"codex\"",
+        1,
+    );
+    std::fs::write(&env.config, text).unwrap();
+
+    // Act: one task, then another in the same projects root.
+    let first = env.task(&[]);
+    let second = env.run(&["task", "p", "t2", "--objective", "Another thing."]);
+
+    // Assert
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    let runs = env.runs();
+    assert_eq!(
+        runs.iter().map(|r| r["agent"].as_str()).collect::<Vec<_>>(),
+        ["bad", "good"]
+    );
+    assert!(
+        env.has("WARNING", "backend bad authentication failed"),
+        "{:?}",
+        env.bus()
+    );
+    let t2_runs: Vec<String> = std::fs::read_dir(env.root.join("p/t2/runs"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().is_dir())
+        .map(|e| std::fs::read_to_string(e.path().join("run-info.yaml")).unwrap())
+        .collect();
+    assert_eq!(t2_runs.len(), 1);
+    assert!(t2_runs[0].contains("agent: \"good\""), "{}", t2_runs[0]);
+}
+
+#[test]
+fn a_backend_that_cannot_start_fails_the_task_at_once_with_its_cause() {
+    let env = setup("max_restarts = 5", &[("root", "never")]);
+    let text = std::fs::read_to_string(&env.config).unwrap().replace(
+        "command = [\"sh\", ",
+        "command = [\"/nonexistent/agent-cli\", ",
+    );
+    std::fs::write(&env.config, text).unwrap();
+
+    let out = env.task(&[]);
+
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(6), "{err}");
+    assert!(
+        err.contains("could not start") && err.contains("/nonexistent/agent-cli"),
+        "{err}"
+    );
+    assert_eq!(env.runs().len(), 1);
+}
+
+#[test]
+fn a_task_prints_a_line_per_event_and_json_is_one_real_object() {
+    let env = setup("max_restarts = 5", &[("root", "done-after 2")]);
+
+    let out = env.run(&["--json", "task", "p", "t", "--objective", "Do it twice."]);
+
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    for event in [
+        "START",
+        "STOP",
+        "restarting the root agent",
+        "task complete",
+    ] {
+        assert!(err.contains(event), "{event} not printed:\n{err}");
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["outcome"], "completed");
+    assert_eq!(v["runs"], 2);
+    assert_eq!(v["code"], 0);
+}
+
+#[test]
+fn a_silent_tool_call_that_keeps_writing_is_busy_not_stuck() {
+    let env = setup(
+        "stuck_threshold = 1\nidle_threshold = 1\nmax_restarts = 0",
+        &[("root", "busy-silent")],
+    );
+
+    let out = env.task(&[]);
+
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let runs = env.runs();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["ended"], "exited", "{runs:?}");
+}
+
+#[test]
+fn a_root_waiting_on_a_chatty_child_is_not_stuck() {
+    let env = setup(
+        "stuck_threshold = 1\nidle_threshold = 1\nmax_restarts = 0",
+        &[("root", "wait-on-chatty"), ("chatty", "chatty")],
+    );
+
+    let out = env.task(&[]);
+
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let runs = env.runs();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert!(runs.iter().all(|r| r["ended"] == "exited"), "{runs:?}");
+}
+
+#[test]
+fn an_idle_agent_is_killed_and_the_loop_counts_it() {
+    let env = setup(
+        "idle_threshold = 1\nstuck_threshold = 100\nmax_restarts = 0",
+        &[("root", "hang")],
+    );
+
+    let out = env.task(&[]);
+
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(env.runs()[0]["ended"], "idle");
+    assert!(env.has("WARNING", "idle: nothing moved"), "{:?}", env.bus());
+}

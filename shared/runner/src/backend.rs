@@ -180,6 +180,29 @@ impl Usage {
         }
     }
 
+    /// What one process of a resumed session added, from the session's running total
+    /// before it (`previous`) and after it (`self`). A CLI reports some figures over the
+    /// whole session: Claude Code its cost, Codex its tokens; the others stay per process.
+    pub fn since(&self, previous: &Usage, kind: BackendKind) -> Usage {
+        let mut added = self.clone();
+        match kind {
+            BackendKind::Claude => {
+                if let (Some(now), Some(before)) = (self.cost_usd, previous.cost_usd) {
+                    added.cost_usd = Some((now - before).max(0.0));
+                }
+            }
+            BackendKind::Codex => {
+                added.input_tokens = self.input_tokens.saturating_sub(previous.input_tokens);
+                added.output_tokens = self.output_tokens.saturating_sub(previous.output_tokens);
+                added.cached_input_tokens = self
+                    .cached_input_tokens
+                    .saturating_sub(previous.cached_input_tokens);
+            }
+            BackendKind::Gemini | BackendKind::Command => {}
+        }
+        added
+    }
+
     /// `in 1200, out 80 tokens, $0.0130` (cost only when a CLI reported one).
     pub fn summary(&self) -> String {
         let cost = self
@@ -199,6 +222,214 @@ pub struct UsageLimit {
     pub resets_at: Option<i64>,
 }
 
+/// Why a run failed, read from the error events of the CLI's structured output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// The key is missing, wrong or expired: no restart fixes it.
+    Auth,
+    /// Billing or a daily quota is used up: waiting minutes does not fix it either.
+    Quota,
+    /// The provider or the network failed for a moment (5xx, overloaded, a dropped stream).
+    Transient,
+    /// The program could not be started (not installed, not executable).
+    CannotStart,
+}
+
+impl FailureKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Auth => "authentication failed",
+            FailureKind::Quota => "quota or billing exhausted",
+            FailureKind::Transient => "transient provider error",
+            FailureKind::CannotStart => "could not start",
+        }
+    }
+
+    /// No restart of the same backend can fix it: the task fails with the cause.
+    pub fn is_fatal(self) -> bool {
+        !matches!(self, FailureKind::Transient)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    pub kind: FailureKind,
+    /// The CLI's own words (its error event's message), shortened.
+    pub cause: String,
+}
+
+/// An error event: the HTTP status when the CLI gave one, a machine code, the message.
+struct ErrorEvent {
+    status: Option<u64>,
+    code: String,
+    message: String,
+}
+
+/// The error an event reports, per CLI: Claude's `result` with `is_error` and its assistant
+/// `error` codes; Codex's `error` and `turn.failed`; Gemini's `error` and failed `result`.
+fn error_event(kind: BackendKind, ty: &str, ev: &Value) -> Option<ErrorEvent> {
+    let s = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
+    let num = |v: Option<&Value>| {
+        v.and_then(|v| {
+            v.as_u64()
+                .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+        })
+    };
+    match (kind, ty) {
+        (BackendKind::Claude | BackendKind::Command, "result")
+            if ev.get("is_error").and_then(Value::as_bool) == Some(true) =>
+        {
+            Some(ErrorEvent {
+                status: num(ev.get("api_error_status")),
+                code: s(ev.get("subtype")),
+                message: s(ev.get("result")),
+            })
+        }
+        (BackendKind::Claude | BackendKind::Command, "assistant") => {
+            let code = s(ev.get("error"));
+            (!code.is_empty()).then(|| ErrorEvent {
+                status: None,
+                message: s(ev.pointer("/message/content/0/text")),
+                code,
+            })
+        }
+        (BackendKind::Codex, "error") => Some(ErrorEvent {
+            status: None,
+            code: String::new(),
+            message: s(ev.get("message")),
+        }),
+        (BackendKind::Codex, "turn.failed") => Some(ErrorEvent {
+            status: None,
+            code: String::new(),
+            message: s(ev.pointer("/error/message")),
+        }),
+        (BackendKind::Gemini, "error") => Some(ErrorEvent {
+            status: num(ev.get("status")).or_else(|| num(ev.get("code"))),
+            code: s(ev.get("severity")),
+            message: s(ev.get("message")),
+        }),
+        (BackendKind::Gemini, "result") if s(ev.get("status")) == "error" => Some(ErrorEvent {
+            status: num(ev.pointer("/error/code")).or_else(|| num(ev.pointer("/error/status"))),
+            code: s(ev.pointer("/error/type")),
+            message: s(ev.pointer("/error/message")),
+        }),
+        _ => None,
+    }
+}
+
+/// What an error event means for the loop: wait for a limit's reset, or a failure.
+enum Verdict {
+    Limit(UsageLimit),
+    Failed(FailureKind),
+}
+
+fn classify(e: &ErrorEvent, now: i64) -> Option<Verdict> {
+    let text = format!("{} {}", e.code, e.message).to_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| text.contains(w));
+    let auth = matches!(e.status, Some(401 | 403))
+        || has(&[
+            "authentication_failed",
+            "invalid api key",
+            "invalid x-api-key",
+            "api key not valid",
+            "incorrect api key",
+            "unauthorized",
+            "please run /login",
+            "not logged in",
+            "fatalauthenticationerror",
+        ]);
+    if auth {
+        return Some(Verdict::Failed(FailureKind::Auth));
+    }
+    let quota = has(&[
+        "billing_error",
+        "insufficient_quota",
+        "exceeded your current quota",
+        "credit balance",
+        "terminalquotaerror",
+        "per day",
+        "daily limit",
+    ]);
+    if quota {
+        return Some(Verdict::Failed(FailureKind::Quota));
+    }
+    let limited = e.status == Some(429)
+        || has(&[
+            "rate_limit",
+            "rate limit",
+            "usage limit",
+            "too many requests",
+            "resource_exhausted",
+            "quota",
+            "429",
+        ]);
+    if limited {
+        let resets_at = retry_in_seconds(&text).map(|secs| now + secs);
+        return Some(Verdict::Limit(UsageLimit { resets_at }));
+    }
+    let transient = e.status.is_some_and(|st| st >= 500)
+        || has(&[
+            "server_error",
+            "overloaded",
+            "internal server error",
+            "service unavailable",
+            "bad gateway",
+            "gateway timeout",
+            "timed out",
+            "timeout",
+            "stream disconnected",
+            "connection",
+            "network",
+            "econnreset",
+            " 500",
+            " 502",
+            " 503",
+            " 504",
+            " 529",
+        ]);
+    transient.then_some(Verdict::Failed(FailureKind::Transient))
+}
+
+/// "try again in 3 hours 5 minutes", "retry in 20s", "resets in 90 seconds": the wait the
+/// message names, in seconds.
+fn retry_in_seconds(text: &str) -> Option<i64> {
+    let at = ["try again in ", "retry in ", "retry after ", "resets in "]
+        .iter()
+        .find_map(|k| text.find(k).map(|i| i + k.len()))?;
+    let mut total = 0_i64;
+    let mut found = false;
+    let words: Vec<&str> = text[at..].split_whitespace().take(8).collect();
+    let mut i = 0;
+    while i < words.len() {
+        let w = words[i].trim_end_matches([',', '.', ';']);
+        let digits: String = w.chars().take_while(|c| c.is_ascii_digit()).collect();
+        let Ok(n) = digits.parse::<i64>() else {
+            break;
+        };
+        let unit = match &w[digits.len()..] {
+            "" => words.get(i + 1).copied().unwrap_or("s"),
+            u => u,
+        };
+        if w.len() == digits.len() {
+            i += 1;
+        }
+        let per = match unit.trim_end_matches([',', '.', ';']) {
+            u if u.starts_with('h') => 3600,
+            u if u.starts_with("mi") || u == "m" => 60,
+            u if u.starts_with('s') => 1,
+            u if u.starts_with('d') => 86_400,
+            _ => break,
+        };
+        total += n * per;
+        found = true;
+        i += 1;
+        if words.get(i) == Some(&"and") {
+            i += 1;
+        }
+    }
+    found.then_some(total)
+}
+
 /// What a run's stdout said, parsed from its JSON lines.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Report {
@@ -206,6 +437,11 @@ pub struct Report {
     pub limit: Option<UsageLimit>,
     /// The CLI's own session id (Claude's `session_id`, Codex's `thread_id`), to resume it.
     pub session: Option<String>,
+    /// The agent's final answer, for the CLIs that stream JSON events (Claude's `result`,
+    /// Codex's last agent message, Gemini's assistant text after its last tool call).
+    pub answer: Option<String>,
+    /// The last error event that names an authentication, quota or transient failure.
+    pub failure: Option<Failure>,
 }
 
 fn u(v: &Value, key: &str) -> u64 {
@@ -215,12 +451,71 @@ fn u(v: &Value, key: &str) -> u64 {
 /// Reads the JSON events of a run's stdout. Lines that are not JSON objects are ignored, so an
 /// agent that merely prints the word "limit" is never taken for a usage limit.
 pub fn parse_output(kind: BackendKind, stdout: &str) -> Report {
+    parse_output_at(kind, stdout, chrono::Utc::now().timestamp())
+}
+
+/// `parse_output` at unix time `now` (a message's "try again in 2 hours" is read from it).
+pub fn parse_output_at(kind: BackendKind, stdout: &str, now: i64) -> Report {
     let mut r = Report::default();
+    // Gemini streams its text in chunks: (all of it, the part since the last tool call).
+    let (mut gemini_all, mut gemini_last) = (String::new(), String::new());
+    // Claude's `result` is its final answer; its last assistant text when there is none.
+    let mut claude_result = None;
     for line in stdout.lines() {
         let Ok(ev) = serde_json::from_str::<Value>(line.trim()) else {
             continue;
         };
         let ty = ev.get("type").and_then(Value::as_str).unwrap_or("");
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+        if let Some(e) = error_event(kind, ty, &ev) {
+            match classify(&e, now) {
+                // A reset time already read (Claude's rate_limit_event) is kept.
+                Some(Verdict::Limit(l))
+                    if r.limit.as_ref().is_none_or(|o| o.resets_at.is_none()) =>
+                {
+                    r.limit = Some(l);
+                }
+                Some(Verdict::Failed(kind)) => {
+                    let cause: String = e.message.chars().take(300).collect();
+                    r.failure = Some(Failure { kind, cause });
+                }
+                Some(Verdict::Limit(_)) | None => {}
+            }
+        }
+        match (kind, ty) {
+            (BackendKind::Claude, "result") => claude_result = text(ev.get("result")),
+            (BackendKind::Claude, "assistant") => {
+                let blocks = ev.pointer("/message/content").and_then(Value::as_array);
+                let said: String = blocks
+                    .into_iter()
+                    .flatten()
+                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                    .filter_map(|b| b.get("text").and_then(Value::as_str))
+                    .collect();
+                if !said.is_empty() {
+                    r.answer = Some(said);
+                }
+            }
+            (BackendKind::Codex, "item.completed") => {
+                let item = ev.get("item").unwrap_or(&Value::Null);
+                let item_type = item
+                    .get("type")
+                    .or_else(|| item.get("item_type"))
+                    .and_then(Value::as_str);
+                if matches!(item_type, Some("agent_message" | "assistant_message")) {
+                    r.answer = text(item.get("text")).or(r.answer.take());
+                }
+            }
+            (BackendKind::Gemini, "message")
+                if ev.get("role").and_then(Value::as_str) == Some("assistant") =>
+            {
+                let chunk = ev.get("content").and_then(Value::as_str).unwrap_or("");
+                gemini_all.push_str(chunk);
+                gemini_last.push_str(chunk);
+            }
+            (BackendKind::Gemini, "tool_use" | "tool_result") => gemini_last.clear(),
+            _ => {}
+        }
         let session = match (kind, ty) {
             (BackendKind::Claude, _) => ev.get("session_id"),
             (BackendKind::Codex, "thread.started") => ev.get("thread_id"),
@@ -261,8 +556,9 @@ pub fn parse_output(kind: BackendKind, stdout: &str) -> Report {
             (BackendKind::Codex, "turn.completed") => {
                 if let Some(usage) = ev.get("usage") {
                     r.usage.input_tokens += u(usage, "input_tokens");
-                    r.usage.output_tokens +=
-                        u(usage, "output_tokens") + u(usage, "reasoning_output_tokens");
+                    // Reasoning tokens are part of `output_tokens` (as the provider bills
+                    // them), not on top of it.
+                    r.usage.output_tokens += u(usage, "output_tokens");
                     r.usage.cached_input_tokens += u(usage, "cached_input_tokens");
                 }
                 r.usage.turns += 1;
@@ -276,6 +572,16 @@ pub fn parse_output(kind: BackendKind, stdout: &str) -> Report {
             _ => {}
         }
     }
+    if claude_result.is_some() {
+        r.answer = claude_result;
+    }
+    if kind == BackendKind::Gemini {
+        let answer = match gemini_last.trim() {
+            "" => gemini_all,
+            _ => gemini_last,
+        };
+        r.answer = Some(answer).filter(|a| !a.trim().is_empty());
+    }
     r
 }
 
@@ -284,11 +590,8 @@ fn add_gemini_stats(usage: &mut Usage, stats: &Value) {
     let output = u(stats, "output_tokens");
     let total = u(stats, "total_tokens");
     usage.input_tokens += input;
-    usage.output_tokens += if output == 0 && total > input {
-        total - input
-    } else {
-        output
-    };
+    // `output_tokens` leaves out the thinking tokens the provider billed; the total has them.
+    usage.output_tokens += output.max(total.saturating_sub(input));
     usage.cached_input_tokens += u(stats, "cached");
 }
 
@@ -345,7 +648,7 @@ mod tests {
     }
 
     #[test]
-    fn codex_turns_are_summed() {
+    fn codex_turns_are_summed_and_reasoning_is_inside_the_output_tokens() {
         let out = r#"{"type":"turn.completed","usage":{"input_tokens":10,"cached_input_tokens":2,"output_tokens":3,"reasoning_output_tokens":1}}
 {"type":"turn.completed","usage":{"input_tokens":5,"cached_input_tokens":0,"output_tokens":1,"reasoning_output_tokens":0}}"#;
 
@@ -353,7 +656,7 @@ mod tests {
 
         assert_eq!(
             (r.usage.input_tokens, r.usage.output_tokens, r.usage.turns),
-            (15, 5, 2)
+            (15, 4, 2)
         );
     }
 
@@ -372,6 +675,73 @@ mod tests {
             })
         );
         assert_eq!(b.limit, None);
+    }
+
+    #[test]
+    fn geminis_thinking_tokens_count_as_output() {
+        let out = r#"{"type":"result","status":"success","stats":{"total_tokens":150,"input_tokens":100,"output_tokens":20}}"#;
+
+        let r = parse_output(BackendKind::Gemini, out);
+
+        assert_eq!((r.usage.input_tokens, r.usage.output_tokens), (100, 50));
+    }
+
+    #[test]
+    fn a_resumed_session_books_only_what_its_process_added() {
+        let before = Usage {
+            input_tokens: 4444,
+            output_tokens: 40,
+            cost_usd: Some(0.0102),
+            ..Usage::default()
+        };
+        let after = Usage {
+            input_tokens: 8888,
+            output_tokens: 80,
+            cost_usd: Some(0.0204),
+            turns: 1,
+            ..Usage::default()
+        };
+
+        let claude = after.since(&before, BackendKind::Claude);
+        let codex = after.since(&before, BackendKind::Codex);
+
+        assert!((claude.cost_usd.unwrap() - 0.0102).abs() < 1e-9);
+        assert_eq!(claude.input_tokens, 8888, "Claude's tokens are per process");
+        assert_eq!((codex.input_tokens, codex.output_tokens), (4444, 40));
+        assert_eq!(after.since(&before, BackendKind::Gemini), after);
+    }
+
+    #[test]
+    fn the_final_answer_is_read_from_each_clis_events() {
+        let claude = r#"{"type":"assistant","message":{"content":[{"type":"text","text":"thinking aloud"}]}}
+{"type":"result","subtype":"success","result":"The answer is 42."}"#;
+        let codex = r#"{"type":"item.completed","item":{"id":"1","type":"agent_message","text":"first"}}
+{"type":"item.completed","item":{"id":"2","type":"command_execution","command":"ls"}}
+{"type":"item.completed","item":{"id":"3","type":"agent_message","text":"Final: done."}}"#;
+        let gemini = r#"{"type":"message","role":"user","content":"do it"}
+{"type":"message","role":"assistant","content":"Let me look.","delta":true}
+{"type":"tool_use","tool_name":"ls"}
+{"type":"tool_result","status":"success"}
+{"type":"message","role":"assistant","content":"All ","delta":true}
+{"type":"message","role":"assistant","content":"done.","delta":true}
+{"type":"result","status":"success","stats":{}}"#;
+
+        let answers = [
+            parse_output(BackendKind::Claude, claude).answer,
+            parse_output(BackendKind::Codex, codex).answer,
+            parse_output(BackendKind::Gemini, gemini).answer,
+            parse_output(BackendKind::Command, "plain text").answer,
+        ];
+
+        assert_eq!(
+            answers,
+            [
+                Some("The answer is 42.".to_string()),
+                Some("Final: done.".to_string()),
+                Some("All done.".to_string()),
+                None
+            ]
+        );
     }
 
     #[test]

@@ -124,6 +124,15 @@ impl Bus {
         Ok(seq)
     }
 
+    /// The sequence number of the last message (0 on an empty bus).
+    pub fn last_seq(&self) -> Result<i64, RunnerError> {
+        Ok(self
+            .conn
+            .query_row("SELECT COALESCE(MAX(seq), 0) FROM messages", [], |r| {
+                r.get(0)
+            })?)
+    }
+
     /// Messages after `after`, oldest first.
     pub fn poll(&self, after: i64) -> Result<Vec<Message>, RunnerError> {
         let mut st = self.conn.prepare(

@@ -13,13 +13,38 @@ use hcl_edit::structure::{Attribute, Body};
 use crate::backend::BackendKind;
 
 /// A config problem, located: `file:line: key: what is wrong`.
+/// A value from the environment or the command line has no line: `line` is 0 there.
 #[derive(Debug, thiserror::Error)]
-#[error("{file}:{line}: {key}: {message}")]
 pub struct ConfigError {
     pub file: String,
     pub line: usize,
     pub key: String,
     pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            0 => write!(f, "{}: {}: {}", self.file, self.key, self.message),
+            line => write!(f, "{}:{line}: {}: {}", self.file, self.key, self.message),
+        }
+    }
+}
+
+/// The longest duration a setting may hold: ten years, in seconds.
+pub const MAX_SECONDS: f64 = 315_360_000.0;
+
+/// `n` seconds as a duration, or the allowed range when `n` is outside it: not a number,
+/// infinite, negative, over [`MAX_SECONDS`], or zero where `positive` is asked.
+pub fn seconds(n: f64, positive: bool) -> Result<Duration, String> {
+    let low_ok = if positive { n > 0.0 } else { n >= 0.0 };
+    if n.is_finite() && low_ok && n <= MAX_SECONDS {
+        return Ok(Duration::from_secs_f64(n));
+    }
+    let low = if positive { "> 0" } else { ">= 0" };
+    Err(format!(
+        "must be a number of seconds {low} and <= {MAX_SECONDS}, got {n}"
+    ))
 }
 
 /// How the next backend is chosen.
@@ -260,21 +285,33 @@ pub struct Overrides {
 impl Overrides {
     /// `LONGRUN_PROJECTS_ROOT`, `LONGRUN_MAX_RESTARTS`, `LONGRUN_TIME_BUDGET` (seconds).
     pub fn from_env() -> Result<Self, ConfigError> {
-        let num = |name: &str| -> Result<Option<f64>, ConfigError> {
-            match std::env::var(name) {
-                Ok(v) => v.trim().parse::<f64>().map(Some).map_err(|_| ConfigError {
-                    file: "environment".into(),
-                    line: 0,
-                    key: name.into(),
-                    message: format!("must be a number, got {v:?}"),
-                }),
-                Err(_) => Ok(None),
+        let bad = |name: &str, message: String| ConfigError {
+            file: "environment".into(),
+            line: 0,
+            key: name.into(),
+            message,
+        };
+        let var = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_string());
+        let max_restarts = match var("LONGRUN_MAX_RESTARTS") {
+            Some(v) => Some(v.parse::<u32>().map_err(|_| {
+                bad(
+                    "LONGRUN_MAX_RESTARTS",
+                    format!("must be a whole number from 0 to {}, got {v:?}", u32::MAX),
+                )
+            })?),
+            None => None,
+        };
+        let time_budget = match var("LONGRUN_TIME_BUDGET") {
+            Some(v) => {
+                let n = v.parse::<f64>().unwrap_or(f64::NAN);
+                Some(seconds(n, true).map_err(|m| bad("LONGRUN_TIME_BUDGET", m))?)
             }
+            None => None,
         };
         Ok(Overrides {
             projects_root: std::env::var_os("LONGRUN_PROJECTS_ROOT").map(PathBuf::from),
-            max_restarts: num("LONGRUN_MAX_RESTARTS")?.map(|n| n.max(0.0) as u32),
-            time_budget: num("LONGRUN_TIME_BUDGET")?.map(|s| Duration::from_secs_f64(s.max(0.0))),
+            max_restarts,
+            time_budget,
         })
     }
 
@@ -570,7 +607,8 @@ impl Parser<'_> {
             Expression::Number(n) => n.value().as_f64(),
             _ => None,
         }
-        .ok_or_else(|| self.err(line, key, "must be a number"))?;
+        .filter(|n| n.is_finite())
+        .ok_or_else(|| self.err(line, key, "must be a finite number"))?;
         if n < min {
             return Err(self.err(line, key, &format!("must be >= {min}, got {n}")));
         }
@@ -578,12 +616,13 @@ impl Parser<'_> {
     }
 
     fn secs(&self, attr: &Attribute, positive: bool) -> Result<Duration, ConfigError> {
-        let n = self.number(attr, 0.0)?;
-        if positive && n <= 0.0 {
-            let line = self.line(attr.span());
-            return Err(self.err(line, attr.key.value().as_str(), "must be > 0"));
+        let key = attr.key.value().as_str();
+        let n = match &attr.value {
+            Expression::Number(n) => n.value().as_f64(),
+            _ => None,
         }
-        Ok(Duration::from_secs_f64(n))
+        .unwrap_or(f64::NAN);
+        seconds(n, positive).map_err(|m| self.err(self.line(attr.span()), key, &m))
     }
 
     fn boolean(&self, attr: &Attribute) -> Result<bool, ConfigError> {
@@ -643,7 +682,15 @@ impl Parser<'_> {
         let key = attr.key.value().as_str();
         match key {
             "projects_root" => cfg.projects_root = expand_home(&self.string(attr)?),
-            "max_restarts" => cfg.max_restarts = self.number(attr, 0.0)? as u32,
+            "max_restarts" => {
+                let n = self.number(attr, 0.0)?;
+                if n.fract() != 0.0 || n > f64::from(u32::MAX) {
+                    let line = self.line(attr.span());
+                    let m = format!("must be a whole number from 0 to {}, got {n}", u32::MAX);
+                    return Err(self.err(line, key, &m));
+                }
+                cfg.max_restarts = n as u32;
+            }
             "time_budget" => cfg.time_budget = self.secs(attr, true)?,
             "restart_pause" => cfg.restart_pause = self.secs(attr, false)?,
             "child_wait_timeout" => cfg.child_wait_timeout = self.secs(attr, true)?,

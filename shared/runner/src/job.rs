@@ -6,7 +6,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::backend::{self, BackendKind, Report, Usage, UsageLimit};
+use crate::backend::{self, BackendKind, Failure, FailureKind, Report, Usage, UsageLimit};
 use crate::bus::{MessageType, post_best_effort};
 use crate::config::RunnerConfig;
 use crate::process::{Activity, AdoptedAgent, AgentProcess, Spawn, stop_group};
@@ -45,8 +45,12 @@ pub enum Ended {
     Exited,
     /// Exited non-zero before writing any output: the backend is marked degraded.
     FailedFast,
-    /// No output for `stuck_threshold`: its group was killed.
+    /// No progress for `stuck_threshold` (no output, none from its children, no bus message,
+    /// no byte written), however busy its CPU: its group was killed.
     Stuck,
+    /// Nothing at all for `idle_threshold` (no progress and no CPU either): its group was
+    /// killed.
+    Idle,
     /// Still running when the task's time budget ended: its group was stopped.
     OutOfTime,
     /// `longrun stop` stopped it.
@@ -59,6 +63,7 @@ impl Ended {
             Ended::Exited => "exited",
             Ended::FailedFast => "failed_fast",
             Ended::Stuck => "stuck",
+            Ended::Idle => "idle",
             Ended::OutOfTime => "out_of_time",
             Ended::Stopped => "stopped",
         }
@@ -76,10 +81,15 @@ pub struct JobOutcome {
     pub limit: Option<UsageLimit>,
     /// The CLI session it ran in, if the CLI reported one.
     pub session: Option<String>,
+    /// Why it failed, when its CLI said (authentication, quota, a transient error) or it could
+    /// not start.
+    pub failure: Option<Failure>,
 }
 
-/// Runs one job; when no agent was named, a backend that fails fast is marked degraded and the
-/// next one is tried (each try is its own run, chained by `previous_run_id`).
+/// Runs one job. A transient provider error runs the same backend again after 1 s, 2 s, 4 s
+/// (three retries); a backend that fails otherwise (before any output, or with an
+/// authentication, quota or start failure) is marked degraded for every task, and when no agent
+/// was named the next backend is tried (each try is its own run, chained by `previous_run_id`).
 pub fn run_job(
     cfg: &RunnerConfig, procs: &dyn AgentProcess, req: &JobRequest,
 ) -> Result<JobOutcome, RunnerError> {
@@ -91,56 +101,76 @@ pub fn run_job(
     }
     let mut tried: Vec<String> = Vec::new();
     let mut previous = req.previous_run_id.clone();
+    let mut retries = longrun_domain::Backoff::PROVIDER.iter();
+    let mut again: Option<select::Choice> = None;
     loop {
-        let choice = match &req.agent {
-            Some(name) => {
-                if !cfg.backends.contains_key(name) {
-                    return Err(RunnerError::Invalid(format!(
-                        "unknown agent {name:?}; configured: {}",
-                        cfg.backends.keys().cloned().collect::<Vec<_>>().join(", ")
-                    )));
-                }
-                select::Choice {
-                    backend: name.clone(),
-                    reason: "named".into(),
-                }
-            }
-            None => {
+        let choice = match (again.take(), &req.agent) {
+            (Some(c), _) => c,
+            (None, Some(name)) => named(cfg, name)?,
+            (None, None) => {
                 let now = chrono::Utc::now().timestamp();
-                match select::choose(cfg, &req.task_dir, now, &tried) {
-                    Some(c) => c,
-                    None => {
-                        return Err(RunnerError::Invalid(format!(
-                            "every backend failed fast: {}",
-                            tried.join(", ")
-                        )));
-                    }
-                }
+                select::choose(cfg, &req.task_dir, now, &tried).ok_or_else(|| {
+                    RunnerError::Invalid(format!("every backend failed: {}", tried.join(", ")))
+                })?
             }
         };
         let out = run_once(cfg, procs, req, &choice, previous.as_deref())?;
-        if out.ended == Ended::FailedFast && req.agent.is_none() {
-            let until = chrono::Utc::now().timestamp() + cfg.degraded_cooldown.as_secs() as i64;
-            select::mark_degraded(&req.task_dir, &out.backend, until);
-            post_best_effort(
-                &req.task_dir,
-                MessageType::Warning,
-                &out.run_id,
-                &format!(
-                    "backend {} failed before any output (exit {:?}); degraded for {}s, trying the next one",
-                    out.backend,
-                    out.exit_code,
-                    cfg.degraded_cooldown.as_secs()
-                ),
+        previous = Some(out.run_id.clone());
+        let post = |kind, said: &str| post_best_effort(&req.task_dir, kind, &out.run_id, said);
+        let failure = out.failure.as_ref().filter(|_| out.limit.is_none());
+        if let Some(f) = failure.filter(|f| f.kind == FailureKind::Transient)
+            && let Some(ms) = retries.next()
+        {
+            let n = retries.retries();
+            let said = format!(
+                "backend {}: {} ({}); retry {n} of 3 in {}s",
+                out.backend,
+                f.kind.as_str(),
+                f.cause,
+                ms / 1000
             );
-            tried.push(out.backend.clone());
-            previous = Some(out.run_id.clone());
-            if tried.len() < cfg.agent_order.len() {
-                continue;
-            }
+            post(MessageType::Warning, &said);
+            std::thread::sleep(Duration::from_millis(ms));
+            again = Some(select::Choice {
+                backend: choice.backend.clone(),
+                reason: format!("retry {n} after a transient error"),
+            });
+            continue;
         }
-        return Ok(out);
+        if out.ended != Ended::FailedFast && failure.is_none() {
+            return Ok(out);
+        }
+        let until = chrono::Utc::now().timestamp() + cfg.degraded_cooldown.as_secs() as i64;
+        select::mark_degraded(cfg, &out.backend, until);
+        let why = match failure {
+            Some(f) => format!("{}: {}", f.kind.as_str(), f.cause),
+            None => format!("failed before any output (exit {:?})", out.exit_code),
+        };
+        tried.push(out.backend.clone());
+        let more = req.agent.is_none() && tried.len() < cfg.agent_order.len();
+        let next = if more { ", trying the next one" } else { "" };
+        let secs = cfg.degraded_cooldown.as_secs();
+        let said = format!("backend {} {why}; degraded for {secs}s{next}", out.backend);
+        post(MessageType::Warning, &said);
+        if !more {
+            return Ok(out);
+        }
+        retries = longrun_domain::Backoff::PROVIDER.iter();
     }
+}
+
+/// The backend the user named, if the config has it.
+fn named(cfg: &RunnerConfig, name: &str) -> Result<select::Choice, RunnerError> {
+    if !cfg.backends.contains_key(name) {
+        return Err(RunnerError::Invalid(format!(
+            "unknown agent {name:?}; configured: {}",
+            cfg.backends.keys().cloned().collect::<Vec<_>>().join(", ")
+        )));
+    }
+    Ok(select::Choice {
+        backend: name.to_string(),
+        reason: "named".into(),
+    })
 }
 
 fn path_with(bin_dir: Option<&Path>) -> String {
@@ -340,48 +370,132 @@ fn failed_to_start(
         usage: Usage::default(),
         limit: None,
         session: None,
+        failure: Some(Failure {
+            kind: FailureKind::CannotStart,
+            cause: error.to_string(),
+        }),
     })
 }
 
 /// What watching the agent until it exited saw.
 struct Watched {
     status: std::process::ExitStatus,
-    stuck: bool,
-    out_of_time: bool,
+    ended_by: Option<Ended>,
     out_len: u64,
     /// Not our child: the exit status is unknown.
     adopted: bool,
 }
 
-/// Polls the agent until it exits: kills its group when stuck or out of time, notes idleness.
+/// Signs of life of a run beyond its own output: its live descendants' output, the bus, and
+/// the work (CPU, bytes written) of its process group and theirs. Sampled once a second, as
+/// it reads `/proc` and the run-infos.
+struct Signs<'a> {
+    task_dir: &'a Path,
+    run_id: &'a str,
+    bus: Option<crate::bus::Bus>,
+    at: Option<std::time::Instant>,
+    progress: u64,
+    cpu: u64,
+}
+
+impl Signs<'_> {
+    /// (progress, cpu): any change in either is a sign of life.
+    fn sample(&mut self, own_output: u64, pgid: u32) -> (u64, u64) {
+        let due = self
+            .at
+            .is_none_or(|t| t.elapsed() >= Duration::from_secs(1));
+        if due {
+            self.at = Some(std::time::Instant::now());
+            let runs = crate::runinfo::list_runs(self.task_dir);
+            let mine = descendants(&runs, self.run_id);
+            let mut groups = vec![pgid];
+            let mut output = 0_u64;
+            for (_, i) in runs.iter().filter(|(_, i)| mine.contains(&i.str("run_id"))) {
+                groups.extend(i.int("pgid").map(|g| g as u32));
+                let len = |k: &str| std::fs::metadata(i.str(k)).map(|m| m.len()).unwrap_or(0);
+                output += len("stdout_path") + len("stderr_path");
+            }
+            let bus = self
+                .bus
+                .as_ref()
+                .and_then(|b| b.last_seq().ok())
+                .unwrap_or(0);
+            let work = crate::process::work_of_groups(&groups);
+            self.progress = output.wrapping_add(bus as u64).wrapping_add(work.written);
+            self.cpu = work.cpu_ticks;
+        }
+        (self.progress.wrapping_add(own_output), self.cpu)
+    }
+}
+
+/// The unended runs started (directly or not) by `run_id`.
+fn descendants<'r>(runs: &'r [(PathBuf, RunInfo)], run_id: &str) -> Vec<&'r str> {
+    let mut found: Vec<&str> = Vec::new();
+    let mut frontier = vec![run_id];
+    while let Some(parent) = frontier.pop() {
+        for (_, i) in runs {
+            let id = i.str("run_id");
+            if i.str("parent_run_id") == parent && !found.contains(&id) {
+                found.push(id);
+                frontier.push(id);
+            }
+        }
+    }
+    found.retain(|id| {
+        runs.iter()
+            .any(|(_, i)| i.str("run_id") == *id && i.str("end_time").is_empty())
+    });
+    found
+}
+
+/// Polls the agent until it exits: kills its group when stuck (no progress, however busy),
+/// idle (nothing at all) or out of time.
 fn watch(
     cfg: &RunnerConfig, req: &JobRequest, run_id: &str,
     agent: &mut dyn crate::process::RunningAgent,
 ) -> Result<Watched, RunnerError> {
-    let mut activity = Activity::new();
-    let (mut idle_noted, mut stuck, mut out_of_time) = (false, false, false);
+    let (mut progress, mut cpu) = (Activity::new(), Activity::new());
+    let mut signs = Signs {
+        task_dir: &req.task_dir,
+        run_id,
+        bus: crate::bus::Bus::open(&req.task_dir).ok(),
+        at: None,
+        progress: 0,
+        cpu: 0,
+    };
+    let mut ended_by = None;
     let mut poll = Duration::from_millis(5);
     let post = |kind, said: &str| post_best_effort(&req.task_dir, kind, run_id, said);
     let status = loop {
         if let Some(st) = agent.try_wait()? {
             break st;
         }
-        let quiet = activity.observe(agent.output_len());
-        if !stuck && quiet >= cfg.stuck_threshold {
-            stuck = true;
-            let (secs, group) = (quiet.as_secs(), agent.pgid());
-            let said = format!("stuck: no output for {secs}s; killing process group {group}");
+        let (p, c) = signs.sample(agent.output_len(), agent.pgid());
+        let still = progress.observe(p);
+        let quiet = still.min(cpu.observe(c));
+        let group = agent.pgid();
+        if ended_by.is_none() && still >= cfg.stuck_threshold {
+            ended_by = Some(Ended::Stuck);
+            let secs = still.as_secs();
+            let said = format!(
+                "stuck: no output, child output, bus message or write for {secs}s; killing process group {group}"
+            );
             post(MessageType::Warning, &said);
-            stop_group(agent.pgid(), cfg.stop_grace);
-        } else if !out_of_time && req.deadline.is_some_and(|d| std::time::Instant::now() >= d) {
-            out_of_time = true;
-            let said = format!("time budget spent; stopping process group {}", agent.pgid());
+            stop_group(group, cfg.stop_grace);
+        } else if ended_by.is_none() && quiet >= cfg.idle_threshold {
+            ended_by = Some(Ended::Idle);
+            let secs = quiet.as_secs();
+            let said = format!(
+                "idle: nothing moved (output, children, bus, CPU, writes) for {secs}s; killing process group {group}"
+            );
             post(MessageType::Warning, &said);
-            stop_group(agent.pgid(), cfg.stop_grace);
-        } else if !idle_noted && quiet >= cfg.idle_threshold {
-            idle_noted = true;
-            let said = format!("idle: no output for {}s", quiet.as_secs());
-            post(MessageType::Observation, &said);
+            stop_group(group, cfg.stop_grace);
+        } else if ended_by.is_none() && req.deadline.is_some_and(|d| std::time::Instant::now() >= d)
+        {
+            ended_by = Some(Ended::OutOfTime);
+            let said = format!("time budget spent; stopping process group {group}");
+            post(MessageType::Warning, &said);
+            stop_group(group, cfg.stop_grace);
         }
         // 5 ms doubling to 100 ms: an agent that exits at once is seen at once, a long one costs
         // ten checks a second.
@@ -391,8 +505,7 @@ fn watch(
     let out_len = agent.output_len();
     Ok(Watched {
         status,
-        stuck,
-        out_of_time,
+        ended_by,
         out_len,
         adopted: false,
     })
@@ -410,21 +523,26 @@ fn record_end(
         false => (w.status.code(), w.status.signal()),
     };
     let stdout_text = std::fs::read_to_string(&run.spawn.stdout).unwrap_or_default();
+    // Some CLIs put their error events on stderr.
+    let stderr_text = std::fs::read_to_string(&run.spawn.stderr).unwrap_or_default();
     let Report {
         usage,
         limit,
         session,
-    } = backend::parse_output(kind, &stdout_text);
+        answer,
+        failure,
+    } = backend::parse_output(kind, &format!("{stdout_text}\n{stderr_text}"));
+    // A CLI that retried an error by itself and then succeeded did not fail.
+    let failure = failure.filter(|_| w.adopted || !w.status.success());
+    // The agent's own output.md, else its final answer, else (a plain command) its stdout.
     let output_md = run_dir.join("output.md");
     if !output_md.exists() {
-        std::fs::write(&output_md, &stdout_text)?;
+        std::fs::write(&output_md, answer.as_deref().unwrap_or(&stdout_text))?;
     }
     let ended = if stopped {
         Ended::Stopped
-    } else if w.stuck {
-        Ended::Stuck
-    } else if w.out_of_time {
-        Ended::OutOfTime
+    } else if let Some(by) = w.ended_by {
+        by
     } else if !w.status.success() && w.out_len == 0 {
         Ended::FailedFast
     } else {
@@ -439,6 +557,18 @@ fn record_end(
         info.set("signal", s);
     }
     info.set("ended", ended.as_str());
+    // A resumed session reports (some) figures over the whole session: book what this process
+    // added, and keep the running total for the next resume.
+    let usage = match session_total_before(&req.task_dir, &info) {
+        Some(before) => {
+            info.set(
+                "session_usage",
+                serde_json::to_value(&usage).unwrap_or_default(),
+            );
+            usage.since(&before, kind)
+        }
+        None => usage,
+    };
     if !usage.is_empty() {
         info.set("usage", serde_json::to_value(&usage).unwrap_or_default());
         let pretty = serde_json::to_string_pretty(&usage).unwrap_or_default();
@@ -449,6 +579,10 @@ fn record_end(
     }
     if let Some(s) = &session {
         info.set("session_id", s.clone());
+    }
+    if let Some(f) = &failure {
+        info.set("failure", f.kind.as_str());
+        info.set("failure_cause", f.cause.clone());
     }
     info.write(&run_dir)?;
 
@@ -479,7 +613,22 @@ fn record_end(
         usage,
         limit,
         session,
+        failure,
     })
+}
+
+/// The session's running total at the end of the run this one resumed, if it resumed one.
+fn session_total_before(task_dir: &Path, info: &RunInfo) -> Option<Usage> {
+    let session = info.str("resumed_session");
+    if session.is_empty() {
+        return None;
+    }
+    let me = info.str("run_id");
+    crate::runinfo::list_runs(task_dir)
+        .into_iter()
+        .rev()
+        .find(|(_, i)| i.str("run_id") != me && i.str("session_id") == session)
+        .map(|(_, i)| i.session_usage())
 }
 
 /// The command line with the prompt shortened: run-info is read by people, the prompt has its

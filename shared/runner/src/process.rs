@@ -169,6 +169,82 @@ pub fn signal_group(pgid: u32, sig: Signal) -> bool {
         .unwrap_or(false)
 }
 
+/// The live processes of group `pgid`, read from `/proc` (zombies left out).
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // After the command's name: state, ppid, pgrp.
+            let mut rest = stat
+                .rsplit_once(") ")
+                .map(|(_, r)| r)
+                .unwrap_or("")
+                .split(' ');
+            let state = rest.next().unwrap_or("Z");
+            let pgrp = rest.nth(1).and_then(|g| g.parse::<u32>().ok());
+            state != "Z" && pgrp == Some(pgid)
+        })
+        .collect()
+}
+
+/// Signs of work in process groups, read from `/proc` in one pass: CPU ticks (its own and its
+/// reaped children's) and bytes written (to files and pipes alike) by their live processes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Work {
+    pub cpu_ticks: u64,
+    pub written: u64,
+}
+
+pub fn work_of_groups(pgids: &[u32]) -> Work {
+    let mut work = Work::default();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return work;
+    };
+    for pid in entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+    {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // After the command's name: state, ppid, pgrp, ..., utime at 11, stime, cutime, cstime.
+        let rest: Vec<&str> = stat
+            .rsplit_once(") ")
+            .map(|(_, r)| r.split(' ').collect())
+            .unwrap_or_default();
+        let pgrp = rest.get(2).and_then(|g| g.parse::<u32>().ok());
+        if !pgrp.is_some_and(|g| pgids.contains(&g)) {
+            continue;
+        }
+        let ticks = |i: usize| rest.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        work.cpu_ticks += ticks(11) + ticks(12) + ticks(13) + ticks(14);
+        let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap_or_default();
+        work.written += io
+            .lines()
+            .find_map(|l| l.strip_prefix("wchar:"))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    work
+}
+
+/// A process's argv, from `/proc` (empty once it is gone).
+pub fn cmdline(pid: u32) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            b.split(|c| *c == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// True while any process of the group is alive (`kill -0 -PGID`).
 pub fn group_alive(pgid: u32) -> bool {
     signal_group(pgid, Signal::Zero)

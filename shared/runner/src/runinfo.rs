@@ -63,6 +63,15 @@ impl RunInfo {
             .unwrap_or_default()
     }
 
+    /// What the CLI reported as its session's running total at this run's end (the run's
+    /// own `usage` when it recorded none: it did not resume a session).
+    pub fn session_usage(&self) -> crate::backend::Usage {
+        self.0
+            .get("session_usage")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_else(|| self.usage())
+    }
+
     pub fn write(&self, run_dir: &Path) -> Result<(), RunnerError> {
         let mut out = String::new();
         for (k, v) in &self.0 {

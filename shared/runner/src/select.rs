@@ -1,7 +1,8 @@
 //! Which backend runs next: round-robin over `agent_order` or weighted random ("lucky"),
-//! skipping backends marked degraded until their cooldown ends. The rotation and the marks live
-//! in the task folder (`runs/.selection.json`) so restarts and children share them; concurrent
-//! writers may lose an update, which costs at most a repeated choice.
+//! skipping backends marked degraded until their cooldown ends. The rotation lives in the task
+//! folder (`runs/.selection.json`) so restarts and children share it; the marks live in the
+//! projects root (`.longrun-backends.json`), so a backend that failed one task is skipped by
+//! the others too. Concurrent writers may lose an update, which costs at most a repeated choice.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,27 +12,37 @@ use serde::{Deserialize, Serialize};
 use crate::config::{RunnerConfig, Selection};
 
 #[derive(Debug, Default, Serialize, Deserialize)]
-struct State {
+struct Rotation {
     next: usize,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Marks {
     /// backend → unix seconds until which it is skipped.
     degraded: BTreeMap<String, i64>,
 }
 
-fn path(task_dir: &Path) -> PathBuf {
+fn rotation_path(task_dir: &Path) -> PathBuf {
     task_dir.join("runs").join(".selection.json")
 }
 
-fn load(task_dir: &Path) -> State {
-    std::fs::read_to_string(path(task_dir))
+fn marks_path(cfg: &RunnerConfig) -> PathBuf {
+    cfg.projects_root.join(".longrun-backends.json")
+}
+
+fn load<T: Default + for<'de> Deserialize<'de>>(path: &Path) -> T {
+    std::fs::read_to_string(path)
         .ok()
         .and_then(|s| serde_json::from_str(&s).ok())
         .unwrap_or_default()
 }
 
-fn save(task_dir: &Path, st: &State) {
-    let _ = std::fs::create_dir_all(task_dir.join("runs"));
-    if let Ok(s) = serde_json::to_string(st) {
-        let _ = std::fs::write(path(task_dir), s);
+fn save<T: Serialize>(path: &Path, v: &T) {
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    if let Ok(s) = serde_json::to_string(v) {
+        let _ = std::fs::write(path, s);
     }
 }
 
@@ -44,12 +55,13 @@ pub struct Choice {
 
 /// Picks the next backend, excluding `tried`. None when every backend is excluded.
 pub fn choose(cfg: &RunnerConfig, task_dir: &Path, now: i64, tried: &[String]) -> Option<Choice> {
-    let mut st = load(task_dir);
+    let mut st: Rotation = load(&rotation_path(task_dir));
+    let marks: Marks = load(&marks_path(cfg));
     let order = &cfg.agent_order;
     let usable: Vec<&String> = order
         .iter()
         .filter(|n| !tried.contains(n))
-        .filter(|n| st.degraded.get(*n).is_none_or(|until| *until <= now))
+        .filter(|n| marks.degraded.get(*n).is_none_or(|until| *until <= now))
         .collect();
     // All degraded: use the untried ones anyway rather than stall the task.
     let (pool, note) = if usable.is_empty() {
@@ -101,15 +113,16 @@ pub fn choose(cfg: &RunnerConfig, task_dir: &Path, now: i64, tried: &[String]) -
             }
         }
     };
-    save(task_dir, &st);
+    save(&rotation_path(task_dir), &st);
     Some(choice)
 }
 
-/// Skips `backend` until `until` (unix seconds).
-pub fn mark_degraded(task_dir: &Path, backend: &str, until: i64) {
-    let mut st = load(task_dir);
-    st.degraded.insert(backend.to_string(), until);
-    save(task_dir, &st);
+/// Skips `backend` until `until` (unix seconds), in every task under the projects root.
+pub fn mark_degraded(cfg: &RunnerConfig, backend: &str, until: i64) {
+    let path = marks_path(cfg);
+    let mut marks: Marks = load(&path);
+    marks.degraded.insert(backend.to_string(), until);
+    save(&path, &marks);
 }
 
 #[cfg(test)]
@@ -119,10 +132,13 @@ mod tests {
     #[test]
     fn round_robin_rotates_and_skips_a_degraded_backend() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let cfg = RunnerConfig::default();
+        let cfg = RunnerConfig {
+            projects_root: dir.path().to_path_buf(),
+            ..RunnerConfig::default()
+        };
 
         let a = choose(&cfg, dir.path(), 0, &[]).expect("a").backend;
-        mark_degraded(dir.path(), "codex", 100);
+        mark_degraded(&cfg, "codex", 100);
         let b = choose(&cfg, dir.path(), 0, &[]).expect("b").backend;
         let c = choose(&cfg, dir.path(), 200, &[]).expect("c").backend;
 
@@ -137,6 +153,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut cfg = RunnerConfig {
             selection: Selection::Lucky,
+            projects_root: dir.path().to_path_buf(),
             ..RunnerConfig::default()
         };
         for (name, w) in [("claude", 1e-9), ("codex", 1e9), ("gemini", 1e-9)] {

@@ -41,6 +41,35 @@ pub enum TaskOutcome {
     Stopped {
         runs: u32,
     },
+    /// The backend failed in a way no restart fixes (authentication, quota, it cannot start),
+    /// and no other backend was left to try.
+    Failed {
+        runs: u32,
+        backend: String,
+        cause: String,
+    },
+}
+
+impl TaskOutcome {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TaskOutcome::Completed { .. } => "completed",
+            TaskOutcome::RestartsExhausted { .. } => "restarts_exhausted",
+            TaskOutcome::BudgetExhausted { .. } => "budget_exhausted",
+            TaskOutcome::Stopped { .. } => "stopped",
+            TaskOutcome::Failed { .. } => "failed",
+        }
+    }
+
+    pub fn runs(&self) -> u32 {
+        match self {
+            TaskOutcome::Completed { runs, .. }
+            | TaskOutcome::RestartsExhausted { runs }
+            | TaskOutcome::BudgetExhausted { runs }
+            | TaskOutcome::Stopped { runs }
+            | TaskOutcome::Failed { runs, .. } => *runs,
+        }
+    }
 }
 
 pub const TASK_FILE: &str = "TASK.md";
@@ -69,7 +98,7 @@ pub fn root_prompt(task_dir: &Path, task_text: &str) -> String {
          - On start, read TASK_STATE.md and TASK-MESSAGE-BUS.md in the task folder.\n\
          - Communicate only through the message bus: `longrun bus post --type INFO \"…\"`; read it with `longrun bus poll`.\n\
          - Write facts as FACT-<name>.md with YAML front matter; keep TASK_STATE.md as a short free-text status.\n\
-         - Delegate sub-tasks with `longrun job --prompt \"…\"` (it blocks until the child ends; run it in the background to work in parallel).\n\
+         - Delegate sub-tasks with `longrun job \"…\"` (it blocks until the child ends; run it in the background to work in parallel).\n\
          - If you delegate and need the results, wait for the children (CHILD_DONE on the bus) and aggregate BEFORE writing DONE.\n\
          - Write your final result to output.md in your run folder ($LONGRUN_RUN_DIR).\n\
          - Create the file DONE in the task folder ONLY when the whole task is complete, and post an INFO when you do.\n\
@@ -123,7 +152,7 @@ pub fn run_task(
         fast_failures: 0,
         session: None,
     };
-    if let Some((run_dir, info)) = live_root(&task.dir)
+    if let Some((run_dir, info)) = unended_root(&task.dir)
         && let Some(outcome) = task.adopt(run_dir, &info)?
     {
         return Ok(outcome);
@@ -192,13 +221,20 @@ impl TaskLoop<'_> {
 
     /// A loop that died (kill -9, a reboot of the terminal) left its root agent running: this
     /// loop watches that agent to its end instead of starting a second one beside it.
+    /// A root that ended while no loop watched it is recorded the same way, at once: its end
+    /// (exit status unknown), its output and usage, and the chain to the next root.
     fn adopt(
         &mut self, run_dir: PathBuf, info: &RunInfo,
     ) -> Result<Option<TaskOutcome>, RunnerError> {
         let (id, pid) = (info.str("run_id"), info.int("pid").unwrap_or(0));
-        let said = format!(
-            "the task loop restarted; adopting the live root agent run {id} (pid {pid}) instead of starting another"
-        );
+        let said = match process_alive(pid as u32) {
+            true => format!(
+                "the task loop restarted; adopting the live root agent run {id} (pid {pid}) instead of starting another"
+            ),
+            false => format!(
+                "the task loop restarted; root agent run {id} (pid {pid}) ended while no loop watched it: recording its end (exit status unknown)"
+            ),
+        };
         post_best_effort(&self.dir, MessageType::SupervisorRestart, id, &said);
         let deadline = Some(self.started + self.cfg.time_budget);
         let out = adopt(self.cfg, &self.dir, run_dir, info, deadline)?;
@@ -244,7 +280,7 @@ impl TaskLoop<'_> {
         self.previous = Some(out.run_id.clone());
         self.session = match out.ended {
             Ended::Exited | Ended::Stopped => out.session.clone().map(|s| (out.backend.clone(), s)),
-            Ended::FailedFast | Ended::Stuck | Ended::OutOfTime => None,
+            Ended::FailedFast | Ended::Stuck | Ended::Idle | Ended::OutOfTime => None,
         };
         self.root_pgid = crate::runinfo::RunInfo::read(&out.run_dir)
             .ok()
@@ -283,15 +319,30 @@ impl TaskLoop<'_> {
             Ended::FailedFast => self.fast_failures + 1,
             _ => 0,
         };
+        if let Some(f) = out.failure.as_ref().filter(|f| f.kind.is_fatal())
+            && !dir.join(DONE_FILE).exists()
+        {
+            let cause = format!("{}: {}", f.kind.as_str(), f.cause);
+            let said = format!("giving up: backend {} {cause}", out.backend);
+            post_best_effort(dir, MessageType::Warning, &out.run_id, &said);
+            return Ok(Some(TaskOutcome::Failed {
+                runs: self.runs,
+                backend: out.backend.clone(),
+                cause,
+            }));
+        }
         match out.ended {
             Ended::Stopped => {
                 let said = "root agent stopped by request; the task ends without DONE";
                 post_best_effort(dir, MessageType::Info, &out.run_id, said);
                 return Ok(Some(TaskOutcome::Stopped { runs: self.runs }));
             }
-            Ended::Stuck => {
-                let said = "root agent was stuck and killed; the loop recovers by restarting it";
-                post_best_effort(dir, MessageType::Info, &out.run_id, said);
+            Ended::Stuck | Ended::Idle => {
+                let said = format!(
+                    "root agent was {} and killed; the loop recovers by restarting it",
+                    out.ended.as_str()
+                );
+                post_best_effort(dir, MessageType::Info, &out.run_id, &said);
             }
             _ => {}
         }
@@ -362,8 +413,9 @@ impl Drop for TaskLock {
 
 /// `pause`, doubled for each fast failure after the first, at most 60 s (or `pause` if larger).
 fn backoff(pause: Duration, fast_failures: u32) -> Duration {
-    let doubled = pause.saturating_mul(1 << fast_failures.saturating_sub(1).min(16));
-    doubled.min(Duration::from_secs(60).max(pause))
+    let first = pause.as_millis().min(u128::from(u64::MAX)) as u64;
+    let policy = longrun_domain::Backoff::doubling(first, 60_000);
+    Duration::from_millis(policy.delay_ms(fast_failures.saturating_sub(1)))
 }
 
 /// A QUESTION as the bus's last message means the task waits on the user: the root is restarted
@@ -397,14 +449,44 @@ fn wait_for_answer(cfg: &RunnerConfig, dir: &Path, started: Instant) -> Result<(
     Ok(())
 }
 
-/// The root run a dead loop left behind: no parent, no end, its process still alive. The task
-/// lock is held, so whichever loop started it is gone.
-fn live_root(dir: &Path) -> Option<(PathBuf, RunInfo)> {
-    list_runs(dir).into_iter().rev().find(|(_, i)| {
-        i.str("parent_run_id").is_empty()
-            && i.str("end_time").is_empty()
-            && i.int("pid").is_some_and(|p| process_alive(p as u32))
-    })
+/// The root run a dead loop left behind: no parent, no end (its process alive or not). The
+/// task lock is held, so whichever loop started it is gone.
+fn unended_root(dir: &Path) -> Option<(PathBuf, RunInfo)> {
+    list_runs(dir)
+        .into_iter()
+        .rev()
+        .find(|(_, i)| i.str("parent_run_id").is_empty() && i.str("end_time").is_empty())
+}
+
+/// `longrun job` processes the root started (in the background) that have no run-info yet:
+/// children being started. Only those count: whatever else the root left in its group (a shell,
+/// a CLI's helper) is not a child.
+fn starting_jobs(dir: &Path, root_pgid: u32) -> Vec<u32> {
+    let members = crate::process::group_members(root_pgid);
+    if members.is_empty() {
+        return members;
+    }
+    let recorded: Vec<i64> = list_runs(dir)
+        .iter()
+        .filter_map(|(_, i)| i.int("runner_pid"))
+        .collect();
+    members
+        .into_iter()
+        .filter(|pid| !recorded.contains(&i64::from(*pid)))
+        .filter(|pid| is_job_command(&crate::process::cmdline(*pid)))
+        .collect()
+}
+
+/// `longrun [global flags] job …`: this program, running its `job` command.
+fn is_job_command(argv: &[String]) -> bool {
+    let ours = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
+    let program = argv.first().and_then(|a| Path::new(a).file_name());
+    let named = program.is_some_and(|n| {
+        n == "longrun" || ours.as_deref().is_some_and(|o| n.to_string_lossy() == o)
+    });
+    named && argv.iter().skip(1).any(|a| a == "job")
 }
 
 /// After DONE: waits for running children up to `child_wait_timeout`; returns those orphaned.
@@ -413,8 +495,12 @@ pub(crate) fn wait_for_children(
 ) -> Vec<String> {
     let pending = |dir: &Path| {
         let mut ids = active_children(dir);
-        if let Some(g) = root_pgid.filter(|g| group_alive(*g)) {
-            ids.push(format!("root-group-{g}"));
+        if let Some(g) = root_pgid {
+            ids.extend(
+                starting_jobs(dir, g)
+                    .iter()
+                    .map(|p| format!("starting-job-pid-{p}")),
+            );
         }
         ids
     };
