@@ -352,8 +352,26 @@ pub enum Command {
     Runner(RunnerCommand),
 }
 
+/// Agents longrun itself is (a backend starts them, with the prompt on stdin).
+#[derive(Subcommand)]
+pub enum AgentCmd {
+    /// Research-only: asks Perplexity (PERPLEXITY_API_KEY, PERPLEXITY_BASE_URL) the prompt,
+    /// writes the answer with its sources to output.md, and prints a result event.
+    Perplexity {
+        /// Perplexity's model (sonar, sonar-pro, sonar-reasoning-pro, …).
+        #[arg(long, default_value = "sonar")]
+        model: String,
+    },
+}
+
 #[derive(Subcommand)]
 pub enum RunnerCommand {
+    /// An agent longrun runs itself, started by its backend (`type = "perplexity"`).
+    #[command(hide = true)]
+    Agent {
+        #[command(subcommand)]
+        cmd: AgentCmd,
+    },
     /// Run a task's root agent until DONE: restarts, children, usage limits.
     Task(TaskArgs),
     /// Run one agent to its end (agents call this to delegate; it blocks).

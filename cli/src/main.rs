@@ -7,6 +7,7 @@ mod out;
 mod archive;
 mod http;
 mod remote;
+mod research;
 mod runner;
 
 mod console {

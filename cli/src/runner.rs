@@ -7,7 +7,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use longrun::args::{BusCmd, BusWhere, Common, ConfigCmd, JobArgs, RunnerCommand, TaskArgs};
+use longrun::args::{
+    AgentCmd, BusCmd, BusWhere, Common, ConfigCmd, JobArgs, RunnerCommand, TaskArgs,
+};
 use longrun_runner::bus::{Bus, MessageType};
 use longrun_runner::config::{self, Overrides, RunnerConfig};
 use longrun_runner::job::{JobRequest, run_job, stop_run};
@@ -67,6 +69,9 @@ fn run_runner_command(cmd: RunnerCommand, json: bool) -> Result<i32, RunnerError
     match cmd {
         RunnerCommand::Task(a) => cmd_task(a, json),
         RunnerCommand::Job(a) => cmd_job(a, json),
+        RunnerCommand::Agent {
+            cmd: AgentCmd::Perplexity { model },
+        } => Ok(crate::research::perplexity(&model)),
         RunnerCommand::Bus { cmd } => cmd_bus(cmd, json),
         RunnerCommand::Stop { run_id, common } => {
             let cfg = load(&common)?;

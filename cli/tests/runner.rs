@@ -988,3 +988,131 @@ fn an_idle_agent_is_killed_and_the_loop_counts_it() {
     assert_eq!(env.runs()[0]["ended"], "idle");
     assert!(env.has("WARNING", "idle: nothing moved"), "{:?}", env.bus());
 }
+
+/// A one-route HTTP server on loopback answering every request with `status` and `body`; it
+/// keeps each request (head and body) it was sent.
+struct FakeProvider {
+    url: String,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+fn fake_provider(status: u16, body: &'static str) -> FakeProvider {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let (mut head, mut len) = (String::new(), 0usize);
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+                head.push_str(&line);
+            }
+            let mut req_body = vec![0; len];
+            let _ = reader.read_exact(&mut req_body);
+            log.lock()
+                .unwrap()
+                .push(format!("{head}\n{}", String::from_utf8_lossy(&req_body)));
+            let reply = format!(
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(reply.as_bytes());
+        }
+    });
+    FakeProvider { url, seen }
+}
+
+/// A config whose one backend is longrun's Perplexity agent against `provider`.
+fn setup_perplexity(provider: &FakeProvider) -> Env {
+    let env = setup("max_restarts = 2", &[("root", "never")]);
+    let text = format!(
+        "projects_root = \"{}\"\nrestart_pause = 0.1\nagent_order = [\"perplexity\"]\n\
+         backend \"perplexity\" {{\n  token = \"pplx-test-key\"\n  args = [\"--model\", \"sonar\"]\n  env = {{ PERPLEXITY_BASE_URL = \"{}\" }}\n}}\n",
+        env.root.display(),
+        provider.url
+    );
+    std::fs::write(&env.config, text).unwrap();
+    env
+}
+
+#[test]
+fn the_perplexity_agent_answers_a_research_task_with_its_sources_and_spend() {
+    let provider = fake_provider(
+        200,
+        r#"{"id":"r1","model":"sonar","object":"chat.completion","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"Oolong is a partly oxidised tea.\n\nSources\n- https://example.com/oolong"}}],"usage":{"prompt_tokens":1200,"completion_tokens":300,"total_tokens":1500}}"#,
+    );
+    let env = setup_perplexity(&provider);
+
+    let out = env.run(&[
+        "task",
+        "p",
+        "t",
+        "--agent",
+        "perplexity",
+        "--objective",
+        "What is oolong?",
+    ]);
+
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let runs = env.runs();
+    assert_eq!(runs.len(), 1);
+    let answer = std::fs::read_to_string(&runs[0]["output_path"]).unwrap();
+    assert!(answer.contains("partly oxidised") && answer.contains("https://example.com/oolong"));
+    let usage = usage_of(&runs[0]);
+    assert_eq!(
+        (
+            usage["input_tokens"].as_u64(),
+            usage["output_tokens"].as_u64()
+        ),
+        (Some(1200), Some(300))
+    );
+    // sonar: $1 per million tokens in and out.
+    assert!(
+        (usage["cost_usd"].as_f64().unwrap() - 0.0015).abs() < 1e-9,
+        "{usage}"
+    );
+    let seen = provider.seen.lock().unwrap();
+    assert_eq!(seen.len(), 1);
+    assert!(seen[0].starts_with("POST /chat/completions"), "{}", seen[0]);
+    assert!(
+        seen[0]
+            .to_ascii_lowercase()
+            .contains("authorization: bearer pplx-test-key")
+    );
+    assert!(seen[0].contains("What is oolong?"), "{}", seen[0]);
+}
+
+#[test]
+fn a_perplexity_auth_failure_fails_the_task_with_its_cause() {
+    let provider = fake_provider(
+        401,
+        r#"{"error":{"message":"Invalid API key","type":"invalid_api_key"}}"#,
+    );
+    let env = setup_perplexity(&provider);
+
+    let out = env.run(&[
+        "task",
+        "p",
+        "t",
+        "--agent",
+        "perplexity",
+        "--objective",
+        "What is oolong?",
+    ]);
+
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(6), "{err}");
+    assert!(err.contains("authentication failed"), "{err}");
+    assert_eq!(env.runs().len(), 1);
+    assert!(!err.contains("pplx-test-key"), "the key was echoed: {err}");
+}

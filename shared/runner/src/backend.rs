@@ -14,6 +14,9 @@ pub enum BackendKind {
     Claude,
     Codex,
     Gemini,
+    /// Research-only: `longrun agent perplexity` asks Perplexity's OpenAI-compatible API (web
+    /// search with sources) and writes the answer to output.md.
+    Perplexity,
     /// Any program: an argv template, the prompt on stdin or as an argument.
     Command,
 }
@@ -24,6 +27,7 @@ impl BackendKind {
             "claude" => Self::Claude,
             "codex" => Self::Codex,
             "gemini" => Self::Gemini,
+            "perplexity" => Self::Perplexity,
             "command" => Self::Command,
             _ => return None,
         })
@@ -34,14 +38,16 @@ impl BackendKind {
             Self::Claude => "claude",
             Self::Codex => "codex",
             Self::Gemini => "gemini",
+            Self::Perplexity => "perplexity",
             Self::Command => "command",
         }
     }
 
-    /// The default program.
+    /// The default program (longrun itself drives Perplexity: it is first on an agent's PATH).
     pub fn program(self) -> &'static str {
         match self {
             Self::Command => "false",
+            Self::Perplexity => "longrun",
             k => k.as_str(),
         }
     }
@@ -51,6 +57,7 @@ impl BackendKind {
             Self::Claude => "ANTHROPIC_API_KEY",
             Self::Codex => "OPENAI_API_KEY",
             Self::Gemini => "GEMINI_API_KEY",
+            Self::Perplexity => "PERPLEXITY_API_KEY",
             Self::Command => "LONGRUN_AGENT_TOKEN",
         }
     }
@@ -107,6 +114,11 @@ pub fn launch(
         BackendKind::Gemini => {
             argv.extend(backend.command.iter().cloned());
             argv.extend(["-p", prompt, "--yolo", "-o", "stream-json"].map(String::from));
+        }
+        BackendKind::Perplexity => {
+            argv.extend(backend.command.iter().cloned());
+            argv.extend(["agent", "perplexity"].map(String::from));
+            prompt_on_stdin = true;
         }
         BackendKind::Command => {
             let file = prompt_file.display().to_string();
@@ -198,7 +210,7 @@ impl Usage {
                     .cached_input_tokens
                     .saturating_sub(previous.cached_input_tokens);
             }
-            BackendKind::Gemini | BackendKind::Command => {}
+            BackendKind::Gemini | BackendKind::Perplexity | BackendKind::Command => {}
         }
         added
     }
@@ -276,7 +288,7 @@ fn error_event(kind: BackendKind, ty: &str, ev: &Value) -> Option<ErrorEvent> {
         })
     };
     match (kind, ty) {
-        (BackendKind::Claude | BackendKind::Command, "result")
+        (BackendKind::Claude | BackendKind::Perplexity | BackendKind::Command, "result")
             if ev.get("is_error").and_then(Value::as_bool) == Some(true) =>
         {
             Some(ErrorEvent {
@@ -525,7 +537,7 @@ pub fn parse_output_at(kind: BackendKind, stdout: &str, now: i64) -> Report {
             r.session = Some(id.to_string());
         }
         match (kind, ty) {
-            (BackendKind::Claude | BackendKind::Command, "result") => {
+            (BackendKind::Claude | BackendKind::Perplexity | BackendKind::Command, "result") => {
                 if let Some(usage) = ev.get("usage") {
                     r.usage.input_tokens += u(usage, "input_tokens");
                     r.usage.output_tokens += u(usage, "output_tokens");

@@ -226,9 +226,9 @@ pub const KEYS: &[KeySpec] = &[
 pub const BACKEND_KEYS: &[KeySpec] = &[
     KeySpec {
         key: "type",
-        kind: "\"claude\" | \"codex\" | \"gemini\" | \"command\"",
+        kind: "\"claude\" | \"codex\" | \"gemini\" | \"perplexity\" | \"command\"",
         default: "the block's name",
-        doc: "Which CLI this is; `command` runs any program.",
+        doc: "Which CLI this is; `perplexity` is longrun's own research-only agent (Perplexity's API, web search with sources); `command` runs any program.",
     },
     KeySpec {
         key: "command",
@@ -366,6 +366,8 @@ impl Default for RunnerConfig {
             ("claude", BackendKind::Claude),
             ("codex", BackendKind::Codex),
             ("gemini", BackendKind::Gemini),
+            // Research-only: named (`--agent perplexity`), never in the default rotation.
+            ("perplexity", BackendKind::Perplexity),
         ]
         .into_iter()
         .map(|(n, k)| (n.to_string(), default_backend(n, k)))
@@ -520,7 +522,7 @@ pub fn init_text() -> String {
         out.push_str(&format!("# {}\n{} = {}\n\n", k.doc, k.key, k.default));
     }
     out.push_str(
-        "# Backends replace the defaults (claude, codex, gemini) when any is given, e.g.\n\
+        "# Backends replace the defaults (claude, codex, gemini, perplexity) when any is given, e.g.\n\
          # backend \"claude\" {\n\
          #   command = [\"claude\"]\n\
          #   token   = \"@/home/me/.secrets/anthropic\"\n\
@@ -745,7 +747,7 @@ impl Parser<'_> {
                 kind_attr.map(|a| self.line(a.span())).unwrap_or(line),
                 &format!("backend.{name}.type"),
                 &format!(
-                    "must be claude, codex, gemini or command, got {kind_name:?} (set `type` for a custom name)"
+                    "must be claude, codex, gemini, perplexity or command, got {kind_name:?} (set `type` for a custom name)"
                 ),
             )
         })?;
@@ -856,7 +858,7 @@ mod tests {
         assert_eq!(cfg.max_restarts, 100);
         assert_eq!(cfg.child_wait_timeout, Duration::from_secs(300));
         assert_eq!(cfg.max_delegation_depth, 16);
-        assert_eq!(cfg.backends.len(), 3);
+        assert_eq!(cfg.backends.len(), 4, "claude, codex, gemini, perplexity");
     }
 
     #[test]
