@@ -723,6 +723,18 @@ fn setup_cli(kind: &str, mode: &str) -> Env {
     env
 }
 
+impl Env {
+    /// `max_restarts = 0` in a `setup_cli` config: a run charged as a restart ends the task.
+    fn no_restarts(&self) {
+        let text = std::fs::read_to_string(&self.config).unwrap();
+        std::fs::write(
+            &self.config,
+            text.replace("max_restarts = 3", "max_restarts = 0"),
+        )
+        .unwrap();
+    }
+}
+
 fn usage_of(run: &std::collections::BTreeMap<String, String>) -> serde_json::Value {
     serde_json::from_str(&run["usage"]).unwrap()
 }
@@ -786,13 +798,7 @@ fn output_md_holds_the_clis_final_answer_not_its_event_stream() {
 #[test]
 fn a_codex_usage_limit_is_waited_out_not_charged_as_a_restart() {
     let env = setup_cli("codex", "codex-limit");
-    std::fs::write(
-        &env.config,
-        std::fs::read_to_string(&env.config)
-            .unwrap()
-            .replace("max_restarts = 3", "max_restarts = 0"),
-    )
-    .unwrap();
+    env.no_restarts();
 
     let out = env.task(&[]);
 
@@ -808,13 +814,7 @@ fn a_codex_usage_limit_is_waited_out_not_charged_as_a_restart() {
 #[test]
 fn a_gemini_rate_limit_is_waited_out_not_charged_as_a_restart() {
     let env = setup_cli("gemini", "gemini-limit");
-    std::fs::write(
-        &env.config,
-        std::fs::read_to_string(&env.config)
-            .unwrap()
-            .replace("max_restarts = 3", "max_restarts = 0"),
-    )
-    .unwrap();
+    env.no_restarts();
 
     let out = env.task(&[]);
 
@@ -846,13 +846,7 @@ fn an_auth_failure_fails_the_task_at_once_with_its_cause() {
 #[test]
 fn a_transient_error_is_retried_with_backoff_and_not_charged() {
     let env = setup_cli("claude", "claude-overloaded");
-    std::fs::write(
-        &env.config,
-        std::fs::read_to_string(&env.config)
-            .unwrap()
-            .replace("max_restarts = 3", "max_restarts = 0"),
-    )
-    .unwrap();
+    env.no_restarts();
 
     let out = env.task(&[]);
 
