@@ -85,6 +85,8 @@ const SERVE_ENV: &str = "\
 Environment (flags above show theirs in [env: …]):
   LONGRUN_TOKENS=token:user,…       bearer tokens and their users; none: one token for user
                                     `local` is made and kept in DATA_DIR/token
+  LONGRUN_TASKS_USER=user           who sees the tasks `longrun task` started under the
+                                    projects root (default: `local` when no LONGRUN_TOKENS)
   LONGRUN_APP_BASE_URL              base of the deep links in notifications (default: the
                                     listening address; APP_BASE_URL is a deprecated alias)
   LONGRUN_FETCH=off                 turn the http_fetch tool off

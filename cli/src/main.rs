@@ -377,6 +377,12 @@ async fn serve(args: ServeArgs, json: bool) -> Result<()> {
     let mut config = AppConfig::new(tokens, models)?.with_search_from_env()?;
     config.active_limit = active_limit;
     config.model_limits = model_limits;
+    // The terminal's tasks are the machine user's: shown to `local` on a one-user server, and
+    // on a shared one only to whom LONGRUN_TASKS_USER names.
+    config.tasks_user = std::env::var("LONGRUN_TASKS_USER")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+        .or_else(|| local.then(|| "local".to_string()));
     // APP_BASE_URL was serve's name for it; the Lambdas always read LONGRUN_APP_BASE_URL.
     let app_base_url = app_base_url.or_else(|| {
         let old = std::env::var("APP_BASE_URL").ok()?;

@@ -7,12 +7,15 @@ import { h, replace } from "./dom";
 import { callbackPage, notificationsPage, signinPage } from "./pages";
 import { runPage } from "./run";
 import { runsPage } from "./runs";
+import { taskPage, tasksPage } from "./tasks";
 
 const ROUTES: [RegExp, Page, boolean][] = [
   [/^\/signin$/, signinPage, false],
   [/^\/callback$/, callbackPage, false],
   [/^\/notifications$/, notificationsPage, true],
   [/^\/runs\/(?<id>[A-Za-z0-9_-]+)$/, runPage, true],
+  [/^\/tasks$/, tasksPage, true],
+  [/^\/tasks\/(?<project>[^/]+)\/(?<task>[^/]+)$/, taskPage, true],
   [/^\/$/, runsPage, true],
 ];
 
@@ -25,6 +28,7 @@ async function boot() {
   const signOutBtn = h("button", { type: "button", class: "ghost", onclick: () => { signOut(); ctx.navigate("/signin"); } }, "Sign out");
   const nav = h("nav", { "aria-label": "Main" },
     h("a", { href: "/" }, "Runs"),
+    h("a", { href: "/tasks" }, "Tasks"),
     h("a", { href: "/notifications" }, "Notifications ", unread),
     signOutBtn);
   replace(document.body,

@@ -161,7 +161,7 @@ async function startServer(port = 0) {
     "--model", `script:${join(dir, "family.json")}`, "--model", `script:${join(dir, "planned.json")}`,
     "--model", `script:${join(dir, "overclaim.json")}`], {
     env: { ...process.env, LONGRUN_TOKENS: `${TOKEN}:alice`, LONGRUN_FETCH_TRUSTED_PRIVATE: "localhost", RUST_LOG: "warn",
-      LONGRUN_CONFIG: join(dir, "config.hcl") },
+      LONGRUN_CONFIG: join(dir, "config.hcl"), LONGRUN_TASKS_USER: "alice" },
     stdio: ["ignore", "pipe", "inherit"],
   });
   base = await new Promise((resolve, reject) => {
@@ -524,6 +524,39 @@ test("an agent run's page shows its processes, live output, bus, state and outpu
   await panel.locator(".agent-chain li").filter({ hasText: /exited \(exit 0\) after \d+ s/ }).waitFor();
   assert.equal(await now.count(), 0);
   await shot(page, "agent-done");
+  assert.deepEqual(pageErrors, []);
+  await context.close();
+});
+
+test("a task started in a terminal is listed under Tasks and its page follows it live to the end", { timeout: 60_000 }, async () => {
+  // `longrun task` from a terminal on the server's machine, with the same runner config.
+  const task = spawn(BIN, ["task", "notes", "draft", "--objective", "# Draft the notes\n\nFrom the terminal."], {
+    env: { ...process.env, LONGRUN_CONFIG: join(dir, "config.hcl"), LONGRUN_TASK_DIR: "", LONGRUN_RUN_ID: "" },
+    stdio: "ignore",
+  });
+  const ended = new Promise((resolve) => task.on("exit", resolve));
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const pageErrors = [];
+  page.on("pageerror", (e) => pageErrors.push(e.message));
+  await page.goto(`${base}/tasks`);
+  await signIn(page);
+
+  const row = page.locator('[data-task="notes/draft"]');
+  await row.locator('[data-status="running"]').waitFor({ timeout: 20_000 });
+  await row.getByRole("link", { name: "Draft the notes" }).click();
+  await page.getByRole("heading", { name: "TASK.md" }).waitFor();
+  await page.getByText("From the terminal.").waitFor();
+  const panel = page.locator("#agent");
+  await panel.getByText("started drafting").waitFor({ timeout: 20_000 });
+  await panel.locator(".agent-chain li").filter({ hasText: /running for \d+ s/ }).waitFor();
+  await shot(page, "task-working");
+
+  // Done: the page follows it without a reload.
+  await page.locator('.run-meta [data-status="done"]').waitFor({ timeout: 20_000 });
+  await panel.getByText("All notes written.").first().waitFor();
+  assert.equal(await ended, 0);
+  await shot(page, "task-done");
   assert.deepEqual(pageErrors, []);
   await context.close();
 });

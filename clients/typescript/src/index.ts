@@ -41,6 +41,9 @@ export type Problem = Sent<S["Problem"]>;
 export type AgentView = Sent<S["AgentView"]>;
 export type AgentProcessInfo = Sent<S["AgentProcessInfo"]>;
 export type BusMessage = Sent<S["BusMessage"]>;
+export type TaskStatus = S["TaskStatus"];
+export type TaskSummary = Sent<S["TaskSummary"]>;
+export type TaskView = Sent<S["TaskView"]>;
 export type WebhookDelivery = Sent<S["DeliveryView"]>;
 
 /** A run as the API shows it: the stored run plus its deep link and token total. */
@@ -236,6 +239,41 @@ export class LongrunClient {
   /** An agent run's task folder: processes, message bus, TASK_STATE.md, output, live tail. */
   agent(id: string) { return this.get<AgentView>(`/v1/runs/${enc(id)}/agent`); }
 
+  // Tasks a terminal started with `longrun task`, and agents' buses
+
+  /** The terminal's tasks on the server's machine, most recently active first (read-only). */
+  tasks() { return this.get<{ tasks: TaskSummary[] }>("/v1/tasks"); }
+  task(project: string, task: string) { return this.get<TaskView>(`/v1/tasks/${enc(project)}/${enc(task)}`); }
+
+  /**
+   * The bus of an agent run (its id) or of a terminal task, live, until nothing of it runs. A
+   * dropped connection is resumed after the last seq seen: no message is missed or yielded twice.
+   */
+  async *bus(of: string | { project: string; task: string }, o: { after?: number; signal?: AbortSignal; retryMs?: number } = {}): AsyncGenerator<BusMessage> {
+    const path = typeof of === "string" ? `/v1/runs/${enc(of)}/agent/stream` : `/v1/tasks/${enc(of.project)}/${enc(of.task)}/stream`;
+    let seq = o.after ?? 0;
+    const first = o.retryMs ?? 500;
+    let backoff = first;
+    for (;;) {
+      try {
+        const headers = this.headers({ accept: "text/event-stream", "last-event-id": String(seq) });
+        const res = await this.send(`${path}?after=${seq}`, { headers, signal: o.signal });
+        for await (const m of sseData<BusMessage>(res)) {
+          if (m.seq <= seq) continue;
+          seq = m.seq;
+          backoff = first;
+          yield m;
+        }
+        return;
+      } catch (e) {
+        if (o.signal?.aborted) throw e;
+        if (e instanceof LongrunError && e.status >= 400 && e.status < 500 && e.status !== 408 && e.status !== 429) throw e;
+        await sleep(backoff, o.signal);
+        backoff = Math.min(backoff * 2, 8000);
+      }
+    }
+  }
+
   /** One page of a run's log after `after`; with `wait` (seconds) it long-polls for new events. */
   eventsPage(id: string, q: { after?: number; wait?: number; limit?: number; signal?: AbortSignal } = {}) {
     const params = new URLSearchParams({ after: String(q.after ?? 0) });
@@ -297,24 +335,7 @@ export class LongrunClient {
     }
     if (!res.body || !(res.headers.get("content-type") ?? "").includes("text/event-stream")) throw new NoStream();
     onLive();
-    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = "";
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) return;
-        buffer += value;
-        const blocks = buffer.split(/\r?\n\r?\n/);
-        buffer = blocks.pop() ?? "";
-        for (const block of blocks) {
-          const data = block.split(/\r?\n/).filter((l) => l.startsWith("data:"))
-            .map((l) => l.slice(5).trimStart()).join("\n");
-          if (data) yield JSON.parse(data) as RunEvent;
-        }
-      }
-    } finally {
-      reader.cancel().catch(() => {});
-    }
+    yield* sseData<RunEvent>(res);
   }
 
   private async *pollEvents(id: string, after: number, onLive: () => void, signal?: AbortSignal): AsyncGenerator<RunEvent> {
@@ -353,6 +374,29 @@ export class LongrunClient {
   registerTool(body: RegisterTool) { return this.post<Record<string, unknown>>("/v1/tools", body); }
   listTools() { return this.get<{ tools: Record<string, unknown>[] }>("/v1/tools"); }
   deleteTool(name: string) { return this.request<unknown>("DELETE", `/v1/tools/${enc(name)}`); }
+}
+
+/** The `data:` of each server-sent event of a stream, parsed as JSON, until the stream ends. */
+async function* sseData<T>(res: Response): AsyncGenerator<T> {
+  if (!res.body) return;
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += value;
+      const blocks = buffer.split(/\r?\n\r?\n/);
+      buffer = blocks.pop() ?? "";
+      for (const block of blocks) {
+        const data = block.split(/\r?\n/).filter((l) => l.startsWith("data:"))
+          .map((l) => l.slice(5).trimStart()).join("\n");
+        if (data) yield JSON.parse(data) as T;
+      }
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+  }
 }
 
 /** The server answered the stream route with something that is not a stream (API Gateway). */

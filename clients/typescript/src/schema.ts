@@ -193,6 +193,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/runs/{id}/agent/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An agent run's message bus as server-sent events; resumes from Last-Event-ID
+         * @description The agent run's bus (`longrun bus`) as server-sent events (`text/event-stream`): each `data:` one message as JSON (a `BusMessage`), its seq the SSE id and its type the event name. A reconnect with `Last-Event-ID` (or `after`) resumes after that seq; the stream ends once the run settles and every message was sent. Any other run is a 404.
+         */
+        get: operations["get_runs_id_agent_stream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/runs/{id}/cancel": {
         parameters: {
             query?: never;
@@ -532,6 +552,66 @@ export interface paths {
          * @description Deletes one of your schedules; runs it already started go on.
          */
         delete: operations["delete_schedules_id"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tasks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tasks `longrun task` started on the server's machine, most recently active first
+         * @description The tasks a terminal started with `longrun task` under the server's projects root (`projects_root/<project>/<task>/`), the most recently active first (at most 500): status, title, process count, backend and spend. They are the machine user's: only the user the server names for them (`LONGRUN_TASKS_USER`; `local` on a server without `LONGRUN_TOKENS`) sees any; everyone else gets an empty list. Read-only: agent runs are under `/v1/runs`.
+         */
+        get: operations["get_tasks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tasks/{project}/{task}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One terminal task: its processes, message bus, TASK.md, TASK_STATE.md, output and live tail
+         * @description A task `longrun task` started: its summary, TASK.md, and its folder as an agent run's is shown (the chain of agent processes with the children each delegated to, the last 200 bus messages, TASK_STATE.md, the newest root's output and the live tail). A task that does not exist, or that the caller may not see, is a 404.
+         */
+        get: operations["get_tasks_project_task"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tasks/{project}/{task}/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A terminal task's message bus as server-sent events; resumes from Last-Event-ID
+         * @description The task's bus as server-sent events (`text/event-stream`): each `data:` one message as JSON (a `BusMessage`), its seq the SSE id and its type the event name. A reconnect with `Last-Event-ID` (or `after`) resumes after that seq; the stream ends once nothing of the task runs and every message was sent.
+         */
+        get: operations["get_tasks_project_task_stream"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1713,6 +1793,49 @@ export interface components {
              */
             tool_failure?: number;
         };
+        /**
+         * @description How a task started from a terminal (`longrun task`) stands.
+         *
+         *     `running`: Its loop or one of its agent processes is alive.
+         *
+         *     `done`: DONE is in the task folder and nothing of it runs.
+         *
+         *     `ended`: Nothing of it runs and there is no DONE: stopped, out of restarts or budget, or failed.
+         * @enum {string}
+         */
+        TaskStatus: "running" | "done" | "ended";
+        /** @description A task under the projects root that a terminal started (`projects_root/<project>/<task>/`). */
+        TaskSummary: {
+            /** @description The newest root process's backend. */
+            agent: string;
+            /** Format: double */
+            cost_usd?: number | null;
+            /** Format: uint64 */
+            input_tokens: number;
+            /** Format: uint64 */
+            output_tokens: number;
+            /**
+             * Format: uint32
+             * @description Agent processes so far: the root's runs and every child.
+             */
+            processes: number;
+            project: string;
+            /** @description RFC 3339: the first process's start; absent before one started. */
+            started?: string | null;
+            status: components["schemas"]["TaskStatus"];
+            task: string;
+            /** @description The first line of TASK.md (clipped). */
+            title: string;
+            /** @description RFC 3339: the newest start or end of any of its processes. */
+            updated?: string | null;
+        };
+        /** @description One terminal task: its summary, TASK.md and its folder as an agent run's is shown. */
+        TaskView: {
+            folder: components["schemas"]["AgentView"];
+            /** @description TASK.md (clipped). */
+            objective: string;
+            summary: components["schemas"]["TaskSummary"];
+        };
         /** @description Breaker thresholds, configurable per run. */
         Thresholds: {
             /**
@@ -2700,6 +2823,82 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["AgentView"];
                 };
+            };
+            /** @description Problem details (RFC 7807) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_runs_id_agent_stream: {
+        parameters: {
+            query?: {
+                after?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Problem details (RFC 7807) */
             400: {
@@ -4110,6 +4309,236 @@ export interface operations {
         responses: {
             /** @description OK */
             204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Problem details (RFC 7807) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_tasks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        tasks?: components["schemas"]["TaskSummary"][];
+                    };
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_tasks_project_task: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+                task: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaskView"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem details (RFC 7807) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_tasks_project_task_stream: {
+        parameters: {
+            query?: {
+                after?: number;
+            };
+            header?: never;
+            path: {
+                project: string;
+                task: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };

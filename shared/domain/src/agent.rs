@@ -58,3 +58,46 @@ pub struct BusMessage {
     pub run_id: String,
     pub body: String,
 }
+
+/// How a task started from a terminal (`longrun task`) stands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    /// Its loop or one of its agent processes is alive.
+    Running,
+    /// DONE is in the task folder and nothing of it runs.
+    Done,
+    /// Nothing of it runs and there is no DONE: stopped, out of restarts or budget, or failed.
+    #[default]
+    Ended,
+}
+
+/// A task under the projects root that a terminal started (`projects_root/<project>/<task>/`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TaskSummary {
+    pub project: String,
+    pub task: String,
+    pub status: TaskStatus,
+    /// The first line of TASK.md (clipped).
+    pub title: String,
+    /// Agent processes so far: the root's runs and every child.
+    pub processes: u32,
+    /// The newest root process's backend.
+    pub agent: String,
+    /// RFC 3339: the first process's start; absent before one started.
+    pub started: Option<String>,
+    /// RFC 3339: the newest start or end of any of its processes.
+    pub updated: Option<String>,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_usd: Option<f64>,
+}
+
+/// One terminal task: its summary, TASK.md and its folder as an agent run's is shown.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TaskView {
+    pub summary: TaskSummary,
+    /// TASK.md (clipped).
+    pub objective: String,
+    pub folder: AgentView,
+}

@@ -21,7 +21,7 @@ pub mod status;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
-pub use agent::{AgentProcessInfo, AgentView, BusMessage};
+pub use agent::{AgentProcessInfo, AgentView, BusMessage, TaskStatus, TaskSummary, TaskView};
 pub use catalog::{McpServer, UserTool, Webhook};
 pub use change::{CommitPlan, Rejection, RunChange};
 pub use decide::{IterationFacts, Outcome, Verdict, decide};

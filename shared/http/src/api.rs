@@ -302,7 +302,7 @@ pub struct Draining(pub tokio::sync::watch::Receiver<bool>);
 
 impl Draining {
     /// Waits `d`; true when the server began draining meanwhile (or had already).
-    async fn sleep(this: &Option<axum::Extension<Draining>>, d: Duration) -> bool {
+    pub(crate) async fn sleep(this: &Option<axum::Extension<Draining>>, d: Duration) -> bool {
         let Some(axum::Extension(Draining(rx))) = this else {
             tokio::time::sleep(d).await;
             return false;
@@ -856,6 +856,16 @@ pub fn routes(p: Platform) -> Router {
         .route("/v1/runs/{id}/respond", post(respond))
         .route("/v1/runs/{id}/messages", post(message))
         .route("/v1/runs/{id}/agent", get(agent))
+        .route(
+            "/v1/runs/{id}/agent/stream",
+            get(crate::tasks::run_agent_stream),
+        )
+        .route("/v1/tasks", get(crate::tasks::get_tasks))
+        .route("/v1/tasks/{project}/{task}", get(crate::tasks::get_task))
+        .route(
+            "/v1/tasks/{project}/{task}/stream",
+            get(crate::tasks::task_stream),
+        )
         .route("/v1/runs/{id}/continue", post(continue_run))
         .route("/v1/runs/{id}/follow-up", post(follow_up))
         .route("/v1/config", get(server_config))

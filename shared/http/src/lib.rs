@@ -10,6 +10,7 @@ pub mod mcp_servers;
 pub mod openapi;
 pub mod schedules;
 pub mod strict;
+pub mod tasks;
 pub mod tools;
 
 pub use api::{CreateRun, VerifiedUser, create_run, router};

@@ -4,7 +4,7 @@
 use longrun_domain::OutcomePayload;
 use longrun_domain::report::Report;
 use longrun_domain::run::RunPatch;
-use longrun_domain::{AgentView, DocHit, Notification};
+use longrun_domain::{AgentView, DocHit, Notification, TaskSummary, TaskView};
 use longrun_domain::{Doc, Event, IterationRecord, PadEntry, Run};
 use longrun_service::idempotency::MAX_KEY_LEN;
 use schemars::generate::SchemaSettings;
@@ -53,6 +53,9 @@ fn list_of<T: JsonSchema>(key: &'static str) -> impl Fn(&mut SchemaGenerator) ->
 
 fn events(g: &mut SchemaGenerator) -> Value {
     json!({"type": "object", "properties": {"events": {"type": "array", "items": schema::<Event>(g)}, "next_after": {"type": "integer"}}})
+}
+fn task_list(g: &mut SchemaGenerator) -> Value {
+    list_of::<TaskSummary>("tasks")(g)
 }
 fn iterations(g: &mut SchemaGenerator) -> Value {
     list_of::<IterationRecord>("iterations")(g)
@@ -143,6 +146,10 @@ const TAGS: &[(&str, &str)] = &[
         "Your own tools for your runs: HTTP tools and MCP servers",
     ),
     ("schedules", "Runs started on a cron schedule"),
+    (
+        "tasks",
+        "The tasks a terminal started with `longrun task` on the server's machine, read-only, and the live message bus of those tasks and of agent runs",
+    ),
     (
         "server",
         "The server itself: what it offers clients, and its liveness",
@@ -325,6 +332,50 @@ const OPS: &[Op] = &[
         body: None,
         ok: 200,
         response: Some(schema::<AgentView>),
+    },
+    Op {
+        method: "get",
+        path: "/v1/runs/{id}/agent/stream",
+        id: "get_runs_id_agent_stream",
+        tag: "tasks",
+        summary: "An agent run's message bus as server-sent events; resumes from Last-Event-ID",
+        description: "The agent run's bus (`longrun bus`) as server-sent events (`text/event-stream`): each `data:` one message as JSON (a `BusMessage`), its seq the SSE id and its type the event name. A reconnect with `Last-Event-ID` (or `after`) resumes after that seq; the stream ends once the run settles and every message was sent. Any other run is a 404.",
+        body: None,
+        ok: 200,
+        response: None,
+    },
+    Op {
+        method: "get",
+        path: "/v1/tasks",
+        id: "get_tasks",
+        tag: "tasks",
+        summary: "The tasks `longrun task` started on the server's machine, most recently active first",
+        description: "The tasks a terminal started with `longrun task` under the server's projects root (`projects_root/<project>/<task>/`), the most recently active first (at most 500): status, title, process count, backend and spend. They are the machine user's: only the user the server names for them (`LONGRUN_TASKS_USER`; `local` on a server without `LONGRUN_TOKENS`) sees any; everyone else gets an empty list. Read-only: agent runs are under `/v1/runs`.",
+        body: None,
+        ok: 200,
+        response: Some(task_list),
+    },
+    Op {
+        method: "get",
+        path: "/v1/tasks/{project}/{task}",
+        id: "get_tasks_project_task",
+        tag: "tasks",
+        summary: "One terminal task: its processes, message bus, TASK.md, TASK_STATE.md, output and live tail",
+        description: "A task `longrun task` started: its summary, TASK.md, and its folder as an agent run's is shown (the chain of agent processes with the children each delegated to, the last 200 bus messages, TASK_STATE.md, the newest root's output and the live tail). A task that does not exist, or that the caller may not see, is a 404.",
+        body: None,
+        ok: 200,
+        response: Some(schema::<TaskView>),
+    },
+    Op {
+        method: "get",
+        path: "/v1/tasks/{project}/{task}/stream",
+        id: "get_tasks_project_task_stream",
+        tag: "tasks",
+        summary: "A terminal task's message bus as server-sent events; resumes from Last-Event-ID",
+        description: "The task's bus as server-sent events (`text/event-stream`): each `data:` one message as JSON (a `BusMessage`), its seq the SSE id and its type the event name. A reconnect with `Last-Event-ID` (or `after`) resumes after that seq; the stream ends once nothing of the task runs and every message was sent.",
+        body: None,
+        ok: 200,
+        response: None,
     },
     Op {
         method: "post",
@@ -586,6 +637,11 @@ fn query(method: &str, path: &str) -> Vec<(&'static str, bool, Value)> {
             ),
             limit(1000, "At most this many events, 1 to 1000 (default 100)"),
         ],
+        ("get", "/v1/runs/{id}/agent/stream" | "/v1/tasks/{project}/{task}/stream") => vec![(
+            "after",
+            false,
+            int(0, i64::MAX as u64, "Only messages after this seq"),
+        )],
         ("get", "/v1/runs/{id}/workspace") => vec![(
             "tag",
             false,

@@ -3,8 +3,8 @@
 //! run's task folder and reports how it ended; where no process can be started (Lambda) there
 //! is no host and creating an agent run is refused.
 
-use longrun_domain::AgentView;
 use longrun_domain::run::Run;
+use longrun_domain::{AgentView, BusMessage, TaskSummary, TaskView};
 
 /// What one iteration's agent process came to.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -72,4 +72,29 @@ pub trait AgentHost: Send + Sync {
 
     /// Posts the user's message to the run's bus at once, for the agent working now.
     async fn post(&self, run: &Run, text: &str) -> Result<(), AgentError>;
+
+    /// The tasks a terminal started (`longrun task`) under the projects root, most recently
+    /// active first; agent runs' folders are not among them. Read-only.
+    async fn tasks(&self) -> Result<Vec<TaskSummary>, AgentError>;
+
+    /// One such task; `None` when there is none by that name.
+    async fn task(&self, project: &str, task: &str) -> Result<Option<TaskView>, AgentError>;
+
+    /// A run's or a task's bus after `seq`, and whether anything of it still runs.
+    async fn bus(&self, folder: Folder<'_>, after: i64) -> Result<BusPage, AgentError>;
+}
+
+/// A folder the host keeps: an agent run's, or a terminal task's.
+#[derive(Clone, Copy, Debug)]
+pub enum Folder<'a> {
+    Run(&'a Run),
+    Task { project: &'a str, task: &'a str },
+}
+
+/// Bus messages after a seq, oldest first, at most a page.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BusPage {
+    pub messages: Vec<BusMessage>,
+    /// Its loop or one of its agent processes is alive: more may come.
+    pub live: bool,
 }

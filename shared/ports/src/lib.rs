@@ -17,7 +17,7 @@ pub mod seal;
 pub mod store;
 pub mod tools;
 
-pub use agent::{AgentError, AgentHost, AgentTurn};
+pub use agent::{AgentError, AgentHost, AgentTurn, BusPage, Folder};
 pub use archive::{RunArchive, RunRetention};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use faults::{FaultPoint, Faults, NoFaults};

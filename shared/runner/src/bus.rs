@@ -142,6 +142,15 @@ impl Bus {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// At most `limit` messages after `after`, oldest first.
+    pub fn poll_page(&self, after: i64, limit: u32) -> Result<Vec<Message>, RunnerError> {
+        let mut st = self.conn.prepare(
+            "SELECT seq, at, type, run_id, body FROM messages WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+        )?;
+        let rows = st.query_map(rusqlite::params![after, limit], message_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// The last message of the conversation, if any: lifecycle events (START, STOP, CRASH,
     /// CHILD_DONE, SUPERVISOR_RESTART) and the loop's own notes (INFO/WARNING with no run id) are
     /// skipped. A QUESTION there means the task waits on the user.

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 
 use longrun_domain::clip;
 use longrun_domain::run::Run;
-use longrun_domain::{AgentProcessInfo, AgentView};
-use longrun_ports::{AgentError, AgentHost, AgentTurn};
+use longrun_domain::{AgentProcessInfo, AgentView, TaskSummary, TaskView};
+use longrun_ports::{AgentError, AgentHost, AgentTurn, BusPage, Folder};
 use tokio::sync::OnceCell;
 
 use crate::RunnerError;
@@ -86,6 +86,17 @@ fn task_dir(cfg: &RunnerConfig, run: &Run) -> PathBuf {
     cfg.projects_root
         .join(folder_name(&run.user_id))
         .join(folder_name(&run.id))
+}
+
+/// The run's folder, created with its marker so the monitor never lists it as a terminal task.
+fn make_task_dir(cfg: &RunnerConfig, run: &Run) -> Result<PathBuf, RunnerError> {
+    let dir = task_dir(cfg, run);
+    std::fs::create_dir_all(&dir)?;
+    let marker = dir.join(crate::monitor::RUN_MARKER);
+    if !marker.exists() {
+        std::fs::write(marker, &run.id)?;
+    }
+    Ok(dir)
 }
 
 /// A user or run id as one plain folder name.
@@ -202,14 +213,41 @@ impl AgentHost for LocalAgentHost {
     }
 
     async fn post(&self, run: &Run, text: &str) -> Result<(), AgentError> {
-        let (dir, text) = (self.task_dir(run), text.to_string());
+        let (cfg, run, text) = (self.cfg.clone(), run.clone(), text.to_string());
         blocking(move || {
-            std::fs::create_dir_all(&dir)?;
+            let dir = make_task_dir(&cfg, &run)?;
             Bus::open(&dir)?
                 .post(MessageType::User, "", &text)
                 .map(|_| ())
         })
         .await
+    }
+
+    async fn tasks(&self) -> Result<Vec<TaskSummary>, AgentError> {
+        let root = self.cfg.projects_root.clone();
+        blocking(move || Ok(crate::monitor::list_tasks(&root))).await
+    }
+
+    async fn task(&self, project: &str, task: &str) -> Result<Option<TaskView>, AgentError> {
+        let (root, project, task) = (
+            self.cfg.projects_root.clone(),
+            project.to_string(),
+            task.to_string(),
+        );
+        blocking(move || crate::monitor::task_view(&root, &project, &task)).await
+    }
+
+    async fn bus(&self, folder: Folder<'_>, after: i64) -> Result<BusPage, AgentError> {
+        let dir = match folder {
+            Folder::Run(run) => Some(self.task_dir(run)),
+            Folder::Task { project, task } => {
+                crate::monitor::task_folder(&self.cfg.projects_root, project, task)
+            }
+        };
+        let Some(dir) = dir else {
+            return Err(AgentError::Invalid("no such task".into()));
+        };
+        blocking(move || crate::monitor::bus_page(&dir, after)).await
     }
 }
 
@@ -218,7 +256,7 @@ const VIEW_BUS: usize = 200;
 const VIEW_CHARS: usize = 8_000;
 const TAIL_BYTES: u64 = 4_000;
 
-fn view(dir: &Path) -> Result<AgentView, RunnerError> {
+pub(crate) fn view(dir: &Path) -> Result<AgentView, RunnerError> {
     let runs = list_runs(dir);
     let processes = runs.iter().map(|(_, i)| process_info(i)).collect();
     let newest_root = runs
@@ -291,8 +329,7 @@ fn tail(path: &Path) -> String {
 fn turn(
     cfg: &RunnerConfig, bin_dir: Option<PathBuf>, run: &Run, n: u32,
 ) -> Result<AgentTurn, RunnerError> {
-    let dir = task_dir(cfg, run);
-    std::fs::create_dir_all(&dir)?;
+    let dir = make_task_dir(cfg, run)?;
     if !dir.join(TASK_FILE).exists() {
         std::fs::write(dir.join(TASK_FILE), &run.objective)?;
     }

@@ -9,6 +9,7 @@ pub mod bus;
 pub mod config;
 pub mod host;
 pub mod job;
+pub mod monitor;
 pub mod process;
 pub mod runinfo;
 pub mod select;

@@ -79,6 +79,9 @@ pub struct AppConfig {
     pub max_run_depth: u32,
     /// Per-model capacity shared by every run (`--model-limit`, `LONGRUN_MODEL_LIMITS`).
     pub model_limits: longrun_llm::ModelLimits,
+    /// The one user who sees the tasks a terminal started with `longrun task` on this machine
+    /// (`LONGRUN_TASKS_USER`; `serve` without `LONGRUN_TOKENS`: `local`); `None`: nobody.
+    pub tasks_user: Option<String>,
 }
 
 /// The product's spec: at most 3 runs of one user active at once.
@@ -186,6 +189,7 @@ impl AppConfig {
             search: None,
             mcp: Default::default(),
             model_limits: Default::default(),
+            tasks_user: None,
             max_run_depth: std::env::var("LONGRUN_MAX_RUN_DEPTH")
                 .ok()
                 .and_then(|v| v.parse().ok())

@@ -16,6 +16,7 @@ pub mod platform;
 pub mod retention;
 pub mod runs;
 pub mod schedules;
+pub mod tasks;
 pub mod trigger;
 pub mod webhooks;
 pub mod worker_loop;

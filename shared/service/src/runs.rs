@@ -359,7 +359,7 @@ pub async fn agent_view(p: &Platform, run: &Run) -> Result<AgentView, ServiceErr
     host.view(run).await.map_err(agent_error)
 }
 
-fn agent_error(e: AgentError) -> ServiceError {
+pub(crate) fn agent_error(e: AgentError) -> ServiceError {
     match e {
         AgentError::Invalid(m) => ServiceError::Invalid(m),
         AgentError::Io(m) => ServiceError::Unavailable(format!("agent host: {m}")),

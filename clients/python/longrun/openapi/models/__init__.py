@@ -41,6 +41,7 @@ from .get_runs_id_workspace_search_response_200 import (
 from .get_runs_response_200 import GetRunsResponse200
 from .get_runs_status import GetRunsStatus
 from .get_schedules_response_200 import GetSchedulesResponse200
+from .get_tasks_response_200 import GetTasksResponse200
 from .get_webhooks_response_200 import GetWebhooksResponse200
 from .get_webhooks_response_200_webhooks_item import GetWebhooksResponse200WebhooksItem
 from .iteration_metrics import IterationMetrics
@@ -92,6 +93,9 @@ from .step_status import StepStatus
 from .stop_type import StopType
 from .stopping_reason import StoppingReason
 from .streaks import Streaks
+from .task_status import TaskStatus
+from .task_summary import TaskSummary
+from .task_view import TaskView
 from .thresholds import Thresholds
 from .tool_result_brief import ToolResultBrief
 from .user_answer import UserAnswer
@@ -140,6 +144,7 @@ __all__ = (
     "GetRunsResponse200",
     "GetRunsStatus",
     "GetSchedulesResponse200",
+    "GetTasksResponse200",
     "GetWebhooksResponse200",
     "GetWebhooksResponse200WebhooksItem",
     "IterationMetrics",
@@ -191,6 +196,9 @@ __all__ = (
     "StopType",
     "StoppingReason",
     "Streaks",
+    "TaskStatus",
+    "TaskSummary",
+    "TaskView",
     "Thresholds",
     "ToolResultBrief",
     "UserAnswer",
