@@ -295,6 +295,34 @@ async fn canceling_an_agent_run_stops_its_process_group() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_fails_authentication_fails_the_run_at_once_with_the_cause() {
+    // Arrange: Codex with a wrong key at every start.
+    let s = serve(&[("codex", "codex", "codex-auth")]);
+    let id = s
+        .create(json!({"objective": "never gets going", "agent": "codex"}))
+        .await;
+
+    // Act
+    let run = s.until(&id, &["completed", "stopped", "failed"]).await;
+
+    // Assert: failed with the cause, after one process, not a restart per iteration.
+    assert_eq!(run["status"], "failed", "{run}");
+    let detail = run["stopping_reason"]["detail"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        detail.contains("authentication failed") && detail.contains("401"),
+        "{run}"
+    );
+    assert_eq!(
+        s.agent_runs(&id).len(),
+        1,
+        "restarted after an auth failure"
+    );
+    assert_eq!(run["metrics"]["iterations"], 1, "{run}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_the_server_does_not_configure_is_refused_with_the_ones_it_does() {
     // Arrange
     let s = serve(&[("fake", "command", "never")]);

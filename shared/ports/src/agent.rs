@@ -35,6 +35,10 @@ pub struct AgentTurn {
     pub limited_until_ms: Option<i64>,
     /// Bus entries the turn posted, oldest first (`TYPE: text`), for the run's log.
     pub said: Vec<String>,
+    /// The backend failed in a way no new process fixes (authentication, quota, it cannot
+    /// start) and no other backend was left to try: the cause, e.g. `authentication failed:
+    /// 401 Unauthorized`. The run fails with it instead of starting the same failure again.
+    pub failure: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]

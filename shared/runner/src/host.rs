@@ -452,6 +452,9 @@ fn read_turn(
         .map(|m| format!("{}: {}", m.kind, clip(&m.body, 500)))
         .collect();
     let output = std::fs::read_to_string(run_dir.join("output.md")).unwrap_or_default();
+    let failure = Some(info.str("failure"))
+        .filter(|f| !f.is_empty() && *f != crate::backend::FailureKind::Transient.as_str())
+        .map(|f| format!("{f}: {}", info.str("failure_cause")));
     Ok(AgentTurn {
         agent_run_id: info.str("run_id").to_string(),
         backend: info.str("agent").to_string(),
@@ -468,6 +471,7 @@ fn read_turn(
         output: clip(&output, OUTPUT_CHARS),
         limited_until_ms,
         said,
+        failure,
     })
 }
 

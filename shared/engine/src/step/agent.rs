@@ -56,6 +56,13 @@ impl Engine {
                 }
                 self.record_agent_spend(&it, &turn).await?;
                 self.draft_from(&turn, &staging, &mut draft).await;
+                // A wrong key or a spent quota fails the same way at every start.
+                if let Some(cause) = turn.failure.as_deref().filter(|_| !turn.done) {
+                    draft.error = Some(agent_error(
+                        &format!("backend {} {cause}", turn.backend),
+                        true,
+                    ));
+                }
                 if self.cancel_requested(&it).await? {
                     draft.cancel = true;
                 }
