@@ -318,6 +318,43 @@ async fn another_users_run_is_invisible() {
     assert_eq!(run["status"], "waiting_on_user", "bob changed nothing");
 }
 
+#[tokio::test]
+async fn an_unknown_query_parameter_is_a_400_naming_it_and_the_ones_the_route_takes() {
+    // Arrange
+    let app = spawn_app(ASK_THEN_FINISH, 3, true).await;
+    let (_, run) = app
+        .post("/v1/runs", ALICE, json!({"objective": "pick a tea"}))
+        .await;
+    let id = run["id"].as_str().unwrap().to_string();
+    app.wait_status(&id, &["waiting_on_user"]).await;
+
+    // Act
+    let (stream, problem) = app
+        .get(&format!("/v1/runs/{id}/stream?since_seq=10"), ALICE)
+        .await;
+    let (plain, none) = app.get(&format!("/v1/runs/{id}?verbose=1"), ALICE).await;
+    let (known, _) = app
+        .get(&format!("/v1/runs/{id}/events?after=1&limit=5"), ALICE)
+        .await;
+
+    // Assert
+    assert_eq!(stream, StatusCode::BAD_REQUEST, "{problem}");
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("`since_seq`") && detail.contains("after"),
+        "{detail}"
+    );
+    assert_eq!(plain, StatusCode::BAD_REQUEST, "{none}");
+    assert!(
+        none["detail"]
+            .as_str()
+            .unwrap()
+            .contains("takes no query parameters"),
+        "{none}"
+    );
+    assert_eq!(known, StatusCode::OK);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_waits_for_the_user_and_completes_after_the_answer() {
     let app = spawn_app(ASK_THEN_FINISH, 3, true).await;

@@ -896,6 +896,7 @@ pub fn routes(p: Platform) -> Router {
             "/v1/mcp-servers/{name}",
             axum::routing::delete(crate::mcp_servers::delete_mcp_server),
         )
+        .route_layer(axum::middleware::from_fn(crate::error::known_query))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::map_response(
             crate::error::plain_errors_as_problems,

@@ -5,7 +5,7 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use longrun_domain::{DomainError, Rejection};
+use longrun_domain::{DomainError, Rejection, clip};
 use longrun_engine::EngineError;
 use longrun_ports::StoreError;
 use longrun_service::ServiceError;
@@ -261,6 +261,49 @@ fn integral_floats_to_ints(v: &mut serde_json::Value) {
         serde_json::Value::Object(map) => map.values_mut().for_each(integral_floats_to_ints),
         _ => {}
     }
+}
+
+/// A query parameter the document does not give the route is a 400 naming it, never ignored:
+/// `?since_seq=10` on a stream that reads `after` would otherwise replay from the start.
+pub async fn known_query(
+    matched: Option<axum::extract::MatchedPath>, req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let (Some(route), Some(_)) = (matched, req.uri().query()) else {
+        return next.run(req).await;
+    };
+    let method = req.method().as_str().to_ascii_lowercase();
+    let Some(known) = crate::openapi::query_names(&method, route.as_str()) else {
+        return next.run(req).await;
+    };
+    // Names as the handlers' `Query` will decode them (a pair it cannot decode is its 400).
+    let pairs = axum::extract::Query::<Vec<(String, String)>>::try_from_uri(req.uri())
+        .map(|axum::extract::Query(v)| v)
+        .unwrap_or_default();
+    let mut unknown: Vec<String> = pairs
+        .into_iter()
+        .map(|(k, _)| k)
+        .filter(|k| !known.contains(&k.as_str()))
+        .collect();
+    unknown.dedup();
+    if unknown.is_empty() {
+        return next.run(req).await;
+    }
+    let takes = match known.is_empty() {
+        true => "takes no query parameters".to_string(),
+        false => format!("takes {}", known.join(", ")),
+    };
+    ApiError::BadRequest(format!(
+        "unknown query parameter{} {}: {} {takes}",
+        if unknown.len() == 1 { "" } else { "s" },
+        unknown
+            .iter()
+            .map(|k| format!("`{}`", clip(k, 64)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        route.as_str()
+    ))
+    .into_response()
 }
 
 /// `Query` whose rejections are problem+json 400s naming what was wrong.

@@ -594,6 +594,14 @@ fn int(min: u64, max: u64, description: &str) -> Value {
 
 /// The query parameters an operation reads, with the bounds the server enforces (a value out of
 /// range is a 400; `wait` alone is capped, at 30 s).
+/// The query parameters the document gives the operation at (`method`, route template);
+/// `None` for a route the document does not describe (`/mcp`, the console's files).
+pub fn query_names(method: &str, path: &str) -> Option<Vec<&'static str>> {
+    OPS.iter()
+        .any(|op| op.method == method && op.path == path)
+        .then(|| query(method, path).into_iter().map(|(n, _, _)| n).collect())
+}
+
 fn query(method: &str, path: &str) -> Vec<(&'static str, bool, Value)> {
     let limit = |max: u64, d: &str| ("limit", false, int(1, max, d));
     match (method, path) {
