@@ -536,6 +536,45 @@ async fn cancel_stops_a_running_run_and_frees_its_slot() {
     );
 }
 
+/// The planner takes 1.5 s and then asks for a write.
+const SLOW_WRITE: &str = r#"{"planner": [{"content": {"status": {"exit_signal": false, "needs_user_input": false,
+    "progress_summary": "note {{iteration}}", "remaining_work": ["more"]},
+    "tool_calls": [{"name": "doc_write", "args": {"path": "notes/{{iteration}}.md", "content": "n{{iteration}}"}}]},
+    "usage": {"input_tokens": 10, "output_tokens": 5}, "latency_ms": 1500}]}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_during_the_planner_call_writes_nothing_and_ends_in_that_iteration() {
+    // Arrange: the run's first planner call in flight.
+    let app = spawn_app(SLOW_WRITE, 3, true).await;
+    let (_, run) = app
+        .post("/v1/runs", ALICE, json!({"objective": "keep writing"}))
+        .await;
+    let id = run["id"].as_str().unwrap().to_string();
+    app.wait_status(&id, &["running"]).await;
+
+    // Act
+    let (s, _) = app
+        .post(&format!("/v1/runs/{id}/cancel"), ALICE, json!({}))
+        .await;
+    let run = app.wait_status(&id, &["canceled"]).await;
+
+    // Assert: the write the planner asked for was never made, and no iteration after it.
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(run["iteration"], 1, "{run}");
+    let (_, ws) = app.get(&format!("/v1/runs/{id}/workspace"), ALICE).await;
+    assert_eq!(ws["docs"], json!([]), "{ws}");
+    let (_, events) = app
+        .get(&format!("/v1/runs/{id}/events?limit=1000"), ALICE)
+        .await;
+    let started = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "iteration_started")
+        .count();
+    assert!(started <= 1, "{events}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_poll_on_an_ended_run_answers_at_once_instead_of_waiting() {
     let app = spawn_app(LOOP, 3, true).await;

@@ -73,17 +73,16 @@ impl CommitPlan {
     }
 
     /// The verdict's outcome, unless a cancel was requested while the iteration ran and the
-    /// outcome is a wait: nobody answers or wakes a run being canceled, so it ends now.
+    /// outcome would keep the run alive (a wait, or a next iteration): the run ends in this
+    /// commit, and no further iteration is claimed only to be canceled.
     fn outcome(&self, run: &Run) -> Outcome {
-        let waits = matches!(
+        let goes_on = matches!(
             self.verdict.outcome.status(),
-            RunStatus::WaitingOnUser | RunStatus::WaitingOnChildren
+            RunStatus::WaitingOnUser | RunStatus::WaitingOnChildren | RunStatus::Running
         );
-        if run.cancel_requested && waits {
-            let reason = StoppingReason::new(
-                StopType::Canceled,
-                "canceled while its last iteration ran, which would have waited",
-            );
+        if run.cancel_requested && goes_on {
+            let reason =
+                StoppingReason::new(StopType::Canceled, "canceled while its last iteration ran");
             return Outcome::Finish(reason);
         }
         self.verdict.outcome.clone()
@@ -374,10 +373,9 @@ pub(super) mod tests {
         let committed = continue_plan(&both, "me").apply(&both).unwrap();
 
         // Assert: the pause is refused, and even a pause already asked for does not hold a
-        // run whose cancel is pending: the next iteration cancels it.
+        // run whose cancel is pending: this commit ends it canceled.
         assert!(matches!(paused, Err(Rejection::Conflict(_))));
-        assert_eq!(committed.run.status, RunStatus::Running);
-        assert!(committed.run.cancel_requested);
+        assert_eq!(committed.run.status, RunStatus::Canceled);
     }
 
     #[test]

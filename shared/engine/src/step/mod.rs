@@ -247,7 +247,11 @@ impl Engine {
             deadline_ms,
         );
         self.planner(&it, &staging, &mut draft).await?;
-        if let Some(out) = draft.planner.clone() {
+        // A cancel that came during the planner's call: nothing it asked for is done.
+        if draft.planner.is_some() && !draft.cancel && self.cancel_requested(&it).await? {
+            draft.cancel = true;
+        }
+        if let Some(out) = draft.planner.clone().filter(|_| !draft.cancel) {
             let admitted = permissions::admit(it.run, it.n, &it.tools, &out, &staging, &mut draft);
             let failed = self.tool_calls(&it, &staging, &admitted, &mut draft).await;
             let more_llm = !failed.is_empty() || !admitted.executor_tasks.is_empty();

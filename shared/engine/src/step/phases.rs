@@ -339,6 +339,16 @@ impl Engine {
                 });
                 continue;
             }
+            // Looked for before every call: none is made once a cancel is seen.
+            if matches!(self.cancel_requested(it).await, Ok(true) | Err(_)) {
+                out.push(ToolOutcome {
+                    name: call.name.clone(),
+                    args: call.args.clone(),
+                    result: Err("skipped: the run was canceled".into()),
+                    refused: None,
+                });
+                continue;
+            }
             if let Err(e) = it.take_tool_call() {
                 out.push(ToolOutcome {
                     name: call.name.clone(),
