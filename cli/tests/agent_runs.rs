@@ -253,6 +253,37 @@ async fn a_question_on_the_bus_waits_on_the_user_and_the_answer_reaches_the_agen
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edited_objective_is_written_to_task_md_for_the_next_start() {
+    // Arrange: an agent run waiting on the user after its first start.
+    let s = serve(&[("fake", "command", "ask")]);
+    let id = s
+        .create(json!({"objective": "ask me", "agent": "fake"}))
+        .await;
+    s.until(&id, &["waiting_on_user"]).await;
+
+    // Act: the objective edited, then the answer.
+    let (patched, body) = s
+        .send(
+            reqwest::Method::PATCH,
+            &format!("/v1/runs/{id}"),
+            Some(json!({"objective": "ask me, then paint it"})),
+        )
+        .await;
+    assert_eq!(patched, 200, "{body}");
+    s.send(
+        reqwest::Method::POST,
+        &format!("/v1/runs/{id}/respond"),
+        Some(json!({"answer": "blue"})),
+    )
+    .await;
+    s.until(&id, &["completed", "stopped", "failed"]).await;
+
+    // Assert
+    let task_md = std::fs::read_to_string(s.task_dir(&id).join("TASK.md")).unwrap();
+    assert_eq!(task_md, "ask me, then paint it");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn canceling_an_agent_run_stops_its_process_group() {
     // Arrange: an agent that works for a minute.
     let s = serve(&[("fake", "command", "slow-done 60")]);

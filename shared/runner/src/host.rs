@@ -330,8 +330,10 @@ fn turn(
     cfg: &RunnerConfig, bin_dir: Option<PathBuf>, run: &Run, n: u32,
 ) -> Result<AgentTurn, RunnerError> {
     let dir = make_task_dir(cfg, run)?;
-    if !dir.join(TASK_FILE).exists() {
-        std::fs::write(dir.join(TASK_FILE), &run.objective)?;
+    // TASK.md is the agent's objective: an edit of the run's reaches it at the next start.
+    let task_md = dir.join(TASK_FILE);
+    if std::fs::read_to_string(&task_md).ok().as_deref() != Some(run.objective.as_str()) {
+        std::fs::write(&task_md, &run.objective)?;
     }
     let said_before = Bus::open(&dir)?.poll(0)?.last().map_or(0, |m| m.seq);
     let runs = list_runs(&dir);
