@@ -114,6 +114,9 @@ pub fn launch(
         BackendKind::Gemini => {
             argv.extend(backend.command.iter().cloned());
             argv.extend(["-p", prompt, "--yolo", "-o", "stream-json"].map(String::from));
+            if let Some(id) = resume {
+                argv.extend(["--resume".to_string(), id.to_string()]);
+            }
         }
         BackendKind::Perplexity => {
             argv.extend(backend.command.iter().cloned());
@@ -166,7 +169,9 @@ pub fn launch(
     }
 }
 
-/// Spend one run reported, summed over its events.
+/// Spend one run reported, summed over its events, counted as the platform counts a model
+/// call's spend: `input_tokens` is all the input, cache reads and writes included, and
+/// `cached_input_tokens` the cache reads among it; `output_tokens` includes reasoning.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Usage {
     pub input_tokens: u64,
@@ -194,7 +199,8 @@ impl Usage {
 
     /// What one process of a resumed session added, from the session's running total
     /// before it (`previous`) and after it (`self`). A CLI reports some figures over the
-    /// whole session: Claude Code its cost, Codex its tokens; the others stay per process.
+    /// whole session: Claude Code its cost, Codex its tokens; the others (Claude's and
+    /// Gemini's tokens) stay per process.
     pub fn since(&self, previous: &Usage, kind: BackendKind) -> Usage {
         let mut added = self.clone();
         match kind {
@@ -376,7 +382,9 @@ fn classify(e: &ErrorEvent, now: i64) -> Option<Verdict> {
             "429",
         ]);
     if limited {
-        let resets_at = retry_in_seconds(&text).map(|secs| now + secs);
+        let resets_at = retry_in_seconds(&text)
+            .map(|secs| now + secs)
+            .or_else(|| retry_at(&text, now, local_offset(now)));
         return Some(Verdict::Limit(UsageLimit { resets_at }));
     }
     let transient = e.status.is_some_and(|st| st >= 500)
@@ -442,12 +450,71 @@ fn retry_in_seconds(text: &str) -> Option<i64> {
     found.then_some(total)
 }
 
+/// The local time zone's offset at `now`: the CLI, started by longrun, formats times in it.
+fn local_offset(now: i64) -> chrono::FixedOffset {
+    use chrono::{Local, Offset, TimeZone};
+    Local
+        .timestamp_opt(now, 0)
+        .single()
+        .map(|t| t.offset().fix())
+        .unwrap_or_else(|| chrono::FixedOffset::east_opt(0).expect("UTC"))
+}
+
+/// "try again at 2:29 pm" or "try again at dec 5th, 2026 2:29 pm" (Codex's usage limit, in the
+/// local time at `offset`, the date today's when it names none): the END of the minute it
+/// names, in unix seconds, so the wait never ends before the reset.
+fn retry_at(text: &str, now: i64, offset: chrono::FixedOffset) -> Option<i64> {
+    let at = text.find("try again at ")? + "try again at ".len();
+    let words: Vec<&str> = text[at..]
+        .split_whitespace()
+        .take(5)
+        .map(|w| w.trim_end_matches([',', '.', ';', ')']))
+        .collect();
+    let today = chrono::DateTime::from_timestamp(now, 0)?
+        .with_timezone(&offset)
+        .date_naive();
+    let (date, rest) = match words.first() {
+        Some(w) if w.contains(':') => (today, &words[..]),
+        _ => {
+            const MONTHS: [&str; 12] = [
+                "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+            ];
+            let month = MONTHS
+                .iter()
+                .position(|m| words.first().is_some_and(|w| w.starts_with(m)))?;
+            let day: String = words
+                .get(1)?
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            let year = words.get(2)?.parse().ok()?;
+            let date = chrono::NaiveDate::from_ymd_opt(year, month as u32 + 1, day.parse().ok()?)?;
+            (date, words.get(3..)?)
+        }
+    };
+    let (h, m) = rest.first()?.split_once(':')?;
+    let (h, m): (u32, u32) = (h.parse().ok()?, m.get(..2)?.parse().ok()?);
+    let hour = match (h, *rest.get(1)?) {
+        (12, "am") => 0,
+        (12, "pm") => 12,
+        (h @ 1..=11, "am") => h,
+        (h @ 1..=11, "pm") => h + 12,
+        _ => return None,
+    };
+    let start = date
+        .and_hms_opt(hour, m, 0)?
+        .and_local_timezone(offset)
+        .single()?;
+    Some(start.timestamp() + 60)
+}
+
 /// What a run's stdout said, parsed from its JSON lines.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Report {
     pub usage: Usage,
     pub limit: Option<UsageLimit>,
-    /// The CLI's own session id (Claude's `session_id`, Codex's `thread_id`), to resume it.
+    /// The CLI's own session id (Claude's `session_id`, Codex's `thread_id`, Gemini's
+    /// `init` event's `session_id`), to resume it.
     pub session: Option<String>,
     /// The agent's final answer, for the CLIs that stream JSON events (Claude's `result`,
     /// Codex's last agent message, Gemini's assistant text after its last tool call).
@@ -531,6 +598,7 @@ pub fn parse_output_at(kind: BackendKind, stdout: &str, now: i64) -> Report {
         let session = match (kind, ty) {
             (BackendKind::Claude, _) => ev.get("session_id"),
             (BackendKind::Codex, "thread.started") => ev.get("thread_id"),
+            (BackendKind::Gemini, "init") => ev.get("session_id"),
             _ => None,
         };
         if let Some(id) = session.and_then(Value::as_str).filter(|s| !s.is_empty()) {
@@ -538,10 +606,15 @@ pub fn parse_output_at(kind: BackendKind, stdout: &str, now: i64) -> Report {
         }
         match (kind, ty) {
             (BackendKind::Claude | BackendKind::Perplexity | BackendKind::Command, "result") => {
+                // Anthropic's `input_tokens` leaves out the cache reads and writes; they are
+                // input all the same (billed, at their own rates).
                 if let Some(usage) = ev.get("usage") {
-                    r.usage.input_tokens += u(usage, "input_tokens");
+                    let cache_read = u(usage, "cache_read_input_tokens");
+                    r.usage.input_tokens += u(usage, "input_tokens")
+                        + u(usage, "cache_creation_input_tokens")
+                        + cache_read;
                     r.usage.output_tokens += u(usage, "output_tokens");
-                    r.usage.cached_input_tokens += u(usage, "cache_read_input_tokens");
+                    r.usage.cached_input_tokens += cache_read;
                 }
                 if let Some(c) = ev.get("total_cost_usd").and_then(Value::as_f64) {
                     r.usage.cost_usd = Some(r.usage.cost_usd.unwrap_or(0.0) + c);
@@ -621,7 +694,7 @@ mod tests {
         assert_eq!(
             r.usage,
             Usage {
-                input_tokens: 100,
+                input_tokens: 105,
                 output_tokens: 20,
                 cached_input_tokens: 5,
                 cost_usd: Some(0.012),
@@ -629,6 +702,110 @@ mod tests {
             }
         );
         assert_eq!(r.limit, None);
+    }
+
+    /// Claude Code 2.1.332's `result` against a fake Messages API that reported, over two
+    /// calls, 260 fresh input tokens, 80 written to the cache and 600 read from it.
+    #[test]
+    fn claudes_cache_reads_and_writes_are_input_tokens() {
+        let out = r#"{"duration_api_ms":88,"stop_reason":"end_turn","session_id":"3d925c66-3aec-4220-89a3-176236c2902e","total_cost_usd":0.0018799999999999997,"usage":{"input_tokens":260,"cache_creation_input_tokens":80,"cache_read_input_tokens":600,"output_tokens":16,"output_tokens_details":{"thinking_tokens":0},"server_tool_use":{"web_search_requests":0,"web_fetch_requests":0},"service_tier":"standard","cache_creation":{"ephemeral_1h_input_tokens":0,"ephemeral_5m_input_tokens":0},"inference_geo":"","iterations":[],"speed":"standard","fallback_credit":null},"modelUsage":{"claude-opus-5-5":{"inputTokens":260,"outputTokens":16,"cacheReadInputTokens":600,"cacheCreationInputTokens":80,"webSearchRequests":0,"costUSD":0.0018799999999999997,"contextWindow":1000000,"maxOutputTokens":128000,"thinkingTokens":0,"cacheCreationEphemeral5mInputTokens":0,"cacheCreationEphemeral1hInputTokens":0,"canonicalModel":"claude-opus-5-5","provider":"firstParty","costBasis":"list"}},"permission_denials":[],"terminal_reason":"completed","is_error":false,"num_turns":2,"subtype":"success","api_error_status":null,"result":"Done.","type":"result","duration_ms":344}"#;
+
+        let r = parse_output(BackendKind::Claude, out);
+
+        assert_eq!(
+            (
+                r.usage.input_tokens,
+                r.usage.cached_input_tokens,
+                r.usage.output_tokens
+            ),
+            (940, 600, 16)
+        );
+        assert!((r.usage.cost_usd.unwrap() - 0.00188).abs() < 1e-12);
+    }
+
+    /// Codex 0.169's events after a `usage_limit_reached` 429 whose reset was 14:29:02 UTC:
+    /// it gives up and names only the minute, in local time.
+    #[test]
+    fn codexs_usage_limit_waits_to_the_end_of_the_minute_it_names() {
+        let out = r#"{"type":"thread.started","thread_id":"01a24175-56c7-73a3-b0e3-6cd2b9b6bd62"}
+{"type":"turn.started"}
+{"type":"error","message":"You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/usage to purchase more credits or try again at 2:29 PM."}
+{"type":"turn.failed","error":{"message":"You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/usage to purchase more credits or try again at 2:29 PM."}}"#;
+        use chrono::TimeZone;
+        let local = chrono::Local;
+        let today = local.with_ymd_and_hms(2026, 12, 4, 14, 28, 58).unwrap();
+        let minute_end = local.with_ymd_and_hms(2026, 12, 4, 14, 30, 0).unwrap();
+
+        let r = parse_output_at(BackendKind::Codex, out, today.timestamp());
+
+        assert_eq!(
+            r.limit,
+            Some(UsageLimit {
+                resets_at: Some(minute_end.timestamp())
+            })
+        );
+        assert_eq!(r.failure, None);
+        assert!(r.usage.is_empty(), "a refused turn spent nothing");
+    }
+
+    #[test]
+    fn a_reset_named_by_time_or_by_date_and_time_is_read_in_the_given_zone() {
+        let utc = chrono::FixedOffset::east_opt(0).unwrap();
+        let plus2 = chrono::FixedOffset::east_opt(2 * 3600).unwrap();
+        let now = 1_796_394_538; // 2026-12-04 14:28:58 UTC
+
+        let at = |t: &str, z| retry_at(t, now, z);
+
+        assert_eq!(at("or try again at 2:29 pm.", utc), Some(now + 62));
+        assert_eq!(at("or try again at 4:29 pm.", plus2), Some(now + 62));
+        assert_eq!(at("try again at 12:05 am.", utc), Some(1_796_342_760));
+        assert_eq!(
+            at("try again at dec 5th, 2026 2:29 pm.", utc),
+            Some(now + 86_400 + 62)
+        );
+        assert_eq!(at("try again at noon", utc), None);
+        assert_eq!(at("try again later", utc), None);
+    }
+
+    /// Codex 0.169 after an API-key 429 (`rate_limit_exceeded`, "try again in 3s"): it drops
+    /// the delay, so the configured wait applies.
+    #[test]
+    fn a_429_codex_gave_up_on_is_a_limit_with_no_known_reset() {
+        let out = r#"{"type":"error","message":"exceeded retry limit, last status: 429 Too Many Requests"}
+{"type":"turn.failed","error":{"message":"exceeded retry limit, last status: 429 Too Many Requests"}}"#;
+
+        let r = parse_output(BackendKind::Codex, out);
+
+        assert_eq!(r.limit, Some(UsageLimit { resets_at: None }));
+        assert_eq!(r.failure, None);
+    }
+
+    /// Gemini CLI 0.61's first event names its session; `--resume <uuid>` continues it.
+    #[test]
+    fn geminis_session_is_resumed_by_its_own_flag() {
+        let cfg = crate::config::RunnerConfig::default();
+        let out = r#"{"type":"init","timestamp":"2026-12-04T14:30:02.143Z","session_id":"a7366865-d884-41e5-ba96-7585bc8890af","model":"gemini-2.5-pro"}
+{"type":"result","timestamp":"2026-12-04T14:30:02.211Z","status":"success","stats":{"total_tokens":172,"input_tokens":160,"output_tokens":7,"cached":50,"input":110,"duration_ms":68,"tool_calls":0}}"#;
+
+        let session = parse_output(BackendKind::Gemini, out).session;
+        let g = launch(
+            &cfg.backends["gemini"],
+            "go on",
+            Path::new("/p"),
+            session.as_deref(),
+        );
+
+        assert_eq!(
+            session.as_deref(),
+            Some("a7366865-d884-41e5-ba96-7585bc8890af")
+        );
+        assert!(
+            g.argv
+                .windows(2)
+                .any(|w| w == ["--resume", "a7366865-d884-41e5-ba96-7585bc8890af"]),
+            "{:?}",
+            g.argv
+        );
     }
 
     #[test]
