@@ -71,6 +71,7 @@ sim-broken:
 
 ## Formatting and lints, as CI runs them.
 lint:
+	scripts/check-crates
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 

@@ -26,11 +26,11 @@ use longrun::exit;
 use longrun_domain::report::{ChangeAction, ChangeKind, NarrativeSource, Report};
 use longrun_domain::run::{PermissionMode, Run, RunStatus};
 use longrun_http::{
-    AppConfig, Console, CreateRun, Embedded, Platform, Tokens, create_run, init_tracing,
-    router_with_console,
+    AppConfig, Console, CreateRun, Platform, Tokens, create_run, router_with_console,
 };
 use longrun_llm::ModelLimits;
 use longrun_service::{RetentionPolicy, WorkerConfig};
+use longrun_wiring::{Adapters, Embedded, init_tracing};
 use tokio::sync::watch;
 
 const DEMO_SCRIPT: &str = include_str!("../../examples/demo.json");
@@ -374,9 +374,10 @@ async fn serve(args: ServeArgs, json: bool) -> Result<()> {
         drain_grace,
         recovered: 0,
     };
-    let mut config = AppConfig::new(tokens, models)?.with_search_from_env()?;
+    let mut config = AppConfig::new(tokens, models)?;
     config.active_limit = active_limit;
-    config.model_limits = model_limits;
+    let mut adapters = Adapters::default().with_search_from_env()?;
+    adapters.model_limits = model_limits;
     // The terminal's tasks are the machine user's: shown to `local` on a one-user server, and
     // on a shared one only to whom LONGRUN_TASKS_USER names.
     config.tasks_user = std::env::var("LONGRUN_TASKS_USER")
@@ -396,9 +397,10 @@ async fn serve(args: ServeArgs, json: bool) -> Result<()> {
             ..WorkerConfig::default()
         },
         agents: Some(Arc::new(agents)),
+        adapters,
         ..Embedded::default()
     };
-    let mut running = Platform::embedded(Some(data_dir), config, opts)?;
+    let mut running = longrun_wiring::embedded(Some(data_dir), config, opts)?;
     if let Some(policy) = retention {
         running.set_retention(policy);
     }
@@ -578,8 +580,9 @@ struct RunFlags<'a> {
 async fn run_embedded(
     data_dir: &Path, objective: &str, run: RunFlags<'_>, quiet: bool,
 ) -> Result<Report> {
-    let config = AppConfig::new(Tokens::default(), run.models.to_vec())?.with_search_from_env()?;
+    let config = AppConfig::new(Tokens::default(), run.models.to_vec())?;
     let opts = Embedded {
+        adapters: Adapters::default().with_search_from_env()?,
         worker: WorkerConfig {
             idle_sleep: Duration::from_millis(5),
             ..WorkerConfig::default()
@@ -592,7 +595,7 @@ async fn run_embedded(
         },
         ..Embedded::default()
     };
-    let mut running = Platform::embedded(Some(data_dir), config, opts)?;
+    let mut running = longrun_wiring::embedded(Some(data_dir), config, opts)?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let handles = running.spawn(stop_rx);
     let p = running.platform.clone();

@@ -56,17 +56,19 @@ fn assemble(sim: &Arc<Sim>, queue: Arc<SimQueue>) -> Option<(Platform, Arc<Outbo
         lease_ms: LEASE_MS,
         ..Default::default()
     };
-    let platform = Platform::assemble(
+    let platform = longrun_wiring::assemble(
         store,
         queue,
         notifier,
         Arc::new(SimLlm { sim: sim.clone() }),
         config,
+        &Default::default(),
         sim.clock.clone(),
         Arc::new(SimFaults { sim: sim.clone() }),
         engine,
         None,
-    );
+    )
+    .ok()?;
     Some((platform, outbox))
 }
 
@@ -340,9 +342,10 @@ async fn user_action(sim: &Sim, p: &Platform, id: &str) {
     let Some(run) = sim.inner.get_run(id).await.ok().flatten() else {
         return;
     };
+    let user = run.user_id.as_str();
     let (what, result) = match sim.below(100) {
-        0..=14 => ("cancel", longrun_http::api::cancel_run(p, id).await),
-        15..=29 => ("pause", longrun_http::api::pause_run(p, id).await),
+        0..=14 => ("cancel", longrun_http::api::cancel_run(p, user, id).await),
+        15..=29 => ("pause", longrun_http::api::pause_run(p, user, id).await),
         30..=49 => {
             let b = &run.budgets;
             let more = BudgetsInput {
@@ -354,12 +357,12 @@ async fn user_action(sim: &Sim, p: &Platform, id: &str) {
                 let question = "and what did the sources disagree on?";
                 (
                     "follow-up",
-                    longrun_http::api::follow_up_run(p, id, question, &more).await,
+                    longrun_http::api::follow_up_run(p, user, id, question, &more).await,
                 )
             } else {
                 (
                     "continue",
-                    longrun_http::api::continue_run_with(p, id, &more).await,
+                    longrun_http::api::continue_run_with(p, user, id, &more).await,
                 )
             }
         }
@@ -375,7 +378,7 @@ async fn user_action(sim: &Sim, p: &Platform, id: &str) {
             };
             (
                 "respond",
-                longrun_http::api::respond_run(p, id, answer, approval).await,
+                longrun_http::api::respond_run(p, user, id, answer, approval).await,
             )
         }
         _ => {
@@ -385,7 +388,7 @@ async fn user_action(sim: &Sim, p: &Platform, id: &str) {
             };
             (
                 "patch",
-                longrun_http::api::patch_run_with(p, id, edit).await,
+                longrun_http::api::patch_run_with(p, user, id, edit).await,
             )
         }
     };

@@ -67,9 +67,9 @@ use aws_lambda_events::event::sqs::SqsEvent;
 use longrun_aws::{CallCounter, ThrottleInjector};
 use longrun_domain::run::Run;
 use longrun_engine::EngineConfig;
-use longrun_http::aws::AwsSettings;
 use longrun_http::{AppConfig, Platform, Tokens};
 use longrun_ports::{Delivery, Faults, StepMessage, StepQueue};
+use longrun_wiring::aws::AwsSettings;
 use serde_json::{Value, json};
 
 use crate::{CountingLlm, MODEL, scripted};
@@ -126,11 +126,12 @@ pub async fn stack_with(
     app.active_limit = 3;
     // Webhook receivers in tests listen on loopback under a name the deployment trusts.
     app.fetch.policy.trusted_private = vec![crate::HOOKS_HOST.into()];
-    app.fetch.lookup = crate::hooks_lookup();
-    let platform = Platform::aws(
+    app.fetch.lookup = Some(crate::hooks_lookup());
+    let platform = longrun_wiring::aws::platform(
         &faulty,
         &settings,
         app,
+        &Default::default(),
         Some(llm.clone()),
         faults,
         EngineConfig {

@@ -13,11 +13,12 @@ use async_trait::async_trait;
 use longrun_domain::run::Run;
 use longrun_domain::{Budgets, Thresholds};
 use longrun_engine::EngineConfig;
-use longrun_http::{AppConfig, Embedded, Platform, Running, Tokens};
+use longrun_http::{AppConfig, Platform, Tokens};
 use longrun_llm::{Backoff, ModelRouter, Script, ScriptedLlm};
 use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError};
 use longrun_ports::{Clock, FaultPoint, Faults, ManualClock, Store};
 use longrun_service::WorkerConfig;
+use longrun_wiring::{Embedded, Running};
 
 pub const MODEL: &str = "script:test.json";
 
@@ -287,6 +288,24 @@ pub fn platform_with_engine(
     model: Arc<dyn LlmClient>, faults: Arc<dyn Faults>, tokens: &[(&str, &str)], active_limit: u32,
     configure: impl FnOnce(&mut AppConfig), engine: EngineConfig,
 ) -> TestPlatform {
+    let adapters = longrun_wiring::Adapters::default();
+    platform_with_adapters(
+        model,
+        faults,
+        tokens,
+        active_limit,
+        configure,
+        engine,
+        adapters,
+    )
+}
+
+/// [`platform_with_engine`] with the adapters' settings given (a search provider, …).
+pub fn platform_with_adapters(
+    model: Arc<dyn LlmClient>, faults: Arc<dyn Faults>, tokens: &[(&str, &str)], active_limit: u32,
+    configure: impl FnOnce(&mut AppConfig), engine: EngineConfig,
+    adapters: longrun_wiring::Adapters,
+) -> TestPlatform {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));
     let llm = Arc::new(CountingLlm::new(model));
@@ -297,7 +316,7 @@ pub fn platform_with_engine(
     let mut config = AppConfig::new(t, vec![MODEL.to_string()]).unwrap();
     config.active_limit = active_limit;
     configure(&mut config);
-    let running = Platform::embedded(
+    let running = longrun_wiring::embedded(
         Some(dir.path()),
         config,
         Embedded {
@@ -311,6 +330,7 @@ pub fn platform_with_engine(
             },
             outbox: Default::default(),
             agents: None,
+            adapters,
         },
     )
     .unwrap();

@@ -1194,7 +1194,7 @@ async fn serve_posts_a_signed_webhook_for_each_outcome() {
     tokio::spawn(async move { axum::serve(listener, receiver).await.unwrap() });
     let t = longrun_tests::platform_with(NOTES_SCRIPT, Arc::new(NoFaults), &[], 3, |c| {
         c.fetch.policy.trusted_private = vec![longrun_tests::HOOKS_HOST.into()];
-        c.fetch.lookup = longrun_tests::hooks_lookup();
+        c.fetch.lookup = Some(longrun_tests::hooks_lookup());
     });
     let secret = "0123456789abcdef-local";
     t.p()
@@ -1272,7 +1272,7 @@ async fn a_given_up_webhook_delivery_is_listed_on_its_run_with_its_attempts_and_
         3,
         |c| {
             c.fetch.policy.trusted_private = vec![longrun_tests::HOOKS_HOST.into()];
-            c.fetch.lookup = longrun_tests::hooks_lookup();
+            c.fetch.lookup = Some(longrun_tests::hooks_lookup());
         },
     );
     let url = format!("http://{}:{port}/hook", longrun_tests::HOOKS_HOST);

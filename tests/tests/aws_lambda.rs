@@ -107,11 +107,11 @@ async fn webhook_server_answering(answers: Vec<StatusCode>) -> (String, Received
 }
 
 fn notifier(s: &Stack) -> NotifierHandler {
-    NotifierHandler::with_config(s.p(), retry_at_once()).unwrap()
+    NotifierHandler::with_config(s.p(), retry_at_once())
 }
 
 fn sweeper(s: &Stack, stale_ms: i64) -> Sweeper {
-    Sweeper::with_outbox(s.p().clone(), stale_ms, retry_at_once()).unwrap()
+    Sweeper::with_outbox(s.p().clone(), stale_ms, retry_at_once())
 }
 
 /// An outbox whose failed attempts are due again at once, so the next sweep retries them.
@@ -667,7 +667,7 @@ async fn the_provider_key_is_read_from_the_secret_the_stack_names() {
     let name = store_secret(&clients, "longrun/openai", "sk-test-123\n").await;
 
     // Act
-    let settings = longrun_http::aws::with_key_secret(
+    let settings = longrun_wiring::aws::with_key_secret(
         longrun_llm::LlmSettings::default(),
         &clients,
         Some(&name),
@@ -694,14 +694,14 @@ async fn a_key_secret_may_hold_one_key_per_provider() {
     let wrong = store_secret(&clients, "longrun/keys", r#"{"opneai": "sk-o"}"#).await;
 
     // Act
-    let settings = longrun_http::aws::with_key_secret(
+    let settings = longrun_wiring::aws::with_key_secret(
         longrun_llm::LlmSettings::default(),
         &clients,
         Some(&name),
     )
     .await
     .unwrap();
-    let err = longrun_http::aws::with_key_secret(
+    let err = longrun_wiring::aws::with_key_secret(
         longrun_llm::LlmSettings::default(),
         &clients,
         Some(&wrong),
@@ -723,7 +723,7 @@ async fn a_missing_key_secret_stops_start_up_with_its_name_and_no_key() {
     let clients = longrun_tests::aws::clients().await;
 
     // Act
-    let err = longrun_http::aws::with_key_secret(
+    let err = longrun_wiring::aws::with_key_secret(
         longrun_llm::LlmSettings::default(),
         &clients,
         Some("longrun/absent"),

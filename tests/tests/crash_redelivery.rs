@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use longrun_domain::StopType;
 use longrun_domain::run::RunStatus;
 use longrun_engine::EngineConfig;
-use longrun_http::{AppConfig, Platform, Tokens, create_run};
+use longrun_http::{AppConfig, Tokens, create_run};
 use longrun_local::{RecordingNotifier, SqliteDb, SqliteRunStore, SqliteStepQueue};
 use longrun_ports::{
     Clock, Delivery, Enqueued, FaultPoint, ManualClock, NoFaults, QueueError, StepMessage,
@@ -178,18 +178,20 @@ async fn every_message_delivered_twice_commits_each_iteration_once() {
     let inner: Arc<dyn StepQueue> = Arc::new(SqliteStepQueue::new(db.clone(), clock.clone()));
     let llm = Arc::new(CountingLlm::new(scripted(NOTES_SCRIPT)));
     let notifier = Arc::new(RecordingNotifier::default());
-    let platform = Platform::assemble(
+    let platform = longrun_wiring::assemble(
         Arc::new(SqliteRunStore::new(db)),
         Arc::new(TwiceQueue(inner)),
         notifier.clone(),
         llm.clone(),
         AppConfig::new(Tokens::default(), vec![MODEL.into()]).unwrap(),
+        &Default::default(),
         clock.clone() as Arc<dyn Clock>,
         Arc::new(NoFaults),
         EngineConfig::default(),
         None,
-    );
-    let running = longrun_http::Running::new(platform, WorkerConfig::default());
+    )
+    .unwrap();
+    let running = longrun_wiring::Running::new(platform, WorkerConfig::default());
     let t = TestPlatform {
         running,
         clock,
@@ -364,12 +366,13 @@ fn served(faults: Arc<CrashOnce>, worker: WorkerConfig) -> (TestPlatform, Arc<Re
         seen: Default::default(),
     });
     let llm = Arc::new(CountingLlm::new(scripted(NOTES_SCRIPT)));
-    let platform = Platform::assemble(
+    let platform = longrun_wiring::assemble(
         Arc::new(SqliteRunStore::new(db)),
         queue.clone(),
         Arc::new(RecordingNotifier::default()),
         llm.clone(),
         AppConfig::new(Tokens::default(), vec![MODEL.into()]).unwrap(),
+        &Default::default(),
         clock.clone() as Arc<dyn Clock>,
         faults,
         EngineConfig {
@@ -377,8 +380,9 @@ fn served(faults: Arc<CrashOnce>, worker: WorkerConfig) -> (TestPlatform, Arc<Re
             ..Default::default()
         },
         None,
-    );
-    let running = longrun_http::Running::new(platform, worker);
+    )
+    .unwrap();
+    let running = longrun_wiring::Running::new(platform, worker);
     let t = TestPlatform {
         running,
         clock,

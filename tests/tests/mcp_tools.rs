@@ -21,7 +21,7 @@ use longrun_domain::run::RunStatus;
 use longrun_http::{CreateRun, create_run};
 use longrun_outbound::StaticLookup;
 use longrun_ports::NoFaults;
-use longrun_tests::{TestPlatform, platform_with};
+use longrun_tests::TestPlatform;
 use serde_json::{Value, json};
 
 /// The SDK tool server, killed when dropped.
@@ -106,21 +106,27 @@ impl ToolServer {
 /// deployment names an intranet host in `LONGRUN_FETCH_TRUSTED_PRIVATE`; MCP calls time out
 /// after 2 s.
 fn platform(script: &str) -> TestPlatform {
-    platform_with(
-        script,
+    let mut adapters = longrun_wiring::Adapters::default();
+    adapters.mcp.timeout = Duration::from_secs(2);
+    adapters.mcp.list_timeout = Duration::from_secs(2);
+    longrun_tests::platform_with_adapters(
+        longrun_tests::scripted(script),
         Arc::new(NoFaults),
         &[("tok-alice", "alice")],
         5,
         |c| {
             let ip: IpAddr = "127.0.0.1".parse().unwrap();
             c.fetch.policy.trusted_private = vec!["tools.test".into()];
-            c.fetch.lookup = Arc::new(StaticLookup(HashMap::from([(
+            c.fetch.lookup = Some(Arc::new(StaticLookup(HashMap::from([(
                 "tools.test".to_string(),
                 vec![ip],
-            )])));
-            c.mcp.timeout = Duration::from_secs(2);
-            c.mcp.list_timeout = Duration::from_secs(2);
+            )]))));
         },
+        longrun_engine::EngineConfig {
+            lease_ms: 30_000,
+            ..Default::default()
+        },
+        adapters,
     )
 }
 

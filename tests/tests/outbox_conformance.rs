@@ -12,8 +12,8 @@ use longrun_domain::{
     RunStatus, Webhook, WebhookDelivery,
 };
 use longrun_local::{InMemoryRunStore, SqliteDb, SqliteRunStore};
+use longrun_outbound::WebhookSender;
 use longrun_ports::{CatalogExt, Clock, Inbox, ManualClock, WebhookOutbox};
-use longrun_service::webhooks::WebhookSender;
 use longrun_service::{Outbox, OutboxConfig};
 
 fn note(id: &str, user: &str) -> Notification {
@@ -297,9 +297,10 @@ async fn outbox_to(urls: &[&str]) -> (Outbox, Arc<InMemoryRunStore>, Arc<ManualC
         })
         .collect();
     store.put_webhooks("u1", &hooks).await.unwrap();
-    let mut fetch = longrun_service::FetchConfig::default();
-    fetch.policy.trusted_private = vec![longrun_tests::HOOKS_HOST.into()];
-    fetch.lookup = longrun_tests::hooks_lookup();
+    let policy = longrun_ports::FetchPolicy {
+        trusted_private: vec![longrun_tests::HOOKS_HOST.into()],
+        ..Default::default()
+    };
     let clock = Arc::new(ManualClock::new(1_000));
     let config = OutboxConfig {
         retry: Backoff {
@@ -313,7 +314,7 @@ async fn outbox_to(urls: &[&str]) -> (Outbox, Arc<InMemoryRunStore>, Arc<ManualC
     let outbox = Outbox::new(
         store.clone(),
         store.clone(),
-        Arc::new(WebhookSender::new(&fetch).unwrap()),
+        Arc::new(WebhookSender::new(policy, longrun_tests::hooks_lookup()).unwrap()),
         clock.clone() as Arc<dyn Clock>,
         config,
     );

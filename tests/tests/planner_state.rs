@@ -53,12 +53,26 @@ async fn the_planner_sees_the_docs_earlier_iterations_wrote_newest_first() {
 #[tokio::test]
 async fn web_search_is_offered_to_the_planner_only_where_the_deployment_configures_it() {
     // Arrange
-    let with = longrun_tests::platform_with(NOTES, Arc::new(NoFaults), &[], 5, |c| {
-        c.search = Some(longrun_outbound::SearchSettings::new(
+    let adapters = longrun_wiring::Adapters {
+        search: Some(longrun_outbound::SearchSettings::new(
             longrun_outbound::SearchProvider::Brave,
             "key".into(),
-        ));
-    });
+        )),
+        ..Default::default()
+    };
+    let engine = longrun_engine::EngineConfig {
+        lease_ms: 30_000,
+        ..Default::default()
+    };
+    let with = longrun_tests::platform_with_adapters(
+        longrun_tests::scripted(NOTES),
+        Arc::new(NoFaults),
+        &[],
+        5,
+        |_| {},
+        engine,
+        adapters,
+    );
     let without = platform(NOTES, Arc::new(NoFaults), &[], 5);
 
     // Act

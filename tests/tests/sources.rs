@@ -68,10 +68,10 @@ async fn a_fetched_page_is_carried_to_the_doc_written_from_it_and_to_the_report(
             let ip: IpAddr = "127.0.0.1".parse().unwrap();
             c.fetch.enabled = true;
             c.fetch.policy.trusted_private = vec!["site.test".into()];
-            c.fetch.lookup = Arc::new(StaticLookup(HashMap::from([(
+            c.fetch.lookup = Some(Arc::new(StaticLookup(HashMap::from([(
                 "site.test".to_string(),
                 vec![ip],
-            )])));
+            )]))));
         },
     );
     let id = create_run(

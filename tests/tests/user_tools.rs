@@ -101,10 +101,10 @@ fn with_tools_host(script: &str, faults: Arc<dyn longrun_ports::Faults>) -> Test
     platform_with(script, faults, &[("tok-alice", "alice")], 5, |c| {
         let ip: IpAddr = "127.0.0.1".parse().unwrap();
         c.fetch.policy.trusted_private = vec!["tools.test".into()];
-        c.fetch.lookup = Arc::new(StaticLookup(HashMap::from([(
+        c.fetch.lookup = Some(Arc::new(StaticLookup(HashMap::from([(
             "tools.test".to_string(),
             vec![ip],
-        )])));
+        )]))));
     })
 }
 

@@ -6,7 +6,7 @@
 use aws_lambda_events::event::sns::SnsEvent;
 use longrun_domain::OutcomeMessage;
 use longrun_ports::StoreError;
-use longrun_service::{Outbox, OutboxConfig, Platform, PlatformError};
+use longrun_service::{Outbox, OutboxConfig, Platform};
 use tracing::warn;
 
 pub use longrun_service::webhooks::{DELIVERY_HEADER, SIGNATURE_HEADER, payload, signature};
@@ -20,15 +20,15 @@ pub struct NotifierHandler {
 }
 
 impl NotifierHandler {
-    pub fn new(platform: &Platform) -> Result<Self, PlatformError> {
+    pub fn new(platform: &Platform) -> Self {
         Self::with_config(platform, OutboxConfig::default())
     }
 
     /// With another retry policy or lease (tests).
-    pub fn with_config(platform: &Platform, config: OutboxConfig) -> Result<Self, PlatformError> {
-        Ok(NotifierHandler {
-            outbox: platform.outbox(config)?,
-        })
+    pub fn with_config(platform: &Platform, config: OutboxConfig) -> Self {
+        NotifierHandler {
+            outbox: platform.outbox(config),
+        }
     }
 
     /// Fails only when an outcome could not be recorded: a webhook that fails is the outbox's

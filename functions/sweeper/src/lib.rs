@@ -8,7 +8,7 @@
 use aws_lambda_events::event::eventbridge::EventBridgeEvent;
 use longrun_engine::{EngineError, SweepReport};
 use longrun_ports::StoreError;
-use longrun_service::{CreateRun, Outbox, OutboxConfig, Platform, PlatformError, ServiceError};
+use longrun_service::{CreateRun, Outbox, OutboxConfig, Platform, ServiceError};
 use serde::Deserialize;
 use tracing::info;
 
@@ -55,7 +55,7 @@ pub struct Sweeper {
 }
 
 impl Sweeper {
-    pub fn new(platform: Platform, stale_ms: i64) -> Result<Self, PlatformError> {
+    pub fn new(platform: Platform, stale_ms: i64) -> Self {
         Self::with_outbox(
             platform,
             stale_ms,
@@ -67,15 +67,13 @@ impl Sweeper {
     }
 
     /// With another retry policy, lease or batch (tests).
-    pub fn with_outbox(
-        platform: Platform, stale_ms: i64, config: OutboxConfig,
-    ) -> Result<Self, PlatformError> {
-        let outbox = platform.outbox(config)?;
-        Ok(Sweeper {
+    pub fn with_outbox(platform: Platform, stale_ms: i64, config: OutboxConfig) -> Self {
+        let outbox = platform.outbox(config);
+        Sweeper {
             platform,
             outbox,
             stale_ms,
-        })
+        }
     }
 
     pub async fn handle(&self, event: EventBridgeEvent) -> Result<SweepReport, SweepError> {

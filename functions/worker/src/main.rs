@@ -1,10 +1,9 @@
 use lambda_runtime::{LambdaEvent, service_fn};
-use longrun_service::Platform;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    longrun_service::init_tracing(true, "info");
-    let platform = Platform::aws_from_env().await?;
+    longrun_wiring::init_tracing(true, "info");
+    let platform = longrun_wiring::aws::from_env().await?;
     let engine = platform.engine.clone();
     // One identity per execution environment: a lease names the instance that holds it.
     let owner = format!("lambda-{}", uuid_like());

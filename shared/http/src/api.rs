@@ -1,7 +1,6 @@
 //! The HTTP API under `/v1`. Every route but `/healthz` and `/v1/openapi.json` needs a bearer
 //! token; another user's run is indistinguishable from a missing one (404).
 
-use longrun_ports::CatalogExt;
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::time::Duration;
@@ -27,9 +26,12 @@ use serde_json::{Value, json};
 use crate::error::{ApiError, ApiJson, ApiQuery};
 use longrun_service::Platform;
 use longrun_service::idempotency::{MAX_KEY_LEN, check_key, create_run_once};
+use longrun_service::reads::{self, INBOX};
+use longrun_service::registrations;
+pub use longrun_service::registrations::MAX_WEBHOOKS;
 pub use longrun_service::runs::{
     CreateRun, MAX_ALLOWED_TOOLS, cancel_run, continue_run_with, create_run, create_run_with_id,
-    follow_up_run, patch_run_with, pause_run, post_message, prepare_run, respond_run,
+    follow_up_run, patch_run_with, pause_run, post_message, prepare_run, respond_run, run_of,
 };
 
 /// The caller, from `Authorization: Bearer <token>`, or from a [`VerifiedUser`] that the
@@ -130,10 +132,7 @@ pub fn run_view(p: &Platform, run: &Run) -> Value {
 }
 
 pub(crate) async fn owned(p: &Platform, user: &User, id: &str) -> Result<Run, ApiError> {
-    match p.store.get_committed_run(id).await? {
-        Some(run) if run.user_id == user.0 => Ok(run),
-        _ => Err(ApiError::NotFound(format!("run {id}"))),
-    }
+    Ok(run_of(p, &user.0, id).await?)
 }
 
 /// The `Idempotency-Key` header, checked: absent is fine, malformed is a 400.
@@ -245,22 +244,20 @@ async fn list_runs(
         (kind, entity_id) => Some(ContextFilter { kind, entity_id }),
     };
     let limit = in_range("limit", q.limit, 50, 1, 200)?;
-    let runs = p
-        .store
-        .list_runs(
-            &user.0,
-            &RunQuery {
-                context,
-                status,
-                before,
-                limit,
-            },
-        )
-        .await?;
+    let reads::RunPage { runs, active } = reads::list_runs(
+        &p,
+        &user.0,
+        &RunQuery {
+            context,
+            status,
+            before,
+            limit,
+        },
+    )
+    .await?;
     let next_cursor = (runs.len() == limit)
         .then(|| runs.last().map(|r| format!("{}_{}", r.created_at, r.id)))
         .flatten();
-    let active = p.store.active_runs(&user.0).await?;
     let summaries: Vec<Value> = runs
         .iter()
         .map(|r| {
@@ -333,7 +330,7 @@ async fn events(
     };
     let deadline = tokio::time::Instant::now() + Duration::from_secs(wait);
     loop {
-        let events = p.store.events(&id, after, limit).await?;
+        let events = reads::events(&p, &run, after, limit).await?;
         if !events.is_empty() || tokio::time::Instant::now() >= deadline {
             let next_after = events.last().map_or(after, |e| e.seq);
             return Ok(Json(json!({"events": events, "next_after": next_after})));
@@ -349,7 +346,7 @@ async fn stream(
     State(p): State<Platform>, user: User, Path(id): Path<String>, headers: HeaderMap,
     draining: Option<axum::Extension<Draining>>, ApiQuery(q): ApiQuery<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
-    owned(&p, &user, &id).await?;
+    let run = owned(&p, &user, &id).await?;
     // Checked like the long-poll's, though the stream sends every event as it comes.
     in_range("limit", q.limit, 100, 1, 1000)?;
     // A reconnecting EventSource resumes from the last seq it saw.
@@ -360,13 +357,13 @@ async fn stream(
         .or(q.after)
         .unwrap_or(0);
     let s = futures_util::stream::unfold(
-        (p, id, start, false, draining),
-        |(p, id, after, done, draining)| async move {
+        (p, run, start, false, draining),
+        |(p, run, after, done, draining)| async move {
             if done {
                 return None;
             }
             loop {
-                let events = match p.store.events(&id, after, 100).await {
+                let events = match reads::events(&p, &run, after, 100).await {
                     Ok(e) => e,
                     Err(_) => return None,
                 };
@@ -387,10 +384,10 @@ async fn stream(
                         .collect();
                     return Some((
                         futures_util::stream::iter(items),
-                        (p, id, last, false, draining),
+                        (p, run, last, false, draining),
                     ));
                 }
-                let settled = match p.store.get_committed_run(&id).await {
+                let settled = match reads::refresh(&p, &run).await {
                     Ok(Some(r)) => r.status.is_ended() || r.status.is_waiting(),
                     _ => true,
                 };
@@ -399,7 +396,7 @@ async fn stream(
                 if settled || Draining::sleep(&draining, POLL).await {
                     return Some((
                         futures_util::stream::iter(vec![]),
-                        (p, id, after, true, draining),
+                        (p, run, after, true, draining),
                     ));
                 }
             }
@@ -419,15 +416,9 @@ struct PageQuery {
 async fn iterations(
     State(p): State<Platform>, user: User, Path(id): Path<String>, ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    owned(&p, &user, &id).await?;
-    let items = p
-        .store
-        .iterations(
-            &id,
-            q.after.unwrap_or(0),
-            in_range("limit", q.limit, 100, 1, 500)?,
-        )
-        .await?;
+    let run = owned(&p, &user, &id).await?;
+    let limit = in_range("limit", q.limit, 100, 1, 500)?;
+    let items = reads::iterations(&p, &run, q.after.unwrap_or(0), limit).await?;
     Ok(Json(json!({"iterations": items})))
 }
 
@@ -475,9 +466,7 @@ async fn workspace(
     State(p): State<Platform>, user: User, Path(id): Path<String>,
     ApiQuery(q): ApiQuery<WorkspaceQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    owned(&p, &user, &id).await?;
-    let mut docs = p.store.docs(&id, "", 10_000).await?;
-    // Tags are on every doc's listing entry: a filter over the listing needs no index.
+    let run = owned(&p, &user, &id).await?;
     if let Some(n) = q
         .tag
         .as_ref()
@@ -488,9 +477,7 @@ async fn workspace(
             "tag must be at most {MAX_TAG_CHARS} characters, got {n}"
         )));
     }
-    if let Some(tag) = q.tag.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
-        docs.retain(|d| d.tags.iter().any(|t| t == tag));
-    }
+    let docs = reads::docs(&p, &run, q.tag.as_deref()).await?;
     Ok(Json(json!({"tree": tree(&docs), "docs": docs})))
 }
 
@@ -504,40 +491,31 @@ async fn doc(
             c as u32
         )));
     }
-    owned(&p, &user, &id).await?;
-    // A path no document could be written at names no document.
-    let path = longrun_domain::record::normalize_doc_path(&path)
-        .map_err(|e| ApiError::NotFound(format!("document: {e}")))?;
-    match p.store.doc(&id, &path).await? {
-        Some(d) => Ok(Json(serde_json::to_value(d).unwrap_or_default())),
-        None => Err(ApiError::NotFound(format!("document {path}"))),
-    }
+    let run = owned(&p, &user, &id).await?;
+    let d = reads::doc(&p, &run, &path).await?;
+    Ok(Json(serde_json::to_value(d).unwrap_or_default()))
 }
 
 async fn search(
     State(p): State<Platform>, user: User, Path(id): Path<String>, ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    owned(&p, &user, &id).await?;
+    let run = owned(&p, &user, &id).await?;
     let query = q.q.unwrap_or_default();
     if is_blank(&query) {
         return Err(ApiError::BadRequest("q must not be empty".into()));
     }
     longrun_domain::no_controls("q", &query).map_err(ApiError::BadRequest)?;
-    let hits = p
-        .store
-        .search_docs(&id, query.trim(), in_range("limit", q.limit, 20, 1, 100)?)
-        .await?;
+    let limit = in_range("limit", q.limit, 20, 1, 100)?;
+    let hits = reads::search(&p, &run, &query, limit).await?;
     Ok(Json(json!({"hits": hits})))
 }
 
 async fn scratchpad(
     State(p): State<Platform>, user: User, Path(id): Path<String>, ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    owned(&p, &user, &id).await?;
-    let entries = p
-        .store
-        .scratchpad(&id, in_range("last", q.last, 3, 1, 1000)?)
-        .await?;
+    let run = owned(&p, &user, &id).await?;
+    let last = in_range("last", q.last, 3, 1, 1000)?;
+    let entries = reads::scratchpad(&p, &run, last).await?;
     Ok(Json(json!({"entries": entries})))
 }
 
@@ -592,10 +570,8 @@ impl From<longrun_domain::WebhookDelivery> for DeliveryView {
 async fn deliveries(
     State(p): State<Platform>, user: User, Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    owned(&p, &user, &id).await?;
-    let log: Vec<DeliveryView> = p
-        .store
-        .deliveries(&user.0, &id)
+    let run = owned(&p, &user, &id).await?;
+    let log: Vec<DeliveryView> = reads::deliveries(&p, &run)
         .await?
         .into_iter()
         .map(DeliveryView::from)
@@ -620,8 +596,7 @@ async fn report(
 async fn cancel(
     State(p): State<Platform>, user: User, Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    owned(&p, &user, &id).await?;
-    let run = cancel_run(&p, &id).await?;
+    let run = cancel_run(&p, &user.0, &id).await?;
     Ok(Json(run_view(&p, &run)))
 }
 
@@ -629,12 +604,11 @@ async fn respond(
     State(p): State<Platform>, user: User, Path(id): Path<String>,
     ApiJson(body): ApiJson<RespondBody>,
 ) -> Result<Json<Value>, ApiError> {
-    owned(&p, &user, &id).await?;
     let approval = change::Approval {
         approve: body.approve,
         decisions: body.decisions,
     };
-    let run = respond_run(&p, &id, &body.answer, approval).await?;
+    let run = respond_run(&p, &user.0, &id, &body.answer, approval).await?;
     Ok(Json(run_view(&p, &run)))
 }
 
@@ -642,8 +616,7 @@ async fn message(
     State(p): State<Platform>, user: User, Path(id): Path<String>,
     ApiJson(body): ApiJson<MessageBody>,
 ) -> Result<Json<Value>, ApiError> {
-    owned(&p, &user, &id).await?;
-    let run = post_message(&p, &id, &body.text).await?;
+    let run = post_message(&p, &user.0, &id, &body.text).await?;
     Ok(Json(run_view(&p, &run)))
 }
 
@@ -658,8 +631,7 @@ async fn continue_run(
     State(p): State<Platform>, user: User, Path(id): Path<String>,
     ApiJson(body): ApiJson<ContinueBody>,
 ) -> Result<Json<Value>, ApiError> {
-    owned(&p, &user, &id).await?;
-    let run = continue_run_with(&p, &id, &body.budgets).await?;
+    let run = continue_run_with(&p, &user.0, &id, &body.budgets).await?;
     Ok(Json(run_view(&p, &run)))
 }
 
@@ -667,24 +639,21 @@ async fn follow_up(
     State(p): State<Platform>, user: User, Path(id): Path<String>,
     ApiJson(body): ApiJson<FollowUpBody>,
 ) -> Result<Json<Value>, ApiError> {
-    owned(&p, &user, &id).await?;
-    let run = follow_up_run(&p, &id, &body.question, &body.budgets).await?;
+    let run = follow_up_run(&p, &user.0, &id, &body.question, &body.budgets).await?;
     Ok(Json(run_view(&p, &run)))
 }
 
 async fn pause(
     State(p): State<Platform>, user: User, Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    owned(&p, &user, &id).await?;
-    let run = pause_run(&p, &id).await?;
+    let run = pause_run(&p, &user.0, &id).await?;
     Ok(Json(run_view(&p, &run)))
 }
 
 async fn patch_run(
     State(p): State<Platform>, user: User, Path(id): Path<String>, ApiJson(body): ApiJson<RunPatch>,
 ) -> Result<Json<Value>, ApiError> {
-    owned(&p, &user, &id).await?;
-    let run = patch_run_with(&p, &id, body).await?;
+    let run = patch_run_with(&p, &user.0, &id, body).await?;
     Ok(Json(run_view(&p, &run)))
 }
 
@@ -696,24 +665,10 @@ pub struct MarkReadBody {
     pub ids: Vec<String>,
 }
 
-const INBOX: usize = 200;
-
 async fn mark_read(
     State(p): State<Platform>, user: User, ApiJson(body): ApiJson<MarkReadBody>,
 ) -> Result<Json<Value>, ApiError> {
-    if body.ids.len() > INBOX {
-        return Err(ApiError::Unprocessable(format!(
-            "ids: at most {INBOX} at once"
-        )));
-    }
-    let mut updated = 0;
-    // Only the caller's own inbox is looked at, so another user's id marks nothing.
-    for n in p.store.notifications(&user.0, INBOX).await? {
-        if !n.read && body.ids.contains(&n.id) {
-            p.store.mark_notification_read(&n).await?;
-            updated += 1;
-        }
-    }
+    let updated = reads::mark_read(&p, &user.0, &body.ids).await?;
     Ok(Json(json!({"updated": updated})))
 }
 
@@ -741,10 +696,7 @@ async fn notifications(
 ) -> Result<Json<Value>, ApiError> {
     let limit = in_range("limit", q.limit, 50, 1, INBOX)?;
     let before = parse_cursor(q.cursor.as_deref())?;
-    let items = p
-        .store
-        .notifications_page(&user.0, before.as_ref(), limit)
-        .await?;
+    let items = reads::notifications(&p, &user.0, before.as_ref(), limit).await?;
     let unread = items.iter().filter(|n| !n.read).count();
     let next_cursor = (items.len() == limit)
         .then(|| items.last().map(|n| format!("{}_{}", n.at, n.id)))
@@ -763,18 +715,6 @@ pub struct WebhooksBody {
     pub webhooks: Vec<Webhook>,
 }
 
-pub const MAX_WEBHOOKS: usize = 5;
-
-fn check_webhook(h: &Webhook, p: &Platform) -> Result<(), ApiError> {
-    crate::webhooks::check_url(&h.url, &p.config.fetch)?;
-    if h.secret.chars().count() < 16 {
-        return Err(ApiError::Unprocessable(
-            "webhooks[].secret must be at least 16 characters".into(),
-        ));
-    }
-    Ok(())
-}
-
 fn redacted(hooks: &[Webhook]) -> Value {
     json!({"webhooks": hooks.iter().map(|h| json!({"url": h.url})).collect::<Vec<_>>()})
 }
@@ -782,20 +722,12 @@ fn redacted(hooks: &[Webhook]) -> Value {
 async fn put_webhooks(
     State(p): State<Platform>, user: User, ApiJson(body): ApiJson<WebhooksBody>,
 ) -> Result<Json<Value>, ApiError> {
-    if body.webhooks.len() > MAX_WEBHOOKS {
-        return Err(ApiError::Unprocessable(format!(
-            "at most {MAX_WEBHOOKS} webhooks"
-        )));
-    }
-    body.webhooks
-        .iter()
-        .try_for_each(|h| check_webhook(h, &p))?;
-    p.store.put_webhooks(&user.0, &body.webhooks).await?;
+    registrations::put_webhooks(&p, &user.0, &body.webhooks).await?;
     Ok(Json(redacted(&body.webhooks)))
 }
 
 async fn get_webhooks(State(p): State<Platform>, user: User) -> Result<Json<Value>, ApiError> {
-    Ok(Json(redacted(&p.store.webhooks(&user.0).await?)))
+    Ok(Json(redacted(&registrations::webhooks(&p, &user.0).await?)))
 }
 
 async fn healthz() -> Json<Value> {

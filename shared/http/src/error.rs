@@ -5,9 +5,7 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use longrun_domain::{DomainError, Rejection, clip};
-use longrun_engine::EngineError;
-use longrun_ports::StoreError;
+use longrun_domain::clip;
 use longrun_service::ServiceError;
 use serde::de::DeserializeOwned;
 use serde_json::json;
@@ -156,30 +154,6 @@ impl From<ServiceError> for ApiError {
             ServiceError::Unavailable(m) => ApiError::Unavailable(m),
             ServiceError::Internal(e) => ApiError::Internal(e),
         }
-    }
-}
-
-impl From<StoreError> for ApiError {
-    fn from(e: StoreError) -> Self {
-        ServiceError::from(e).into()
-    }
-}
-
-impl From<Rejection> for ApiError {
-    fn from(r: Rejection) -> Self {
-        ServiceError::from(r).into()
-    }
-}
-
-impl From<DomainError> for ApiError {
-    fn from(e: DomainError) -> Self {
-        ServiceError::from(e).into()
-    }
-}
-
-impl From<EngineError> for ApiError {
-    fn from(e: EngineError) -> Self {
-        ServiceError::from(e).into()
     }
 }
 

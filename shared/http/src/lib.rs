@@ -16,12 +16,6 @@ pub mod tools;
 pub use api::{CreateRun, VerifiedUser, create_run, router};
 pub use console::{Console, router_with_console};
 pub use error::ApiError;
-// The wiring the CLI and tests build a router over.
-#[cfg(feature = "aws")]
-pub use longrun_service::aws;
-#[cfg(feature = "embedded")]
-pub use longrun_service::embedded;
-pub use longrun_service::{AppConfig, FetchConfig, Platform, Tokens, init_tracing};
-#[cfg(feature = "embedded")]
-pub use longrun_service::{Embedded, Running};
+// What a router is built over; `longrun-wiring` assembles it.
+pub use longrun_service::{AppConfig, FetchConfig, Platform, Tokens};
 pub use longrun_service::{config, platform, webhooks};

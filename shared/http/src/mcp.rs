@@ -18,6 +18,7 @@ use crate::api::{self, CreateRun, User};
 use crate::error::ApiError;
 use crate::platform::Platform;
 use longrun_service::idempotency::{MAX_KEY_LEN, create_run_once};
+use longrun_service::reads;
 
 /// Protocol revisions this server speaks, newest first; a client asking for another gets the newest.
 const PROTOCOL_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
@@ -331,13 +332,10 @@ async fn call_tool(p: &Platform, user: &User, params: &Value) -> RpcResult {
         }
         "post_message" => {
             let a: MessageArgs = args(name, a)?;
-            match api::owned(p, user, &a.run_id).await {
-                Ok(_) => api::post_message(p, &a.run_id, &a.text)
-                    .await
-                    .map(|run| api::run_view(p, &run))
-                    .map_err(ApiError::from),
-                Err(e) => Err(e),
-            }
+            api::post_message(p, &user.0, &a.run_id, &a.text)
+                .await
+                .map(|run| api::run_view(p, &run))
+                .map_err(ApiError::from)
         }
         "follow_up" => {
             let a: FollowUpArgs = args(name, a)?;
@@ -345,13 +343,10 @@ async fn call_tool(p: &Platform, user: &User, params: &Value) -> RpcResult {
         }
         "cancel" => {
             let a: ById = args(name, a)?;
-            match api::owned(p, user, &a.run_id).await {
-                Ok(_) => api::cancel_run(p, &a.run_id)
-                    .await
-                    .map(|run| api::run_view(p, &run))
-                    .map_err(ApiError::from),
-                Err(e) => Err(e),
-            }
+            api::cancel_run(p, &user.0, &a.run_id)
+                .await
+                .map(|run| api::run_view(p, &run))
+                .map_err(ApiError::from)
         }
         _ => return Err((INVALID_PARAMS, format!("no tool `{name}`"))),
     };
@@ -370,8 +365,7 @@ async fn call_tool(p: &Platform, user: &User, params: &Value) -> RpcResult {
 }
 
 async fn follow_up(p: &Platform, user: &User, a: FollowUpArgs) -> Result<Value, ApiError> {
-    api::owned(p, user, &a.run_id).await?;
-    let run = api::follow_up_run(p, &a.run_id, &a.question, &a.budgets).await?;
+    let run = api::follow_up_run(p, &user.0, &a.run_id, &a.question, &a.budgets).await?;
     Ok(api::run_view(p, &run))
 }
 
@@ -401,7 +395,7 @@ async fn list_runs(p: &Platform, user: &User, a: ListArgs) -> Result<Value, ApiE
         before,
         limit,
     };
-    let runs = p.store.list_runs(&user.0, &query).await?;
+    let runs = reads::list_runs(p, &user.0, &query).await?.runs;
     let next_cursor = (runs.len() == limit)
         .then(|| runs.last().map(|r| format!("{}_{}", r.created_at, r.id)))
         .flatten();
@@ -428,21 +422,17 @@ async fn report(p: &Platform, user: &User, id: &str) -> Result<Value, ApiError> 
 }
 
 async fn doc(p: &Platform, user: &User, id: &str, path: &str) -> Result<Value, ApiError> {
-    api::owned(p, user, id).await?;
-    let path = longrun_domain::record::normalize_doc_path(path).map_err(ApiError::BadRequest)?;
-    match p.store.doc(id, &path).await? {
-        Some(d) => Ok(serde_json::to_value(d).unwrap_or_default()),
-        None => Err(ApiError::NotFound(format!("document {path}"))),
-    }
+    let run = api::owned(p, user, id).await?;
+    let d = reads::doc(p, &run, path).await?;
+    Ok(serde_json::to_value(d).unwrap_or_default())
 }
 
 async fn respond(p: &Platform, user: &User, a: RespondArgs) -> Result<Value, ApiError> {
-    api::owned(p, user, &a.run_id).await?;
     let approval = change::Approval {
         approve: a.approve,
         decisions: Vec::new(),
     };
-    let run = api::respond_run(p, &a.run_id, &a.answer, approval).await?;
+    let run = api::respond_run(p, &user.0, &a.run_id, &a.answer, approval).await?;
     Ok(api::run_view(p, &run))
 }
 
@@ -454,11 +444,10 @@ async fn list_resources(p: &Platform, user: &User) -> RpcResult {
         before: None,
         limit: 50,
     };
-    let runs = p
-        .store
-        .list_runs(&user.0, &query)
+    let runs = reads::list_runs(p, &user.0, &query)
         .await
-        .map_err(|e| (INTERNAL_ERROR, e.to_string()))?;
+        .map_err(|e| (INTERNAL_ERROR, e.to_string()))?
+        .runs;
     let resources: Vec<Value> = runs
         .iter()
         .filter(|r| r.report.is_some())

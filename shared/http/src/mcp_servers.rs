@@ -6,16 +6,16 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use longrun_domain::McpServer;
-use longrun_ports::CatalogExt;
+use longrun_service::registrations::{self, NewMcpServer};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::api::User;
 use crate::error::{ApiError, ApiJson};
 use crate::platform::Platform;
+use crate::tools::saved_status;
 
-pub const MAX_MCP_SERVERS: usize = 10;
-const MAX_SECRET: usize = 4_096;
+pub use longrun_service::registrations::MAX_MCP_SERVERS;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -55,57 +55,22 @@ fn view(s: &McpServer) -> McpServerView {
     }
 }
 
-fn check(p: &Platform, body: &RegisterMcpServer) -> Result<(), ApiError> {
-    let bad = |m: String| Err(ApiError::Unprocessable(m));
-    crate::tools::check_name(&body.name, 32)?;
-    if let Some(secret) = &body.secret {
-        // It goes into a header: no spaces, controls or line breaks.
-        let printable = secret.chars().all(|c| c.is_ascii_graphic());
-        if secret.is_empty() || secret.len() > MAX_SECRET || !printable {
-            return bad(format!(
-                "secret must be 1 to {MAX_SECRET} printable ASCII characters without spaces"
-            ));
-        }
-    }
-    crate::tools::check_url(p, &body.url)?;
-    match p.mcp {
-        Some(_) => Ok(()),
-        None => Err(ApiError::Unavailable(
-            "MCP servers are unavailable on this server".into(),
-        )),
-    }
-}
-
 pub async fn register_mcp_server(
     State(p): State<Platform>, user: User, ApiJson(body): ApiJson<RegisterMcpServer>,
 ) -> Result<Response, ApiError> {
-    check(&p, &body)?;
-    let existing = p.store.mcp_servers(&user.0).await?;
-    let replacing = existing.iter().any(|s| s.name == body.name);
-    if !replacing && existing.len() >= MAX_MCP_SERVERS {
-        return Err(ApiError::TooManyRequests(format!(
-            "at most {MAX_MCP_SERVERS} MCP servers per user; delete one first"
-        )));
-    }
-    let server = McpServer {
+    let new = NewMcpServer {
         name: body.name,
-        url: body.url.trim().to_string(),
+        url: body.url,
         secret: body.secret,
-        created_at: p.clock.now_ms(),
     };
-    p.store.put_mcp_server(&user.0, &server).await?;
-    let status = if replacing {
-        StatusCode::OK
-    } else {
-        StatusCode::CREATED
-    };
-    Ok((status, Json(view(&server))).into_response())
+    let (server, saved) = registrations::register_mcp_server(&p, &user.0, new).await?;
+    Ok((saved_status(saved), Json(view(&server))).into_response())
 }
 
 pub async fn list_mcp_servers(
     State(p): State<Platform>, user: User,
 ) -> Result<Json<McpServerList>, ApiError> {
-    let servers = p.store.mcp_servers(&user.0).await?;
+    let servers = registrations::mcp_servers(&p, &user.0).await?;
     Ok(Json(McpServerList {
         mcp_servers: servers.iter().map(view).collect(),
     }))
@@ -114,9 +79,6 @@ pub async fn list_mcp_servers(
 pub async fn delete_mcp_server(
     State(p): State<Platform>, user: User, Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    if p.store.delete_mcp_server(&user.0, &name).await? {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(ApiError::NotFound(format!("MCP server {name}")))
-    }
+    registrations::delete_mcp_server(&p, &user.0, &name).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -12,7 +12,7 @@ use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Value, json};
 
 use longrun_domain::RunStatus;
-use longrun_outbound::FetchPolicy;
+use longrun_ports::FetchPolicy;
 
 use crate::api::CURSOR_PATTERN;
 use crate::api::{

@@ -6,7 +6,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use longrun_domain::UserTool;
-use longrun_ports::CatalogExt;
+use longrun_service::registrations::{self, NewTool, Saved};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -15,8 +15,7 @@ use crate::api::User;
 use crate::error::{ApiError, ApiJson};
 use crate::platform::Platform;
 
-pub const MAX_TOOLS: usize = 20;
-const MAX_DESCRIPTION: usize = 1_000;
+pub use longrun_service::registrations::MAX_TOOLS;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -64,97 +63,31 @@ fn view(t: &UserTool) -> Value {
     })
 }
 
-/// A registered tool's or MCP server's name: `[a-z][a-z0-9_]*`, at most `max` characters.
-pub(crate) fn check_name(name: &str, max: usize) -> Result<(), ApiError> {
-    let well_formed = name.len() <= max
-        && name.starts_with(|c: char| c.is_ascii_lowercase())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    match well_formed {
-        true => Ok(()),
-        false => Err(ApiError::Unprocessable(format!(
-            "name `{name}` must be [a-z][a-z0-9_]* and at most {max} characters"
-        ))),
+/// 201 for a new registration, 200 for one that replaced its namesake.
+pub(crate) fn saved_status(saved: Saved) -> StatusCode {
+    match saved {
+        Saved::Created => StatusCode::CREATED,
+        Saved::Replaced => StatusCode::OK,
     }
-}
-
-fn check(p: &Platform, body: &RegisterTool) -> Result<(), ApiError> {
-    let bad = |m: String| Err(ApiError::Unprocessable(m));
-    let name = body.name.as_str();
-    check_name(name, 48)?;
-    if p.engine.tools.contains(name) {
-        return Err(ApiError::Conflict(format!(
-            "`{name}` is a built-in tool; choose another name"
-        )));
-    }
-    if longrun_domain::is_blank(&body.description)
-        || body.description.chars().count() > MAX_DESCRIPTION
-    {
-        return bad(format!(
-            "description must be 1 to {MAX_DESCRIPTION} characters"
-        ));
-    }
-    if body.parameters.get("type").and_then(Value::as_str) != Some("object") {
-        return bad("parameters must be a JSON Schema with \"type\": \"object\"".into());
-    }
-    if let Err(e) = jsonschema::validator_for(&body.parameters) {
-        return bad(format!("parameters is not a valid JSON Schema: {e}"));
-    }
-    if body.secret.chars().count() < 16 {
-        return bad("secret must be at least 16 characters".into());
-    }
-    check_url(p, &body.url)?;
-    match p.user_tools {
-        Some(_) => Ok(()),
-        None => Err(ApiError::Unavailable(
-            "registered tools are unavailable on this server".into(),
-        )),
-    }
-}
-
-/// A registered tool's or MCP server's URL: the document's pattern, then the SSRF guard (the
-/// same policy the calls go through; DNS is checked again at every call).
-pub(crate) fn check_url(p: &Platform, url: &str) -> Result<(), ApiError> {
-    p.config
-        .fetch
-        .policy
-        .check_registrable(url)
-        .map(|_| ())
-        .map_err(|m| ApiError::Unprocessable(format!("url {m}")))
 }
 
 pub async fn register_tool(
     State(p): State<Platform>, user: User, ApiJson(body): ApiJson<RegisterTool>,
 ) -> Result<Response, ApiError> {
-    check(&p, &body)?;
-    let existing = p.store.tools(&user.0).await?;
-    let replacing = existing.iter().any(|t| t.name == body.name);
-    if !replacing && existing.len() >= MAX_TOOLS {
-        return Err(ApiError::TooManyRequests(format!(
-            "at most {MAX_TOOLS} tools per user; delete one first"
-        )));
-    }
-    let tool = UserTool {
+    let new = NewTool {
         name: body.name,
-        description: body.description.trim().to_string(),
+        description: body.description,
         parameters: body.parameters,
-        url: body.url.trim().to_string(),
+        url: body.url,
         secret: body.secret,
         write: body.write,
-        created_at: p.clock.now_ms(),
     };
-    p.store.put_tool(&user.0, &tool).await?;
-    let status = if replacing {
-        StatusCode::OK
-    } else {
-        StatusCode::CREATED
-    };
-    Ok((status, Json(view(&tool))).into_response())
+    let (tool, saved) = registrations::register_tool(&p, &user.0, new).await?;
+    Ok((saved_status(saved), Json(view(&tool))).into_response())
 }
 
 pub async fn list_tools(State(p): State<Platform>, user: User) -> Result<Json<Value>, ApiError> {
-    let tools = p.store.tools(&user.0).await?;
+    let tools = registrations::tools(&p, &user.0).await?;
     Ok(Json(
         json!({"tools": tools.iter().map(view).collect::<Vec<_>>()}),
     ))
@@ -163,9 +96,6 @@ pub async fn list_tools(State(p): State<Platform>, user: User) -> Result<Json<Va
 pub async fn delete_tool(
     State(p): State<Platform>, user: User, Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    if p.store.delete_tool(&user.0, &name).await? {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(ApiError::NotFound(format!("tool {name}")))
-    }
+    registrations::delete_tool(&p, &user.0, &name).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -3,7 +3,6 @@
 pub mod anthropic;
 pub mod limit;
 pub mod openai;
-pub mod pricing;
 pub mod scripted;
 
 use std::collections::BTreeMap;
@@ -19,8 +18,8 @@ use tracing::warn;
 
 pub use anthropic::AnthropicClient;
 pub use limit::{Limiter, ModelLimit, ModelLimits};
+pub use longrun_ports::pricing::{self, Price, PriceTable};
 pub use openai::{OpenAiClient, Structured};
-pub use pricing::{Price, PriceTable};
 pub use scripted::{Script, ScriptedLlm};
 
 /// A secret that cannot be printed by accident.

@@ -1,6 +1,7 @@
 //! Outbound HTTP, every request behind one SSRF guard: the agent's `http_fetch` (this module),
 //! `web_search` (`search`), users' HTTP tools (`user_tool`), the MCP client (`mcp_client`) and
-//! the HMAC signature of tool calls and webhooks (`user_tool::signature`).
+//! outcome webhooks (`webhook`); the guard's rules and the HMAC signature live in the ports
+//! (`longrun_ports::fetch`, `longrun_ports::signing`), since the use cases check them too.
 //!
 //! `http_fetch`: GET or HEAD a public web page for the agent.
 //!
@@ -11,11 +12,14 @@
 //! read up to a byte bound within a time bound. Fetched text is returned fenced as untrusted
 //! data.
 
-pub mod guard;
+/// The SSRF guard's rules, shared with the use cases that check registered URLs.
+pub use longrun_ports::fetch as guard;
+pub use longrun_ports::fetch::HostLookup;
 pub mod html;
 pub mod mcp_client;
 pub mod search;
 pub mod user_tool;
+pub mod webhook;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -35,13 +39,7 @@ pub use guard::{FetchPolicy, Refusal};
 pub use mcp_client::{HttpMcpClient, McpError, McpSettings};
 pub use search::{SearchProvider, SearchSettings, WebSearch};
 pub use user_tool::{HttpTool, HttpToolFactory, UserToolSettings};
-
-/// Where host names are looked up. Production uses the system resolver; tests (and
-/// deployments with fixed hosts) a static table. The guard runs on whatever it returns.
-#[async_trait]
-pub trait HostLookup: Send + Sync {
-    async fn lookup(&self, host: &str) -> std::io::Result<Vec<IpAddr>>;
-}
+pub use webhook::WebhookSender;
 
 pub struct SystemLookup;
 

@@ -8,31 +8,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use hmac::{Hmac, Mac};
 use longrun_domain::UserTool;
 use longrun_domain::fingerprint;
 use longrun_ports::{Tool, ToolContext, ToolFactory};
 use serde_json::{Value, json};
-use sha2::Sha256;
 use url::Url;
 
 use crate::{EndpointSettings, FetchPolicy, Guarded, read_limited, refusal_in};
 
-pub const SIGNATURE_HEADER: &str = "x-longrun-signature";
+/// Calls are signed the way webhooks are.
+pub use longrun_ports::signing::{SIGNATURE_HEADER, signature};
 pub const IDEMPOTENCY_HEADER: &str = "idempotency-key";
-
-/// `sha256=<hex HMAC-SHA256(secret, body)>`.
-pub fn signature(secret: &str, body: &[u8]) -> String {
-    let mut mac = match Hmac::<Sha256>::new_from_slice(secret.as_bytes()) {
-        Ok(m) => m,
-        // HMAC takes keys of any length; this arm cannot be reached.
-        Err(_) => return String::new(),
-    };
-    mac.update(body);
-    let bytes = mac.finalize().into_bytes();
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256={hex}")
-}
 
 #[derive(Clone, Debug)]
 pub struct UserToolSettings {

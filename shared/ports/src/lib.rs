@@ -7,13 +7,16 @@ pub mod agent;
 pub mod archive;
 pub mod clock;
 pub mod faults;
+pub mod fetch;
 pub mod idempotency;
 pub mod llm;
 pub mod notify;
 pub mod outbox;
+pub mod pricing;
 pub mod queue;
 pub mod redact;
 pub mod seal;
+pub mod signing;
 pub mod store;
 pub mod tools;
 
@@ -21,6 +24,7 @@ pub use agent::{AgentError, AgentHost, AgentTurn, BusPage, Folder};
 pub use archive::{RunArchive, RunRetention};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use faults::{FaultPoint, Faults, NoFaults};
+pub use fetch::{FetchPolicy, HostLookup, Refusal};
 pub use idempotency::{IDEMPOTENCY_WINDOW_MS, IdempotencyKeys, IdempotencyRecord};
 pub use llm::{
     ChatMessage, ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, LlmRole, Usage,

@@ -4,7 +4,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use longrun_domain::Budgets;
-use longrun_outbound::{FetchPolicy, FetchSettings, HostLookup, SystemLookup};
+use longrun_ports::pricing::PriceTable;
+use longrun_ports::{FetchPolicy, HostLookup};
 
 /// Bearer token → user id. Tokens are never logged or printed by `Debug`.
 #[derive(Clone, Default)]
@@ -22,8 +23,6 @@ pub enum ConfigError {
     BadToken(String),
     #[error("no model configured; pass --model provider:model")]
     NoModel,
-    #[error("{0}")]
-    Search(String),
 }
 
 impl Tokens {
@@ -71,14 +70,8 @@ pub struct AppConfig {
     pub app_base_url: String,
     pub max_objective_bytes: usize,
     pub fetch: FetchConfig,
-    /// The `web_search` tool's provider and key; `None`: no web search.
-    pub search: Option<longrun_outbound::SearchSettings>,
-    /// Bounds on calls to users' MCP servers (time, size, tools per server).
-    pub mcp: longrun_outbound::McpSettings,
     /// How deep runs may nest through `spawn_run` (`LONGRUN_MAX_RUN_DEPTH`, default 16).
     pub max_run_depth: u32,
-    /// Per-model capacity shared by every run (`--model-limit`, `LONGRUN_MODEL_LIMITS`).
-    pub model_limits: longrun_llm::ModelLimits,
     /// The one user who sees the tasks a terminal started with `longrun task` on this machine
     /// (`LONGRUN_TASKS_USER`; `serve` without `LONGRUN_TOKENS`: `local`); `None`: nobody.
     pub tasks_user: Option<String>,
@@ -88,13 +81,14 @@ pub struct AppConfig {
 pub const DEFAULT_ACTIVE_LIMIT: u32 = 3;
 
 /// The `http_fetch` tool: on by default, behind the SSRF guard; the deployment may narrow it
-/// with allow/deny host lists, or turn it off.
+/// with allow/deny host lists, or turn it off. The same policy checks every URL a user
+/// registers (tools, MCP servers, webhooks) and every call to one.
 #[derive(Clone)]
 pub struct FetchConfig {
     pub enabled: bool,
     pub policy: FetchPolicy,
-    pub settings: FetchSettings,
-    pub lookup: Arc<dyn HostLookup>,
+    /// Where every outbound call resolves names; `None`: the system resolver.
+    pub lookup: Option<Arc<dyn HostLookup>>,
 }
 
 impl std::fmt::Debug for FetchConfig {
@@ -111,8 +105,7 @@ impl Default for FetchConfig {
         FetchConfig {
             enabled: true,
             policy: FetchPolicy::default(),
-            settings: FetchSettings::default(),
-            lookup: Arc::new(SystemLookup),
+            lookup: None,
         }
     }
 }
@@ -147,7 +140,7 @@ impl FetchConfig {
 
 /// The configured models the price table knows: only these can carry a cost budget.
 fn priced(models: &[String]) -> Vec<String> {
-    let prices = longrun_llm::PriceTable::default();
+    let prices = PriceTable::default();
     models
         .iter()
         .filter(|m| {
@@ -159,20 +152,6 @@ fn priced(models: &[String]) -> Vec<String> {
 }
 
 impl AppConfig {
-    /// `web_search` from `LONGRUN_SEARCH` and the provider's key variable (`serve`, embedded
-    /// runs); on AWS the key comes from a secret instead.
-    pub fn with_search_from_env(mut self) -> Result<AppConfig, ConfigError> {
-        self.search = longrun_outbound::SearchSettings::from_env().map_err(ConfigError::Search)?;
-        Ok(self)
-    }
-
-    /// The model clients' settings: the providers' environment, this deployment's limits.
-    pub fn llm_settings(&self) -> longrun_llm::LlmSettings {
-        let mut settings = longrun_llm::LlmSettings::from_env();
-        settings.limits = self.model_limits.clone();
-        settings
-    }
-
     pub fn new(tokens: Tokens, models: Vec<String>) -> Result<AppConfig, ConfigError> {
         if models.is_empty() {
             return Err(ConfigError::NoModel);
@@ -186,9 +165,6 @@ impl AppConfig {
             app_base_url: "http://127.0.0.1:8080".into(),
             max_objective_bytes: 16 * 1024,
             fetch: FetchConfig::from_env(),
-            search: None,
-            mcp: Default::default(),
-            model_limits: Default::default(),
             tasks_user: None,
             max_run_depth: std::env::var("LONGRUN_MAX_RUN_DEPTH")
                 .ok()

@@ -17,8 +17,8 @@ use longrun_ports::{CatalogExt, Clock, StoreError, UserCatalog, WebhookOutbox, W
 use tokio::sync::{Notify, watch};
 use tracing::{info, warn};
 
-use crate::platform::{Platform, PlatformError};
-use crate::webhooks::{WebhookSender, payload, signature};
+use crate::platform::Platform;
+use crate::webhooks::{payload, signature};
 
 #[derive(Clone, Debug)]
 pub struct OutboxConfig {
@@ -81,18 +81,16 @@ pub fn deliveries_for(msg: &OutcomeMessage, hooks: &[Webhook], now: i64) -> Vec<
 }
 
 impl Platform {
-    /// The outbox over this platform's store, posting through the SSRF-guarded client: what
-    /// the notifier Lambda and the sweeper deliver with.
-    pub fn outbox(&self, config: OutboxConfig) -> Result<Outbox, PlatformError> {
-        let sender = WebhookSender::new(&self.config.fetch)
-            .map_err(|e| PlatformError::Setting(format!("webhook client: {e}")))?;
-        Ok(Outbox::new(
+    /// The outbox over this platform's store, posting through its webhook poster: what the
+    /// notifier Lambda and the sweeper deliver with.
+    pub fn outbox(&self, config: OutboxConfig) -> Outbox {
+        Outbox::new(
             self.store.clone(),
             self.store.clone(),
-            Arc::new(sender),
+            self.webhooks.clone(),
             self.clock.clone(),
             config,
-        ))
+        )
     }
 }
 

@@ -232,10 +232,19 @@ fn completion_criteria(criteria: Vec<String>) -> Result<Vec<String>, ServiceErro
     Ok(criteria.into_iter().map(|c| c.trim().to_string()).collect())
 }
 
-// The run actions, after the caller's ownership is checked (by the API or MCP); the
-// simulator drives these same functions.
+/// The caller's run: one of another user is as missing as one that never was.
+pub async fn run_of(p: &Platform, user: &str, id: &str) -> Result<Run, ServiceError> {
+    match p.store.get_committed_run(id).await? {
+        Some(run) if run.user_id == user => Ok(run),
+        _ => Err(ServiceError::NotFound(format!("run {id}"))),
+    }
+}
 
-pub async fn cancel_run(p: &Platform, id: &str) -> Result<Run, ServiceError> {
+// The run actions, each on the caller's own run only: the API, MCP and the simulator drive
+// these same functions.
+
+pub async fn cancel_run(p: &Platform, user: &str, id: &str) -> Result<Run, ServiceError> {
+    run_of(p, user, id).await?;
     let docs = p.store.docs(id, "", 10_000).await?;
     let now = p.clock.now_ms();
     let run = p
@@ -256,8 +265,9 @@ pub async fn cancel_run(p: &Platform, id: &str) -> Result<Run, ServiceError> {
 }
 
 pub async fn respond_run(
-    p: &Platform, id: &str, answer: &str, approval: change::Approval,
+    p: &Platform, user: &str, id: &str, answer: &str, approval: change::Approval,
 ) -> Result<Run, ServiceError> {
+    run_of(p, user, id).await?;
     if (is_blank(answer) && approval.is_empty())
         || answer.chars().count() > change::MAX_ANSWER_CHARS
     {
@@ -284,8 +294,9 @@ pub async fn respond_run(
 }
 
 pub async fn continue_run_with(
-    p: &Platform, id: &str, budgets: &BudgetsInput,
+    p: &Platform, user: &str, id: &str, budgets: &BudgetsInput,
 ) -> Result<Run, ServiceError> {
+    run_of(p, user, id).await?;
     let now = p.clock.now_ms();
     let limit = p.config.active_limit;
     let run = p
@@ -301,8 +312,9 @@ pub async fn continue_run_with(
 /// the run's own (spend never resets), raised by `budgets` when given; a run with nothing left
 /// is refused with what to raise. Its report is superseded by the one its next end writes.
 pub async fn follow_up_run(
-    p: &Platform, id: &str, question: &str, budgets: &BudgetsInput,
+    p: &Platform, user: &str, id: &str, question: &str, budgets: &BudgetsInput,
 ) -> Result<Run, ServiceError> {
+    run_of(p, user, id).await?;
     if is_blank(question) || question.chars().count() > change::MAX_FOLLOW_UP_CHARS {
         return Err(ServiceError::Invalid(format!(
             "question must be 1 to {} characters",
@@ -323,7 +335,10 @@ pub async fn follow_up_run(
 /// A message to a run that has not ended: its next iteration's planner reads it. Nothing is
 /// enqueued: a queued or running run gets to its next iteration anyway, and a waiting or paused
 /// one shows it once it goes on.
-pub async fn post_message(p: &Platform, id: &str, text: &str) -> Result<Run, ServiceError> {
+pub async fn post_message(
+    p: &Platform, user: &str, id: &str, text: &str,
+) -> Result<Run, ServiceError> {
+    run_of(p, user, id).await?;
     if is_blank(text) || text.chars().count() > change::MAX_MESSAGE_CHARS {
         return Err(ServiceError::Invalid(format!(
             "text must be 1 to {} characters",
@@ -367,7 +382,8 @@ pub(crate) fn agent_error(e: AgentError) -> ServiceError {
 }
 
 /// Pause: a queued run at once, a running one after the iteration in flight commits.
-pub async fn pause_run(p: &Platform, id: &str) -> Result<Run, ServiceError> {
+pub async fn pause_run(p: &Platform, user: &str, id: &str) -> Result<Run, ServiceError> {
+    run_of(p, user, id).await?;
     let now = p.clock.now_ms();
     Ok(p.store
         .update_run(id, &|r| change::request_pause(r, now))
@@ -375,7 +391,10 @@ pub async fn pause_run(p: &Platform, id: &str) -> Result<Run, ServiceError> {
 }
 
 /// Edit the objective or the plan; takes effect at the next iteration.
-pub async fn patch_run_with(p: &Platform, id: &str, edit: RunPatch) -> Result<Run, ServiceError> {
+pub async fn patch_run_with(
+    p: &Platform, user: &str, id: &str, edit: RunPatch,
+) -> Result<Run, ServiceError> {
+    run_of(p, user, id).await?;
     check_patch(&edit)?;
     let now = p.clock.now_ms();
     Ok(p.store

@@ -11,10 +11,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use longrun_domain::run::{BudgetsInput, RunStatus};
-use longrun_http::{AppConfig, Embedded, Platform, Tokens, create_run};
+use longrun_http::{AppConfig, Platform, Tokens, create_run};
 use longrun_ports::{NoFaults, SystemClock};
 use longrun_service::WorkerConfig;
 use longrun_tests::{KEPT_NOTES, MODEL, bench_scenario, peak_rss_mb, run_request, scripted};
+use longrun_wiring::Embedded;
 use serde_json::{Value, json};
 
 const SCRIPT: &str = r#"{"planner": [{"content": {"status": {"exit_signal": false, "needs_user_input": false,
@@ -27,10 +28,10 @@ const TRIES: usize = 5;
 
 const AWS_SECTION: &str = "## Serverless (AWS) cost per iteration";
 
-fn platform(dir: &std::path::Path, batch: usize) -> longrun_http::Running {
+fn platform(dir: &std::path::Path, batch: usize) -> longrun_wiring::Running {
     let mut config = AppConfig::new(Tokens::default(), vec![MODEL.into()]).unwrap();
     config.active_limit = 1_000;
-    Platform::embedded(
+    longrun_wiring::embedded(
         Some(dir),
         config,
         Embedded {
@@ -45,6 +46,7 @@ fn platform(dir: &std::path::Path, batch: usize) -> longrun_http::Running {
                 ..Default::default()
             },
             outbox: Default::default(),
+            adapters: Default::default(),
         },
     )
     .unwrap()

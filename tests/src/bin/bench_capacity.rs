@@ -16,12 +16,13 @@ use axum::Router;
 use axum::routing::post;
 use futures_util::future::join_all;
 use longrun_domain::run::BudgetsInput;
-use longrun_http::{AppConfig, Embedded, Platform, Running, Tokens, create_run};
+use longrun_http::{AppConfig, Platform, Tokens, create_run};
 use longrun_llm::{LlmSettings, ModelLimits, ModelRouter, Secret, Structured};
 use longrun_ports::LlmClient;
 use longrun_ports::{NoFaults, SystemClock};
 use longrun_service::WorkerConfig;
 use longrun_tests::{MODEL, bench_scenario, peak_rss_mb, replace_section, run_request, scripted};
+use longrun_wiring::{Embedded, Running};
 use serde_json::{Value, json};
 
 const SECTION: &str = "## Capacity: many runs at model latency";
@@ -44,7 +45,7 @@ fn platform(
     tokens.insert(TOKEN, "a");
     let mut config = AppConfig::new(tokens, models).unwrap();
     config.active_limit = 1_000_000;
-    Platform::embedded(
+    longrun_wiring::embedded(
         Some(dir),
         config,
         Embedded {
@@ -59,6 +60,7 @@ fn platform(
                 ..Default::default()
             },
             outbox: Default::default(),
+            adapters: Default::default(),
         },
     )
     .unwrap()

@@ -18,10 +18,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use longrun_domain::run::BudgetsInput;
-use longrun_http::{AppConfig, Embedded, Platform, Running, Tokens, create_run};
+use longrun_http::{AppConfig, Platform, Tokens, create_run};
 use longrun_ports::{NoFaults, SystemClock};
 use longrun_service::WorkerConfig;
 use longrun_tests::{MODEL, bench_scenario, replace_section, run_request, scripted};
+use longrun_wiring::{Embedded, Running};
 use serde_json::{Value, json};
 
 const SECTION: &str = "## Store size: an empty store and a year of runs";
@@ -41,7 +42,7 @@ fn open(dir: &Path) -> Running {
     tokens.insert(TOKEN, "a");
     let mut config = AppConfig::new(tokens, vec![MODEL.into()]).unwrap();
     config.active_limit = 1_000_000;
-    Platform::embedded(
+    longrun_wiring::embedded(
         Some(dir),
         config,
         Embedded {
@@ -52,6 +53,7 @@ fn open(dir: &Path) -> Running {
             engine: Default::default(),
             worker: WorkerConfig::default(),
             outbox: Default::default(),
+            adapters: Default::default(),
         },
     )
     .unwrap()

@@ -4,7 +4,6 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::worker_loop::{WorkerConfig, WorkerLoop};
 use longrun_domain::OutcomeMessage;
 use longrun_engine::EngineConfig;
 use longrun_llm::ModelRouter;
@@ -15,11 +14,10 @@ use longrun_ports::{NoFaults, SystemClock};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::config::AppConfig;
-use crate::outbox::{Outbox, OutboxConfig};
-use crate::platform::{Platform, PlatformError};
-use crate::retention::{Retention, RetentionPolicy};
-use crate::webhooks::WebhookSender;
+use longrun_service::{AppConfig, Outbox, OutboxConfig, Platform};
+use longrun_service::{Retention, RetentionPolicy, WorkerConfig, WorkerLoop};
+
+use crate::{Adapters, PlatformError};
 
 /// Knobs for building the embedded platform; tests swap the clock, faults or model.
 pub struct Embedded {
@@ -31,6 +29,7 @@ pub struct Embedded {
     pub outbox: OutboxConfig,
     /// Starts agent runs' processes; `None`: agent runs are refused.
     pub agents: Option<Arc<dyn AgentHost>>,
+    pub adapters: Adapters,
 }
 
 impl Default for Embedded {
@@ -46,6 +45,7 @@ impl Default for Embedded {
             worker: WorkerConfig::default(),
             outbox: OutboxConfig::default(),
             agents: None,
+            adapters: Adapters::default(),
         }
     }
 }
@@ -154,7 +154,7 @@ impl Running {
         let platform = self.platform.clone();
         tokio::spawn(async move {
             loop {
-                if let Err(e) = crate::schedules::start_due(&platform, 100).await {
+                if let Err(e) = longrun_service::schedules::start_due(&platform, 100).await {
                     tracing::error!(error = %e, "starting scheduled runs failed; retrying");
                 }
                 if let Err(e) = platform.follow_up.wake_waits(100).await {
@@ -189,77 +189,83 @@ impl Running {
     }
 }
 
-impl Platform {
-    /// SQLite in `data_dir` (or in memory with `None`), the in-process queue and notifier.
-    pub fn embedded(
-        data_dir: Option<&Path>, config: AppConfig, opts: Embedded,
-    ) -> Result<Running, PlatformError> {
-        let db = match data_dir {
-            Some(dir) => {
-                crate::files::private_dir(dir).map_err(|e| PlatformError::DataDir {
-                    path: dir.display().to_string(),
-                    message: e.to_string(),
-                })?;
-                SqliteDb::open(&dir.join("longrun.sqlite3"))
-            }
-            None => SqliteDb::open_in_memory(),
+/// SQLite in `data_dir` (or in memory with `None`), the in-process queue and notifier.
+pub fn embedded(
+    data_dir: Option<&Path>, config: AppConfig, opts: Embedded,
+) -> Result<Running, PlatformError> {
+    let db = match data_dir {
+        Some(dir) => {
+            longrun_service::files::private_dir(dir).map_err(|e| PlatformError::DataDir {
+                path: dir.display().to_string(),
+                message: e.to_string(),
+            })?;
+            SqliteDb::open(&dir.join("longrun.sqlite3"))
         }
-        .map_err(|e| PlatformError::DataDir {
-            path: data_dir
-                .map(|d| d.display().to_string())
-                .unwrap_or_else(|| ":memory:".into()),
-            message: e.to_string(),
-        })?;
-        let sqlite_store = Arc::new(SqliteRunStore::new(db.clone()));
-        let store: Arc<dyn Store> = sqlite_store.clone();
-        let sqlite_queue = Arc::new(SqliteStepQueue::new(db.clone(), opts.clock.clone()));
-        let queue: Arc<dyn StepQueue> = sqlite_queue.clone();
-        let webhooks = WebhookSender::new(&config.fetch)
-            .map_err(|e| PlatformError::Setting(format!("webhook client: {e}")))?;
-        let outbox = Arc::new(Outbox::new(
-            sqlite_store.clone(),
-            store.clone(),
-            Arc::new(webhooks),
-            opts.clock.clone(),
-            opts.outbox,
-        ));
-        let notifier = LocalNotifier {
-            outbox: outbox.clone(),
-        };
-        let llm: Arc<dyn LlmClient> = match opts.llm {
-            Some(llm) => llm,
-            None => Arc::new(ModelRouter::build(&config.models, &config.llm_settings())?),
-        };
-        let platform = Platform::assemble(
-            store,
-            queue,
-            Arc::new(notifier),
-            llm,
-            config,
-            opts.clock,
-            opts.faults,
-            opts.engine,
-            opts.agents,
-        );
-        let mut running = Running::new(platform, opts.worker);
-        running.db = Some(db);
-        running.sqlite = Some((sqlite_store, sqlite_queue));
-        running.outbox = Some(outbox);
-        Ok(running)
+        None => SqliteDb::open_in_memory(),
     }
+    .map_err(|e| PlatformError::DataDir {
+        path: data_dir
+            .map(|d| d.display().to_string())
+            .unwrap_or_else(|| ":memory:".into()),
+        message: e.to_string(),
+    })?;
+    let sqlite_store = Arc::new(SqliteRunStore::new(db.clone()));
+    let store: Arc<dyn Store> = sqlite_store.clone();
+    let sqlite_queue = Arc::new(SqliteStepQueue::new(db.clone(), opts.clock.clone()));
+    let queue: Arc<dyn StepQueue> = sqlite_queue.clone();
+    // The outbox records through the notifier and posts through the platform's poster,
+    // which exists only once the platform is assembled.
+    let notifier = Arc::new(LocalNotifier {
+        outbox: std::sync::OnceLock::new(),
+    });
+    let llm: Arc<dyn LlmClient> = match opts.llm {
+        Some(llm) => llm,
+        None => Arc::new(ModelRouter::build(
+            &config.models,
+            &opts.adapters.llm_settings(),
+        )?),
+    };
+    let platform = crate::assemble(
+        store.clone(),
+        queue,
+        notifier.clone(),
+        llm,
+        config,
+        &opts.adapters,
+        opts.clock.clone(),
+        opts.faults,
+        opts.engine,
+        opts.agents,
+    )?;
+    let outbox = Arc::new(Outbox::new(
+        sqlite_store.clone(),
+        store,
+        platform.webhooks.clone(),
+        opts.clock,
+        opts.outbox,
+    ));
+    let _ = notifier.outbox.set(outbox.clone());
+    let mut running = Running::new(platform, opts.worker);
+    running.db = Some(db);
+    running.sqlite = Some((sqlite_store, sqlite_queue));
+    running.outbox = Some(outbox);
+    Ok(running)
 }
 
 /// The embedded stand-in for SNS → notifier Lambda: the inbox entry and the outcome's webhook
 /// deliveries are durable, in one write, before `publish` returns (so the run is marked
 /// notified only then); the outbox's loop POSTs them.
 struct LocalNotifier {
-    outbox: Arc<Outbox>,
+    outbox: std::sync::OnceLock<Arc<Outbox>>,
 }
 
 #[async_trait::async_trait]
 impl Notifier for LocalNotifier {
     async fn publish(&self, msg: &OutcomeMessage) -> Result<(), NotifyError> {
-        self.outbox
+        let Some(outbox) = self.outbox.get() else {
+            return Err(NotifyError("the outbox is not set up yet".into()));
+        };
+        outbox
             .record(msg)
             .await
             .map(|_| ())

@@ -4,7 +4,15 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use async_trait::async_trait;
 use url::{Host, Url};
+
+/// Where host names are looked up. Production uses the system resolver; tests (and
+/// deployments with fixed hosts) a static table. The guard runs on whatever it returns.
+#[async_trait]
+pub trait HostLookup: Send + Sync {
+    async fn lookup(&self, host: &str) -> std::io::Result<Vec<IpAddr>>;
+}
 
 /// Why a URL or an address is refused; the message is what the planner sees.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

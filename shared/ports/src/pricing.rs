@@ -21,7 +21,7 @@ impl Price {
     }
 
     /// `usage.input_tokens` excludes cache reads and writes; each is priced on its own.
-    pub fn cost(&self, u: &longrun_ports::Usage) -> f64 {
+    pub fn cost(&self, u: &crate::Usage) -> f64 {
         (u.input_tokens as f64 * self.input
             + u.output_tokens as f64 * self.output
             + u.cache_read_tokens as f64 * self.cache_read
@@ -142,7 +142,7 @@ impl PriceTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use longrun_ports::Usage;
+    use crate::Usage;
 
     #[test]
     fn cached_tokens_are_priced_at_the_cache_rate() {

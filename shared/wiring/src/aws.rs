@@ -9,8 +9,9 @@ use longrun_llm::{LlmSettings, ModelRouter, Secret};
 use longrun_ports::{Faults, NoFaults, SystemClock};
 use longrun_ports::{LlmClient, Sealer};
 
-use crate::config::{AppConfig, Tokens};
-use crate::platform::{Platform, PlatformError};
+use longrun_service::{AppConfig, Platform, Tokens};
+
+use crate::{Adapters, PlatformError};
 
 /// Where the deployed resources are, and the key that seals catalog secrets in the table.
 #[derive(Clone, Debug)]
@@ -55,7 +56,7 @@ impl AwsSettings {
 /// `LONGRUN_MODELS` (comma-separated, first is the default), `LONGRUN_APP_BASE_URL`,
 /// `LONGRUN_ACTIVE_LIMIT`, `LONGRUN_MODEL_LIMITS`. Users come from the JWT authorizer, so no
 /// tokens.
-pub fn config_from_env() -> Result<AppConfig, PlatformError> {
+pub fn config_from_env() -> Result<(AppConfig, Adapters), PlatformError> {
     let models: Vec<String> = var("LONGRUN_MODELS")?
         .split(',')
         .map(|m| m.trim().to_string())
@@ -71,11 +72,12 @@ pub fn config_from_env() -> Result<AppConfig, PlatformError> {
             .parse()
             .map_err(|_| PlatformError::Setting("LONGRUN_ACTIVE_LIMIT must be a number".into()))?;
     }
+    let mut adapters = Adapters::default();
     if let Ok(limits) = var("LONGRUN_MODEL_LIMITS") {
-        config.model_limits = longrun_llm::ModelLimits::parse([limits.as_str()])
+        adapters.model_limits = longrun_llm::ModelLimits::parse([limits.as_str()])
             .map_err(|e| PlatformError::Setting(e.to_string()))?;
     }
-    Ok(config)
+    Ok((config, adapters))
 }
 
 /// `LONGRUN_RETENTION_DAYS`: items of runs ended (and notified) this many days ago expire by
@@ -165,71 +167,71 @@ pub fn with_bedrock(mut settings: LlmSettings, clients: &AwsClients) -> LlmSetti
     settings
 }
 
-impl Platform {
-    /// The platform over the AWS adapters. `llm: None` builds the model router from the
-    /// configured models and the provider environment.
-    pub fn aws(
-        clients: &AwsClients, settings: &AwsSettings, config: AppConfig,
-        llm: Option<Arc<dyn LlmClient>>, faults: Arc<dyn Faults>, engine: EngineConfig,
-    ) -> Result<Platform, PlatformError> {
-        let llm: Arc<dyn LlmClient> = match llm {
-            Some(llm) => llm,
-            None => Arc::new(ModelRouter::build(
-                &config.models,
-                &with_bedrock(config.llm_settings(), clients),
-            )?),
-        };
-        Ok(Platform::assemble(
-            Arc::new(
-                DynamoDbRunStore::new(
-                    clients.dynamodb.clone(),
-                    settings.table.clone(),
-                    settings.sealer.clone(),
-                )
-                .with_retention_days(retention_days()?),
-            ),
-            Arc::new(SqsStepQueue::new(
-                clients.sqs.clone(),
-                settings.queue_url.clone(),
-            )),
-            Arc::new(SnsNotifier::new(
-                clients.sns.clone(),
-                settings.topic_arn.clone(),
-            )),
-            llm,
-            config,
-            Arc::new(SystemClock),
-            faults,
-            engine,
-            // Lambda cannot keep a coding agent's process: agent runs are refused (422).
-            None,
-        ))
-    }
+/// The platform over the AWS adapters. `llm: None` builds the model router from the
+/// configured models and the provider environment.
+pub fn platform(
+    clients: &AwsClients, settings: &AwsSettings, config: AppConfig, adapters: &Adapters,
+    llm: Option<Arc<dyn LlmClient>>, faults: Arc<dyn Faults>, engine: EngineConfig,
+) -> Result<Platform, PlatformError> {
+    let llm: Arc<dyn LlmClient> = match llm {
+        Some(llm) => llm,
+        None => Arc::new(ModelRouter::build(
+            &config.models,
+            &with_bedrock(adapters.llm_settings(), clients),
+        )?),
+    };
+    crate::assemble(
+        Arc::new(
+            DynamoDbRunStore::new(
+                clients.dynamodb.clone(),
+                settings.table.clone(),
+                settings.sealer.clone(),
+            )
+            .with_retention_days(retention_days()?),
+        ),
+        Arc::new(SqsStepQueue::new(
+            clients.sqs.clone(),
+            settings.queue_url.clone(),
+        )),
+        Arc::new(SnsNotifier::new(
+            clients.sns.clone(),
+            settings.topic_arn.clone(),
+        )),
+        llm,
+        config,
+        adapters,
+        Arc::new(SystemClock),
+        faults,
+        engine,
+        // Lambda cannot keep a coding agent's process: agent runs are refused (422).
+        None,
+    )
+}
 
-    /// Everything from the environment, as each Lambda function starts.
-    pub async fn aws_from_env() -> Result<Platform, PlatformError> {
-        let clients = AwsClients::new(&longrun_aws::load_config().await);
-        let mut config = config_from_env()?;
-        config.search = search_from_env(&clients).await?;
-        let secret = var(LLM_KEY_SECRET).ok();
-        let llm = with_key_secret(
-            with_bedrock(config.llm_settings(), &clients),
-            &clients,
-            secret.as_deref(),
-        )
-        .await?;
-        let llm = Arc::new(ModelRouter::build(&config.models, &llm)?);
-        Platform::aws(
-            &clients,
-            &AwsSettings::from_env(&clients).await?,
-            config,
-            Some(llm),
-            Arc::new(NoFaults),
-            EngineConfig {
-                // A claim outlives the longest invocation (Lambda's 15-minute ceiling).
-                lease_ms: 15 * 60 * 1000,
-                ..EngineConfig::default()
-            },
-        )
-    }
+/// Everything from the environment, as each Lambda function starts.
+pub async fn from_env() -> Result<Platform, PlatformError> {
+    let clients = AwsClients::new(&longrun_aws::load_config().await);
+    let (config, mut adapters) = config_from_env()?;
+    adapters.search = search_from_env(&clients).await?;
+    let secret = var(LLM_KEY_SECRET).ok();
+    let llm = with_key_secret(
+        with_bedrock(adapters.llm_settings(), &clients),
+        &clients,
+        secret.as_deref(),
+    )
+    .await?;
+    let llm = Arc::new(ModelRouter::build(&config.models, &llm)?);
+    platform(
+        &clients,
+        &AwsSettings::from_env(&clients).await?,
+        config,
+        &adapters,
+        Some(llm),
+        Arc::new(NoFaults),
+        EngineConfig {
+            // A claim outlives the longest invocation (Lambda's 15-minute ceiling).
+            lease_ms: 15 * 60 * 1000,
+            ..EngineConfig::default()
+        },
+    )
 }
