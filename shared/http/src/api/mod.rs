@@ -2,17 +2,13 @@
 //! token; another user's run is indistinguishable from a missing one (404).
 
 use std::collections::BTreeMap;
-use std::convert::Infallible;
-use std::time::Duration;
 
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use futures_util::Stream;
 use longrun_domain::Webhook;
 use longrun_domain::change;
 use longrun_domain::record::MAX_TAG_CHARS;
@@ -33,6 +29,11 @@ pub use longrun_service::runs::{
     CreateRun, MAX_ALLOWED_TOOLS, cancel_run, continue_run_with, create_run, create_run_with_id,
     follow_up_run, patch_run_with, pause_run, post_message, prepare_run, respond_run, run_of,
 };
+
+mod events;
+
+pub use events::Draining;
+use events::{events, stream};
 
 /// The caller, from `Authorization: Bearer <token>`, or from a [`VerifiedUser`] that the
 /// hosting layer attached.
@@ -280,129 +281,6 @@ async fn get_run(
 ) -> Result<Json<Value>, ApiError> {
     let run = owned(&p, &user, &id).await?;
     Ok(Json(run_view(&p, &run)))
-}
-
-#[derive(Debug, Deserialize)]
-struct EventsQuery {
-    after: Option<u64>,
-    wait: Option<u64>,
-    limit: Option<usize>,
-}
-
-const POLL: Duration = Duration::from_millis(100);
-
-/// Set by the server when it begins to shut down: a long-poll answers with what it has and an
-/// event stream ends, so a client gets an answer (and reconnects to the next process) instead of
-/// a dropped connection. A router served without it never drains.
-#[derive(Clone)]
-pub struct Draining(pub tokio::sync::watch::Receiver<bool>);
-
-impl Draining {
-    /// Waits `d`; true when the server began draining meanwhile (or had already).
-    pub(crate) async fn sleep(this: &Option<axum::Extension<Draining>>, d: Duration) -> bool {
-        let Some(axum::Extension(Draining(rx))) = this else {
-            tokio::time::sleep(d).await;
-            return false;
-        };
-        let mut rx = rx.clone();
-        if *rx.borrow() {
-            return true;
-        }
-        tokio::select! {
-            () = tokio::time::sleep(d) => *rx.borrow(),
-            changed = rx.changed() => changed.is_ok(),
-        }
-    }
-}
-
-async fn events(
-    State(p): State<Platform>, user: User, Path(id): Path<String>,
-    draining: Option<axum::Extension<Draining>>, ApiQuery(q): ApiQuery<EventsQuery>,
-) -> Result<Json<Value>, ApiError> {
-    let run = owned(&p, &user, &id).await?;
-    let after = q.after.unwrap_or(0);
-    let limit = in_range("limit", q.limit, 100, 1, 1000)?;
-    // An ended run logs nothing more: there is nothing to wait for.
-    let wait = if run.status.is_ended() {
-        0
-    } else {
-        q.wait.unwrap_or(0).min(30)
-    };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(wait);
-    loop {
-        let events = reads::events(&p, &run, after, limit).await?;
-        if !events.is_empty() || tokio::time::Instant::now() >= deadline {
-            let next_after = events.last().map_or(after, |e| e.seq);
-            return Ok(Json(json!({"events": events, "next_after": next_after})));
-        }
-        if Draining::sleep(&draining, POLL).await {
-            // Nothing new before the shutdown: the client polls again, at the next process.
-            return Ok(Json(json!({"events": [], "next_after": after})));
-        }
-    }
-}
-
-async fn stream(
-    State(p): State<Platform>, user: User, Path(id): Path<String>, headers: HeaderMap,
-    draining: Option<axum::Extension<Draining>>, ApiQuery(q): ApiQuery<EventsQuery>,
-) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
-    let run = owned(&p, &user, &id).await?;
-    // Checked like the long-poll's, though the stream sends every event as it comes.
-    in_range("limit", q.limit, 100, 1, 1000)?;
-    // A reconnecting EventSource resumes from the last seq it saw.
-    let start = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse().ok())
-        .or(q.after)
-        .unwrap_or(0);
-    let s = futures_util::stream::unfold(
-        (p, run, start, false, draining),
-        |(p, run, after, done, draining)| async move {
-            if done {
-                return None;
-            }
-            loop {
-                let events = match reads::events(&p, &run, after, 100).await {
-                    Ok(e) => e,
-                    Err(_) => return None,
-                };
-                if let Some(last) = events.last().map(|e| e.seq) {
-                    let items: Vec<Result<SseEvent, Infallible>> = events
-                        .iter()
-                        .map(|e| {
-                            Ok(SseEvent::default()
-                                .id(e.seq.to_string())
-                                .event(
-                                    serde_json::to_value(e.kind)
-                                        .ok()
-                                        .and_then(|v| v.as_str().map(str::to_string))
-                                        .unwrap_or_default(),
-                                )
-                                .data(serde_json::to_string(e).unwrap_or_default()))
-                        })
-                        .collect();
-                    return Some((
-                        futures_util::stream::iter(items),
-                        (p, run, last, false, draining),
-                    ));
-                }
-                let settled = match reads::refresh(&p, &run).await {
-                    Ok(Some(r)) => r.status.is_ended() || r.status.is_waiting(),
-                    _ => true,
-                };
-                // Ends the stream cleanly at a shutdown: the EventSource reconnects with its
-                // Last-Event-ID to the next process.
-                if settled || Draining::sleep(&draining, POLL).await {
-                    return Some((
-                        futures_util::stream::iter(vec![]),
-                        (p, run, after, true, draining),
-                    ));
-                }
-            }
-        },
-    );
-    Ok(Sse::new(futures_util::StreamExt::flatten(s)).keep_alive(KeepAlive::default()))
 }
 
 #[derive(Debug, Deserialize)]
