@@ -576,6 +576,65 @@ async fn a_cancel_during_the_planner_call_writes_nothing_and_ends_in_that_iterat
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_paused_during_its_first_planner_call_goes_on_when_continued() {
+    // Arrange: the run's first planner call in flight, then paused.
+    let app = spawn_app(SLOW_WRITE, 3, true).await;
+    let (_, run) = app
+        .post(
+            "/v1/runs",
+            ALICE,
+            json!({"objective": "keep writing", "budgets": {"max_iterations": 2}}),
+        )
+        .await;
+    let id = run["id"].as_str().unwrap().to_string();
+    app.wait_status(&id, &["running"]).await;
+    let (s, _) = app
+        .post(&format!("/v1/runs/{id}/pause"), ALICE, json!({}))
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    app.wait_status(&id, &["paused"]).await;
+
+    // Act
+    let (s, _) = app
+        .post(&format!("/v1/runs/{id}/continue"), ALICE, json!({}))
+        .await;
+
+    // Assert: the continue's step is delivered (not dropped as a repeat of the first one),
+    // so the run works to its iteration budget.
+    assert_eq!(s, StatusCode::OK);
+    let run = app.wait_status(&id, &["stopped", "completed"]).await;
+    assert_eq!(run["iteration"], 2, "{run}");
+}
+
+#[tokio::test]
+async fn a_run_whose_first_step_arrived_while_paused_goes_on_when_continued() {
+    // Arrange: paused while queued; its first step is then received and dropped (no claim).
+    let t = platform(LOOP, Arc::new(NoFaults), &[(ALICE, "alice")], 3);
+    let budgets = longrun_domain::BudgetsInput {
+        max_iterations: Some(2),
+        ..Default::default()
+    };
+    let req = longrun_tests::run_request("keep writing", budgets);
+    let id = longrun_http::create_run(t.p(), "alice", req)
+        .await
+        .unwrap()
+        .id;
+    let p = t.p();
+    longrun_http::api::pause_run(p, "alice", &id).await.unwrap();
+    t.running.worker.poll_once().await.unwrap();
+
+    // Act: continued within the queue's dedup window.
+    let more = longrun_domain::BudgetsInput::default();
+    longrun_http::api::continue_run_with(p, "alice", &id, &more)
+        .await
+        .unwrap();
+    let run = t.drive(&id, 50).await;
+
+    // Assert: the continue's step got through, and the run worked to its budget.
+    assert_eq!(run.iteration, 2, "{:?}", run.status);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_poll_on_an_ended_run_answers_at_once_instead_of_waiting() {
     let app = spawn_app(LOOP, 3, true).await;
     let (_, run) = app

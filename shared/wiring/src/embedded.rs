@@ -109,27 +109,39 @@ impl Running {
 
     /// Heals again whenever the database rolled back a group (a failed commit or fsync, a write
     /// that failed half-way): that loses the group's unacknowledged writes, a next step among
-    /// them, as a crash would, but the process goes on, so it does not wait for a restart.
+    /// them, as a crash would, but the process goes on, so it does not wait for a restart. And
+    /// every `SWEEP_TICKS` ticks regardless: a run left claimable with no step in the queue, by
+    /// whatever path, is sent on within a minute instead of at the next start-up (a repeat of
+    /// a step that was only late is dropped by its claim).
     pub fn spawn_healer(
         &self, every: std::time::Duration, mut shutdown: watch::Receiver<bool>,
     ) -> Option<JoinHandle<()>> {
+        const SWEEP_TICKS: u32 = 30;
         let (db, (store, _)) = (self.db.clone()?, self.sqlite.clone()?);
         let platform = self.platform.clone();
         Some(tokio::spawn(async move {
             let mut healed = db.generation();
+            let mut ticks = 0u32;
             loop {
                 tokio::select! {
                     _ = tokio::time::sleep(every) => {}
                     _ = shutdown.changed() => return,
                 }
+                ticks += 1;
                 let generation = db.generation();
-                if generation == healed {
+                let rolled_back = generation != healed;
+                if !rolled_back && ticks < SWEEP_TICKS {
                     continue;
                 }
                 match heal(&platform, &store).await {
                     Ok(n) => {
                         healed = generation;
-                        tracing::warn!(runs = n, "healed runs after a rolled-back group");
+                        ticks = 0;
+                        if rolled_back {
+                            tracing::warn!(runs = n, "healed runs after a rolled-back group");
+                        } else if n > 0 {
+                            tracing::warn!(runs = n, "sent on runs that had no step queued");
+                        }
                     }
                     Err(e) => tracing::error!(error = %e, "healing failed; retrying"),
                 }

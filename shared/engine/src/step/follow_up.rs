@@ -57,9 +57,15 @@ impl FollowUp {
         format!("{}/runs/{run_id}", self.app_base_url.trim_end_matches('/'))
     }
 
+    /// The next step after a change made outside an iteration (a create, an answer, a
+    /// continue, a child's end). Its dedup id carries the run's event count: a step for the
+    /// same iteration sent earlier may still be in the queue's dedup window (one that arrived
+    /// while the run was paused and was dropped), and this one must not be taken for it; the
+    /// same change sent again has the same count, so a repeat is still dropped.
     pub async fn enqueue_next(&self, run: &Run, reason: StepReason) -> Result<(), EngineError> {
         let msg = StepMessage::new(&run.id, run.iteration + 1, reason);
-        self.queue.enqueue(&msg, &msg.dedup_id(), 0).await?;
+        let dedup = format!("{}@{}", msg.dedup_id(), run.event_seq);
+        self.queue.enqueue(&msg, &dedup, 0).await?;
         Ok(())
     }
 
