@@ -1600,6 +1600,19 @@ async fn approve_plan_holds_all_work_until_the_plan_is_approved() {
     );
     assert_eq!(done["plan_approved"], true);
     assert_eq!(docs_of(&app, &id).await, vec!["note.md".to_string()]);
+    assert!(
+        question.contains("The work would start with: doc_write"),
+        "{question}"
+    );
+    let after = app
+        .t
+        .llm
+        .planner_prompt(&id, 2)
+        .expect("a second planner call");
+    assert!(
+        after.contains("The user approved your plan. Nothing of it has run yet"),
+        "{after}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -255,8 +255,18 @@ pub fn respond(
             at: now,
         });
     }
-    if run.permission_mode == PermissionMode::ApprovePlan && approval.approve == Some(true) {
+    if run.permission_mode == PermissionMode::ApprovePlan
+        && approval.approve == Some(true)
+        && !run.plan_approved
+    {
         next.plan_approved = true;
+        // The planner's next prompt must say so: nothing proposed with the plan has run.
+        next.hints.push(format!(
+            "The user approved your plan. Nothing of it has run yet, not even the tool calls \
+             you proposed with it: carry it out now, making those calls in this iteration. \
+             What was approved: {}",
+            crate::clip(&run.questions.join("\n"), 2_000)
+        ));
     }
     decide_held_calls(&mut next, answer, approval);
     let event = RunEvent::UserResponded {
@@ -653,6 +663,43 @@ mod tests {
 
         assert_eq!(change.run.status, RunStatus::Queued);
         assert_eq!(change.active, ActiveDelta::None);
+    }
+
+    #[test]
+    fn approving_a_plan_tells_the_planner_to_make_the_calls_it_proposed() {
+        // Arrange: an approve_plan run waiting on its plan.
+        let mut run = sample_run();
+        run = run.with_status_for_tests(RunStatus::WaitingOnUser);
+        run.iteration = 1;
+        run.permission_mode = PermissionMode::ApprovePlan;
+        run.questions = vec!["Approve this plan?\nThe work would start with: doc_write".into()];
+        let approve = Approval {
+            approve: Some(true),
+            decisions: vec![],
+        };
+
+        // Act
+        let approved = respond(&run, "", &approve, &[], 5).unwrap().run;
+        let answered = respond(&run, "shorter, please", &Approval::default(), &[], 5)
+            .unwrap()
+            .run;
+
+        // Assert
+        assert!(approved.plan_approved);
+        let hint = approved
+            .hints
+            .iter()
+            .find(|h| h.contains("approved your plan"))
+            .expect("a hint for the next prompt");
+        assert!(hint.contains("Nothing of it has run yet"), "{hint}");
+        assert!(hint.contains("doc_write"), "{hint}");
+        assert!(!answered.plan_approved);
+        assert!(
+            answered
+                .hints
+                .iter()
+                .all(|h| !h.contains("approved your plan"))
+        );
     }
 
     #[test]

@@ -22,9 +22,20 @@ pub(super) fn admit(
     draft: &mut Draft,
 ) -> Admitted {
     if run.permission_mode == PermissionMode::ApprovePlan && !run.plan_approved {
+        // Nothing runs before approval, the calls proposed with the plan included; the
+        // question names them, and the approval tells the planner to make them then.
+        let calls: Vec<String> = out
+            .tool_calls
+            .iter()
+            .map(|c| format!("{} {}", c.name, clip(&c.args.to_string(), 200)))
+            .collect();
+        let start = match calls.is_empty() {
+            true => String::new(),
+            false => format!("\nThe work would start with: {}", calls.join("; ")),
+        };
         draft.approval_questions.push(format!(
             "Approve this plan? Respond with approve: true to start the work, or answer \
-             with what to change.\n{}",
+             with what to change.\n{}{start}",
             render_plan(&staging.plan())
         ));
         return Admitted {
