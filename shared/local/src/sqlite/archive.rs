@@ -112,7 +112,7 @@ fn insert_delivery(c: &Connection, d: &WebhookDelivery) -> StoreResult<()> {
 /// abandons the group (see `SqliteDb`), so an import lands whole or not at all.
 fn insert_all(c: &Connection, x: &RunExport) -> StoreResult<()> {
     let mut run = x.run.clone();
-    let (body, recent) = super::runs::split_body(&mut run, None)?;
+    let (body, recent) = super::run_write::split_body(&mut run, None)?;
     let id = run.id.as_str();
     let exec = |sql: &str, p: &[&dyn rusqlite::ToSql]| -> StoreResult<()> {
         c.prepare_cached(sql)
@@ -134,7 +134,7 @@ fn insert_all(c: &Connection, x: &RunExport) -> StoreResult<()> {
         ],
     )?;
     if let Some(recent) = &recent {
-        super::runs::write_recent(c, id, recent)?;
+        super::run_write::write_recent(c, id, recent)?;
     }
     // An entry's `p` is its own number, as in a log from before `p`: each kind stays in order,
     // and the run's later writes land after every entry (see `LOG`).

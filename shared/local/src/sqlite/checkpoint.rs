@@ -113,3 +113,57 @@ fn checkpoint(inner: &Arc<Inner>) {
         std::thread::sleep(Duration::from_millis(1));
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_wal_starts_over_under_a_steady_stream_of_commits_and_loses_nothing() {
+        // Arrange: about twice the WAL the checkpointer lets grow, written one group at a time.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        let db = SqliteDb::open(&path).unwrap();
+        let page = "x".repeat(3_000);
+        let insert = |i: usize| {
+            let (id, body) = (format!("u{i:06}"), page.clone());
+            db.write(move |c| {
+                c.execute(
+                    "INSERT INTO notifications (id, user_id, at, body) VALUES (?1, 'u', 0, ?2)",
+                    [id, body],
+                )
+                .map_err(unavailable)
+            })
+        };
+        // The WAL's header: its salt changes each time the WAL starts over.
+        let wal = dir.path().join("db.sqlite-wal");
+        let salt = || std::fs::read(&wal).unwrap()[16..24].to_vec();
+        insert(0).await.unwrap();
+        let first = salt();
+        let mut rows = 1;
+        while rows < 2 * RESTART_FRAMES as usize {
+            insert(rows).await.unwrap();
+            rows += 1;
+        }
+
+        // Act: a trickle of commits, with room between them for the checkpointer to finish,
+        // until the WAL starts over (or a minute, far past its one-second passes).
+        let started = std::time::Instant::now();
+        while salt() == first && started.elapsed() < std::time::Duration::from_secs(60) {
+            insert(rows).await.unwrap();
+            rows += 1;
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+
+        // Assert: the WAL started over, and every row is there after reopening.
+        assert_ne!(salt(), first, "the WAL never started over");
+        drop(db);
+        let again = SqliteDb::open(&path).unwrap();
+        let n: i64 = again
+            .read(|c| c.query_row("SELECT count(*) FROM notifications", [], |r| r.get(0)))
+            .await
+            .unwrap();
+        assert_eq!(n, rows as i64);
+    }
+}

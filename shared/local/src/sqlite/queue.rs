@@ -960,4 +960,67 @@ mod tests {
         assert_eq!(again[0].message_id, first.message_id);
         assert_eq!(again[0].receive_count, 2);
     }
+
+    #[tokio::test]
+    async fn ready_runs_are_served_round_robin_by_user() {
+        // Arrange: user a has three ready runs, queued before user b's one.
+        let db = SqliteDb::open_in_memory().unwrap();
+        let clock = Arc::new(longrun_ports::ManualClock::new(1_000));
+        let queue = SqliteStepQueue::new(db.clone(), clock);
+        for (run, user) in [("a1", "a"), ("a2", "a"), ("a3", "a"), ("b1", "b")] {
+            insert_queued_run(&db, run, user).await;
+            let msg = StepMessage::new(run, 1, longrun_ports::StepReason::Start);
+            queue.enqueue(&msg, &msg.dedup_id(), 0).await.unwrap();
+        }
+
+        // Act
+        let got = queue.receive(2, 30_000).await.unwrap();
+        let rest = queue.receive(10, 30_000).await.unwrap();
+
+        // Assert: b's run is served in the first turn, not after all of a's.
+        let runs = |ds: &[Delivery]| -> Vec<String> {
+            ds.iter()
+                .map(|d| StepMessage::parse(&d.body).unwrap().run_id)
+                .collect()
+        };
+        assert_eq!(runs(&got), vec!["a1", "b1"]);
+        assert_eq!(runs(&rest), vec!["a2", "a3"]);
+    }
+
+    #[tokio::test]
+    async fn a_user_with_one_ready_run_is_served_before_one_served_just_now() {
+        // Arrange: a has many ready runs and was just served; b's one run is older news.
+        let db = SqliteDb::open_in_memory().unwrap();
+        let clock = Arc::new(longrun_ports::ManualClock::new(1_000));
+        let queue = SqliteStepQueue::new(db.clone(), clock.clone());
+        let runs: Vec<(String, &str)> = (0..5)
+            .map(|i| (format!("a{i}"), "a"))
+            .chain([("b1".to_string(), "b")])
+            .collect();
+        for (run, user) in &runs {
+            db.write(|c| {
+                c.execute(
+                    "INSERT INTO runs (id, user_id, status, created_at, updated_at, body)
+                     VALUES (?1, ?2, 'queued', 0, 0, '{}')",
+                    [run.as_str(), user],
+                )
+                .map_err(unavailable)
+            })
+            .await
+            .unwrap();
+            let msg = StepMessage::new(run, 1, longrun_ports::StepReason::Start);
+            queue.enqueue(&msg, &msg.dedup_id(), 0).await.unwrap();
+        }
+
+        // Act: one slot at a time, as a busy worker frees them.
+        let mut order = vec![];
+        for _ in 0..3 {
+            clock.advance(1);
+            let d = queue.receive(1, 30_000).await.unwrap().pop().unwrap();
+            order.push(StepMessage::parse(&d.body).unwrap().run_id);
+        }
+
+        // Assert: a, then b (served longest ago), then a again.
+        assert_eq!(order, vec!["a0", "b1", "a1"]);
+    }
 }
