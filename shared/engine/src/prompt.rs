@@ -2,7 +2,7 @@
 
 use longrun_domain::PadEntry;
 use longrun_domain::planner::ExecutorTask;
-use longrun_domain::run::{LastIteration, PlanStep, Run};
+use longrun_domain::run::{LastIteration, PermissionMode, PlanStep, Run};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -82,7 +82,21 @@ pub fn planner_messages(
 /// The objective and, when the run has any, its completion criteria by the ids a claim maps
 /// them with (`c1`, `c2`, …): the same bytes on every iteration.
 fn objective_block(objective: Value, run: &Run) -> Value {
-    let mut block = json!({"objective": objective});
+    let mode = match run.permission_mode {
+        PermissionMode::Autopilot => "autopilot: plan and act on your own",
+        PermissionMode::ApprovePlan => {
+            "approve_plan: nothing runs until the user approves your plan; then act on your own"
+        }
+        PermissionMode::PerWrite => {
+            "per_write: reads run at once; every write waits for the user's approval"
+        }
+    };
+    let mut block = json!({"objective": objective, "permission_mode": mode});
+    if let Some(c) = &run.context {
+        // What the run is about in the caller's system (a project, a ticket): the work is
+        // scoped to it.
+        block["context"] = json!({"type": clip(&c.kind, 64), "entity_id": clip(&c.entity_id, 256)});
+    }
     if !run.completion_criteria.is_empty() {
         let criteria: serde_json::Map<String, Value> = run
             .completion_criteria
@@ -365,6 +379,37 @@ mod tests {
         assert!(recent.len() >= 15 && recent.len() <= longrun_domain::run::RECENT_DOCS);
         assert!(index.to_string().len() <= WORKSPACE_INDEX_CHARS + 64);
         assert_eq!(run.recent_docs.len(), longrun_domain::run::RECENT_DOCS);
+    }
+
+    #[test]
+    fn the_prompt_states_the_permission_mode_and_the_runs_context() {
+        // Arrange
+        let mut run = sample_run();
+        run.permission_mode = PermissionMode::PerWrite;
+        run.context = Some(longrun_domain::run::RunContext {
+            kind: "project".into(),
+            entity_id: "proj-42".into(),
+        });
+        let plain = sample_run();
+
+        // Act
+        let block = objective_block(Value::String(run.objective.clone()), &run);
+        let default = objective_block(Value::String(plain.objective.clone()), &plain);
+
+        // Assert
+        let mode = block["permission_mode"].as_str().unwrap();
+        assert!(mode.starts_with("per_write:"), "{mode}");
+        assert_eq!(
+            block["context"],
+            json!({"type": "project", "entity_id": "proj-42"})
+        );
+        assert!(
+            default["permission_mode"]
+                .as_str()
+                .unwrap()
+                .starts_with("autopilot")
+        );
+        assert!(default.get("context").is_none());
     }
 
     #[test]
