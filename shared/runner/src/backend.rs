@@ -254,6 +254,13 @@ pub enum FailureKind {
 }
 
 impl FailureKind {
+    /// The kind [`FailureKind::as_str`] names.
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Auth, Self::Quota, Self::Transient, Self::CannotStart]
+            .into_iter()
+            .find(|k| k.as_str() == s)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             FailureKind::Auth => "authentication failed",

@@ -16,14 +16,12 @@ use tokio::sync::OnceCell;
 use crate::RunnerError;
 use crate::bus::{Bus, MessageType, post_best_effort};
 use crate::config::RunnerConfig;
-use crate::job::{JobRequest, adopt, run_job, stop_run};
+use crate::job::{Ended, JobRequest, adopt, run_job, stop_run};
 use crate::process::{LocalProcess, process_alive};
 use crate::runinfo::{RunInfo, list_runs};
 use crate::task::{DONE_FILE, TASK_FILE, root_prompt, wait_for_children};
 
-/// Run-info keys that tie an agent process to the longrun run and iteration it serves.
-pub const RUN_KEY: &str = "longrun_run_id";
-pub const ITERATION_KEY: &str = "longrun_iteration";
+pub use crate::runinfo::{ITERATION_KEY, RUN_KEY};
 
 /// At most this much of an agent's output is carried into the run's workspace.
 const OUTPUT_CHARS: usize = 20_000;
@@ -198,7 +196,7 @@ impl AgentHost for LocalAgentHost {
         let (cfg, dir, id) = (self.cfg.clone(), self.task_dir(run), run.id.clone());
         blocking(move || {
             for (run_dir, info) in list_runs(&dir) {
-                if info.str(RUN_KEY) == id && info.str("end_time").is_empty() {
+                if info.serves_run(&id) && !info.has_ended() {
                     stop_run(&cfg, &run_dir)?;
                 }
             }
@@ -259,10 +257,7 @@ const TAIL_BYTES: u64 = 4_000;
 pub(crate) fn view(dir: &Path) -> Result<AgentView, RunnerError> {
     let runs = list_runs(dir);
     let processes = runs.iter().map(|(_, i)| process_info(i)).collect();
-    let newest_root = runs
-        .iter()
-        .rev()
-        .find(|(_, i)| i.str("parent_run_id").is_empty());
+    let newest_root = runs.iter().rev().find(|(_, i)| i.is_root());
     let read = |p: PathBuf| clip(&std::fs::read_to_string(p).unwrap_or_default(), VIEW_CHARS);
     let bus = match dir.join(crate::bus::BUS_DB).exists() {
         true => Bus::open(dir)?.poll(0)?,
@@ -275,9 +270,9 @@ pub(crate) fn view(dir: &Path) -> Result<AgentView, RunnerError> {
         task_state: read(dir.join("TASK_STATE.md")),
         output: newest_root.map_or(String::new(), |(d, _)| read(d.join("output.md"))),
         tail: runs.last().map_or(String::new(), |(_, i)| {
-            [i.str("stdout_path"), i.str("stderr_path")]
+            [&i.stdout_path, &i.stderr_path]
                 .iter()
-                .map(|p| tail(Path::new(p)))
+                .map(|p| tail(p))
                 .filter(|t| !t.is_empty())
                 .collect::<Vec<_>>()
                 .join("\n")
@@ -287,19 +282,18 @@ pub(crate) fn view(dir: &Path) -> Result<AgentView, RunnerError> {
 }
 
 fn process_info(i: &RunInfo) -> AgentProcessInfo {
-    let some = |k: &str| Some(i.str(k).to_string()).filter(|v| !v.is_empty());
     let usage = i.usage();
     AgentProcessInfo {
-        run_id: i.str("run_id").to_string(),
-        iteration: i.str(ITERATION_KEY).parse().ok(),
-        previous_run_id: some("previous_run_id"),
-        parent_run_id: some("parent_run_id"),
-        agent: i.str("agent").to_string(),
-        pid: i.int("pid"),
-        start_time: i.str("start_time").to_string(),
-        end_time: some("end_time"),
-        exit_code: i.int("exit_code").filter(|c| *c >= 0),
-        ended: some("ended"),
+        run_id: i.run_id.clone(),
+        iteration: i.serve_iteration,
+        previous_run_id: i.previous_run_id.clone(),
+        parent_run_id: i.parent_run_id.clone(),
+        agent: i.agent.clone(),
+        pid: i.pid.map(i64::from),
+        start_time: i.start_time.clone(),
+        end_time: i.end_time.clone(),
+        exit_code: i.known_exit_code(),
+        ended: i.ended.map(|e| e.as_str().to_string()),
         input_tokens: usage.input_tokens,
         output_tokens: usage.output_tokens,
         cost_usd: usage.cost_usd,
@@ -340,30 +334,24 @@ fn turn(
     let now = chrono::Utc::now().timestamp();
     // A process that hit a usage limit ended the attempt, not the iteration: once the limit
     // has reset, the iteration starts a new one.
-    let mine = runs.iter().rev().find(|(_, i)| {
-        i.str(RUN_KEY) == run.id
-            && i.str(ITERATION_KEY) == n.to_string()
-            && i.int("usage_limit_resets_at").is_none_or(|at| at > now)
-    });
+    let mine = runs
+        .iter()
+        .rev()
+        .find(|(_, i)| i.serves(&run.id, n) && i.usage_limit_resets_at.is_none_or(|at| at > now));
     let run_dir = match mine {
-        Some((run_dir, info)) if !info.str("end_time").is_empty() => run_dir.clone(),
-        Some((run_dir, info)) if info.int("pid").is_some() => {
+        Some((run_dir, info)) if info.has_ended() => run_dir.clone(),
+        Some((run_dir, info)) if info.pid.is_some() => {
             // Live, or ended while nobody watched (the server was killed): either way it is
             // this iteration's process, and adopting it records its end.
-            let live = match process_alive(info.int("pid").unwrap_or(0) as u32) {
+            let live = match process_alive(info.pid.unwrap_or(0)) {
                 true => "live",
                 false => "ended, unrecorded,",
             };
             let said = format!(
                 "iteration {n} was redelivered; adopting its {live} agent run {} instead of starting another",
-                info.str("run_id")
+                info.run_id
             );
-            post_best_effort(
-                &dir,
-                MessageType::SupervisorRestart,
-                info.str("run_id"),
-                &said,
-            );
+            post_best_effort(&dir, MessageType::SupervisorRestart, &info.run_id, &said);
             adopt(cfg, &dir, run_dir.clone(), info, None)?.run_dir
         }
         _ => {
@@ -376,17 +364,17 @@ fn turn(
                 });
             }
             tell_agent(&dir, run);
-            let last = runs.iter().rev().find(|(_, i)| i.str(RUN_KEY) == run.id);
-            let previous = last.map(|(_, i)| i.str("run_id").to_string());
+            let last = runs.iter().rev().find(|(_, i)| i.serves_run(&run.id));
+            let previous = last.map(|(_, i)| i.run_id.clone());
             // Resumed as `longrun task` does: a session that ended cleanly, on the same backend
             // (`run_job` checks), never one that was stuck, out of time or failed fast.
             let resume = last
                 .filter(|(_, i)| {
-                    cfg.resume_sessions && matches!(i.str("ended"), "exited" | "stopped")
+                    cfg.resume_sessions && matches!(i.ended, Some(Ended::Exited | Ended::Stopped))
                 })
                 .and_then(|(_, i)| {
-                    let session = i.str("session_id");
-                    (!session.is_empty()).then(|| (i.str("agent").to_string(), session.to_string()))
+                    let session = i.session_id.as_deref().filter(|s| !s.is_empty())?;
+                    Some((i.agent.clone(), session.to_string()))
                 });
             let req = JobRequest {
                 task_dir: dir.clone(),
@@ -408,10 +396,7 @@ fn turn(
                         ),
                 ),
                 resume,
-                labels: vec![
-                    (RUN_KEY.into(), run.id.clone()),
-                    (ITERATION_KEY.into(), n.to_string()),
-                ],
+                labels: RunInfo::serve_labels(&run.id, n),
             };
             run_job(cfg, &LocalProcess, &req)?.run_dir
         }
@@ -433,13 +418,13 @@ fn read_turn(
 ) -> Result<AgentTurn, RunnerError> {
     let info = RunInfo::read(run_dir)?;
     let usage = info.usage();
-    let limited_until_ms = info.int("usage_limit_resets_at").map(|at| match at {
+    let limited_until_ms = info.usage_limit_resets_at.map(|at| match at {
         at if at > 0 => at * 1000,
         _ => chrono::Utc::now().timestamp_millis() + cfg.usage_limit_wait.as_millis() as i64,
     });
     let done = dir.join(DONE_FILE).exists();
     let orphaned = match done {
-        true => wait_for_children(cfg, dir, info.int("pgid").map(|g| g as u32)),
+        true => wait_for_children(cfg, dir, info.pgid),
         false => vec![],
     };
     let bus = Bus::open(dir)?;
@@ -454,15 +439,19 @@ fn read_turn(
         .map(|m| format!("{}: {}", m.kind, clip(&m.body, 500)))
         .collect();
     let output = std::fs::read_to_string(run_dir.join("output.md")).unwrap_or_default();
-    let failure = Some(info.str("failure"))
-        .filter(|f| !f.is_empty() && *f != crate::backend::FailureKind::Transient.as_str())
-        .map(|f| format!("{f}: {}", info.str("failure_cause")));
+    let failure = info
+        .failure
+        .as_ref()
+        .filter(|f| f.kind.is_fatal())
+        .map(|f| format!("{}: {}", f.kind.as_str(), f.cause));
     Ok(AgentTurn {
-        agent_run_id: info.str("run_id").to_string(),
-        backend: info.str("agent").to_string(),
-        model: model_of(info.str("agent_type"), info.str("commandline")),
-        exit_code: info.int("exit_code").filter(|c| *c >= 0).map(|c| c as i32),
-        ended: info.str("ended").to_string(),
+        agent_run_id: info.run_id.clone(),
+        backend: info.agent.clone(),
+        model: info
+            .agent_type
+            .and_then(|k| model_of(k.as_str(), &info.commandline)),
+        exit_code: info.known_exit_code().map(|c| c as i32),
+        ended: info.ended.map_or("", |e| e.as_str()).to_string(),
         input_tokens: usage.input_tokens,
         output_tokens: usage.output_tokens,
         cached_tokens: usage.cached_input_tokens,

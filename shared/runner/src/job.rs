@@ -10,6 +10,7 @@ use crate::backend::{self, BackendKind, Failure, FailureKind, Report, Usage, Usa
 use crate::bus::{MessageType, post_best_effort};
 use crate::config::RunnerConfig;
 use crate::process::{Activity, AdoptedAgent, AgentProcess, Spawn, stop_group};
+pub use crate::runinfo::Ended;
 use crate::runinfo::{RunInfo, create_run_dir};
 use crate::{RunnerError, now_rfc3339, select};
 
@@ -37,37 +38,6 @@ pub struct JobRequest {
     pub resume: Option<(String, String)>,
     /// Extra run-info keys (`serve` keys an iteration of an agent run to its one process).
     pub labels: Vec<(String, String)>,
-}
-
-/// How the run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ended {
-    Exited,
-    /// Exited non-zero before writing any output: the backend is marked degraded.
-    FailedFast,
-    /// No progress for `stuck_threshold` (no output, none from its children, no bus message,
-    /// no byte written), however busy its CPU: its group was killed.
-    Stuck,
-    /// Nothing at all for `idle_threshold` (no progress and no CPU either): its group was
-    /// killed.
-    Idle,
-    /// Still running when the task's time budget ended: its group was stopped.
-    OutOfTime,
-    /// `longrun stop` stopped it.
-    Stopped,
-}
-
-impl Ended {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Ended::Exited => "exited",
-            Ended::FailedFast => "failed_fast",
-            Ended::Stuck => "stuck",
-            Ended::Idle => "idle",
-            Ended::OutOfTime => "out_of_time",
-            Ended::Stopped => "stopped",
-        }
-    }
 }
 
 #[derive(Debug, Clone)]
@@ -196,8 +166,8 @@ fn run_once(
         Err(e) => return failed_to_start(req, choice, run, &e.to_string()),
     };
     let mut info = run.info.clone();
-    info.set("pid", agent.pid());
-    info.set("pgid", agent.pgid());
+    info.pid = Some(agent.pid());
+    info.pgid = Some(agent.pgid());
     info.write(&run.dir)?;
     let parent = req.parent_run_id.as_deref();
     let parent = parent.map(|p| format!(", parent {p}")).unwrap_or_default();
@@ -219,18 +189,17 @@ pub fn adopt(
     cfg: &RunnerConfig, task_dir: &Path, run_dir: PathBuf, info: &RunInfo,
     deadline: Option<std::time::Instant>,
 ) -> Result<JobOutcome, RunnerError> {
-    let id = info.str("run_id").to_string();
-    let (stdout, stderr) = (info.str("stdout_path"), info.str("stderr_path"));
+    let id = info.run_id.clone();
     let mut agent = AdoptedAgent {
-        pid: info.int("pid").unwrap_or(0) as u32,
-        pgid: info.int("pgid").unwrap_or(0) as u32,
-        stdout: stdout.into(),
-        stderr: stderr.into(),
+        pid: info.pid.unwrap_or(0),
+        pgid: info.pgid.unwrap_or(0),
+        stdout: info.stdout_path.clone(),
+        stderr: info.stderr_path.clone(),
     };
     let req = JobRequest {
         task_dir: task_dir.to_path_buf(),
-        project: info.str("project_id").to_string(),
-        task: info.str("task_id").to_string(),
+        project: info.project_id.clone(),
+        task: info.task_id.clone(),
         agent: None,
         prompt: String::new(),
         parent_run_id: None,
@@ -242,10 +211,10 @@ pub fn adopt(
         labels: vec![],
     };
     let choice = select::Choice {
-        backend: info.str("agent").to_string(),
+        backend: info.agent.clone(),
         reason: "adopted".into(),
     };
-    let kind = BackendKind::parse(info.str("agent_type")).unwrap_or(BackendKind::Command);
+    let kind = info.agent_type.unwrap_or(BackendKind::Command);
     let spawn = Spawn {
         argv: Vec::new(),
         cwd: req.task_dir.clone(),
@@ -289,6 +258,7 @@ fn prepare(
     let launch = backend::launch(b, &req.prompt, &prompt_file, resume);
     let (stdout, stderr) = (run_dir.join("stdout.txt"), run_dir.join("stderr.txt"));
     let parent = req.parent_run_id.clone().unwrap_or_default();
+    let output_path = run_dir.join("output.md");
     let mut env = vec![
         ("PATH".to_string(), path_with(req.bin_dir.as_deref())),
         ("LONGRUN_RUN_ID".into(), run_id.clone()),
@@ -308,33 +278,28 @@ fn prepare(
     }
     env.extend(launch.env.iter().cloned());
 
-    let mut info = RunInfo::default();
-    info.set("run_id", run_id.clone());
-    info.set("project_id", req.project.clone());
-    info.set("task_id", req.task.clone());
-    info.set("parent_run_id", parent);
-    info.set("previous_run_id", previous.unwrap_or_default());
-    info.set("agent", choice.backend.clone());
-    info.set("agent_type", b.kind.as_str());
-    info.set("selection", choice.reason.clone());
-    info.set("depth", req.depth);
-    info.set("runner_pid", std::process::id());
-    info.set("start_time", now_rfc3339());
-    info.set("end_time", "");
-    info.set("task_dir", req.task_dir.display().to_string());
-    info.set("prompt_path", prompt_file.display().to_string());
-    info.set("stdout_path", stdout.display().to_string());
-    info.set("stderr_path", stderr.display().to_string());
-    let output = run_dir.join("output.md");
-    info.set("output_path", output.display().to_string());
-    let argv = redacted_argv(&launch.argv, &req.prompt);
-    info.set("commandline", shell_words(&argv));
-    if let Some(s) = resume {
-        info.set("resumed_session", s);
+    let info = RunInfo {
+        run_id: run_id.clone(),
+        project_id: req.project.clone(),
+        task_id: req.task.clone(),
+        task_dir: req.task_dir.clone(),
+        parent_run_id: req.parent_run_id.clone(),
+        previous_run_id: previous.map(str::to_string),
+        agent: choice.backend.clone(),
+        agent_type: Some(b.kind),
+        selection: choice.reason.clone(),
+        depth: req.depth,
+        runner_pid: Some(std::process::id()),
+        start_time: now_rfc3339(),
+        prompt_path: prompt_file.clone(),
+        stdout_path: stdout.clone(),
+        stderr_path: stderr.clone(),
+        output_path,
+        commandline: shell_words(&redacted_argv(&launch.argv, &req.prompt)),
+        resumed_session: resume.map(str::to_string),
+        ..RunInfo::default()
     }
-    for (k, v) in &req.labels {
-        info.set(k, v.clone());
-    }
+    .with_labels(&req.labels);
 
     let spawn = Spawn {
         argv: launch.argv.clone(),
@@ -356,8 +321,8 @@ fn failed_to_start(
     req: &JobRequest, choice: &select::Choice, run: Prepared, error: &str,
 ) -> Result<JobOutcome, RunnerError> {
     let mut info = run.info;
-    info.set("end_time", now_rfc3339());
-    info.set("error", error);
+    info.end_time = Some(now_rfc3339());
+    info.error = Some(error.to_string());
     info.write(&run.dir)?;
     let said = format!("agent {} could not start: {error}", choice.backend);
     post_best_effort(&req.task_dir, MessageType::Crash, &run.id, &said);
@@ -410,10 +375,13 @@ impl Signs<'_> {
             let mine = descendants(&runs, self.run_id);
             let mut groups = vec![pgid];
             let mut output = 0_u64;
-            for (_, i) in runs.iter().filter(|(_, i)| mine.contains(&i.str("run_id"))) {
-                groups.extend(i.int("pgid").map(|g| g as u32));
-                let len = |k: &str| std::fs::metadata(i.str(k)).map(|m| m.len()).unwrap_or(0);
-                output += len("stdout_path") + len("stderr_path");
+            for (_, i) in runs
+                .iter()
+                .filter(|(_, i)| mine.contains(&i.run_id.as_str()))
+            {
+                groups.extend(i.pgid);
+                let len = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+                output += len(&i.stdout_path) + len(&i.stderr_path);
             }
             let bus = self
                 .bus
@@ -434,17 +402,14 @@ fn descendants<'r>(runs: &'r [(PathBuf, RunInfo)], run_id: &str) -> Vec<&'r str>
     let mut frontier = vec![run_id];
     while let Some(parent) = frontier.pop() {
         for (_, i) in runs {
-            let id = i.str("run_id");
-            if i.str("parent_run_id") == parent && !found.contains(&id) {
+            let id = i.run_id.as_str();
+            if i.parent_run_id.as_deref() == Some(parent) && !found.contains(&id) {
                 found.push(id);
                 frontier.push(id);
             }
         }
     }
-    found.retain(|id| {
-        runs.iter()
-            .any(|(_, i)| i.str("run_id") == *id && i.str("end_time").is_empty())
-    });
+    found.retain(|id| runs.iter().any(|(_, i)| i.run_id == *id && !i.has_ended()));
     found
 }
 
@@ -551,38 +516,34 @@ fn record_end(
 
     // `longrun stop` may have written to run-info meanwhile: re-read before the final write.
     let mut info = RunInfo::read(&run_dir).unwrap_or(info);
-    info.set("end_time", now_rfc3339());
-    info.set("exit_code", exit_code.map(i64::from).unwrap_or(-1));
-    if let Some(s) = signal {
-        info.set("signal", s);
+    info.end_time = Some(now_rfc3339());
+    info.exit_code = Some(exit_code.map(i64::from).unwrap_or(-1));
+    if signal.is_some() {
+        info.signal = signal;
     }
-    info.set("ended", ended.as_str());
+    info.ended = Some(ended);
     // A resumed session reports (some) figures over the whole session: book what this process
     // added, and keep the running total for the next resume.
     let usage = match session_total_before(&req.task_dir, &info) {
         Some(before) => {
-            info.set(
-                "session_usage",
-                serde_json::to_value(&usage).unwrap_or_default(),
-            );
+            info.session_usage = Some(usage.clone());
             usage.since(&before, kind)
         }
         None => usage,
     };
     if !usage.is_empty() {
-        info.set("usage", serde_json::to_value(&usage).unwrap_or_default());
+        info.usage = Some(usage.clone());
         let pretty = serde_json::to_string_pretty(&usage).unwrap_or_default();
         std::fs::write(run_dir.join("usage.json"), pretty)?;
     }
     if let Some(l) = &limit {
-        info.set("usage_limit_resets_at", l.resets_at.unwrap_or(0));
+        info.usage_limit_resets_at = Some(l.resets_at.unwrap_or(0));
     }
-    if let Some(s) = &session {
-        info.set("session_id", s.clone());
+    if session.is_some() {
+        info.session_id = session.clone();
     }
-    if let Some(f) = &failure {
-        info.set("failure", f.kind.as_str());
-        info.set("failure_cause", f.cause.clone());
+    if failure.is_some() {
+        info.failure = failure.clone();
     }
     info.write(&run_dir)?;
 
@@ -619,15 +580,11 @@ fn record_end(
 
 /// The session's running total at the end of the run this one resumed, if it resumed one.
 fn session_total_before(task_dir: &Path, info: &RunInfo) -> Option<Usage> {
-    let session = info.str("resumed_session");
-    if session.is_empty() {
-        return None;
-    }
-    let me = info.str("run_id");
+    let session = info.resumed_session.as_deref().filter(|s| !s.is_empty())?;
     crate::runinfo::list_runs(task_dir)
         .into_iter()
         .rev()
-        .find(|(_, i)| i.str("run_id") != me && i.str("session_id") == session)
+        .find(|(_, i)| i.run_id != info.run_id && i.session_id.as_deref() == Some(session))
         .map(|(_, i)| i.session_usage())
 }
 
@@ -665,17 +622,13 @@ fn shell_words(argv: &[String]) -> String {
 /// STOP on the bus. Returns what was done, for the user.
 pub fn stop_run(cfg: &RunnerConfig, run_dir: &Path) -> Result<String, RunnerError> {
     let info = RunInfo::read(run_dir)?;
-    let run_id = info.str("run_id").to_string();
-    if !info.str("end_time").is_empty() {
-        return Ok(format!(
-            "run {run_id} already ended at {}",
-            info.str("end_time")
-        ));
+    let run_id = info.run_id.clone();
+    if let Some(at) = &info.end_time {
+        return Ok(format!("run {run_id} already ended at {at}"));
     }
     let pgid = info
-        .int("pgid")
-        .ok_or_else(|| RunnerError::Invalid(format!("run {run_id} has no process group yet")))?
-        as u32;
+        .pgid
+        .ok_or_else(|| RunnerError::Invalid(format!("run {run_id} has no process group yet")))?;
     std::fs::write(run_dir.join(STOP_REQUESTED), now_rfc3339())?;
     let sent = stop_group(pgid, cfg.stop_grace);
     let signal = match sent {
@@ -687,25 +640,20 @@ pub fn stop_run(cfg: &RunnerConfig, run_dir: &Path) -> Result<String, RunnerErro
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     let mut info = loop {
         let i = RunInfo::read(run_dir)?;
-        if !i.str("end_time").is_empty() || std::time::Instant::now() >= deadline {
+        if i.has_ended() || std::time::Instant::now() >= deadline {
             break i;
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    if info.str("end_time").is_empty() {
+    if !info.has_ended() {
         // No job is left to record the end (it was killed too).
-        info.set("end_time", now_rfc3339());
-        info.set("ended", "stopped");
+        info.end_time = Some(now_rfc3339());
+        info.ended = Some(Ended::Stopped);
     }
-    info.set("stopped_at", now_rfc3339());
-    info.set("stop_signal", signal);
+    info.stopped_at = Some(now_rfc3339());
+    info.stop_signal = Some(signal.to_string());
     info.write(run_dir)?;
     let what = format!("stopped by request: {signal} to process group {pgid}");
-    post_best_effort(
-        Path::new(info.str("task_dir")),
-        MessageType::Stop,
-        &run_id,
-        &what,
-    );
+    post_best_effort(&info.task_dir, MessageType::Stop, &run_id, &what);
     Ok(format!("run {run_id} {what}"))
 }

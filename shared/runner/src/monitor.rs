@@ -11,7 +11,6 @@ use longrun_ports::BusPage;
 
 use crate::RunnerError;
 use crate::bus::{BUS_DB, Bus};
-use crate::host::RUN_KEY;
 use crate::process::process_alive;
 use crate::runinfo::{RunInfo, list_runs};
 use crate::task::{DONE_FILE, TASK_FILE};
@@ -96,7 +95,7 @@ fn is_task(dir: &Path) -> bool {
     }
     !list_runs(dir)
         .iter()
-        .any(|(_, i)| !i.str(RUN_KEY).is_empty())
+        .any(|(_, i)| i.serve_run_id.as_deref().is_some_and(|r| !r.is_empty()))
 }
 
 fn summary(project: &str, task: &str, dir: &Path) -> Option<TaskSummary> {
@@ -123,7 +122,8 @@ fn summary(project: &str, task: &str, dir: &Path) -> Option<TaskSummary> {
     let stamp = |v: &str| Some(v.to_string()).filter(|v| !v.is_empty());
     let updated = runs
         .iter()
-        .flat_map(|(_, i)| [i.str("start_time"), i.str("end_time")])
+        .flat_map(|(_, i)| [Some(i.start_time.as_str()), i.end_time.as_deref()])
+        .flatten()
         .filter_map(stamp)
         .max();
     Some(TaskSummary {
@@ -135,9 +135,9 @@ fn summary(project: &str, task: &str, dir: &Path) -> Option<TaskSummary> {
         agent: runs
             .iter()
             .rev()
-            .find(|(_, i)| i.str("parent_run_id").is_empty())
-            .map_or(String::new(), |(_, i)| i.str("agent").to_string()),
-        started: runs.first().and_then(|(_, i)| stamp(i.str("start_time"))),
+            .find(|(_, i)| i.is_root())
+            .map_or(String::new(), |(_, i)| i.agent.clone()),
+        started: runs.first().and_then(|(_, i)| stamp(&i.start_time)),
         updated,
         input_tokens: usage.input_tokens,
         output_tokens: usage.output_tokens,
@@ -147,9 +147,7 @@ fn summary(project: &str, task: &str, dir: &Path) -> Option<TaskSummary> {
 
 /// A process that has not recorded its end and is still there.
 fn running(i: &RunInfo) -> bool {
-    i.str("end_time").is_empty()
-        && i.int("pid")
-            .is_some_and(|p| p > 0 && process_alive(p as u32))
+    !i.has_ended() && i.pid.is_some_and(|p| p > 0 && process_alive(p))
 }
 
 /// The task's restart loop (`longrun task`) holds `runs/.task.lock` with its pid while it works,

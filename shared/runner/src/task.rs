@@ -122,9 +122,9 @@ pub fn task_usage(task_dir: &Path) -> Usage {
 pub fn active_children(task_dir: &Path) -> Vec<String> {
     list_runs(task_dir)
         .into_iter()
-        .filter(|(_, i)| !i.str("parent_run_id").is_empty() && i.str("end_time").is_empty())
-        .filter(|(_, i)| i.int("pgid").is_some_and(|g| group_alive(g as u32)))
-        .map(|(_, i)| i.str("run_id").to_string())
+        .filter(|(_, i)| !i.is_root() && !i.has_ended())
+        .filter(|(_, i)| i.pgid.is_some_and(group_alive))
+        .map(|(_, i)| i.run_id)
         .collect()
 }
 
@@ -226,8 +226,8 @@ impl TaskLoop<'_> {
     fn adopt(
         &mut self, run_dir: PathBuf, info: &RunInfo,
     ) -> Result<Option<TaskOutcome>, RunnerError> {
-        let (id, pid) = (info.str("run_id"), info.int("pid").unwrap_or(0));
-        let said = match process_alive(pid as u32) {
+        let (id, pid) = (info.run_id.as_str(), info.pid.unwrap_or(0));
+        let said = match process_alive(pid) {
             true => format!(
                 "the task loop restarted; adopting the live root agent run {id} (pid {pid}) instead of starting another"
             ),
@@ -239,7 +239,7 @@ impl TaskLoop<'_> {
         let deadline = Some(self.started + self.cfg.time_budget);
         let out = adopt(self.cfg, &self.dir, run_dir, info, deadline)?;
         self.previous = Some(out.run_id.clone());
-        self.root_pgid = info.int("pgid").map(|g| g as u32);
+        self.root_pgid = info.pgid;
         if let Some(limit) = &out.limit {
             self.wait_for_reset(&out, limit);
             return Ok(None);
@@ -282,10 +282,7 @@ impl TaskLoop<'_> {
             Ended::Exited | Ended::Stopped => out.session.clone().map(|s| (out.backend.clone(), s)),
             Ended::FailedFast | Ended::Stuck | Ended::Idle | Ended::OutOfTime => None,
         };
-        self.root_pgid = crate::runinfo::RunInfo::read(&out.run_dir)
-            .ok()
-            .and_then(|i| i.int("pgid"))
-            .map(|g| g as u32);
+        self.root_pgid = RunInfo::read(&out.run_dir).ok().and_then(|i| i.pgid);
         Ok(out)
     }
 
@@ -455,7 +452,7 @@ fn unended_root(dir: &Path) -> Option<(PathBuf, RunInfo)> {
     list_runs(dir)
         .into_iter()
         .rev()
-        .find(|(_, i)| i.str("parent_run_id").is_empty() && i.str("end_time").is_empty())
+        .find(|(_, i)| i.is_root() && !i.has_ended())
 }
 
 /// `longrun job` processes the root started (in the background) that have no run-info yet:
@@ -466,13 +463,13 @@ fn starting_jobs(dir: &Path, root_pgid: u32) -> Vec<u32> {
     if members.is_empty() {
         return members;
     }
-    let recorded: Vec<i64> = list_runs(dir)
+    let recorded: Vec<u32> = list_runs(dir)
         .iter()
-        .filter_map(|(_, i)| i.int("runner_pid"))
+        .filter_map(|(_, i)| i.runner_pid)
         .collect();
     members
         .into_iter()
-        .filter(|pid| !recorded.contains(&i64::from(*pid)))
+        .filter(|pid| !recorded.contains(pid))
         .filter(|pid| is_job_command(&crate::process::cmdline(*pid)))
         .collect()
 }
