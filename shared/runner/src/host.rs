@@ -16,9 +16,10 @@ use tokio::sync::OnceCell;
 use crate::RunnerError;
 use crate::bus::{Bus, MessageType, post_best_effort};
 use crate::config::RunnerConfig;
-use crate::job::{Ended, JobRequest, adopt, run_job, stop_run};
+use crate::job::{JobRequest, adopt, run_job, stop_run};
 use crate::process::{LocalProcess, process_alive};
 use crate::runinfo::{RunInfo, list_runs};
+use crate::supervise::{self, End, Next};
 use crate::task::{DONE_FILE, TASK_FILE, root_prompt, wait_for_children};
 
 pub use crate::runinfo::{ITERATION_KEY, RUN_KEY};
@@ -366,16 +367,9 @@ fn turn(
             tell_agent(&dir, run);
             let last = runs.iter().rev().find(|(_, i)| i.serves_run(&run.id));
             let previous = last.map(|(_, i)| i.run_id.clone());
-            // Resumed as `longrun task` does: a session that ended cleanly, on the same backend
-            // (`run_job` checks), never one that was stuck, out of time or failed fast.
-            let resume = last
-                .filter(|(_, i)| {
-                    cfg.resume_sessions && matches!(i.ended, Some(Ended::Exited | Ended::Stopped))
-                })
-                .and_then(|(_, i)| {
-                    let session = i.session_id.as_deref().filter(|s| !s.is_empty())?;
-                    Some((i.agent.clone(), session.to_string()))
-                });
+            // Resumed as `longrun task` resumes its root: the supervisor's one rule.
+            let resume =
+                last.and_then(|(_, i)| supervise::resume(&End::recorded(i), cfg.resume_sessions));
             let req = JobRequest {
                 task_dir: dir.clone(),
                 project: folder_name(&run.user_id),
@@ -412,17 +406,28 @@ fn tell_agent(dir: &Path, run: &Run) {
 }
 
 /// An ended agent run, as the iteration's result: its usage, DONE (children waited for), a
-/// question left on the bus, its output and what it said.
+/// question left on the bus, its output and what it said. What follows the end is the
+/// supervisor's decision, carried to the engine: a usage limit defers the iteration to the
+/// reset, a fatal failure fails the run; DONE is the engine's exit claim to judge.
 fn read_turn(
     cfg: &RunnerConfig, dir: &Path, run_dir: &Path, said_before: i64,
 ) -> Result<AgentTurn, RunnerError> {
     let info = RunInfo::read(run_dir)?;
     let usage = info.usage();
-    let limited_until_ms = info.usage_limit_resets_at.map(|at| match at {
-        at if at > 0 => at * 1000,
-        _ => chrono::Utc::now().timestamp_millis() + cfg.usage_limit_wait.as_millis() as i64,
-    });
     let done = dir.join(DONE_FILE).exists();
+    let (mut limited_until_ms, mut failure) = (None, None);
+    match supervise::next(&End::recorded(&info), done) {
+        Next::WaitForReset { resets_at } => {
+            let now_ms = chrono::Utc::now().timestamp_millis();
+            limited_until_ms = Some(supervise::reset_at_ms(
+                resets_at,
+                now_ms,
+                cfg.usage_limit_wait,
+            ));
+        }
+        Next::Fail { cause } => failure = Some(cause),
+        Next::Stopped | Next::Done | Next::Restart { .. } => {}
+    }
     let orphaned = match done {
         true => wait_for_children(cfg, dir, info.pgid),
         false => vec![],
@@ -439,11 +444,6 @@ fn read_turn(
         .map(|m| format!("{}: {}", m.kind, clip(&m.body, 500)))
         .collect();
     let output = std::fs::read_to_string(run_dir.join("output.md")).unwrap_or_default();
-    let failure = info
-        .failure
-        .as_ref()
-        .filter(|f| f.kind.is_fatal())
-        .map(|f| format!("{}: {}", f.kind.as_str(), f.cause));
     Ok(AgentTurn {
         agent_run_id: info.run_id.clone(),
         backend: info.agent.clone(),

@@ -1,6 +1,7 @@
 //! The runner: coding-agent CLIs (Claude Code, Codex, Gemini, any command) run as processes in a
 //! task folder and kept working until the task is really done — one run (`job`), the restart
-//! loop (`task`), `stop`, the task's message bus and the runner config. Depends on no adapter
+//! loop (`task`), `stop`, the task's message bus and the runner config. `supervise` decides what
+//! follows an agent process's end, for the loop and for `host` alike. Depends on no adapter
 //! and on no engine: it starts processes and reads files in the task folder. `host` is the
 //! `AgentHost` port's adapter, by which `serve` runs agent runs.
 
@@ -14,6 +15,7 @@ pub mod process;
 pub mod runinfo;
 pub mod select;
 pub mod serve_settings;
+pub mod supervise;
 pub mod task;
 
 pub use config::{ConfigError, RunnerConfig};

@@ -15,6 +15,7 @@ use crate::config::RunnerConfig;
 use crate::job::{Ended, JobOutcome, JobRequest, adopt, run_job};
 use crate::process::{AgentProcess, group_alive, process_alive};
 use crate::runinfo::{RunInfo, list_runs};
+use crate::supervise::{self, End, Next};
 
 #[derive(Debug, Clone)]
 pub struct TaskRequest {
@@ -163,11 +164,7 @@ pub fn run_task(
         }
         task.announce_restart();
         let out = task.start_root(procs)?;
-        if let Some(limit) = &out.limit {
-            task.wait_for_reset(&out, limit);
-            continue;
-        }
-        if let Some(outcome) = task.after_run(&out)? {
+        if let Some(outcome) = task.follow(&out)? {
             return Ok(outcome);
         }
     }
@@ -198,11 +195,7 @@ impl TaskLoop<'_> {
     fn ended(&self) -> Option<TaskOutcome> {
         let (cfg, dir, runs) = (self.cfg, &self.dir, self.runs);
         if dir.join(DONE_FILE).exists() {
-            let orphaned = wait_for_children(cfg, dir, self.root_pgid);
-            let usage = task_usage(dir).summary();
-            let said = format!("task complete: DONE after {runs} run(s); usage {usage}");
-            post_best_effort(dir, MessageType::Info, "", &said);
-            return Some(TaskOutcome::Completed { runs, orphaned });
+            return Some(self.complete());
         }
         if runs > cfg.max_restarts {
             let max = cfg.max_restarts;
@@ -240,11 +233,17 @@ impl TaskLoop<'_> {
         let out = adopt(self.cfg, &self.dir, run_dir, info, deadline)?;
         self.previous = Some(out.run_id.clone());
         self.root_pgid = info.pgid;
-        if let Some(limit) = &out.limit {
-            self.wait_for_reset(&out, limit);
-            return Ok(None);
-        }
-        self.after_run(&out)
+        self.follow(&out)
+    }
+
+    /// DONE: the children are waited for, then the task is complete.
+    fn complete(&self) -> TaskOutcome {
+        let (dir, runs) = (&self.dir, self.runs);
+        let orphaned = wait_for_children(self.cfg, dir, self.root_pgid);
+        let usage = task_usage(dir).summary();
+        let said = format!("task complete: DONE after {runs} run(s); usage {usage}");
+        post_best_effort(dir, MessageType::Info, "", &said);
+        TaskOutcome::Completed { runs, orphaned }
     }
 
     fn announce_restart(&self) {
@@ -273,28 +272,21 @@ impl TaskLoop<'_> {
                 depth: 0,
                 bin_dir: req.bin_dir.clone(),
                 deadline: Some(self.started + self.cfg.time_budget),
-                resume: self.session.clone().filter(|_| self.cfg.resume_sessions),
+                resume: self.session.clone(),
                 labels: vec![],
             },
         )?;
         self.previous = Some(out.run_id.clone());
-        self.session = match out.ended {
-            Ended::Exited | Ended::Stopped => out.session.clone().map(|s| (out.backend.clone(), s)),
-            Ended::FailedFast | Ended::Stuck | Ended::Idle | Ended::OutOfTime => None,
-        };
+        self.session = supervise::resume(&End::of(&out), self.cfg.resume_sessions);
         self.root_pgid = RunInfo::read(&out.run_dir).ok().and_then(|i| i.pgid);
         Ok(out)
     }
 
     /// A usage limit is not charged as a restart: waiting is the cure, restarting would only hit
     /// it again.
-    fn wait_for_reset(&self, out: &JobOutcome, limit: &crate::backend::UsageLimit) {
+    fn wait_for_reset(&self, out: &JobOutcome, resets_at: Option<i64>) {
         let now = chrono::Utc::now().timestamp();
-        let wait = match limit.resets_at {
-            Some(t) if t > now => Duration::from_secs((t - now) as u64),
-            Some(_) => Duration::from_secs(1),
-            None => self.cfg.usage_limit_wait,
-        };
+        let wait = supervise::reset_wait(resets_at, now, self.cfg.usage_limit_wait);
         let wait = wait.min(self.cfg.time_budget.saturating_sub(self.started.elapsed()));
         let said = format!(
             "usage limit reached on {}; waiting {}s for the reset",
@@ -305,57 +297,60 @@ impl TaskLoop<'_> {
         std::thread::sleep(wait);
     }
 
-    /// Counts the run; a stop ends the task, anything else short of DONE pauses before a restart
-    /// (after the user's answer, when the root left a question).
-    fn after_run(
-        &mut self, out: &crate::job::JobOutcome,
-    ) -> Result<Option<TaskOutcome>, RunnerError> {
-        let dir = &self.dir;
+    /// Does what the supervisor's decision says follows the root's end: a usage limit waits,
+    /// uncounted; any other end counts as a run. A fatal failure or a stop ends the task, DONE
+    /// completes it, anything else pauses before a restart (after the user's answer, when the
+    /// root left a question).
+    fn follow(&mut self, out: &JobOutcome) -> Result<Option<TaskOutcome>, RunnerError> {
+        let next = supervise::next(&End::of(out), self.dir.join(DONE_FILE).exists());
+        if let Next::WaitForReset { resets_at } = next {
+            self.wait_for_reset(out, resets_at);
+            return Ok(None);
+        }
         self.runs += 1;
         self.fast_failures = match out.ended {
             Ended::FailedFast => self.fast_failures + 1,
             _ => 0,
         };
-        if let Some(f) = out.failure.as_ref().filter(|f| f.kind.is_fatal())
-            && !dir.join(DONE_FILE).exists()
-        {
-            let cause = format!("{}: {}", f.kind.as_str(), f.cause);
-            let said = format!("giving up: backend {} {cause}", out.backend);
-            post_best_effort(dir, MessageType::Warning, &out.run_id, &said);
-            return Ok(Some(TaskOutcome::Failed {
-                runs: self.runs,
-                backend: out.backend.clone(),
-                cause,
-            }));
+        let (dir, runs) = (&self.dir, self.runs);
+        let killed = matches!(out.ended, Ended::Stuck | Ended::Idle);
+        if killed && matches!(next, Next::Done | Next::Restart { .. }) {
+            let said = format!(
+                "root agent was {} and killed; the loop recovers by restarting it",
+                out.ended.as_str()
+            );
+            post_best_effort(dir, MessageType::Info, &out.run_id, &said);
         }
-        match out.ended {
-            Ended::Stopped => {
+        match next {
+            Next::WaitForReset { .. } | Next::Restart { .. } => {}
+            Next::Fail { cause } => {
+                let said = format!("giving up: backend {} {cause}", out.backend);
+                post_best_effort(dir, MessageType::Warning, &out.run_id, &said);
+                let backend = out.backend.clone();
+                return Ok(Some(TaskOutcome::Failed {
+                    runs,
+                    backend,
+                    cause,
+                }));
+            }
+            Next::Stopped => {
                 let said = "root agent stopped by request; the task ends without DONE";
                 post_best_effort(dir, MessageType::Info, &out.run_id, said);
-                return Ok(Some(TaskOutcome::Stopped { runs: self.runs }));
+                return Ok(Some(TaskOutcome::Stopped { runs }));
             }
-            Ended::Stuck | Ended::Idle => {
-                let said = format!(
-                    "root agent was {} and killed; the loop recovers by restarting it",
-                    out.ended.as_str()
-                );
-                post_best_effort(dir, MessageType::Info, &out.run_id, &said);
-            }
-            _ => {}
+            Next::Done => return Ok(Some(self.complete())),
         }
-        if !dir.join(DONE_FILE).exists() {
-            wait_for_answer(self.cfg, dir, self.started)?;
-            let pause = backoff(self.cfg.restart_pause, self.fast_failures);
-            if self.fast_failures > 1 {
-                let said = format!(
-                    "{} runs in a row failed before any output; next start in {:.1}s",
-                    self.fast_failures,
-                    pause.as_secs_f64()
-                );
-                post_best_effort(dir, MessageType::Info, "", &said);
-            }
-            std::thread::sleep(pause);
+        wait_for_answer(self.cfg, dir, self.started)?;
+        let pause = backoff(self.cfg.restart_pause, self.fast_failures);
+        if self.fast_failures > 1 {
+            let said = format!(
+                "{} runs in a row failed before any output; next start in {:.1}s",
+                self.fast_failures,
+                pause.as_secs_f64()
+            );
+            post_best_effort(dir, MessageType::Info, "", &said);
         }
+        std::thread::sleep(pause);
         Ok(None)
     }
 }
