@@ -11,6 +11,7 @@ pub mod outbox;
 pub mod outcome;
 pub mod planner;
 pub mod record;
+pub mod repo;
 pub mod report;
 pub mod retention;
 pub mod retry;
