@@ -8,6 +8,7 @@ pub mod archive;
 pub mod clock;
 pub mod faults;
 pub mod fetch;
+pub mod git;
 pub mod idempotency;
 pub mod llm;
 pub mod notify;
