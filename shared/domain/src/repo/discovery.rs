@@ -87,6 +87,11 @@ pub fn parse_discovery(text: &str) -> Result<DiscoveryAnswer, ContractError> {
     Ok(answer)
 }
 
+/// JSON Schema of the discovery answer, for providers that take one (structured output).
+pub fn discovery_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(DiscoveryAnswer)).unwrap_or_default()
+}
+
 /// A reply that is only a JSON array (of tasks).
 fn bare_array(text: &str) -> Option<Value> {
     let start = text.find('[')?;
@@ -406,6 +411,16 @@ mod tests {
         assert_eq!(blank.path, "tasks[0].description");
         assert_eq!(priority.path, "tasks[0].priority");
         assert!(priority.message.contains("urgent"), "{priority}");
+    }
+
+    #[test]
+    fn the_schema_requires_a_description_for_each_task() {
+        let schema = discovery_schema().to_string();
+
+        assert!(
+            schema.contains("\"required\":[\"description\"]"),
+            "{schema}"
+        );
     }
 
     #[test]

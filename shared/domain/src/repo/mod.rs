@@ -8,13 +8,17 @@ pub mod cycle;
 pub mod discovery;
 pub mod prompt;
 pub mod spec;
+pub mod state;
 pub mod task;
 pub mod tasklist;
 
 pub use cycle::{CycleFacts, CycleStop, CycleVerdict, cycle_verdict, made_progress, merge_order};
-pub use discovery::{DiscoveredTask, DiscoveryAnswer, Selection, parse_discovery, select};
+pub use discovery::{
+    DiscoveredTask, DiscoveryAnswer, Selection, discovery_schema, parse_discovery, select,
+};
 pub use prompt::{DiscoveryInputs, agent_prompt, discovery_prompt, goal_summary, tail_chars};
 pub use spec::{RepoSpec, RepoSpecInput, default_working_branch};
+pub use state::{AgentOutcome, RepoState};
 pub use task::{
     CheckResult, Cycle, MergeResult, Phase, Priority, RepoTask, RepoTaskStatus, Rework,
     WorktreeKept, may_remove_worktree, merge_branch, task_branch, task_id,
