@@ -140,7 +140,12 @@ impl Git for CliGit {
         &self, repo: &Path, path: &Path, branch: &str, from: &CommitId,
     ) -> GitResult<()> {
         check_rev(branch)?;
-        if let Some((_, on)) = self.worktree_at(repo, path).await? {
+        // A registered worktree whose folder was deleted by hand is made again below.
+        if let Some((_, on)) = self
+            .worktree_at(repo, path)
+            .await?
+            .filter(|_| path.exists())
+        {
             return match on.as_deref() {
                 Some(b) if b == branch => Ok(()),
                 other => Err(GitError::Invalid(format!(
@@ -194,12 +199,18 @@ impl Git for CliGit {
             self.git(repo, &["worktree", "prune"]).await?;
             return Ok(());
         };
-        let clean = self.status(path).await?.is_empty();
+        // A folder deleted by hand holds nothing uncommitted; its commits are on its branch.
+        let present = path.exists();
+        let clean = !present || self.status(path).await?.is_empty();
         let merged = self.is_ancestor(repo, &head, merged_into).await?;
         may_remove_worktree(clean, merged).map_err(|reason| GitError::Kept {
             path: path.display().to_string(),
             reason,
         })?;
+        if !present {
+            self.git(repo, &["worktree", "prune"]).await?;
+            return Ok(());
+        }
         // Forced only past ignored files (build output): nothing tracked or untracked is left.
         self.git(repo, &["worktree", "remove", "--force", path_arg(path)?])
             .await?;

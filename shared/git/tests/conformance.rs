@@ -569,6 +569,41 @@ mod cli_only {
     }
 
     #[tokio::test]
+    async fn a_worktree_folder_deleted_by_hand_is_added_again_on_its_branch_and_removed_once_merged()
+     {
+        let h = Real::new();
+        let (main, merge_wt) = working(&h).await;
+        let (wt, branch) = task(&h, &main, 1, "a.txt", "a\n").await;
+        let head = h.git.head(&h.repo(), &branch).await.unwrap();
+        std::fs::remove_dir_all(&wt).unwrap();
+
+        let kept = h.git.remove_worktree(&h.repo(), &wt, WORKING).await;
+        h.git
+            .add_worktree(&h.repo(), &wt, &branch, &main)
+            .await
+            .unwrap();
+        let readded = h.git.head(&h.repo(), &branch).await.unwrap();
+        let restored = wt.join("a.txt").exists();
+        merge(&h, &merge_wt, &branch).await;
+        std::fs::remove_dir_all(&wt).unwrap();
+        let removed = h.git.remove_worktree(&h.repo(), &wt, WORKING).await;
+
+        assert!(
+            matches!(
+                kept,
+                Err(GitError::Kept {
+                    reason: WorktreeKept::Unmerged,
+                    ..
+                })
+            ),
+            "{kept:?}"
+        );
+        assert_eq!(readded, head, "the branch's commits are kept");
+        assert!(restored, "the folder is made again with the branch's files");
+        assert_eq!(removed, Ok(()));
+    }
+
+    #[tokio::test]
     async fn a_folder_that_is_no_repository_is_named_in_the_error() {
         let dir = tempfile::tempdir().unwrap();
 
