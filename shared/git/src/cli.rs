@@ -384,8 +384,11 @@ impl Git for CliGit {
         let mut entries = Vec::new();
         let mut fields = text.split('\0').filter(|f| !f.is_empty());
         while let Some(field) = fields.next() {
-            let (code, path) = field.split_at(field.len().min(3));
-            let code = code.get(..2).unwrap_or(code).to_string();
+            // `XY path`: the code is ASCII, so byte 3 starts the path.
+            let (Some(code), Some(path)) = (field.get(..2), field.get(3..)) else {
+                continue;
+            };
+            let code = code.to_string();
             if code.starts_with('R') || code.starts_with('C') {
                 // A rename's second field is where it came from.
                 fields.next();

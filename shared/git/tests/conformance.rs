@@ -15,6 +15,7 @@ use longrun_ports::git::{CommitId, Git, GitError, MergeOutcome};
 const WORKING: &str = "longrun/conf";
 const PASSING: &str = "echo ok";
 const FAILING: &str = "echo first; echo failing; exit 3";
+const READS: &str = "cat README.md";
 
 /// What a case needs besides the port: a repository, places for worktrees, a way for an
 /// "agent" to write files, and a remote.
@@ -102,6 +103,10 @@ impl Memory {
         .expect("init");
         git.on_check(PASSING, |_| (0, "ok\n".into()));
         git.on_check(FAILING, |_| (3, "first\nfailing\n".into()));
+        git.on_check(READS, |files| match files.get("README.md") {
+            Some(text) => (0, text.clone()),
+            None => (1, "cat: README.md: No such file or directory\n".into()),
+        });
         Memory { git }
     }
 }
@@ -371,7 +376,16 @@ async fn a_check_reports_its_exit_code_and_the_tail_of_its_output(h: &dyn Harnes
         .await
         .unwrap();
 
+    let reads = git
+        .run_check(&merge_wt, READS, Duration::from_secs(30))
+        .await
+        .unwrap();
+
     assert!(pass.passed(), "{pass:?}");
+    assert_eq!(
+        reads.output_tail, "hello\n",
+        "the check runs on the worktree's files"
+    );
     assert_eq!(pass.output_tail, "ok\n");
     assert_eq!(fail.exit_code, Some(3));
     assert!(!fail.passed() && !fail.timed_out);
@@ -416,6 +430,7 @@ async fn the_file_tree_is_bounded_and_status_shows_new_files(h: &dyn Harness) {
         .await
         .unwrap();
     h.write(&wt, "new.txt", "x\n");
+    h.write(&wt, "notes/été 1.txt", "y\n");
 
     let all = git.files(&repo, "main", 10).await.unwrap();
     let one = git.files(&repo, "main", 1).await.unwrap();
@@ -425,11 +440,8 @@ async fn the_file_tree_is_bounded_and_status_shows_new_files(h: &dyn Harness) {
     assert!(!all.truncated);
     assert_eq!(one.paths.len(), 1);
     assert!(one.truncated);
-    assert_eq!(status.len(), 1);
-    assert_eq!(
-        (status[0].code.as_str(), status[0].path.as_str()),
-        ("??", "new.txt")
-    );
+    let listed: Vec<String> = status.iter().map(|s| s.to_string()).collect();
+    assert_eq!(listed, vec!["?? new.txt", "?? notes/été 1.txt"]);
 }
 
 macro_rules! conformance {
