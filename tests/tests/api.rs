@@ -2320,3 +2320,54 @@ async fn a_workspace_search_for_a_control_character_is_a_problem() {
     assert_eq!(good, StatusCode::OK);
     assert_eq!(hits["hits"], json!([]));
 }
+
+#[tokio::test]
+async fn an_sse_stream_opened_on_a_waiting_run_delivers_the_events_after_an_answer() {
+    // Arrange: the run waits on the user; a stream is opened on it and reads its backlog.
+    let app = spawn_app(ASK_THEN_FINISH, 3, true).await;
+    let (_, run) = app
+        .post("/v1/runs", ALICE, json!({"objective": "pick a tea"}))
+        .await;
+    let id = run["id"].as_str().unwrap().to_string();
+    app.wait_status(&id, &["waiting_on_user"]).await;
+    let mut stream = app
+        .http
+        .get(format!("{}/v1/runs/{id}/stream", app.base))
+        .bearer_auth(ALICE)
+        .send()
+        .await
+        .unwrap();
+    let mut seen = String::new();
+    while !seen.contains("event: run_waiting") {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), stream.chunk())
+            .await
+            .expect("the backlog comes at once")
+            .unwrap()
+            .expect("the stream is open");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+
+    // Act
+    let (s, _) = app
+        .post(
+            &format!("/v1/runs/{id}/respond"),
+            ALICE,
+            json!({"answer": "green"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK);
+
+    // Assert: the same stream goes on with the answer and the iteration it wakes, and ends
+    // only once the run has.
+    let read = async {
+        while let Some(chunk) = stream.chunk().await.unwrap() {
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), read)
+        .await
+        .expect("the stream ends once the run has");
+    let after = seen.split("event: run_waiting").nth(1).unwrap();
+    assert!(after.contains("event: user_responded"), "{seen}");
+    assert!(after.contains("event: run_completed"), "{seen}");
+}

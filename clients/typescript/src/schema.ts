@@ -1775,16 +1775,42 @@ export interface components {
             detail: string;
             type: components["schemas"]["StopType"];
         };
-        /** @description Consecutive-iteration counters behind the breakers. */
+        /**
+         * @description The breakers' memory: consecutive-iteration counters, and what the last iterations did and
+         *     left, all bounded.
+         */
         Streaks: {
+            /**
+             * @description The workspace's documents as one hash (`progress::doc_part`, hex), brought up to date by
+             *     each commit from what it wrote.
+             */
+            docs_hash?: string;
             /** Format: uint32 */
             error: number;
+            /**
+             * @description The last iterations in a line each, newest last: the planner's recent history beside
+             *     the scratchpad entries it is shown.
+             */
+            history?: string[];
             last_action_fingerprint?: string | null;
             last_error_fingerprint?: string | null;
+            /** @description The tools the last iteration's planner called, sorted, each once. */
+            last_tools?: string[];
             /** Format: uint32 */
             no_progress: number;
             /** Format: uint32 */
             repeat: number;
+            /**
+             * @description Set after an iteration without progress that called the same tools as the one before:
+             *     fingerprints of its calls, which the next iteration refuses, and whose planner must
+             *     update the plan (a forced replan).
+             */
+            replan?: string[];
+            /**
+             * @description The workspace states (documents and plan statuses) the last iterations left, newest
+             *     last (at most `progress::STATES_KEPT`): a return to one is no progress.
+             */
+            states?: string[];
             /**
              * Format: uint32
              * @description Consecutive iterations with a tool call refused before it ran (unknown tool, bad

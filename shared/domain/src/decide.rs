@@ -4,24 +4,60 @@ use serde::{Deserialize, Serialize};
 
 use crate::evidence::{ClaimEvidence, EvidenceProblem, judge_evidence};
 use crate::planner::StatusBlock;
+use crate::progress;
 use crate::run::{Budgets, Metrics, PlanStep, Run, RunStatus, StopType, StoppingReason, Streaks};
 
-/// What the iteration changed in committed state. Anything here counts as progress.
+/// What the iteration changed in committed state. Anything here counts as progress, but a
+/// change of the workspace that only takes it back to a state the run was in before.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Progress {
     pub docs_changed: u32,
     pub plan_advanced: bool,
     pub remaining_shrank: bool,
     pub answers_consumed: bool,
+    /// The workspace (documents and plan statuses) is left in a state one of the last
+    /// iterations left (`Streaks::states`): its changes undid others.
+    pub revisited: bool,
 }
 
 impl Progress {
     pub fn made(&self) -> bool {
-        self.docs_changed > 0
-            || self.plan_advanced
-            || self.remaining_shrank
-            || self.answers_consumed
+        let workspace = (self.docs_changed > 0 || self.plan_advanced) && !self.revisited;
+        workspace || self.remaining_shrank || self.answers_consumed
     }
+}
+
+/// The workspace as an iteration leaves it: the docs' hash (see `progress::doc_part`) and the
+/// state it makes with the plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkspaceAfter {
+    pub docs_hash: u64,
+    pub state: String,
+}
+
+impl WorkspaceAfter {
+    /// The workspace after a commit that changed the docs' hash by `docs_delta` (the XOR of
+    /// the parts of the documents it wrote, old and new) and left `plan`.
+    pub fn of(run: &Run, docs_delta: u64, plan: &[PlanStep]) -> WorkspaceAfter {
+        let docs_hash = progress::parse_docs_hash(&run.streaks.docs_hash) ^ docs_delta;
+        WorkspaceAfter {
+            docs_hash,
+            state: progress::workspace_state(docs_hash, plan),
+        }
+    }
+
+    /// The run was in this state after one of its last iterations.
+    pub fn seen_before(&self, run: &Run) -> bool {
+        run.streaks.states.contains(&self.state)
+    }
+}
+
+/// A tool call the planner asked for: its tool, and the fingerprint of the call (name and
+/// arguments) that a forced replan refuses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallSeen {
+    pub tool: String,
+    pub fingerprint: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -131,6 +167,10 @@ pub struct IterationFacts {
     pub progress: Progress,
     /// Fingerprint of the action set (tool names + args, executor tasks); `None` on error.
     pub action_fingerprint: Option<String>,
+    /// The planner's tool calls, in order.
+    pub calls: Vec<CallSeen>,
+    /// The workspace as the commit leaves it; `None` when unknown (nothing is remembered).
+    pub workspace: Option<WorkspaceAfter>,
     pub error: Option<IterationError>,
     /// A tool call refused before it ran and not repaired (the first, when several were).
     pub tool_failure: Option<ToolFailure>,
@@ -297,7 +337,60 @@ fn next_streaks(run: &Run, facts: &IterationFacts) -> Streaks {
     if facts.action_fingerprint.is_some() {
         streaks.last_action_fingerprint = facts.action_fingerprint.clone();
     }
+    let mut tools: Vec<String> = facts.calls.iter().map(|c| c.tool.clone()).collect();
+    tools.sort();
+    tools.dedup();
+    // No progress with the same tool set again (issue 56 §2, the planner and executor
+    // document's §4.5): the next iteration must replan, and may not make these calls.
+    let same_tools = !tools.is_empty() && tools == run.streaks.last_tools;
+    streaks.replan = if !progress && same_tools && facts.error.is_none() {
+        facts.calls.iter().map(|c| c.fingerprint.clone()).collect()
+    } else {
+        vec![]
+    };
+    if facts.action_fingerprint.is_some() {
+        streaks.last_tools = tools;
+    }
+    if let Some(w) = &facts.workspace {
+        streaks.docs_hash = progress::format_docs_hash(w.docs_hash);
+        progress::remember(&mut streaks.states, &w.state);
+    }
+    streaks.history.push(history_line(facts, progress));
+    let extra = streaks.history.len().saturating_sub(HISTORY_KEPT);
+    streaks.history.drain(..extra);
     streaks
+}
+
+/// Iterations in the planner's recent history (`Streaks::history`), a line of at most
+/// `HISTORY_LINE` characters each: the run row carries them.
+const HISTORY_KEPT: usize = 6;
+const HISTORY_LINE: usize = 160;
+
+/// One iteration in a line: whether it moved the run on, its tool calls, what it left to do.
+fn history_line(facts: &IterationFacts, progress: bool) -> String {
+    let tools = match facts.calls.len() {
+        0 => "no tool calls".to_string(),
+        _ => facts
+            .calls
+            .iter()
+            .map(|c| c.tool.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    let result = match (&facts.error, progress) {
+        (Some(e), _) => format!("failed: {}", crate::clip(&e.message, 80)),
+        (None, true) => "progress".to_string(),
+        (None, false) if facts.progress.revisited => {
+            "no progress: the workspace went back to an earlier state".to_string()
+        }
+        (None, false) => "no progress".to_string(),
+    };
+    let remaining = match &facts.status {
+        Some(s) => format!("; {} item(s) of remaining work", s.remaining_work.len()),
+        None => String::new(),
+    };
+    let line = format!("{}: {result} ({tools}){remaining}", facts.iteration);
+    crate::clip(&line, HISTORY_LINE)
 }
 
 fn finish(kind: StopType, detail: impl Into<String>) -> Option<Outcome> {
@@ -464,6 +557,27 @@ fn carry_on_hints(run: &Run, facts: &IterationFacts, streaks: &Streaks) -> Vec<S
              You MUST replan: choose different tools, arguments or steps, or ask the user."
                 .to_string(),
         );
+    }
+    let remaining = facts.status.as_ref().map(|s| &s.remaining_work);
+    if let Some(remaining) = remaining
+        && !remaining.is_empty()
+        && *remaining == run.remaining_work
+        && !facts.progress.made()
+    {
+        hints.push(
+            "ANTI-REPETITION: your remaining_work is the same as the iteration before's and nothing \
+             changed. Do not repeat the same action; choose a different approach or replan."
+                .to_string(),
+        );
+    }
+    if !streaks.replan.is_empty() {
+        hints.push(format!(
+            "REPLAN REQUIRED: the last iteration called the same tools as the one before ({}) and \
+             changed nothing. This iteration must update the plan (plan_updates), and its calls \
+             are refused if made again with the same arguments: choose other calls or steps, or \
+             ask the user.",
+            streaks.last_tools.join(", ")
+        ));
     }
     if streaks.no_progress > 0 {
         hints.push(format!(

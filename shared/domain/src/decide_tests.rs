@@ -477,3 +477,165 @@ fn thresholds_are_per_run() {
         matches!(decide(&run, &f).outcome, Outcome::Finish(ref r) if r.kind == StopType::NoProgress)
     );
 }
+
+/// Decides iterations that each write `notes/a.md` with the given contents, nothing else
+/// changing; returns the verdicts.
+fn write_versions(mut run: Run, contents: &[&str]) -> Vec<Verdict> {
+    let mut committed: Option<&str> = None;
+    let mut verdicts = vec![];
+    for (i, content) in contents.iter().enumerate() {
+        let part = |c: &str| crate::progress::doc_part("notes/a.md", "A", c);
+        let delta = part(content) ^ committed.map_or(0, part);
+        let mut f = facts(i as u32 + 1, status(false, &["x"]));
+        f.workspace = Some(WorkspaceAfter::of(&run, delta, &f.plan));
+        f.progress.revisited = f.workspace.as_ref().is_some_and(|w| w.seen_before(&run));
+        let v = decide(&run, &f);
+        run.streaks = v.streaks.clone();
+        run.remaining_work = vec!["x".into()];
+        committed = Some(content);
+        verdicts.push(v);
+    }
+    verdicts
+}
+
+#[test]
+fn a_flipping_document_stops_with_no_progress() {
+    // Arrange
+    let run = sample_run();
+
+    // Act: v1, v2, then back and forth between them.
+    let v = write_versions(run, &["v1", "v2", "v1", "v2", "v1"]);
+
+    // Assert: the first two versions are progress, every return to one of them is not.
+    let streaks: Vec<u32> = v.iter().map(|v| v.streaks.no_progress).collect();
+    assert_eq!(streaks, [0, 0, 1, 2, 3]);
+    let Outcome::Finish(r) = &v[4].outcome else {
+        panic!("{:?}", v[4].outcome)
+    };
+    assert_eq!(r.kind, StopType::NoProgress);
+    assert!(
+        v[2].streaks.history[2].contains("back to an earlier state"),
+        "{:?}",
+        v[2].streaks.history
+    );
+}
+
+#[test]
+fn a_document_rewritten_with_new_content_each_time_is_progress() {
+    let v = write_versions(sample_run(), &["v1", "v2", "v3", "v4", "v5"]);
+
+    assert!(v.iter().all(|v| v.outcome == Outcome::Continue));
+    assert_eq!(v[4].streaks.no_progress, 0);
+}
+
+#[test]
+fn a_plan_step_toggled_back_to_done_is_no_progress() {
+    // Arrange: s1 done, then pending, then done again.
+    let mut run = sample_run();
+    run.remaining_work = vec!["x".into()];
+    let step = |status| PlanStep {
+        id: "s1".into(),
+        title: "step".into(),
+        status,
+        iteration_last_touched: 1,
+        notes: None,
+    };
+    let mut verdicts = vec![];
+
+    // Act
+    for (i, st) in [StepStatus::Done, StepStatus::Pending, StepStatus::Done]
+        .into_iter()
+        .enumerate()
+    {
+        let mut f = facts(i as u32 + 1, status(false, &["x"]));
+        f.plan = vec![step(st)];
+        f.progress = Progress {
+            plan_advanced: st == StepStatus::Done,
+            ..Default::default()
+        };
+        let w = WorkspaceAfter::of(&run, 0, &f.plan);
+        f.progress.revisited = w.seen_before(&run);
+        f.workspace = Some(w);
+        let v = decide(&run, &f);
+        run.streaks = v.streaks.clone();
+        verdicts.push(v);
+    }
+
+    // Assert: the second "done" advanced the step only to where it had been.
+    assert_eq!(verdicts[0].streaks.no_progress, 0);
+    assert_eq!(verdicts[2].streaks.no_progress, 2);
+}
+
+#[test]
+fn a_repeated_remaining_work_fires_the_anti_repetition_hint() {
+    // Arrange: new calls every time, but the same remaining work and nothing changed.
+    let mut run = sample_run();
+    run.remaining_work = vec!["find the second source".into()];
+    let mut f = facts(2, status(false, &["find the second source"]));
+    f.progress = Progress::default();
+    let mut moved = f.clone();
+    moved.status = Some(status(false, &["write the summary"]));
+
+    // Act
+    let same = decide(&run, &f);
+    let other = decide(&run, &moved);
+
+    // Assert
+    let hint = "remaining_work is the same as the iteration before's";
+    assert!(same.hints.iter().any(|h| h.contains(hint)), "{:?}", same.hints);
+    assert!(!other.hints.iter().any(|h| h.contains(hint)), "{:?}", other.hints);
+}
+
+fn call(tool: &str, fingerprint: &str) -> CallSeen {
+    CallSeen {
+        tool: tool.into(),
+        fingerprint: fingerprint.into(),
+    }
+}
+
+#[test]
+fn no_progress_with_the_same_tools_again_forces_a_replan_refusing_those_calls() {
+    // Arrange: iteration 1 fetched one page; iteration 2 fetches another, and nothing changes.
+    let mut run = sample_run();
+    run.thresholds.no_progress_limit = 10;
+    let mut first = facts(1, status(false, &["x"]));
+    first.calls = vec![call("http_fetch", "page-a")];
+    run.streaks = decide(&run, &first).streaks;
+    let mut second = facts(2, status(false, &["y"]));
+    second.progress = Progress::default();
+    second.calls = vec![call("http_fetch", "page-b")];
+    let mut progressed = second.clone();
+    progressed.progress.docs_changed = 1;
+
+    // Act
+    let stuck = decide(&run, &second);
+    let moving = decide(&run, &progressed);
+
+    // Assert
+    assert_eq!(stuck.outcome, Outcome::Continue);
+    assert_eq!(stuck.streaks.replan, ["page-b"]);
+    assert!(
+        stuck.hints.iter().any(|h| h.starts_with("REPLAN REQUIRED") && h.contains("http_fetch")),
+        "{:?}",
+        stuck.hints
+    );
+    assert!(moving.streaks.replan.is_empty());
+    assert!(!moving.hints.iter().any(|h| h.starts_with("REPLAN")));
+}
+
+#[test]
+fn the_recent_history_keeps_the_last_six_iterations_in_a_line_each() {
+    let mut run = sample_run();
+    run.thresholds.no_progress_limit = 100;
+    for i in 1..=9 {
+        let mut f = facts(i, status(false, &["x", "y"]));
+        f.calls = vec![call("doc_write", &format!("w{i}"))];
+        run.streaks = decide(&run, &f).streaks;
+    }
+
+    let h = &run.streaks.history;
+    assert_eq!(h.len(), 6);
+    assert!(h[0].starts_with("4: progress (doc_write)"), "{h:?}");
+    assert!(h[5].starts_with("9: "), "{h:?}");
+    assert!(h[5].ends_with("2 item(s) of remaining work"), "{h:?}");
+}

@@ -10,6 +10,7 @@ pub mod fingerprint;
 pub mod outbox;
 pub mod outcome;
 pub mod planner;
+pub mod progress;
 pub mod record;
 pub mod repo;
 pub mod report;

@@ -7,7 +7,7 @@ use crate::events::{CallDecided, ObjectiveChange, PatchRequested, RunEvent, Supe
 use crate::record::DocMeta;
 use crate::run::{
     BudgetsInput, Decision, PermissionMode, Run, RunPatch, RunStatus, StopType, StoppingReason,
-    Streaks, UserAnswer,
+    UserAnswer,
 };
 
 /// Ends a run that is not inside an iteration (queued, waiting): canceled now.
@@ -355,7 +355,7 @@ pub fn continue_run(
     next.budgets = raised;
     next.transition_to(RunStatus::Queued, now)?;
     // A fresh start for the breakers: the raised budget is the user's call to go on.
-    next.streaks = Streaks::default();
+    next.streaks = run.streaks.started_over();
     let event = RunEvent::RunContinued {
         budgets: next.budgets.clone(),
         from_iteration: run.iteration,
@@ -425,7 +425,7 @@ pub fn follow_up(
     next.transition_to(RunStatus::Queued, now)?;
     next.follow_up_question = Some(question.to_string());
     // A new question: the breakers start over, as after `continue`.
-    next.streaks = Streaks::default();
+    next.streaks = run.streaks.started_over();
     let event = RunEvent::FollowUpAsked {
         question: question.to_string(),
         from_iteration: run.iteration,

@@ -127,7 +127,8 @@ impl RunContext {
     }
 }
 
-/// Consecutive-iteration counters behind the breakers.
+/// The breakers' memory: consecutive-iteration counters, and what the last iterations did and
+/// left, all bounded.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Streaks {
     pub no_progress: u32,
@@ -139,6 +140,39 @@ pub struct Streaks {
     /// arguments) and not repaired.
     #[serde(default)]
     pub tool_failure: u32,
+    /// The tools the last iteration's planner called, sorted, each once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub last_tools: Vec<String>,
+    /// Set after an iteration without progress that called the same tools as the one before:
+    /// fingerprints of its calls, which the next iteration refuses, and whose planner must
+    /// update the plan (a forced replan).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replan: Vec<String>,
+    /// The workspace's documents as one hash (`progress::doc_part`, hex), brought up to date by
+    /// each commit from what it wrote.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub docs_hash: String,
+    /// The workspace states (documents and plan statuses) the last iterations left, newest
+    /// last (at most `progress::STATES_KEPT`): a return to one is no progress.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub states: Vec<String>,
+    /// The last iterations in a line each, newest last: the planner's recent history beside
+    /// the scratchpad entries it is shown.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<String>,
+}
+
+impl Streaks {
+    /// The counters started over (after `continue` or a follow-up question: the user's call to
+    /// go on) and the forced replan lifted; what the run did and the states it was in are kept.
+    pub fn started_over(&self) -> Streaks {
+        Streaks {
+            docs_hash: self.docs_hash.clone(),
+            states: self.states.clone(),
+            history: self.history.clone(),
+            ..Streaks::default()
+        }
+    }
 }
 
 /// A fenced claim on one iteration. Only the owner may commit iteration `iteration`.

@@ -4,10 +4,12 @@
 //! inputs) gathered in a `CommitPlan`.
 
 use longrun_domain::change::CommitPlan;
-use longrun_domain::decide::{BudgetExhausted, IterationFacts, Outcome, Progress};
+use longrun_domain::decide::{
+    BudgetExhausted, CallSeen, IterationFacts, Outcome, Progress, WorkspaceAfter,
+};
 use longrun_domain::evidence::{ClaimEvidence, DocFound};
 use longrun_domain::fingerprint;
-use longrun_domain::planner::StatusBlock;
+use longrun_domain::planner::{StatusBlock, ToolCall};
 use longrun_domain::record::normalize_doc_path;
 use longrun_domain::record::{IterationMetrics, IterationRecord, PadEntry};
 use longrun_domain::report::Narrative;
@@ -130,11 +132,13 @@ fn judge(
         .as_ref()
         .map(|s| s.remaining_work.clone())
         .unwrap_or_else(|| run.remaining_work.clone());
+    let workspace = WorkspaceAfter::of(run, staged.docs_delta, &staged.plan);
     let progress = Progress {
         docs_changed: (staged.created.len() + staged.updated.len()) as u32,
         plan_advanced: staged.plan_advanced,
         remaining_shrank: status.is_some() && remaining_work.len() < run.remaining_work.len(),
         answers_consumed: draft.planner.is_some() && !run.pending_answers.is_empty(),
+        revisited: workspace.seen_before(run),
     };
     let mut questions = staged.questions.clone();
     questions.extend(draft.approval_questions.iter().cloned());
@@ -164,6 +168,8 @@ fn judge(
         plan: staged.plan.clone(),
         progress: progress.clone(),
         action_fingerprint,
+        calls: planner.map_or(vec![], |p| p.tool_calls.iter().map(call_seen).collect()),
+        workspace: Some(workspace),
         error: draft.error.clone(),
         tool_failure: draft.tool_failure(),
         budget: budget.clone(),
@@ -183,6 +189,15 @@ fn judge(
         budget,
         metrics,
         verdict,
+    }
+}
+
+/// A planner's call as the breakers see it; a forced replan refuses a call of the same
+/// fingerprint (`phases::refuse_for_replan`).
+pub(super) fn call_seen(c: &ToolCall) -> CallSeen {
+    CallSeen {
+        tool: c.name.clone(),
+        fingerprint: fingerprint::of_json(&json!([c.name, c.args])),
     }
 }
 

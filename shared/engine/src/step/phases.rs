@@ -175,6 +175,10 @@ impl Engine {
                 Llm::Failed(e) => return Ok(Err(llm_error(&e))),
             };
             match parse_planner_output(&resp.content) {
+                Ok(out) if attempt == 0 && replan_unmet(it.run, &out).is_some() => {
+                    let unmet = replan_unmet(it.run, &out).unwrap_or_default();
+                    correction = Some((resp.content, unmet));
+                }
                 Ok(out) => return Ok(Ok(Some(out))),
                 Err(err) if attempt == 0 => {
                     correction = Some((resp.content, err.to_string()));
@@ -201,19 +205,15 @@ impl Engine {
             let m = &s.iteration;
             staging.note_spend(m.input_tokens + m.output_tokens, m.cost_usd);
         }
+        let (calls, refused) = refuse_for_replan(it.run, admitted.calls.clone());
         let outcomes = self
-            .run_tools(
-                it,
-                staging,
-                &admitted.calls,
-                None,
-                self.config.max_tool_calls,
-            )
+            .run_tools(it, staging, &calls, None, self.config.max_tool_calls)
             .await;
         draft
             .tool_results
-            .extend(outcomes.iter().map(|o| brief_of(o, false)));
+            .extend(refused.iter().chain(&outcomes).map(|o| brief_of(o, false)));
         draft.note_outcomes(&outcomes);
+        // A refused repeat is not the repair pass's to fix: it would only make it again.
         outcomes.into_iter().filter(|o| o.result.is_err()).collect()
     }
 
@@ -245,10 +245,11 @@ impl Engine {
         };
         let calls: Vec<ToolCall> = repair.tool_calls.into_iter().take(max).collect();
         let calls = permissions::hold_writes(it.run, it.n, &it.tools, calls, draft);
+        let (calls, refused) = refuse_for_replan(it.run, calls);
         let repaired = self.run_tools(it, staging, &calls, None, max).await;
         draft
             .tool_results
-            .extend(repaired.iter().map(|o| brief_of(o, true)));
+            .extend(refused.iter().chain(&repaired).map(|o| brief_of(o, true)));
         draft.note_outcomes(&repaired);
         Ok(())
     }
@@ -362,6 +363,64 @@ impl Engine {
         }
         out
     }
+}
+
+/// Under a forced replan (`Streaks::replan`), what the planner's answer lacks: plan updates, or
+/// calls other than the ones refused. `None` when there is no forced replan, or it is met.
+fn replan_unmet(run: &Run, out: &PlannerOutput) -> Option<String> {
+    if run.streaks.replan.is_empty() {
+        return None;
+    }
+    let repeated: Vec<&str> = out
+        .tool_calls
+        .iter()
+        .filter(|c| is_refused_for_replan(run, c))
+        .map(|c| c.name.as_str())
+        .collect();
+    match (out.plan_updates.is_empty(), repeated.is_empty()) {
+        (false, true) => None,
+        (empty, _) => {
+            let mut unmet = vec![];
+            if empty {
+                unmet.push("plan_updates is empty".to_string());
+            }
+            if !repeated.is_empty() {
+                unmet.push(format!(
+                    "the calls to {} repeat the last iteration's, which changed nothing",
+                    repeated.join(", ")
+                ));
+            }
+            Some(format!(
+                "this iteration must replan (REPLAN REQUIRED in hints), but {}",
+                unmet.join(" and ")
+            ))
+        }
+    }
+}
+
+fn is_refused_for_replan(run: &Run, call: &ToolCall) -> bool {
+    let seen = super::conclude::call_seen(call);
+    run.streaks.replan.contains(&seen.fingerprint)
+}
+
+/// The calls to make, and the refusals of those a forced replan forbids (the last
+/// iteration's, which made no progress): a refusal is not made, nor counted as a refused tool.
+fn refuse_for_replan(run: &Run, calls: Vec<ToolCall>) -> (Vec<ToolCall>, Vec<ToolOutcome>) {
+    let (refused, calls): (Vec<ToolCall>, Vec<ToolCall>) = calls
+        .into_iter()
+        .partition(|c| is_refused_for_replan(run, c));
+    let refused = refused
+        .into_iter()
+        .map(|c| ToolOutcome {
+            name: c.name,
+            args: c.args,
+            result: Err("refused: the same call as the last iteration's, which changed \
+                         nothing; replan with other calls"
+                .into()),
+            refused: None,
+        })
+        .collect();
+    (calls, refused)
 }
 
 fn brief_of(o: &ToolOutcome, repaired: bool) -> ToolResultBrief {

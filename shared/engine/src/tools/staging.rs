@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use longrun_domain::progress::doc_part;
 use longrun_domain::record::{MAX_SOURCE_CHARS, merge_sources};
 use longrun_domain::run::{Budgets, PlanStep, Run, StepStatus, apply_plan_updates};
 use longrun_domain::{Doc, DocHit, DocMeta};
@@ -57,6 +58,9 @@ pub struct Staged {
     pub plan: Vec<PlanStep>,
     pub plan_advanced: bool,
     pub plan_changes: Vec<String>,
+    /// How the docs written change the workspace's docs' hash: the XOR of each one's part
+    /// before and after (`progress::doc_part`).
+    pub docs_delta: u64,
     pub questions: Vec<String>,
     pub spawned: Vec<ChildRequest>,
     pub wait_for_children: bool,
@@ -263,7 +267,10 @@ impl Staging {
         let mut created = vec![];
         let mut updated = vec![];
         let mut docs = vec![];
+        let mut docs_delta = 0;
         for (path, (doc, base)) in inner.docs {
+            let part = |d: &Doc| doc_part(&d.path, &d.title, &d.content);
+            docs_delta ^= part(&doc) ^ base.as_ref().map_or(0, part);
             if base.is_some() {
                 updated.push(path);
             } else {
@@ -278,6 +285,7 @@ impl Staging {
             plan: inner.plan,
             plan_advanced: inner.plan_advanced,
             plan_changes: inner.plan_changes,
+            docs_delta,
             questions: inner.questions,
             spawned: inner.spawned,
             wait_for_children: inner.wait_for_children,

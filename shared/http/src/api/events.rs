@@ -122,8 +122,10 @@ pub(super) async fn stream(
                         (p, run, last, false, draining),
                     ));
                 }
+                // A waiting run is not settled: an answer, a message or its children's end
+                // brings more events, and the stream delivers them as they come.
                 let settled = match reads::refresh(&p, &run).await {
-                    Ok(Some(r)) => r.status.is_ended() || r.status.is_waiting(),
+                    Ok(Some(r)) => r.status.is_ended(),
                     _ => true,
                 };
                 // Ends the stream cleanly at a shutdown: the EventSource reconnects with its
