@@ -23,7 +23,7 @@ use anyhow::{Context, Result, bail};
 use clap::{CommandFactory, Parser};
 use longrun::args::{BudgetFlags, Cli, Command, LogFormat, ServeArgs};
 use longrun::exit;
-use longrun_domain::report::{ChangeAction, ChangeKind, NarrativeSource, Report};
+use longrun_domain::report::{EntityType, NarrativeSource, Relationship, Report};
 use longrun_domain::run::{PermissionMode, Run, RunStatus};
 use longrun_http::{
     AppConfig, Console, CreateRun, Platform, Tokens, create_run, router_with_console,
@@ -742,28 +742,27 @@ fn print_report(report: &Report, json: bool) -> Result<()> {
         report.stopping_reason.kind,
         report.stopping_reason.detail
     );
-    outln!("summary:     {}", report.summary);
-    let by = match report.narrative.source {
+    outln!("headline:    {}", report.headline);
+    let by = match report.summary_source {
         NarrativeSource::Model => "written by the model".to_string(),
         NarrativeSource::Records => format!(
             "built from the iteration records: {}",
             report
-                .narrative
-                .note
+                .summary_note
                 .as_deref()
                 .unwrap_or("no model wrote it")
         ),
     };
-    outln!("narrative:   ({by})");
-    for line in wrap(&report.narrative.text, 90) {
+    outln!("summary:     ({by})");
+    for line in wrap(&report.summary, 90) {
         outln!("  {line}");
     }
     outln!(
         "metrics:     {} iterations · {} LLM calls · {} tokens · ${:.6} · running {} ms of {} ms",
         m.iterations,
         m.llm_calls,
-        m.tokens,
-        m.cost_usd,
+        m.total_tokens,
+        m.total_cost_usd,
         m.running_ms,
         m.duration_ms
     );
@@ -777,23 +776,44 @@ fn print_report(report: &Report, json: bool) -> Result<()> {
         );
     }
     outln!("changes:");
-    for e in &report.what_changed.entries {
-        let (kind, name) = match e.kind {
-            ChangeKind::Document => ("document ", e.path.as_deref().unwrap_or("")),
-            ChangeKind::PlanStep => ("plan step", e.id.as_deref().unwrap_or("")),
-        };
-        let change = match e.change {
-            ChangeAction::Created => "created",
-            ChangeAction::Updated => "updated",
-        };
-        outln!(
-            "  {kind} {name:<18} {change} (iteration {:>2})  {}",
-            e.iteration,
-            e.title
-        );
+    let kind = |t: EntityType| match t {
+        EntityType::Document => "document ",
+        EntityType::PlanStep => "plan step",
+        EntityType::Run => "run      ",
+    };
+    let changes = [
+        ("created", &report.what_changed.created),
+        ("updated", &report.what_changed.updated),
+    ];
+    for (change, list) in changes {
+        for c in list {
+            outln!(
+                "  {} {:<18} {change} (iteration {:>2})  {}",
+                kind(c.kind),
+                c.id,
+                c.iteration,
+                c.title
+            );
+        }
     }
-    for l in &report.what_changed.links {
-        outln!("  link      {} → {}", l.from, l.to);
+    for l in &report.what_changed.linked {
+        let rel = match l.relationship {
+            Relationship::DerivedFrom => "derived from",
+            Relationship::Supports => "supports",
+        };
+        outln!("  link      {} {rel} {}", l.from_id, l.to_id);
+    }
+    for p in &report.artifacts.plans {
+        let done = p
+            .steps
+            .iter()
+            .filter(|s| s.status == longrun_domain::run::StepStatus::Done)
+            .count();
+        outln!(
+            "plan:        {}, {done} of {} step(s) done",
+            p.status.as_str(),
+            p.steps.len()
+        );
     }
     if !report.questions.is_empty() {
         outln!("questions:   {}", report.questions.join(" | "));

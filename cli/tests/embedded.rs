@@ -26,9 +26,10 @@ fn assert_report(report: &Value, status: &str, stop: &str) {
     assert_eq!(report["status"], status, "{report:#}");
     assert_eq!(report["stopping_reason"]["type"], stop, "{report:#}");
     assert!(report["metrics"]["iterations"].is_u64());
-    assert!(report["metrics"]["tokens"].is_u64());
-    assert!(report["metrics"]["cost_usd"].is_f64());
+    assert!(report["metrics"]["total_tokens"].is_u64());
+    assert!(report["metrics"]["total_cost_usd"].is_f64());
     assert!(report["what_changed"]["created"].is_array());
+    assert!(report["headline"].is_string() && report["summary"].is_string());
 }
 
 #[test]
@@ -175,7 +176,7 @@ fn budget_flags_stop_a_run_that_would_go_on() {
     assert_eq!(report["metrics"]["iterations"], 3);
     let (_, report, _) = run_script(script, &["--max-tokens", "500"]);
     assert_report(&report, "stopped", "budget");
-    assert_eq!(report["metrics"]["tokens"], 600);
+    assert_eq!(report["metrics"]["total_tokens"], 600);
 }
 
 #[test]
@@ -241,9 +242,10 @@ fn the_demo_completes_with_fan_out_repair_and_docs() {
             && stdout.contains("remaining_work"),
         "{stdout}"
     );
-    // The report a person reads: the final call's narrative and the typed changes.
+    // The report a person reads: its title, the final call's narrative and the typed changes.
+    assert!(stdout.contains("== Report: Complete: "), "{stdout}");
     assert!(
-        stdout.contains("narrative:   (written by the model)")
+        stdout.contains("summary:     (written by the model)")
             && stdout.contains("You asked for a short field guide"),
         "{stdout}"
     );
@@ -253,7 +255,7 @@ fn the_demo_completes_with_fan_out_repair_and_docs() {
     );
     assert!(stdout.contains("plan step s4"), "{stdout}");
     assert!(
-        stdout.contains("link      guide.md → notes/green.md"),
+        stdout.contains("link      guide.md derived from notes/green.md"),
         "{stdout}"
     );
     // Every follow-up command is pasteable: the binary and the data by full path.
@@ -305,7 +307,18 @@ fn the_permission_mode_reaches_an_embedded_run() {
     assert_eq!(code, 6, "a run waiting on the user exits 6: {err}");
     assert_report(&report, "waiting_on_user", "waiting_on_user");
     assert_eq!(report["metrics"]["iterations"], 1);
-    assert_eq!(report["what_changed"]["created"], serde_json::json!([]));
+    assert_eq!(report["artifacts"]["documents"], serde_json::json!([]));
+    let created: Vec<(&str, &str)> = report["what_changed"]["created"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["type"].as_str().unwrap(), c["id"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        created,
+        [("plan_step", "s1")],
+        "the plan is the run's; the write is held"
+    );
 }
 
 #[test]

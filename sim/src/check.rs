@@ -158,10 +158,12 @@ async fn outcome(store: &InMemoryRunStore, run: &Run, out: &mut Vec<String>) {
     }
     // A report a person reads: a narrative always, and one no model wrote says why.
     if let Some(r) = &run.report {
-        let n = &r.narrative;
-        let unexplained = n.source == NarrativeSource::Records && n.note.is_none();
-        if n.text.trim().is_empty() || unexplained {
-            out.push(format!("{}: report narrative {n:?}", run.id));
+        let unexplained = r.summary_source == NarrativeSource::Records && r.summary_note.is_none();
+        if r.summary.trim().is_empty() || unexplained {
+            out.push(format!(
+                "{}: report summary {:?} ({:?}, note {:?})",
+                run.id, r.summary, r.summary_source, r.summary_note
+            ));
         }
     }
     let id = format!("{}#{}#{}", run.id, run.iteration, run.status);

@@ -87,7 +87,9 @@ test('an MCP client starts a run, polls it to its end and reads its report and a
   assert.equal(run.status, 'completed');
   assert.equal(report.isError, false);
   assert.equal(report.structuredContent.status, 'completed');
-  assert.deepEqual(report.structuredContent.what_changed.created.sort(), report.structuredContent.artifacts.documents.map((a) => a.path).sort());
+  const { created, updated } = report.structuredContent.what_changed;
+  assert.deepEqual([...created, ...updated].filter((c) => c.type === 'document').map((c) => c.id).sort(),
+    report.structuredContent.artifacts.documents.map((a) => a.path).sort(), 'every document is a change of the run');
   assert.ok(listed.structuredContent.runs.some((r) => r.id === runId));
   assert.equal(doc.isError, false);
   assert.ok(doc.structuredContent.content.length > 0);

@@ -458,7 +458,32 @@ async fn a_run_waits_for_the_user_and_completes_after_the_answer() {
     assert_eq!(ws["tree"]["children"][0]["path"], "choice.md");
     let (_, report) = app.get(&format!("/v1/runs/{id}/report"), ALICE).await;
     assert_eq!(report["status"], "completed");
-    assert_eq!(report["what_changed"]["created"], json!(["choice.md"]));
+    let created = &report["what_changed"]["created"];
+    assert_eq!(created.as_array().map(Vec::len), Some(1), "{created}");
+    assert_eq!(
+        (&created[0]["type"], &created[0]["id"]),
+        (&json!("document"), &json!("choice.md"))
+    );
+    assert!(
+        report["title"].as_str().unwrap().starts_with("Complete: "),
+        "{}",
+        report["title"]
+    );
+    assert_eq!(report["headline"], "wrote choice.md");
+    assert!(
+        report["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("choice.md"))
+    );
+    assert!(
+        report["metrics"]["total_tokens"].is_u64(),
+        "{}",
+        report["metrics"]
+    );
+    assert_eq!(
+        report["what_changed"]["linked"][0]["relationship"],
+        "supports"
+    );
 
     let mut notes = json!(null);
     for _ in 0..100 {
@@ -730,7 +755,7 @@ async fn a_token_budget_stops_the_run_with_a_partial_report() {
     );
     let (_, report) = app.get(&format!("/v1/runs/{id}/report"), ALICE).await;
     assert_eq!(
-        report["metrics"]["tokens"], 45,
+        report["metrics"]["total_tokens"], 45,
         "three calls of 15 tokens: the third crossed 40"
     );
     // The run ends in the iteration that spent the budget, not in an empty fourth one.
@@ -1448,6 +1473,8 @@ fn notes_request() -> longrun_http::CreateRun {
         permission_mode: None,
         allowed_tools: None,
         context: None,
+        scope: None,
+        project_ids: None,
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use async_trait::async_trait;
 
 use longrun_domain::BudgetsInput;
-use longrun_domain::report::NarrativeSource;
+use longrun_domain::report::{NarrativeSource, Relationship};
 use longrun_domain::run::{RunStatus, StopType};
 use longrun_http::create_run;
 use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmRole};
@@ -65,16 +65,30 @@ async fn a_completed_run_reports_a_narrative_from_one_final_model_call_counted_i
         run.stopping_reason
     );
     let report = run.report.clone().unwrap();
-    assert_eq!(report.narrative.source, NarrativeSource::Model);
+    assert_eq!(report.summary_source, NarrativeSource::Model);
     assert_eq!(
-        report.narrative.text,
+        report.summary,
         "You asked a question. The run answered it in a.md."
     );
     assert_eq!(run.metrics.llm_calls, 2);
     assert_eq!(run.metrics.tokens(), 110 + 60);
     assert_eq!(
-        report.metrics.tokens, 170,
+        report.metrics.total_tokens, 170,
         "the report counts the final call"
+    );
+    assert_eq!(report.headline, "wrote the answer");
+    assert_eq!(report.title, "Complete: Answer the question");
+    let supports: Vec<&str> = report
+        .what_changed
+        .linked
+        .iter()
+        .filter(|l| l.relationship == Relationship::Supports)
+        .map(|l| l.from_id.as_str())
+        .collect();
+    assert_eq!(
+        supports,
+        vec!["a.md"],
+        "the evidence's document supports the run"
     );
     let records = t.p().store.iterations(&run.id, 0, 10).await.unwrap();
     assert_eq!(records[0].metrics.llm_calls, 2);
@@ -94,12 +108,12 @@ async fn a_run_its_token_budget_ended_gets_a_narrative_from_the_records_saying_s
 
     // Assert: no final call was made; the narrative says what happened and why no model wrote it.
     assert_eq!(run.stopping_reason.as_ref().unwrap().kind, StopType::Budget);
-    let n = run.report.unwrap().narrative;
-    assert_eq!(n.source, NarrativeSource::Records);
-    let note = n.note.unwrap();
+    let r = run.report.unwrap();
+    assert_eq!(r.summary_source, NarrativeSource::Records);
+    let note = r.summary_note.unwrap();
     assert!(note.contains("budget that ended the run"), "{note}");
-    assert!(n.text.contains("answer the question"), "{}", n.text);
-    assert!(n.text.contains("n1.md"), "{}", n.text);
+    assert!(r.summary.contains("answer the question"), "{}", r.summary);
+    assert!(r.summary.contains("n1.md"), "{}", r.summary);
     assert_eq!(t.llm.calls.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
 
@@ -116,10 +130,10 @@ async fn when_no_model_answers_the_final_call_the_narrative_comes_from_the_recor
 
     // Assert
     assert_eq!(run.status, RunStatus::Completed);
-    let n = run.report.unwrap().narrative;
-    assert_eq!(n.source, NarrativeSource::Records);
-    assert!(n.note.unwrap().contains("no model answered"));
-    assert!(n.text.contains("wrote the answer"), "{}", n.text);
+    let r = run.report.unwrap();
+    assert_eq!(r.summary_source, NarrativeSource::Records);
+    assert!(r.summary_note.unwrap().contains("no model answered"));
+    assert!(r.summary.contains("wrote the answer"), "{}", r.summary);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -133,7 +147,7 @@ async fn a_redelivered_final_iteration_does_not_call_the_model_again() {
 
     // Assert: the redelivery healed the follow-up without a second final call.
     assert_eq!(faults.fired(), 1);
-    assert_eq!(run.report.unwrap().narrative.text, "first");
+    assert_eq!(run.report.unwrap().summary, "first");
     assert_eq!(t.llm.calls.load(std::sync::atomic::Ordering::SeqCst), 2);
     assert_eq!(run.metrics.llm_calls, 2);
 }
@@ -180,10 +194,7 @@ async fn a_final_iteration_redone_after_a_crash_commits_one_narrative_and_counts
 
     // Assert: the redo wrote the committed narrative; every answered call is in the books.
     assert_eq!(faults.fired(), 1);
-    assert_eq!(
-        run.report.unwrap().narrative.text,
-        "the answer (final call 2)"
-    );
+    assert_eq!(run.report.unwrap().summary, "the answer (final call 2)");
     let answered = t.llm.calls.load(std::sync::atomic::Ordering::SeqCst);
     assert_eq!(answered, 4);
     assert_eq!(run.metrics.llm_calls, answered);

@@ -481,32 +481,39 @@ export const runPage: Page = (ctx, root, params) => {
     reportCard.hidden = !run.report;
     const r = run.report;
     if (!r) return;
-    const docLink = (p: string) => h("li", {}, h("button", { type: "button", class: "link", onclick: () => openDoc(p) }, p));
-    const n = r.narrative;
-    const by = !n ? null : n.source === "model" ? "Written by the model at the run's end."
-      : `Built from the iteration records: ${n.note ?? "no model wrote it"}.`;
+    const by = r.summary_source === "model" ? "Written by the model at the run's end."
+      : `Built from the iteration records: ${r.summary_note ?? "no model wrote it"}.`;
     // The last completion claim the planner made, as the exit gate judged it.
     const claim = [...s.iterations].reverse().find((it) => it.status_block?.exit_signal)?.status_block;
     const mapped = (i: number, text: string) => claim?.criteria_evidence?.find((c) =>
       c.criterion === `c${i + 1}` || c.criterion === text)?.evidence ?? [];
     const criteria = run.completion_criteria ?? [];
+    const kinds = { document: "document", plan_step: "plan step", run: "run" } as const;
+    // A document opens in the viewer; a plan step or a run is named by its id.
+    const named = (type: keyof typeof kinds, id: string) => type === "document"
+      ? h("button", { type: "button", class: "link", onclick: () => openDoc(id) }, id) : id;
+    const changes = [
+      ...r.what_changed.created.map((c) => ({ ...c, change: "created" })),
+      ...r.what_changed.updated.map((c) => ({ ...c, change: "updated" })),
+    ];
+    const related = { derived_from: "derived from", supports: "supports" } as const;
+    const plans = r.artifacts.plans ?? [];
     replace(report,
       h("p", { class: "report-title" }, h("strong", {}, r.title)),
-      n?.text ? [h("p", { "data-testid": "report-narrative" }, run.questions.filter((q) => q.trim()).reduce((t, q) => t.split(q).join(asked(q)), n.text)), h("p", { class: "muted" }, by)] : null,
-      h("p", { "data-testid": "report-summary" }, r.summary),
+      r.summary ? [h("p", { "data-testid": "report-summary" }, run.questions.filter((q) => q.trim()).reduce((t, q) => t.split(q).join(asked(q)), r.summary)), h("p", { class: "muted" }, by)] : null,
+      r.headline ? h("p", { "data-testid": "report-headline" }, h("span", { class: "muted" }, "Last step: "), r.headline) : null,
       criteria.length ? [h("h3", {}, "Completion criteria"), h("ol", { "data-testid": "report-criteria" }, criteria.map((c, i) =>
         h("li", {}, c, h("span", { class: "muted" }, mapped(i, c).length ? ` — evidence: ${mapped(i, c).join(", ")}` : " — no evidence claimed"))))] : null,
       claim?.completion_evidence?.length ? [h("h3", {}, "Evidence"), h("ul", { "data-testid": "report-evidence" },
         claim.completion_evidence.map((e) => h("li", {}, e)))] : null,
-      r.what_changed.entries?.length ? [h("h3", {}, "What changed"), h("ul", { "data-testid": "report-changes" },
-        r.what_changed.entries.map((e) => h("li", {}, `${e.kind === "document" ? "document" : "plan step"} `,
-          e.kind === "document" && e.path ? h("button", { type: "button", class: "link", onclick: () => openDoc(e.path!) }, e.path) : (e.id ?? ""),
-          h("span", { class: "muted" }, ` ${e.change} in iteration ${e.iteration} — ${e.title}`))))] : null,
-      r.what_changed.links?.length ? [h("h3", {}, "Links between documents"), h("ul", {}, r.what_changed.links.map((l) =>
-        h("li", {}, `${l.from} → ${l.to}`)))] : null,
+      changes.length ? [h("h3", {}, "What changed"), h("ul", { "data-testid": "report-changes" },
+        changes.map((c) => h("li", {}, `${kinds[c.type]} `, named(c.type, c.id),
+          h("span", { class: "muted" }, ` ${c.change} in iteration ${c.iteration} — ${c.title}`))))] : null,
+      r.what_changed.linked.length ? [h("h3", {}, "Links"), h("ul", { "data-testid": "report-links" }, r.what_changed.linked.map((l) =>
+        h("li", {}, named(l.from_type, l.from_id), ` ${related[l.relationship]} `, l.to_type === "run" && l.to_id === run.id ? "this run" : named(l.to_type, l.to_id))))] : null,
+      plans.map((p) => h("p", { "data-testid": "report-plan" }, h("strong", {}, "Plan: "),
+        `${p.status.replace("_", " ")} — ${p.steps.filter((st) => st.status === "done").length} of ${p.steps.length} step(s) done`)),
       h("p", {}, h("strong", {}, "Stopping reason: "), `${r.stopping_reason.type} — ${r.stopping_reason.detail}`),
-      r.what_changed.created.length ? [h("h3", {}, "Created"), h("ul", {}, r.what_changed.created.map(docLink))] : null,
-      r.what_changed.updated.length ? [h("h3", {}, "Updated"), h("ul", {}, r.what_changed.updated.map(docLink))] : null,
       r.sources?.length ? [h("h3", {}, "Sources"), h("ul", { "data-testid": "report-sources" }, r.sources.map((src) =>
         h("li", {}, sourceLink(src.source), h("span", { class: "muted" }, " cited by "),
           src.docs.map((p, i) => [i ? ", " : "", h("button", { type: "button", class: "link", onclick: () => openDoc(p) }, p)]))))] : null);

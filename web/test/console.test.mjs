@@ -325,13 +325,16 @@ test("a run started from the composer advances live, waits on the user, complete
   await page.locator(".doc-content").getByText("Start with green tea: 75 °C for 2 minutes.").waitFor();
   assert.equal(await page.getByTestId("doc-sources").textContent(), `${siteUrl}/teas`, "the doc cites the page read");
   assert.match(await page.getByTestId("report-sources").textContent(), /\/teas cited by guide\.md, notes\/tea\.md$/);
-  assert.equal(await page.getByTestId("report-summary").textContent(), "Wrote guide.md starting with green tea, as asked.");
-  // The narrative (built from the records: this script has no reporter), the claim's evidence
-  // and the typed changes.
-  assert.match(await page.getByTestId("report-narrative").textContent(), /^You asked: Write a short tea guide\./);
+  // The title names the outcome and the work the evidence cites; the summary is the narrative
+  // (built from the records: this script has no reporter), the headline the last step's line;
+  // then the claim's evidence, the typed changes and how they link.
+  assert.equal(await page.locator(".report-title").textContent(), "Complete: Tea guide");
+  assert.match(await page.getByTestId("report-summary").textContent(), /^You asked: Write a short tea guide\./);
+  assert.equal(await page.getByTestId("report-headline").textContent(), "Last step: Wrote guide.md starting with green tea, as asked.");
   await page.getByText(/^Built from the iteration records: no model answered/).waitFor();
   assert.equal(await page.getByTestId("report-evidence").textContent(), "guide.md");
   assert.match(await page.getByTestId("report-changes").textContent(), /document guide\.md created in iteration 3 — Tea guide/);
+  assert.match(await page.getByTestId("report-links").textContent(), /guide\.md supports this run/);
   await page.getByText("Stopping reason: completed").waitFor();
   // An ended run takes a follow-up question; a blank one is refused before any request.
   await page.getByRole("heading", { name: "Ask a follow-up" }).waitFor();

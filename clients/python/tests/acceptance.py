@@ -161,6 +161,14 @@ class Sync(unittest.TestCase):
         self.assertEqual(doc.content, "n2")
         report = self.lr.report(run.id)
         self.assertEqual(report.run_id, run.id)
+        # The report in its contract's shape: a title with the outcome, the narrative, the last
+        # step's line, and the two notes as typed changes.
+        self.assertEqual(report.title, "Stopped: Two notes")
+        self.assertEqual(report.headline, "note 2")
+        self.assertTrue(report.summary.startswith("You asked: Two notes."), report.summary)
+        created = [(c.type_.value, c.id) for c in report.what_changed.created]
+        self.assertEqual(created, [("document", "notes/1.md"), ("document", "notes/2.md")])
+        self.assertEqual(report.metrics.total_tokens, 30)
         self.assertEqual(self.lr.deliveries(run.id), [], "no webhooks, no deliveries")
         with self.assertRaises(NotFound):
             self.lr.doc(run.id, "notes/none.md")

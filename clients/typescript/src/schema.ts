@@ -402,7 +402,7 @@ export interface paths {
         };
         /**
          * The run's report
-         * @description The report a run writes when it ends or waits on you: the narrative, what changed (documents, plan steps, links), the sources, its children's outcomes, its metrics and why it stopped. Asked for before that, it is a 409.
+         * @description The report a run writes when it ends or waits on you: a title with the outcome, the 5–10 sentence `summary` and the last iteration's `headline`, what changed (documents and plan steps created and updated, and how they are linked), its plan with its status, the sources, its children's outcomes, its metrics and why it stopped. Asked for before that, it is a 409.
          */
         get: operations["get_runs_id_report"];
         put?: never;
@@ -764,10 +764,11 @@ export interface components {
             /** Format: uint32 */
             version: number;
         };
-        /** @description The run's outputs: its documents, and its plan as it stands. */
+        /** @description The run's outputs: its documents, and its plans with their status. */
         Artifacts: {
             documents: components["schemas"]["ArtifactRef"][];
-            plan: components["schemas"]["PlanStep"][];
+            /** @description The run's plan as it stands, when it has one (a run has one plan). */
+            plans: components["schemas"]["PlanArtifact"][];
         };
         /** @description One attempt of a delivery, as kept on it. */
         AttemptRecord: {
@@ -854,26 +855,18 @@ export interface components {
             /** @default null */
             reason?: string | null;
         };
-        /** @enum {string} */
-        ChangeAction: "created" | "updated";
-        /** @description One thing the run changed. */
-        ChangeEntry: {
-            /** @description `updated` when a document was written more than once, or a step moved past pending. */
-            change: components["schemas"]["ChangeAction"];
-            /** @description The step's id (plan steps). */
-            id?: string | null;
+        /** @description One thing the run created or updated. */
+        Change: {
+            id: string;
             /**
              * Format: uint32
-             * @description The iteration that last wrote the document or touched the step.
+             * @description The iteration that last wrote the document or touched the step (0: not known, in a
+             *     report stored before it was kept).
              */
             iteration: number;
-            kind: components["schemas"]["ChangeKind"];
-            /** @description The document's path (documents). */
-            path?: string | null;
             title: string;
+            type: components["schemas"]["EntityType"];
         };
-        /** @enum {string} */
-        ChangeKind: "document" | "plan_step";
         /** @description A child run as its parent sees it. */
         ChildRun: {
             /** @description Carved out of the parent's remainder when the child was spawned. */
@@ -1024,10 +1017,6 @@ export interface components {
             snippet: string;
             title: string;
         };
-        DocLink: {
-            from: string;
-            to: string;
-        };
         DocMeta: {
             /** Format: uint */
             bytes: number;
@@ -1049,6 +1038,17 @@ export interface components {
             /** Format: uint32 */
             version: number;
         };
+        /**
+         * @description What a report's change or link names.
+         *
+         *     `document`: A workspace document; its id is its path.
+         *
+         *     `plan_step`: A step of the run's plan; its id is the step's.
+         *
+         *     `run`: A run; its id is the run's.
+         * @enum {string}
+         */
+        EntityType: "document" | "plan_step" | "run";
         /** @description One entry of a run's gapless event log: seqs are 1, 2, 3, … with no holes. */
         Event: {
             /** Format: int64 */
@@ -1153,6 +1153,13 @@ export interface components {
             iteration: number;
             owner: string;
         };
+        Link: {
+            from_id: string;
+            from_type: components["schemas"]["EntityType"];
+            relationship: components["schemas"]["Relationship"];
+            to_id: string;
+            to_type: components["schemas"]["EntityType"];
+        };
         MarkReadBody: {
             /** @description Ids of your notifications to mark read (at most 200); unknown ids are ignored. */
             ids: string[];
@@ -1233,13 +1240,6 @@ export interface components {
             input_tokens: number;
             /** Format: uint64 */
             output_tokens: number;
-        };
-        /** @description The report's narrative: what was asked, what was done, what was found, what is left. */
-        Narrative: {
-            /** @description Why no model wrote it (records only). */
-            note?: string | null;
-            source: components["schemas"]["NarrativeSource"];
-            text: string;
         };
         /**
          * @description Who wrote the narrative summary.
@@ -1382,6 +1382,22 @@ export interface components {
          * @enum {string}
          */
         PermissionMode: "autopilot" | "approve_plan" | "per_write";
+        /** @description A plan the run worked to, its status read from its steps. */
+        PlanArtifact: {
+            /** @description `plan`: what completion evidence names its steps by (`plan:ID`). */
+            id: string;
+            status: components["schemas"]["PlanStatus"];
+            steps: components["schemas"]["PlanStep"][];
+        };
+        /**
+         * @description `not_started`: Every step is pending.
+         *
+         *     `blocked`: A step is blocked and not every step is done.
+         *
+         *     `completed`: Every step is done.
+         * @enum {string}
+         */
+        PlanStatus: "in_progress" | "not_started" | "blocked" | "completed";
         PlanStep: {
             id: string;
             /** Format: uint32 */
@@ -1431,33 +1447,40 @@ export interface components {
              */
             write?: boolean;
         };
+        /**
+         * @description `derived_from`: The document `from` was written after reading the document `to` (`doc:PATH` sources).
+         *
+         *     `supports`: The completion evidence cites `from` for the run `to`.
+         * @enum {string}
+         */
+        Relationship: "derived_from" | "supports";
+        /**
+         * @description The report a run writes when it ends or waits (ARCHITECTURE.md, "Outcome"). Read through
+         *     `stored`, which also reads the shapes older versions stored.
+         */
         Report: {
             artifacts: components["schemas"]["Artifacts"];
             /** @description Child runs and their outcomes. */
             children?: components["schemas"]["ChildRun"][];
             /** Format: int64 */
             generated_at: number;
+            /** @description The last iteration's one-line progress summary. */
+            headline: string;
             metrics: components["schemas"]["ReportMetrics"];
-            /**
-             * @description Five to ten sentences on what was asked, done, found and left.
-             * @default {
-             *       "source": "records",
-             *       "text": ""
-             *     }
-             */
-            narrative?: components["schemas"]["Narrative"];
             objective: string;
             questions?: string[];
             run_id: string;
-            /**
-             * @description Every source the workspace cites, in the order first cited (by doc path).
-             * @default []
-             */
-            sources?: components["schemas"]["SourceRef"][];
+            /** @description Every source the workspace cites, in the order first cited (by doc path). */
+            sources: components["schemas"]["SourceRef"][];
             status: components["schemas"]["RunStatus"];
             stopping_reason: components["schemas"]["StoppingReason"];
-            /** @description The last iteration's one-line progress summary. */
+            /** @description Five to ten sentences on what was asked, done, found and left. */
             summary: string;
+            /** @description Why no model wrote `summary` (records only). */
+            summary_note?: string | null;
+            /** @description Who wrote `summary`. */
+            summary_source: components["schemas"]["NarrativeSource"];
+            /** @description A short title of the work with its outcome: `Complete: Tea field guide`. */
             title: string;
             what_changed: components["schemas"]["WhatChanged"];
         };
@@ -1465,8 +1488,6 @@ export interface components {
             by_model: {
                 [key: string]: components["schemas"]["ModelMetrics"];
             };
-            /** Format: double */
-            cost_usd: number;
             /** Format: uint64 */
             duration_ms: number;
             /** Format: uint64 */
@@ -1479,8 +1500,13 @@ export interface components {
             output_tokens: number;
             /** Format: uint64 */
             running_ms: number;
-            /** Format: uint64 */
-            tokens: number;
+            /** Format: double */
+            total_cost_usd: number;
+            /**
+             * Format: uint64
+             * @description Input and output tokens of every model call the run made.
+             */
+            total_tokens: number;
             /** Format: uint64 */
             unpriced_calls: number;
         };
@@ -1925,21 +1951,18 @@ export interface components {
              */
             webhooks: components["schemas"]["Webhook"][];
         };
+        /**
+         * @description What the run changed, from its committed workspace and plan. Each thing is listed once:
+         *     in `created`, or in `updated` once it was written again (a document) or moved past pending
+         *     (a plan step).
+         */
         WhatChanged: {
-            created: string[];
+            created: components["schemas"]["Change"][];
             /**
-             * @description Every change, typed: each document with the iteration that last wrote it, and each
-             *     plan step with the iteration that last touched it.
-             * @default []
+             * @description How the things the run changed relate: a document to the documents it was written
+             *     from, and the documents and plan steps its completion evidence cites to the run.
              */
-            entries?: components["schemas"]["ChangeEntry"][];
-            /** @description Docs the run cited as completion evidence. */
-            linked: string[];
-            /**
-             * @description Document-to-document links: `from` was written after reading `to`.
-             * @default []
-             */
-            links?: components["schemas"]["DocLink"][];
+            linked: components["schemas"]["Link"][];
             /**
              * @description The external sources (URLs, `tool:NAME`) of each created or updated doc that has any,
              *     by path.
@@ -1947,7 +1970,7 @@ export interface components {
             sources?: {
                 [key: string]: string[];
             };
-            updated: string[];
+            updated: components["schemas"]["Change"][];
         };
     };
     responses: never;

@@ -57,6 +57,26 @@ test('long-poll yields the same events as the stream', async () => {
   assert.deepEqual(later.map((e) => e.seq), streamed.slice(4).map((e) => e.seq));
 });
 
+test('a report says what the run made, typed, with its title, narrative and headline', async () => {
+  // Arrange
+  const run = await alice.createRun({ objective: 'Two notes', budgets: { max_iterations: 2 } });
+  await collect(alice.events(run.id));
+
+  // Act
+  const report = await alice.report(run.id);
+
+  // Assert: two notes written once each, the run stopped at its iteration budget.
+  assert.equal(report.title, 'Stopped: Two notes');
+  assert.equal(report.headline, 'note 2');
+  assert.match(report.summary, /^You asked: Two notes\./);
+  assert.equal(report.summary_source, 'records');
+  assert.deepEqual(report.what_changed.created.map((c) => [c.type, c.id, c.iteration]),
+    [['document', 'notes/1.md', 1], ['document', 'notes/2.md', 2]]);
+  assert.deepEqual(report.what_changed.updated, []);
+  assert.equal(report.metrics.total_tokens, 30);
+  assert.equal(report.stopping_reason.type, 'max_iterations');
+});
+
 test('runs are listed page after page, newest first, and steered by pause, patch, continue, a message and cancel', async () => {
   // Arrange
   const bob = new LongrunClient({ baseUrl: server.base, token: BOB });

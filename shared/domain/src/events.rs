@@ -199,7 +199,7 @@ impl RunEvent {
 }
 
 /// What a report superseded by a follow-up said: the status the run had ended in, why, and the
-/// report's summary.
+/// report's one-line `headline`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SupersededReport {
     pub status: RunStatus,

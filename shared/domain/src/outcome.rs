@@ -152,8 +152,8 @@ pub fn headline(run: &Run) -> (String, String) {
         clip(&asks.join(" "), 600)
     } else {
         let report = run.report.as_ref();
-        let narrative = report.map(|r| r.narrative.text.as_str()).unwrap_or("");
-        let summary = report.map(|r| r.summary.as_str()).unwrap_or("");
+        let narrative = report.map(|r| r.summary.as_str()).unwrap_or("");
+        let summary = report.map(|r| r.headline.as_str()).unwrap_or("");
         let reason = run
             .stopping_reason
             .as_ref()
@@ -167,8 +167,9 @@ pub fn headline(run: &Run) -> (String, String) {
     (title, message)
 }
 
-/// The objective's first line up to its first colon or full stop, cut at a word.
-fn objective_title(objective: &str) -> String {
+/// The objective's first line up to its first colon or full stop, cut at a word (the
+/// notification's title, and the report's when no document names the work).
+pub(crate) fn objective_title(objective: &str) -> String {
     let line = objective.trim().lines().next().unwrap_or("").trim();
     let head = line
         .split([':', ';'])
@@ -179,9 +180,15 @@ fn objective_title(objective: &str) -> String {
         .unwrap_or(line)
         .trim()
         .trim_end_matches(['.', ',', '!', '?']);
+    title_case_cut(head, TITLE_OBJECTIVE_CHARS)
+}
+
+/// `text`'s words up to `max` characters, cut at a word, its first letter upper case;
+/// `Run` when it has none.
+pub(crate) fn title_case_cut(text: &str, max: usize) -> String {
     let mut title = String::new();
-    for word in head.split_whitespace() {
-        if title.chars().count() + word.chars().count() + 1 > TITLE_OBJECTIVE_CHARS {
+    for word in text.split_whitespace() {
+        if title.chars().count() + word.chars().count() + 1 > max {
             title.push('…');
             break;
         }

@@ -67,7 +67,7 @@ pub fn child_finished(
     let summary = child
         .report
         .as_ref()
-        .map(|r| r.summary.clone())
+        .map(|r| r.headline.clone())
         .unwrap_or_default();
     let mut next = parent.clone();
     let entry = &mut next.children[pos];

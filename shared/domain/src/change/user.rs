@@ -417,7 +417,7 @@ pub fn follow_up(
     let superseded = SupersededReport {
         status: *run.status,
         stopping_reason: run.stopping_reason.clone(),
-        summary: run.report.as_ref().map(|r| r.summary.clone()),
+        summary: run.report.as_ref().map(|r| r.headline.clone()),
         ended_at: run.ended_at,
     };
     let mut next = run.clone();

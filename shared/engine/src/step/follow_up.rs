@@ -78,7 +78,7 @@ impl FollowUp {
         let summary = run
             .report
             .as_ref()
-            .map(|r| r.summary.clone())
+            .map(|r| r.headline.clone())
             .unwrap_or_default();
         let now = self.clock.now_ms();
         let (title, message) = longrun_domain::headline(run);

@@ -263,7 +263,7 @@ pub(super) const OPS: &[Op] = &[
         id: "get_runs_id_report",
         tag: "runs",
         summary: "The run's report",
-        description: "The report a run writes when it ends or waits on you: the narrative, what changed (documents, plan steps, links), the sources, its children's outcomes, its metrics and why it stopped. Asked for before that, it is a 409.",
+        description: "The report a run writes when it ends or waits on you: a title with the outcome, the 5–10 sentence `summary` and the last iteration's `headline`, what changed (documents and plan steps created and updated, and how they are linked), its plan with its status, the sources, its children's outcomes, its metrics and why it stopped. Asked for before that, it is a 409.",
         body: None,
         ok: 200,
         response: Some(schema::<Report>),

@@ -9,9 +9,7 @@ from .budgets import Budgets
 from .budgets_input import BudgetsInput
 from .bus_message import BusMessage
 from .call_decision import CallDecision
-from .change_action import ChangeAction
-from .change_entry import ChangeEntry
-from .change_kind import ChangeKind
+from .change import Change
 from .child_run import ChildRun
 from .confidence import Confidence
 from .continue_body import ContinueBody
@@ -23,8 +21,8 @@ from .delivery_state import DeliveryState
 from .delivery_view import DeliveryView
 from .doc import Doc
 from .doc_hit import DocHit
-from .doc_link import DocLink
 from .doc_meta import DocMeta
+from .entity_type import EntityType
 from .event import Event
 from .event_kind import EventKind
 from .executor_brief import ExecutorBrief
@@ -48,6 +46,7 @@ from .iteration_metrics import IterationMetrics
 from .iteration_record import IterationRecord
 from .last_iteration import LastIteration
 from .lease import Lease
+from .link import Link
 from .mark_read_body import MarkReadBody
 from .mcp_server_list import McpServerList
 from .mcp_server_view import McpServerView
@@ -55,7 +54,6 @@ from .message_body import MessageBody
 from .metrics import Metrics
 from .metrics_by_model import MetricsByModel
 from .model_metrics import ModelMetrics
-from .narrative import Narrative
 from .narrative_source import NarrativeSource
 from .next_action import NextAction
 from .notification import Notification
@@ -65,6 +63,8 @@ from .outcome_payload import OutcomePayload
 from .pad_entry import PadEntry
 from .pending_call import PendingCall
 from .permission_mode import PermissionMode
+from .plan_artifact import PlanArtifact
+from .plan_status import PlanStatus
 from .plan_step import PlanStep
 from .plan_step_edit import PlanStepEdit
 from .post_notifications_read_response_200 import PostNotificationsReadResponse200
@@ -74,6 +74,7 @@ from .put_webhooks_response_200_webhooks_item import PutWebhooksResponse200Webho
 from .register_mcp_server import RegisterMcpServer
 from .register_tool import RegisterTool
 from .register_tool_parameters import RegisterToolParameters
+from .relationship import Relationship
 from .report import Report
 from .report_metrics import ReportMetrics
 from .report_metrics_by_model import ReportMetricsByModel
@@ -114,9 +115,7 @@ __all__ = (
     "BudgetsInput",
     "BusMessage",
     "CallDecision",
-    "ChangeAction",
-    "ChangeEntry",
-    "ChangeKind",
+    "Change",
     "ChildRun",
     "Confidence",
     "ContinueBody",
@@ -128,8 +127,8 @@ __all__ = (
     "DeliveryView",
     "Doc",
     "DocHit",
-    "DocLink",
     "DocMeta",
+    "EntityType",
     "Event",
     "EventKind",
     "ExecutorBrief",
@@ -151,6 +150,7 @@ __all__ = (
     "IterationRecord",
     "LastIteration",
     "Lease",
+    "Link",
     "MarkReadBody",
     "McpServerList",
     "McpServerView",
@@ -158,7 +158,6 @@ __all__ = (
     "Metrics",
     "MetricsByModel",
     "ModelMetrics",
-    "Narrative",
     "NarrativeSource",
     "NextAction",
     "Notification",
@@ -168,6 +167,8 @@ __all__ = (
     "PadEntry",
     "PendingCall",
     "PermissionMode",
+    "PlanArtifact",
+    "PlanStatus",
     "PlanStep",
     "PlanStepEdit",
     "PostNotificationsReadResponse200",
@@ -177,6 +178,7 @@ __all__ = (
     "RegisterMcpServer",
     "RegisterTool",
     "RegisterToolParameters",
+    "Relationship",
     "Report",
     "ReportMetrics",
     "ReportMetricsByModel",

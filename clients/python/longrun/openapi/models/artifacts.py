@@ -9,7 +9,7 @@ from typing_extensions import Self
 
 if TYPE_CHECKING:
     from ..models.artifact_ref import ArtifactRef
-    from ..models.plan_step import PlanStep
+    from ..models.plan_artifact import PlanArtifact
 
 
 T = TypeVar("T", bound="Artifacts")
@@ -17,15 +17,15 @@ T = TypeVar("T", bound="Artifacts")
 
 @_attrs_define
 class Artifacts:
-    """The run's outputs: its documents, and its plan as it stands.
+    """The run's outputs: its documents, and its plans with their status.
 
     Attributes:
         documents (list[ArtifactRef]):
-        plan (list[PlanStep]):
+        plans (list[PlanArtifact]): The run's plan as it stands, when it has one (a run has one plan).
     """
 
     documents: list[ArtifactRef]
-    plan: list[PlanStep]
+    plans: list[PlanArtifact]
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -34,17 +34,17 @@ class Artifacts:
             documents_item = documents_item_data.to_dict()
             documents.append(documents_item)
 
-        plan = []
-        for plan_item_data in self.plan:
-            plan_item = plan_item_data.to_dict()
-            plan.append(plan_item)
+        plans = []
+        for plans_item_data in self.plans:
+            plans_item = plans_item_data.to_dict()
+            plans.append(plans_item)
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
                 "documents": documents,
-                "plan": plan,
+                "plans": plans,
             }
         )
 
@@ -53,7 +53,7 @@ class Artifacts:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.artifact_ref import ArtifactRef
-        from ..models.plan_step import PlanStep
+        from ..models.plan_artifact import PlanArtifact
 
         d = dict(src_dict)
         documents = []
@@ -63,16 +63,16 @@ class Artifacts:
 
             documents.append(documents_item)
 
-        plan = []
-        _plan = d.pop("plan")
-        for plan_item_data in _plan:
-            plan_item = PlanStep.from_dict(plan_item_data)
+        plans = []
+        _plans = d.pop("plans")
+        for plans_item_data in _plans:
+            plans_item = PlanArtifact.from_dict(plans_item_data)
 
-            plan.append(plan_item)
+            plans.append(plans_item)
 
         artifacts = cls(
             documents=documents,
-            plan=plan,
+            plans=plans,
         )
 
         artifacts.additional_properties = d

@@ -7,13 +7,13 @@ from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 from typing_extensions import Self
 
+from ..models.narrative_source import NarrativeSource
 from ..models.run_status import RunStatus
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.artifacts import Artifacts
     from ..models.child_run import ChildRun
-    from ..models.narrative import Narrative
     from ..models.report_metrics import ReportMetrics
     from ..models.source_ref import SourceRef
     from ..models.stopping_reason import StoppingReason
@@ -25,39 +25,51 @@ T = TypeVar("T", bound="Report")
 
 @_attrs_define
 class Report:
-    """
-    Attributes:
-        artifacts (Artifacts): The run's outputs: its documents, and its plan as it stands.
-        generated_at (int):
-        metrics (ReportMetrics):
-        objective (str):
-        run_id (str):
-        status (RunStatus): `paused`: Held by the user between iterations; `continue` queues it again.
-        stopping_reason (StoppingReason):
-        summary (str): The last iteration's one-line progress summary.
-        title (str):
-        what_changed (WhatChanged):
-        children (list[ChildRun] | Unset): Child runs and their outcomes.
-        narrative (Narrative | Unset): The report's narrative: what was asked, what was done, what was found, what is
-            left.
-        questions (list[str] | Unset):
-        sources (list[SourceRef] | Unset): Every source the workspace cites, in the order first cited (by doc path).
+    """The report a run writes when it ends or waits (ARCHITECTURE.md, "Outcome"). Read through
+    `stored`, which also reads the shapes older versions stored.
+
+        Attributes:
+            artifacts (Artifacts): The run's outputs: its documents, and its plans with their status.
+            generated_at (int):
+            headline (str): The last iteration's one-line progress summary.
+            metrics (ReportMetrics):
+            objective (str):
+            run_id (str):
+            sources (list[SourceRef]): Every source the workspace cites, in the order first cited (by doc path).
+            status (RunStatus): `paused`: Held by the user between iterations; `continue` queues it again.
+            stopping_reason (StoppingReason):
+            summary (str): Five to ten sentences on what was asked, done, found and left.
+            summary_source (NarrativeSource): Who wrote the narrative summary.
+
+                `model`: One final model call at the end of the run, priced and counted in its spend.
+
+                `records`: Built from the iteration records, without a model; `note` says why.
+            title (str): A short title of the work with its outcome: `Complete: Tea field guide`.
+            what_changed (WhatChanged): What the run changed, from its committed workspace and plan. Each thing is listed
+                once:
+                in `created`, or in `updated` once it was written again (a document) or moved past pending
+                (a plan step).
+            children (list[ChildRun] | Unset): Child runs and their outcomes.
+            questions (list[str] | Unset):
+            summary_note (None | str | Unset): Why no model wrote `summary` (records only).
     """
 
     artifacts: Artifacts
     generated_at: int
+    headline: str
     metrics: ReportMetrics
     objective: str
     run_id: str
+    sources: list[SourceRef]
     status: RunStatus
     stopping_reason: StoppingReason
     summary: str
+    summary_source: NarrativeSource
     title: str
     what_changed: WhatChanged
     children: list[ChildRun] | Unset = UNSET
-    narrative: Narrative | Unset = UNSET
     questions: list[str] | Unset = UNSET
-    sources: list[SourceRef] | Unset = UNSET
+    summary_note: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -65,17 +77,26 @@ class Report:
 
         generated_at = self.generated_at
 
+        headline = self.headline
+
         metrics = self.metrics.to_dict()
 
         objective = self.objective
 
         run_id = self.run_id
 
+        sources = []
+        for sources_item_data in self.sources:
+            sources_item = sources_item_data.to_dict()
+            sources.append(sources_item)
+
         status = self.status.value
 
         stopping_reason = self.stopping_reason.to_dict()
 
         summary = self.summary
+
+        summary_source = self.summary_source.value
 
         title = self.title
 
@@ -88,20 +109,15 @@ class Report:
                 children_item = children_item_data.to_dict()
                 children.append(children_item)
 
-        narrative: dict[str, Any] | Unset = UNSET
-        if not isinstance(self.narrative, Unset):
-            narrative = self.narrative.to_dict()
-
         questions: list[str] | Unset = UNSET
         if not isinstance(self.questions, Unset):
             questions = self.questions
 
-        sources: list[dict[str, Any]] | Unset = UNSET
-        if not isinstance(self.sources, Unset):
-            sources = []
-            for sources_item_data in self.sources:
-                sources_item = sources_item_data.to_dict()
-                sources.append(sources_item)
+        summary_note: None | str | Unset
+        if isinstance(self.summary_note, Unset):
+            summary_note = UNSET
+        else:
+            summary_note = self.summary_note
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -109,24 +125,25 @@ class Report:
             {
                 "artifacts": artifacts,
                 "generated_at": generated_at,
+                "headline": headline,
                 "metrics": metrics,
                 "objective": objective,
                 "run_id": run_id,
+                "sources": sources,
                 "status": status,
                 "stopping_reason": stopping_reason,
                 "summary": summary,
+                "summary_source": summary_source,
                 "title": title,
                 "what_changed": what_changed,
             }
         )
         if children is not UNSET:
             field_dict["children"] = children
-        if narrative is not UNSET:
-            field_dict["narrative"] = narrative
         if questions is not UNSET:
             field_dict["questions"] = questions
-        if sources is not UNSET:
-            field_dict["sources"] = sources
+        if summary_note is not UNSET:
+            field_dict["summary_note"] = summary_note
 
         return field_dict
 
@@ -134,7 +151,6 @@ class Report:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.artifacts import Artifacts
         from ..models.child_run import ChildRun
-        from ..models.narrative import Narrative
         from ..models.report_metrics import ReportMetrics
         from ..models.source_ref import SourceRef
         from ..models.stopping_reason import StoppingReason
@@ -145,17 +161,28 @@ class Report:
 
         generated_at = d.pop("generated_at")
 
+        headline = d.pop("headline")
+
         metrics = ReportMetrics.from_dict(d.pop("metrics"))
 
         objective = d.pop("objective")
 
         run_id = d.pop("run_id")
 
+        sources = []
+        _sources = d.pop("sources")
+        for sources_item_data in _sources:
+            sources_item = SourceRef.from_dict(sources_item_data)
+
+            sources.append(sources_item)
+
         status = RunStatus(d.pop("status"))
 
         stopping_reason = StoppingReason.from_dict(d.pop("stopping_reason"))
 
         summary = d.pop("summary")
+
+        summary_source = NarrativeSource(d.pop("summary_source"))
 
         title = d.pop("title")
 
@@ -170,39 +197,34 @@ class Report:
 
                 children.append(children_item)
 
-        _narrative = d.pop("narrative", UNSET)
-        narrative: Narrative | Unset
-        if isinstance(_narrative, Unset):
-            narrative = UNSET
-        else:
-            narrative = Narrative.from_dict(_narrative)
-
         questions = cast(list[str], d.pop("questions", UNSET))
 
-        _sources = d.pop("sources", UNSET)
-        sources: list[SourceRef] | Unset = UNSET
-        if _sources is not UNSET:
-            sources = []
-            for sources_item_data in _sources:
-                sources_item = SourceRef.from_dict(sources_item_data)
+        def _parse_summary_note(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
 
-                sources.append(sources_item)
+        summary_note = _parse_summary_note(d.pop("summary_note", UNSET))
 
         report = cls(
             artifacts=artifacts,
             generated_at=generated_at,
+            headline=headline,
             metrics=metrics,
             objective=objective,
             run_id=run_id,
+            sources=sources,
             status=status,
             stopping_reason=stopping_reason,
             summary=summary,
+            summary_source=summary_source,
             title=title,
             what_changed=what_changed,
             children=children,
-            narrative=narrative,
             questions=questions,
-            sources=sources,
+            summary_note=summary_note,
         )
 
         report.additional_properties = d

@@ -19,33 +19,31 @@ class ReportMetrics:
     """
     Attributes:
         by_model (ReportMetricsByModel):
-        cost_usd (float):
         duration_ms (int):
         input_tokens (int):
         iterations (int):
         llm_calls (int):
         output_tokens (int):
         running_ms (int):
-        tokens (int):
+        total_cost_usd (float):
+        total_tokens (int): Input and output tokens of every model call the run made.
         unpriced_calls (int):
     """
 
     by_model: ReportMetricsByModel
-    cost_usd: float
     duration_ms: int
     input_tokens: int
     iterations: int
     llm_calls: int
     output_tokens: int
     running_ms: int
-    tokens: int
+    total_cost_usd: float
+    total_tokens: int
     unpriced_calls: int
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         by_model = self.by_model.to_dict()
-
-        cost_usd = self.cost_usd
 
         duration_ms = self.duration_ms
 
@@ -59,7 +57,9 @@ class ReportMetrics:
 
         running_ms = self.running_ms
 
-        tokens = self.tokens
+        total_cost_usd = self.total_cost_usd
+
+        total_tokens = self.total_tokens
 
         unpriced_calls = self.unpriced_calls
 
@@ -68,14 +68,14 @@ class ReportMetrics:
         field_dict.update(
             {
                 "by_model": by_model,
-                "cost_usd": cost_usd,
                 "duration_ms": duration_ms,
                 "input_tokens": input_tokens,
                 "iterations": iterations,
                 "llm_calls": llm_calls,
                 "output_tokens": output_tokens,
                 "running_ms": running_ms,
-                "tokens": tokens,
+                "total_cost_usd": total_cost_usd,
+                "total_tokens": total_tokens,
                 "unpriced_calls": unpriced_calls,
             }
         )
@@ -89,8 +89,6 @@ class ReportMetrics:
         d = dict(src_dict)
         by_model = ReportMetricsByModel.from_dict(d.pop("by_model"))
 
-        cost_usd = d.pop("cost_usd")
-
         duration_ms = d.pop("duration_ms")
 
         input_tokens = d.pop("input_tokens")
@@ -103,20 +101,22 @@ class ReportMetrics:
 
         running_ms = d.pop("running_ms")
 
-        tokens = d.pop("tokens")
+        total_cost_usd = d.pop("total_cost_usd")
+
+        total_tokens = d.pop("total_tokens")
 
         unpriced_calls = d.pop("unpriced_calls")
 
         report_metrics = cls(
             by_model=by_model,
-            cost_usd=cost_usd,
             duration_ms=duration_ms,
             input_tokens=input_tokens,
             iterations=iterations,
             llm_calls=llm_calls,
             output_tokens=output_tokens,
             running_ms=running_ms,
-            tokens=tokens,
+            total_cost_usd=total_cost_usd,
+            total_tokens=total_tokens,
             unpriced_calls=unpriced_calls,
         )
 

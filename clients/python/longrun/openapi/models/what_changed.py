@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -10,8 +10,8 @@ from typing_extensions import Self
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
-    from ..models.change_entry import ChangeEntry
-    from ..models.doc_link import DocLink
+    from ..models.change import Change
+    from ..models.link import Link
     from ..models.what_changed_sources import WhatChangedSources
 
 
@@ -20,48 +20,41 @@ T = TypeVar("T", bound="WhatChanged")
 
 @_attrs_define
 class WhatChanged:
-    """
-    Attributes:
-        created (list[str]):
-        linked (list[str]): Docs the run cited as completion evidence.
-        updated (list[str]):
-        entries (list[ChangeEntry] | Unset): Every change, typed: each document with the iteration that last wrote it,
-            and each
-            plan step with the iteration that last touched it.
-        links (list[DocLink] | Unset): Document-to-document links: `from` was written after reading `to`.
-        sources (WhatChangedSources | Unset): The external sources (URLs, `tool:NAME`) of each created or updated doc
-            that has any,
-            by path.
+    """What the run changed, from its committed workspace and plan. Each thing is listed once:
+    in `created`, or in `updated` once it was written again (a document) or moved past pending
+    (a plan step).
+
+        Attributes:
+            created (list[Change]):
+            linked (list[Link]): How the things the run changed relate: a document to the documents it was written
+                from, and the documents and plan steps its completion evidence cites to the run.
+            updated (list[Change]):
+            sources (WhatChangedSources | Unset): The external sources (URLs, `tool:NAME`) of each created or updated doc
+                that has any,
+                by path.
     """
 
-    created: list[str]
-    linked: list[str]
-    updated: list[str]
-    entries: list[ChangeEntry] | Unset = UNSET
-    links: list[DocLink] | Unset = UNSET
+    created: list[Change]
+    linked: list[Link]
+    updated: list[Change]
     sources: WhatChangedSources | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        created = self.created
+        created = []
+        for created_item_data in self.created:
+            created_item = created_item_data.to_dict()
+            created.append(created_item)
 
-        linked = self.linked
+        linked = []
+        for linked_item_data in self.linked:
+            linked_item = linked_item_data.to_dict()
+            linked.append(linked_item)
 
-        updated = self.updated
-
-        entries: list[dict[str, Any]] | Unset = UNSET
-        if not isinstance(self.entries, Unset):
-            entries = []
-            for entries_item_data in self.entries:
-                entries_item = entries_item_data.to_dict()
-                entries.append(entries_item)
-
-        links: list[dict[str, Any]] | Unset = UNSET
-        if not isinstance(self.links, Unset):
-            links = []
-            for links_item_data in self.links:
-                links_item = links_item_data.to_dict()
-                links.append(links_item)
+        updated = []
+        for updated_item_data in self.updated:
+            updated_item = updated_item_data.to_dict()
+            updated.append(updated_item)
 
         sources: dict[str, Any] | Unset = UNSET
         if not isinstance(self.sources, Unset):
@@ -76,10 +69,6 @@ class WhatChanged:
                 "updated": updated,
             }
         )
-        if entries is not UNSET:
-            field_dict["entries"] = entries
-        if links is not UNSET:
-            field_dict["links"] = links
         if sources is not UNSET:
             field_dict["sources"] = sources
 
@@ -87,34 +76,31 @@ class WhatChanged:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.change_entry import ChangeEntry
-        from ..models.doc_link import DocLink
+        from ..models.change import Change
+        from ..models.link import Link
         from ..models.what_changed_sources import WhatChangedSources
 
         d = dict(src_dict)
-        created = cast(list[str], d.pop("created"))
+        created = []
+        _created = d.pop("created")
+        for created_item_data in _created:
+            created_item = Change.from_dict(created_item_data)
 
-        linked = cast(list[str], d.pop("linked"))
+            created.append(created_item)
 
-        updated = cast(list[str], d.pop("updated"))
+        linked = []
+        _linked = d.pop("linked")
+        for linked_item_data in _linked:
+            linked_item = Link.from_dict(linked_item_data)
 
-        _entries = d.pop("entries", UNSET)
-        entries: list[ChangeEntry] | Unset = UNSET
-        if _entries is not UNSET:
-            entries = []
-            for entries_item_data in _entries:
-                entries_item = ChangeEntry.from_dict(entries_item_data)
+            linked.append(linked_item)
 
-                entries.append(entries_item)
+        updated = []
+        _updated = d.pop("updated")
+        for updated_item_data in _updated:
+            updated_item = Change.from_dict(updated_item_data)
 
-        _links = d.pop("links", UNSET)
-        links: list[DocLink] | Unset = UNSET
-        if _links is not UNSET:
-            links = []
-            for links_item_data in _links:
-                links_item = DocLink.from_dict(links_item_data)
-
-                links.append(links_item)
+            updated.append(updated_item)
 
         _sources = d.pop("sources", UNSET)
         sources: WhatChangedSources | Unset
@@ -127,8 +113,6 @@ class WhatChanged:
             created=created,
             linked=linked,
             updated=updated,
-            entries=entries,
-            links=links,
             sources=sources,
         )
 

@@ -87,9 +87,10 @@ def sync_detailed(
 ) -> Response[Problem | Report]:
     """The run's report
 
-     The report a run writes when it ends or waits on you: the narrative, what changed (documents, plan
-    steps, links), the sources, its children's outcomes, its metrics and why it stopped. Asked for
-    before that, it is a 409.
+     The report a run writes when it ends or waits on you: a title with the outcome, the 5–10 sentence
+    `summary` and the last iteration's `headline`, what changed (documents and plan steps created and
+    updated, and how they are linked), its plan with its status, the sources, its children's outcomes,
+    its metrics and why it stopped. Asked for before that, it is a 409.
 
     Args:
         id (str):
@@ -120,9 +121,10 @@ def sync(
 ) -> Problem | Report | None:
     """The run's report
 
-     The report a run writes when it ends or waits on you: the narrative, what changed (documents, plan
-    steps, links), the sources, its children's outcomes, its metrics and why it stopped. Asked for
-    before that, it is a 409.
+     The report a run writes when it ends or waits on you: a title with the outcome, the 5–10 sentence
+    `summary` and the last iteration's `headline`, what changed (documents and plan steps created and
+    updated, and how they are linked), its plan with its status, the sources, its children's outcomes,
+    its metrics and why it stopped. Asked for before that, it is a 409.
 
     Args:
         id (str):
@@ -148,9 +150,10 @@ async def asyncio_detailed(
 ) -> Response[Problem | Report]:
     """The run's report
 
-     The report a run writes when it ends or waits on you: the narrative, what changed (documents, plan
-    steps, links), the sources, its children's outcomes, its metrics and why it stopped. Asked for
-    before that, it is a 409.
+     The report a run writes when it ends or waits on you: a title with the outcome, the 5–10 sentence
+    `summary` and the last iteration's `headline`, what changed (documents and plan steps created and
+    updated, and how they are linked), its plan with its status, the sources, its children's outcomes,
+    its metrics and why it stopped. Asked for before that, it is a 409.
 
     Args:
         id (str):
@@ -179,9 +182,10 @@ async def asyncio(
 ) -> Problem | Report | None:
     """The run's report
 
-     The report a run writes when it ends or waits on you: the narrative, what changed (documents, plan
-    steps, links), the sources, its children's outcomes, its metrics and why it stopped. Asked for
-    before that, it is a 409.
+     The report a run writes when it ends or waits on you: a title with the outcome, the 5–10 sentence
+    `summary` and the last iteration's `headline`, what changed (documents and plan steps created and
+    updated, and how they are linked), its plan with its status, the sources, its children's outcomes,
+    its metrics and why it stopped. Asked for before that, it is a 409.
 
     Args:
         id (str):

@@ -1,9 +1,9 @@
 from enum import StrEnum
 
 
-class ChangeKind(StrEnum):
-    DOCUMENT = "document"
-    PLAN_STEP = "plan_step"
+class Relationship(StrEnum):
+    DERIVED_FROM = "derived_from"
+    SUPPORTS = "supports"
 
     def __str__(self) -> str:
         return str(self.value)
