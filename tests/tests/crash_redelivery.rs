@@ -499,3 +499,57 @@ async fn a_crash_in_a_step_carried_on_is_redelivered_and_each_iteration_lands_on
     );
     assert!(queue.seen().iter().any(|(_, carried)| *carried));
 }
+
+/// A write the user must approve, then a completion claim.
+const APPROVED_WRITE: &str = r#"{"planner": [
+  {"content": {"status": {"exit_signal": false, "needs_user_input": false, "progress_summary": "drafting",
+    "remaining_work": ["finish"]},
+    "tool_calls": [{"name": "doc_write", "args": {"path": "keep.md", "content": "keep me"}}]}},
+  {"content": {"status": {"exit_signal": true, "needs_user_input": false, "progress_summary": "done",
+    "remaining_work": [], "completion_evidence": ["keep.md"]}}}]}"#;
+
+#[tokio::test]
+async fn an_approved_write_is_not_made_by_a_redelivery_that_sees_the_cancel() {
+    // Arrange: the user approves the held write; the iteration that makes it crashes before
+    // its commit, and the user cancels while it is stranded.
+    let t = platform(
+        APPROVED_WRITE,
+        Arc::new(CrashOnce::new(vec![(FaultPoint::BeforeCommit, 2)])),
+        &[],
+        5,
+    );
+    let mut req = longrun_tests::run_request("draft", Default::default());
+    req.permission_mode = Some(longrun_domain::run::PermissionMode::PerWrite);
+    let id = create_run(t.p(), "alice", req).await.unwrap().id;
+    t.drive(&id, 100).await;
+    let decision = longrun_domain::change::CallDecision {
+        id: "c1.1".into(),
+        approve: true,
+        reason: None,
+    };
+    let approval = longrun_domain::change::Approval {
+        approve: None,
+        decisions: vec![decision],
+    };
+    longrun_http::api::respond_run(t.p(), "alice", &id, "", approval)
+        .await
+        .unwrap();
+    for _ in 0..10 {
+        if t.running.worker.poll_once().await.unwrap().received > 0 {
+            break;
+        }
+    }
+    let stranded = t.p().store.get_run(&id).await.unwrap().unwrap();
+    assert_eq!(stranded.status, RunStatus::Running, "the crash left it claimed");
+
+    // Act
+    longrun_http::api::cancel_run(t.p(), "alice", &id)
+        .await
+        .unwrap();
+    let run = t.drive(&id, 200).await;
+
+    // Assert
+    assert_eq!(run.status, RunStatus::Canceled);
+    let docs = t.p().store.docs(&id, "", 10).await.unwrap();
+    assert!(docs.is_empty(), "nothing written after the cancel: {docs:?}");
+}

@@ -76,6 +76,11 @@ impl Engine {
     pub(super) async fn pending_decisions(
         &self, run: &Run, tools: &ToolRegistry, staging: &Staging, draft: &mut Draft,
     ) -> Option<Run> {
+        // A cancel seen at the claim (a redelivery after the user canceled) makes no write,
+        // the approved ones included: the run ends with this commit.
+        if draft.cancel {
+            return None;
+        }
         let mut decided = vec![];
         for call in &run.pending_calls {
             let outcome = match &call.decision {
