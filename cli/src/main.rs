@@ -610,6 +610,8 @@ async fn run_embedded(
         permission_mode: run.mode,
         allowed_tools: (!run.tools.is_empty()).then(|| run.tools.to_vec()),
         context: None,
+        scope: None,
+        project_ids: None,
     };
     let models = run.models.join(", ");
     let run = create_run(&p, "local", req)

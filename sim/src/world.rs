@@ -298,6 +298,8 @@ fn template(objective: &str, budgets: BudgetsInput, mode: Option<PermissionMode>
         permission_mode: mode,
         allowed_tools: None,
         context: None,
+        scope: None,
+        project_ids: None,
     }
 }
 

@@ -80,6 +80,8 @@ pub fn run_request(
         permission_mode: None,
         allowed_tools: None,
         context: None,
+        scope: None,
+        project_ids: None,
     }
 }
 

@@ -90,6 +90,8 @@ fn start_request() -> CreateRun {
         models: vec![],
         allowed_tools: None,
         context: None,
+        scope: None,
+        project_ids: None,
     }
 }
 

@@ -84,3 +84,55 @@ async fn runs_carry_their_context_and_are_listed_by_it() {
     assert_eq!(ids(&projects).len(), 2);
     assert_eq!(ids(&by_entity), vec![other["id"].as_str().unwrap()]);
 }
+
+#[tokio::test]
+async fn a_runs_scope_and_project_ids_are_checked_kept_and_reach_the_planner() {
+    // Arrange
+    let t = platform(
+        NOTES_SCRIPT,
+        Arc::new(NoFaults),
+        &[("tok-alice", "alice")],
+        10,
+    );
+    let create = |body| t.api("tok-alice", "POST", "/v1/runs", Some(body));
+
+    // Act
+    let (status, _, run) = create(json!({"objective": "compare", "scope": "multi_project",
+        "project_ids": ["p-1", "p-2"]}))
+    .await;
+    let (two, _, too_many) =
+        create(json!({"objective": "x", "scope": "project", "project_ids": ["p-1", "p-2"]})).await;
+    let (bare, _, unscoped) = create(json!({"objective": "x", "project_ids": ["p-1"]})).await;
+    let (odd, _, _) = create(json!({"objective": "x", "scope": "galaxy"})).await;
+    let id = run["id"].as_str().unwrap().to_string();
+    t.drive(&id, 200).await;
+
+    // Assert
+    assert_eq!(status, StatusCode::CREATED, "{run}");
+    assert_eq!(
+        run["scope"],
+        json!({"scope": "multi_project", "project_ids": ["p-1", "p-2"]})
+    );
+    assert_eq!(two, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        too_many["detail"]
+            .as_str()
+            .unwrap()
+            .contains("scope `project` takes exactly one project id"),
+        "{too_many}"
+    );
+    assert_eq!(bare, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        unscoped["detail"]
+            .as_str()
+            .unwrap()
+            .contains("project_ids needs a scope"),
+        "{unscoped}"
+    );
+    assert_eq!(odd, StatusCode::UNPROCESSABLE_ENTITY, "an unknown scope");
+    let prompt = t.llm.planner_prompt(&id, 1).unwrap();
+    assert!(
+        prompt.contains(r#""scope":{"project_ids":["p-1","p-2"],"scope":"multi_project"}"#),
+        "{prompt}"
+    );
+}

@@ -33,6 +33,8 @@ async fn start(t: &TestPlatform) -> String {
         model: None,
         allowed_tools: None,
         context: None,
+        scope: None,
+        project_ids: None,
     };
     create_run(t.p(), "alice", req).await.unwrap().id
 }

@@ -53,6 +53,8 @@ async fn start(t: &TestPlatform, models: &[&str]) -> String {
         permission_mode: None,
         allowed_tools: None,
         context: None,
+        scope: None,
+        project_ids: None,
     };
     create_run(t.p(), "alice", req).await.unwrap().id
 }
@@ -97,6 +99,8 @@ async fn models_outside_the_servers_list_are_refused_at_creation() {
         permission_mode: None,
         allowed_tools: None,
         context: None,
+        scope: None,
+        project_ids: None,
     };
     let err = create_run(t.p(), "alice", req).await.unwrap_err();
     assert!(err.to_string().contains("first of models"), "{err}");
@@ -112,6 +116,8 @@ async fn models_outside_the_servers_list_are_refused_at_creation() {
         permission_mode: None,
         allowed_tools: None,
         context: None,
+        scope: None,
+        project_ids: None,
     };
     let err = create_run(t.p(), "alice", req).await.unwrap_err();
     assert!(

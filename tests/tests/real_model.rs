@@ -120,6 +120,8 @@ async fn a_real_small_model_drives_a_run_to_a_legitimate_end_with_exact_token_bo
         permission_mode: None,
         allowed_tools: None,
         context: None,
+        scope: None,
+        project_ids: None,
     };
     let id = create_run(t.p(), "alice", req).await.unwrap().id;
 

@@ -25,6 +25,8 @@ fn request(budgets: BudgetsInput, allowed_tools: Option<Vec<String>>) -> CreateR
     CreateRun {
         allowed_tools,
         context: None,
+        scope: None,
+        project_ids: None,
         ..longrun_tests::run_request("write many notes", budgets)
     }
 }

@@ -623,6 +623,8 @@ mod suite {
                 models: vec![],
                 allowed_tools: None,
                 context: None,
+                scope: None,
+                project_ids: None,
             },
             next_at,
             created_at: 1,

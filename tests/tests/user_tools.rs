@@ -120,6 +120,8 @@ async fn start(t: &TestPlatform) -> String {
         models: vec![],
         allowed_tools: None,
         context: None,
+        scope: None,
+        project_ids: None,
     };
     create_run(t.p(), "alice", req).await.unwrap().id
 }

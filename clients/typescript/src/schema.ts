@@ -1643,6 +1643,11 @@ export interface components {
             remaining_work: string[];
             report?: components["schemas"]["Report"] | null;
             /**
+             * @description Which of the caller's projects the run works in; the planner's and executors' prompts
+             *     name them.
+             */
+            scope?: components["schemas"]["RunScope"] | null;
+            /**
              * @description Keys of the last model calls whose spend was recorded: a spend write retried after it
              *     landed counts once.
              */
@@ -1672,6 +1677,14 @@ export interface components {
         RunPatch: {
             objective?: string | null;
             plan?: components["schemas"]["PlanStepEdit"][];
+        };
+        /**
+         * @description A run's scope and the projects it names, as checked at creation: `global` names none,
+         *     `project` one, `multi_project` one or more.
+         */
+        RunScope: {
+            project_ids?: string[];
+            scope: components["schemas"]["Scope"];
         };
         /**
          * @description `paused`: Held by the user between iterations; `continue` queues it again.
@@ -1744,6 +1757,13 @@ export interface components {
              * @default null
              */
             permission_mode?: components["schemas"]["PermissionMode"] | null;
+            /** @description The projects of `scope` (at most 50, each 1 to 128 characters, no repeats). */
+            project_ids?: string[] | null;
+            /**
+             * @description Which of your projects the run works in: `global` (none in particular), `project` (the
+             *     one `project_ids` names) or `multi_project` (those it names); its prompts name them.
+             */
+            scope?: components["schemas"]["Scope"] | null;
             /** @default null */
             thresholds?: components["schemas"]["Thresholds"] | null;
         };
@@ -1763,6 +1783,17 @@ export interface components {
             template: components["schemas"]["RunTemplate"];
             user_id: string;
         };
+        /**
+         * @description Which of the caller's projects a run works in (the seed's `scope`).
+         *
+         *     `global`: No project in particular.
+         *
+         *     `project`: The one project `project_ids` names.
+         *
+         *     `multi_project`: The projects `project_ids` names.
+         * @enum {string}
+         */
+        Scope: "global" | "project" | "multi_project";
         /** @description A source the run's docs cite (a URL, or `tool:NAME`), and the docs that cite it. */
         SourceRef: {
             docs: string[];

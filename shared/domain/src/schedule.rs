@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::DomainError;
-use crate::run::{BudgetsInput, PermissionMode, RunContext, Thresholds};
+use crate::run::{BudgetsInput, PermissionMode, RunContext, Scope, Thresholds};
 
 /// A run to start: the body of `POST /v1/runs`, and what a schedule starts at each occurrence.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -56,6 +56,14 @@ pub struct RunTemplate {
     /// (`GET /v1/runs?context_type=&entity_id=`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<RunContext>,
+    /// Which of your projects the run works in: `global` (none in particular), `project` (the
+    /// one `project_ids` names) or `multi_project` (those it names); its prompts name them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Scope>,
+    /// The projects of `scope` (at most 50, each 1 to 128 characters, no repeats).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 50), inner(length(min = 1, max = 128), regex(pattern = crate::NOT_BLANK)))]
+    pub project_ids: Option<Vec<String>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -2,7 +2,7 @@
 
 use longrun_domain::PadEntry;
 use longrun_domain::planner::ExecutorTask;
-use longrun_domain::run::{LastIteration, PermissionMode, PlanStep, Run};
+use longrun_domain::run::{LastIteration, PermissionMode, PlanStep, Run, RunScope};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -100,6 +100,10 @@ fn objective_block(objective: Value, run: &Run) -> Value {
         // scoped to it.
         block["context"] = json!({"type": clip(&c.kind, 64), "entity_id": clip(&c.entity_id, 256)});
     }
+    if let Some(scope) = &run.scope {
+        // Which of the caller's projects the work reads and writes (the seed's scope).
+        block["scope"] = scope_json(scope);
+    }
     if !run.completion_criteria.is_empty() {
         let criteria: serde_json::Map<String, Value> = run
             .completion_criteria
@@ -110,6 +114,11 @@ fn objective_block(objective: Value, run: &Run) -> Value {
         block["completion_criteria"] = criteria.into();
     }
     block
+}
+
+/// A run's scope as its prompts state it; the ids were bounded when the run was created.
+fn scope_json(scope: &RunScope) -> Value {
+    json!({"scope": scope.scope.as_str(), "project_ids": scope.project_ids})
 }
 
 /// The structured state the planner reasons over, serialized straight from the run (no JSON
@@ -248,7 +257,7 @@ fn workspace_index(run: &Run) -> WorkspaceIndex {
 /// An executor's prompt: its task and, when the planner gave it plan steps, those steps and
 /// how to update them.
 pub fn executor_messages(
-    objective: &str, task: &ExecutorTask, steps: &[PlanStep], tools: &[ToolSpec], max_calls: usize,
+    run: &Run, task: &ExecutorTask, steps: &[PlanStep], tools: &[ToolSpec], max_calls: usize,
 ) -> Vec<ChatMessage> {
     let steps_rule = if steps.is_empty() {
         String::new()
@@ -258,12 +267,15 @@ pub fn executor_messages(
             .to_string()
     };
     let mut user = json!({
-        "objective": clip(objective, 4_000),
+        "objective": clip(&run.objective, 4_000),
         "task": clip(&task.title, 300),
         "instructions": clip(&task.instructions, MAX_FIELD),
     });
     if !steps.is_empty() {
         user["plan_steps"] = json!(steps);
+    }
+    if let Some(scope) = &run.scope {
+        user["scope"] = scope_json(scope);
     }
     vec![
         ChatMessage::system(format!(
@@ -419,6 +431,34 @@ mod tests {
                 .starts_with("autopilot")
         );
         assert!(default.get("context").is_none());
+    }
+
+    #[test]
+    fn the_planner_and_executor_prompts_name_the_runs_scope_and_projects() {
+        // Arrange
+        let mut run = sample_run();
+        run.scope = Some(RunScope {
+            scope: longrun_domain::run::Scope::MultiProject,
+            project_ids: vec!["p-1".into(), "p-2".into()],
+        });
+        let task = ExecutorTask {
+            title: "t".into(),
+            instructions: "i".into(),
+            tools: vec![],
+            plan_steps: vec![],
+        };
+
+        // Act
+        let block = objective_block(Value::String(run.objective.clone()), &run);
+        let executor = executor_messages(&run, &task, &[], &[], 3);
+        let unscoped = objective_block(Value::String(String::new()), &sample_run());
+
+        // Assert
+        let want = json!({"scope": "multi_project", "project_ids": ["p-1", "p-2"]});
+        assert_eq!(block["scope"], want);
+        let user: Value = serde_json::from_str(&executor[1].content).unwrap();
+        assert_eq!(user["scope"], want);
+        assert!(unscoped.get("scope").is_none());
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use longrun_domain::AgentView;
 use longrun_domain::change;
-use longrun_domain::run::{Budgets, BudgetsInput, MAX_PLAN_STEPS, Run, RunPatch, RunStatus};
+use longrun_domain::run::{Budgets, BudgetsInput, MAX_PLAN_STEPS, Run, RunPatch, RunScope, RunStatus};
 use longrun_domain::{McpServer, is_blank, no_controls};
 use longrun_ports::{AgentError, CatalogExt, StepReason};
 
@@ -174,6 +174,7 @@ pub fn prepare_run(
         .map(|c| c.checked())
         .transpose()
         .map_err(ServiceError::Invalid)?;
+    run.scope = RunScope::checked(req.scope, req.project_ids).map_err(ServiceError::Invalid)?;
     if let Some(allowed) = req.allowed_tools {
         if allowed.len() > MAX_ALLOWED_TOOLS || allowed.iter().any(|n| is_blank(n)) {
             return Err(ServiceError::Invalid(format!(

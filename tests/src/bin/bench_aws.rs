@@ -46,6 +46,8 @@ async fn main() {
         model: None,
         allowed_tools: None,
         context: None,
+        scope: None,
+        project_ids: None,
     };
     let run = create_run(s.p(), "bench", req).await.unwrap();
     let run = s.drive(&run.id, 2_000).await;

@@ -127,6 +127,92 @@ impl RunContext {
     }
 }
 
+/// Which of the caller's projects a run works in (the seed's `scope`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// No project in particular.
+    Global,
+    /// The one project `project_ids` names.
+    Project,
+    /// The projects `project_ids` names.
+    MultiProject,
+}
+
+impl Scope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Global => "global",
+            Scope::Project => "project",
+            Scope::MultiProject => "multi_project",
+        }
+    }
+}
+
+/// At most this many projects in a run's scope, each id at most `MAX_PROJECT_ID` characters.
+pub const MAX_PROJECTS: usize = 50;
+pub const MAX_PROJECT_ID: usize = 128;
+
+/// A run's scope and the projects it names, as checked at creation: `global` names none,
+/// `project` one, `multi_project` one or more.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RunScope {
+    pub scope: Scope,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub project_ids: Vec<String>,
+}
+
+impl RunScope {
+    /// The scope a request gives (`scope`, `project_ids`), or which field is not acceptable.
+    /// No scope and no projects is no scope.
+    pub fn checked(
+        scope: Option<Scope>, project_ids: Option<Vec<String>>,
+    ) -> Result<Option<RunScope>, String> {
+        let ids = project_ids.unwrap_or_default();
+        let Some(scope) = scope else {
+            if ids.is_empty() {
+                return Ok(None);
+            }
+            return Err(
+                "project_ids needs a scope: give scope `project` or `multi_project`".to_string(),
+            );
+        };
+        for (i, id) in ids.iter().enumerate() {
+            let n = id.chars().count();
+            if crate::is_blank(id) || n > MAX_PROJECT_ID || id.chars().any(char::is_control) {
+                return Err(format!(
+                    "project_ids[{i}] must be 1 to {MAX_PROJECT_ID} characters, not blank, \
+                     without control characters, got {n}"
+                ));
+            }
+            if ids[..i].contains(id) {
+                return Err(format!("project_ids[{i}] repeats `{id}`"));
+            }
+        }
+        let fits = match scope {
+            Scope::Global => ids.is_empty(),
+            Scope::Project => ids.len() == 1,
+            Scope::MultiProject => (1..=MAX_PROJECTS).contains(&ids.len()),
+        };
+        if !fits {
+            let want = match scope {
+                Scope::Global => "no project_ids".to_string(),
+                Scope::Project => "exactly one project id in project_ids".to_string(),
+                Scope::MultiProject => format!("1 to {MAX_PROJECTS} project ids in project_ids"),
+            };
+            return Err(format!(
+                "scope `{}` takes {want}, got {}",
+                scope.as_str(),
+                ids.len()
+            ));
+        }
+        Ok(Some(RunScope {
+            scope,
+            project_ids: ids,
+        }))
+    }
+}
+
 /// The breakers' memory: consecutive-iteration counters, and what the last iterations did and
 /// left, all bounded.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -277,6 +363,10 @@ pub struct Run {
     /// What the run is about in the caller's world (`GET /v1/runs?context_type=&entity_id=`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<RunContext>,
+    /// Which of the caller's projects the run works in; the planner's and executors' prompts
+    /// name them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<RunScope>,
     /// Models the run rotates over (round robin, failing over past degraded ones) when more
     /// than one was asked for; the first is `model`. Empty: `model` alone.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -371,6 +461,7 @@ impl Run {
             completion_criteria: vec![],
             agent: None,
             context: None,
+            scope: None,
             models: vec![],
             budgets,
             thresholds,

@@ -290,7 +290,7 @@ impl Engine {
         let max = self.config.executor_tool_calls;
         let steps = staging.plan_steps(&task.plan_steps);
         let messages = prompt::executor_messages(
-            &it.run.objective,
+            it.run,
             task,
             &steps,
             &it.tools.specs(Some(&allowed)),

@@ -84,10 +84,12 @@ from .respond_body_type_2 import RespondBodyType2
 from .run import Run
 from .run_context import RunContext
 from .run_patch import RunPatch
+from .run_scope import RunScope
 from .run_status import RunStatus
 from .run_summary import RunSummary
 from .run_template import RunTemplate
 from .schedule import Schedule
+from .scope import Scope
 from .source_ref import SourceRef
 from .status_block import StatusBlock
 from .step_status import StepStatus
@@ -188,10 +190,12 @@ __all__ = (
     "Run",
     "RunContext",
     "RunPatch",
+    "RunScope",
     "RunStatus",
     "RunSummary",
     "RunTemplate",
     "Schedule",
+    "Scope",
     "SourceRef",
     "StatusBlock",
     "StepStatus",

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..models.report import Report
     from ..models.run_context import RunContext
     from ..models.run_patch import RunPatch
+    from ..models.run_scope import RunScope
     from ..models.stopping_reason import StoppingReason
     from ..models.streaks import Streaks
     from ..models.thresholds import Thresholds
@@ -53,7 +54,8 @@ class Run:
         questions (list[str]): Open questions while `waiting_on_user`.
         remaining_work (list[str]):
         status (RunStatus): `paused`: Held by the user between iterations; `continue` queues it again.
-        streaks (Streaks): Consecutive-iteration counters behind the breakers.
+        streaks (Streaks): The breakers' memory: consecutive-iteration counters, and what the last iterations did and
+            left, all bounded.
         thresholds (Thresholds): Breaker thresholds, configurable per run.
         updated_at (int):
         user_id (str):
@@ -101,6 +103,9 @@ class Run:
             planner's
             index of the workspace, kept on the run so it costs no read per iteration.
         report (None | Report | Unset):
+        scope (None | RunScope | Unset): Which of the caller's projects the run works in; the planner's and executors'
+            prompts
+            name them.
         spend_keys (list[str] | Unset): Keys of the last model calls whose spend was recorded: a spend write retried
             after it
             landed counts once.
@@ -148,6 +153,7 @@ class Run:
     plan_approved: bool | Unset = False
     recent_docs: list[DocMeta] | Unset = UNSET
     report: None | Report | Unset = UNSET
+    scope: None | RunScope | Unset = UNSET
     spend_keys: list[str] | Unset = UNSET
     stopping_reason: None | StoppingReason | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -158,6 +164,7 @@ class Run:
         from ..models.report import Report
         from ..models.run_context import RunContext
         from ..models.run_patch import RunPatch
+        from ..models.run_scope import RunScope
         from ..models.stopping_reason import StoppingReason
 
         budgets = self.budgets.to_dict()
@@ -331,6 +338,14 @@ class Run:
         else:
             report = self.report
 
+        scope: dict[str, Any] | None | Unset
+        if isinstance(self.scope, Unset):
+            scope = UNSET
+        elif isinstance(self.scope, RunScope):
+            scope = self.scope.to_dict()
+        else:
+            scope = self.scope
+
         spend_keys: list[str] | Unset = UNSET
         if not isinstance(self.spend_keys, Unset):
             spend_keys = self.spend_keys
@@ -410,6 +425,8 @@ class Run:
             field_dict["recent_docs"] = recent_docs
         if report is not UNSET:
             field_dict["report"] = report
+        if scope is not UNSET:
+            field_dict["scope"] = scope
         if spend_keys is not UNSET:
             field_dict["spend_keys"] = spend_keys
         if stopping_reason is not UNSET:
@@ -430,6 +447,7 @@ class Run:
         from ..models.report import Report
         from ..models.run_context import RunContext
         from ..models.run_patch import RunPatch
+        from ..models.run_scope import RunScope
         from ..models.stopping_reason import StoppingReason
         from ..models.streaks import Streaks
         from ..models.thresholds import Thresholds
@@ -690,6 +708,23 @@ class Run:
 
         report = _parse_report(d.pop("report", UNSET))
 
+        def _parse_scope(data: object) -> None | RunScope | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                scope_type_0 = RunScope.from_dict(data)
+
+                return scope_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | RunScope | Unset, data)
+
+        scope = _parse_scope(d.pop("scope", UNSET))
+
         spend_keys = cast(list[str], d.pop("spend_keys", UNSET))
 
         def _parse_stopping_reason(data: object) -> None | StoppingReason | Unset:
@@ -751,6 +786,7 @@ class Run:
             plan_approved=plan_approved,
             recent_docs=recent_docs,
             report=report,
+            scope=scope,
             spend_keys=spend_keys,
             stopping_reason=stopping_reason,
         )

@@ -7,6 +7,7 @@ from attrs import define as _attrs_define
 from typing_extensions import Self
 
 from ..models.permission_mode import PermissionMode
+from ..models.scope import Scope
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
@@ -43,6 +44,11 @@ class RunTemplate:
         models (list[str] | Unset): Several `provider:model`s to rotate over, round robin, failing over past degraded
             ones; the first is the run's model. Instead of `model`, or starting with it.
         permission_mode (None | PermissionMode | Unset): `autopilot` (default), `approve_plan` or `per_write`.
+        project_ids (list[str] | None | Unset): The projects of `scope` (at most 50, each 1 to 128 characters, no
+            repeats).
+        scope (None | Scope | Unset): Which of your projects the run works in: `global` (none in particular), `project`
+            (the
+            one `project_ids` names) or `multi_project` (those it names); its prompts name them.
         thresholds (None | Thresholds | Unset):
     """
 
@@ -55,6 +61,8 @@ class RunTemplate:
     model: None | str | Unset = UNSET
     models: list[str] | Unset = UNSET
     permission_mode: None | PermissionMode | Unset = UNSET
+    project_ids: list[str] | None | Unset = UNSET
+    scope: None | Scope | Unset = UNSET
     thresholds: None | Thresholds | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
@@ -112,6 +120,23 @@ class RunTemplate:
         else:
             permission_mode = self.permission_mode
 
+        project_ids: list[str] | None | Unset
+        if isinstance(self.project_ids, Unset):
+            project_ids = UNSET
+        elif isinstance(self.project_ids, list):
+            project_ids = self.project_ids
+
+        else:
+            project_ids = self.project_ids
+
+        scope: None | str | Unset
+        if isinstance(self.scope, Unset):
+            scope = UNSET
+        elif isinstance(self.scope, Scope):
+            scope = self.scope.value
+        else:
+            scope = self.scope
+
         thresholds: dict[str, Any] | None | Unset
         if isinstance(self.thresholds, Unset):
             thresholds = UNSET
@@ -143,6 +168,10 @@ class RunTemplate:
             field_dict["models"] = models
         if permission_mode is not UNSET:
             field_dict["permission_mode"] = permission_mode
+        if project_ids is not UNSET:
+            field_dict["project_ids"] = project_ids
+        if scope is not UNSET:
+            field_dict["scope"] = scope
         if thresholds is not UNSET:
             field_dict["thresholds"] = thresholds
 
@@ -237,6 +266,40 @@ class RunTemplate:
 
         permission_mode = _parse_permission_mode(d.pop("permission_mode", UNSET))
 
+        def _parse_project_ids(data: object) -> list[str] | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                project_ids_type_0 = cast(list[str], data)
+
+                return project_ids_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[str] | None | Unset, data)
+
+        project_ids = _parse_project_ids(d.pop("project_ids", UNSET))
+
+        def _parse_scope(data: object) -> None | Scope | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                scope_type_0 = Scope(data)
+
+                return scope_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | Scope | Unset, data)
+
+        scope = _parse_scope(d.pop("scope", UNSET))
+
         def _parse_thresholds(data: object) -> None | Thresholds | Unset:
             if data is None:
                 return data
@@ -264,6 +327,8 @@ class RunTemplate:
             model=model,
             models=models,
             permission_mode=permission_mode,
+            project_ids=project_ids,
+            scope=scope,
             thresholds=thresholds,
         )
 
