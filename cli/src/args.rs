@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 use longrun_domain::run::BudgetsInput;
+use longrun_domain::criteria::{Check, Criterion};
 
 #[derive(Parser)]
 #[command(
@@ -212,6 +213,18 @@ pub enum Command {
         /// config) as the run's iterations instead of the planner.
         #[arg(long, value_name = "NAME")]
         agent: Option<String>,
+        /// A condition the result must meet; repeat for several. Plain text (graded), or a
+        /// check the platform runs: `contains:DOC:TEXT`, `matches:DOC:REGEX`,
+        /// `command:SHELL` (agent runs) or `grader:RUBRIC`; `text:…` for a plain text that
+        /// starts with one of those words.
+        #[arg(long = "criterion", value_name = "CRITERION", value_parser = parse_criterion)]
+        criteria: Vec<Criterion>,
+        /// Do not grade plain-text criteria (checks still run): the claim's mapping is enough.
+        #[arg(long)]
+        no_grading: bool,
+        /// provider:model the grader uses (default: the run's model).
+        #[arg(long, value_name = "MODEL")]
+        grader_model: Option<String>,
     },
     /// Print the OpenAPI document the API serves at /v1/openapi.json.
     Openapi,
@@ -504,4 +517,40 @@ pub enum ConfigCmd {
     Init,
     /// Validate the config and print the effective values.
     Check,
+}
+
+/// `--criterion`: plain text, or `KIND:…` for a check the platform runs.
+pub fn parse_criterion(s: &str) -> Result<Criterion, String> {
+    let doc_and = |rest: &str, what: &str| -> Result<(String, String), String> {
+        match rest.split_once(':') {
+            Some((doc, x)) if !doc.trim().is_empty() && !x.is_empty() => {
+                Ok((doc.trim().to_string(), x.to_string()))
+            }
+            _ => Err(format!("expected DOC:{what} after the check's kind")),
+        }
+    };
+    let (kind, rest) = s.split_once(':').unwrap_or(("", s));
+    let c = match kind {
+        "contains" => {
+            let (doc, text) = doc_and(rest, "TEXT")?;
+            Criterion::Check(Check::Contains { doc, text })
+        }
+        "matches" => {
+            let (doc, pattern) = doc_and(rest, "REGEX")?;
+            Criterion::Check(Check::Matches { doc, pattern })
+        }
+        "command" => Criterion::Check(Check::Command {
+            run: rest.trim().to_string(),
+        }),
+        "grader" => Criterion::Check(Check::Grader {
+            rubric: rest.trim().to_string(),
+        }),
+        "text" => Criterion::Text(rest.trim().to_string()),
+        _ => Criterion::Text(s.trim().to_string()),
+    };
+    // A command is checked against the run's agent by the server, which knows it.
+    match c.problem(true) {
+        Some(problem) => Err(problem),
+        None => Ok(c),
+    }
 }

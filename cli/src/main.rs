@@ -23,6 +23,7 @@ use anyhow::{Context, Result, bail};
 use clap::{CommandFactory, Parser};
 use longrun::args::{BudgetFlags, Cli, Command, LogFormat, ServeArgs};
 use longrun::exit;
+use longrun_domain::criteria::{Criterion, Grading};
 use longrun_domain::report::{EntityType, NarrativeSource, Relationship, Report};
 use longrun_domain::run::{PermissionMode, Run, RunStatus};
 use longrun_http::{
@@ -84,6 +85,9 @@ async fn run_command(cli: Cli) -> Result<u8> {
             tools,
             mode,
             agent,
+            criteria,
+            no_grading,
+            grader_model,
             ..
         } => {
             let dir;
@@ -106,6 +110,8 @@ async fn run_command(cli: Cli) -> Result<u8> {
                 mode,
                 tools: &tools,
                 agent,
+                criteria: &criteria,
+                grading: grading(no_grading, grader_model),
             };
             let report = run_embedded(&data_dir, &objective, run, quiet).await?;
             print_report(&report, cli.json)?;
@@ -183,6 +189,8 @@ async fn demo(data_dir: &Path, json: bool) -> Result<u8> {
         mode: None,
         tools: &[],
         agent: None,
+        criteria: &[],
+        grading: None,
     };
     let report = run_embedded(data_dir, DEMO_OBJECTIVE, run, json).await?;
     print_report(&report, json)?;
@@ -574,6 +582,16 @@ struct RunFlags<'a> {
     mode: Option<PermissionMode>,
     tools: &'a [String],
     agent: Option<String>,
+    criteria: &'a [Criterion],
+    grading: Option<Grading>,
+}
+
+/// `--no-grading` and `--grader-model` as the request's `grading`; `None` for the default.
+pub(crate) fn grading(no_grading: bool, model: Option<String>) -> Option<Grading> {
+    (no_grading || model.is_some()).then_some(Grading {
+        text: !no_grading,
+        model,
+    })
 }
 
 /// Runs the loop in-process until the run settles, printing progress unless `quiet`.
@@ -601,7 +619,8 @@ async fn run_embedded(
     let p = running.platform.clone();
     let req = CreateRun {
         objective: objective.to_string(),
-        completion_criteria: vec![],
+        completion_criteria: run.criteria.to_vec(),
+        grading: run.grading.clone(),
         budgets: run.budgets.input(),
         thresholds: None,
         model: None,

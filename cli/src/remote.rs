@@ -173,11 +173,20 @@ pub async fn run(
             mode,
             tools,
             agent,
+            criteria,
+            no_grading,
+            grader_model,
             ..
         } => {
             let mut body = json!({"objective": objective, "budgets": budgets.input()});
             if let Some(a) = agent {
                 body["agent"] = json!(a);
+            }
+            if !criteria.is_empty() {
+                body["completion_criteria"] = json!(criteria);
+            }
+            if let Some(g) = crate::grading(no_grading, grader_model) {
+                body["grading"] = json!(g);
             }
             if !tools.is_empty() {
                 body["allowed_tools"] = json!(tools);

@@ -201,6 +201,42 @@ async fn an_agent_run_restarts_its_agent_until_done_one_process_per_iteration() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_check_that_exits_1_blocks_completion_until_the_agent_makes_it_pass() {
+    // Arrange: an agent that writes DONE at every start; the check passes only once it has
+    // started twice.
+    let s = serve(&[("fake", "command", "done-after 1")]);
+
+    // Act
+    let id = s
+        .create(json!({"objective": "write the notes", "agent": "fake",
+            "completion_criteria": [{"check": "command", "run": "test -f FACT-start-2.md"}]}))
+        .await;
+    let run = s.until(&id, &["completed", "stopped", "failed"]).await;
+
+    // Assert: the first DONE was turned down with the command's exit code, removed, and the
+    // agent started again with the reason.
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["iteration"], 2);
+    assert_eq!(s.agent_runs(&id).len(), 2);
+    let (_, iterations) = s
+        .send(reqwest::Method::GET, &format!("/v1/runs/{id}/iterations"), None)
+        .await;
+    let first = &iterations["iterations"][0];
+    assert_eq!(first["criteria"][0]["kind"], "command", "{first}");
+    assert_eq!(first["criteria"][0]["passed"], false);
+    assert!(
+        first["criteria"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("`test -f FACT-start-2.md` exited 1"),
+        "{first}"
+    );
+    assert_eq!(iterations["iterations"][1]["criteria"][0]["passed"], true);
+    let bus = std::fs::read_to_string(s.task_dir(&id).join("TASK-MESSAGE-BUS.md")).unwrap();
+    assert!(bus.contains("exited 1"), "{bus}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_limit_waits_for_its_reset_uncharged_and_the_reported_cost_is_spend() {
     // Arrange: a claude-type agent whose first start hits its session limit (reset in 1 s) and
     // whose second reports $0.50 and writes DONE.

@@ -4,7 +4,7 @@ use longrun_ports::prelude::*;
 use std::collections::BTreeMap;
 
 use longrun_domain::EventKind;
-use longrun_domain::evidence::{ClaimEvidence, DocFound, judge_evidence};
+use longrun_domain::evidence::{DocFound, judge_evidence};
 use longrun_domain::report::NarrativeSource;
 use longrun_domain::run::{Run, RunStatus};
 use longrun_http::Platform;
@@ -42,6 +42,8 @@ pub(crate) async fn all(sim: &Sim, p: &Platform, users: &[String], settled: bool
         completed_with_evidence(store, run, &mut out).await;
         children(sim, run, &mine, &mut out).await;
         crate::secrets::none_in_text(store, run, &mut out).await;
+        nothing_written_after_cancel(store, run, &mut out).await;
+        resumed_runs_end(store, run, &mut out).await;
         if settled {
             attached_children_end_with_their_parent(store, run, &mut out).await;
         }
@@ -100,6 +102,101 @@ async fn committed_once(store: &InMemoryRunStore, run: &Run, out: &mut Vec<Strin
         if times > 1 {
             out.push(format!("{}: iteration {n} committed {times} times", run.id));
         }
+    }
+}
+
+/// No write after a cancel is seen: while a cancel is pending (from its request to the run's
+/// end, which a follow-up question or a continue may undo later), an iteration begun after the
+/// request (a redelivery, a next claim) wrote no document and made no tool call that
+/// succeeded; and nothing was committed after the run ended canceled.
+async fn nothing_written_after_cancel(store: &InMemoryRunStore, run: &Run, out: &mut Vec<String>) {
+    let events = store
+        .events(&run.id, 0, 1_000_000)
+        .await
+        .unwrap_or_default();
+    let ended = |k: EventKind| {
+        matches!(
+            k,
+            EventKind::RunCompleted
+                | EventKind::RunStopped
+                | EventKind::RunCanceled
+                | EventKind::RunFailed
+        )
+    };
+    let iterations = store
+        .iterations(&run.id, 0, 100_000)
+        .await
+        .unwrap_or_default();
+    for (ci, cancel) in events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.kind == EventKind::CancelRequested)
+    {
+        let until = events[ci..]
+            .iter()
+            .find(|e| ended(e.kind))
+            .map_or(u64::MAX, |e| e.seq);
+        let committed_while_pending: Vec<u64> = events
+            .iter()
+            .filter(|e| e.kind == EventKind::IterationCommitted && e.seq > cancel.seq)
+            .filter(|e| e.seq <= until)
+            .filter_map(|e| e.payload.get("iteration").and_then(|v| v.as_u64()))
+            .collect();
+        let begun_after = iterations.iter().filter(|i| {
+            i.started_at > cancel.at && committed_while_pending.contains(&u64::from(i.n))
+        });
+        for it in begun_after {
+            let wrote: Vec<&String> = it.created_docs.iter().chain(&it.updated_docs).collect();
+            let ran: Vec<&str> = it
+                .tool_results
+                .iter()
+                .filter(|r| r.ok)
+                .map(|r| r.name.as_str())
+                .collect();
+            if !wrote.is_empty() || !ran.is_empty() {
+                out.push(format!(
+                    "{}: iteration {} began after the cancel (event {}) and wrote {wrote:?}, ran {ran:?}",
+                    run.id, it.n, cancel.seq
+                ));
+            }
+        }
+    }
+    if run.status == RunStatus::Canceled {
+        let canceled = events.iter().rposition(|e| e.kind == EventKind::RunCanceled);
+        let last_commit = events
+            .iter()
+            .rposition(|e| e.kind == EventKind::IterationCommitted);
+        if let (Some(canceled), Some(commit)) = (canceled, last_commit)
+            && commit > canceled
+        {
+            out.push(format!(
+                "{}: an iteration was committed after the run ended canceled",
+                run.id
+            ));
+        }
+    }
+}
+
+/// Every paused-then-continued run ends: once faults stop, a run the user resumed after its
+/// last pause comes to an end or a wait, never back to paused, never stranded on the way.
+async fn resumed_runs_end(store: &InMemoryRunStore, run: &Run, out: &mut Vec<String>) {
+    let events = store
+        .events(&run.id, 0, 1_000_000)
+        .await
+        .unwrap_or_default();
+    let paused = events.iter().rposition(|e| e.kind == EventKind::RunPaused);
+    let resumed = events.iter().rposition(|e| {
+        e.kind == EventKind::RunResumed && e.payload.get("reason").is_none_or(|r| r.is_null())
+    });
+    let (Some(paused), Some(resumed)) = (paused, resumed) else {
+        return;
+    };
+    let ended = run.status.is_ended() || run.status.is_waiting();
+    if resumed > paused && !(ended && run.notified) {
+        out.push(format!(
+            "{}: resumed after its pause but {} (notified: {})",
+            run.id, run.status, run.notified
+        ));
     }
 }
 
@@ -194,7 +291,20 @@ async fn completed_with_evidence(store: &InMemoryRunStore, run: &Run, out: &mut 
         out.push(format!("{}: completed without a status block", run.id));
         return;
     };
-    let mut claim = ClaimEvidence::of(&status.completion_evidence, &status.criteria_evidence);
+    let docs = store.docs(&run.id, "", 10_000).await.unwrap_or_default();
+    let written: Vec<String> = docs
+        .iter()
+        .filter(|d| d.updated_iteration > 0 && d.bytes > 0)
+        .map(|d| d.path.clone())
+        .collect();
+    let (_, mut claim) = longrun_domain::evidence::claim_of(
+        &status,
+        &run.completion_criteria,
+        run.grading.text,
+        &run.plan,
+        &written,
+    );
+    claim.verdicts = last[0].criteria.clone();
     for path in claim.doc_paths() {
         let found = match store.doc(&run.id, &path).await.ok().flatten() {
             Some(d) => DocFound::Present {
@@ -205,7 +315,13 @@ async fn completed_with_evidence(store: &InMemoryRunStore, run: &Run, out: &mut 
         };
         claim.docs.push((path, found));
     }
-    let problems = judge_evidence(&run.completion_criteria, &claim, &run.plan, run.iteration);
+    let problems = judge_evidence(
+        &run.completion_criteria,
+        run.grading.text,
+        &claim,
+        &run.plan,
+        run.iteration,
+    );
     if !status.exit_signal || claim.references.is_empty() || !problems.is_empty() {
         let problems: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
         out.push(format!(

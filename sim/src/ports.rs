@@ -83,14 +83,15 @@ impl RunLog for SimStore {
         self.inner.list_runs(user_id, query).await
     }
 
-    async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run> {
-        let write = self.inner.update_run(run_id, change);
-        self.write("update_run", Some(run_id), write).await
-    }
-
-    async fn update_run_deferred(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run> {
-        let write = self.inner.update_run_deferred(run_id, change);
-        self.write("update_run_deferred", Some(run_id), write).await
+    async fn update_run(
+        &self, run_id: &str, durability: Durability, change: ChangeFn<'_>,
+    ) -> StoreResult<Run> {
+        let what = match durability {
+            Durability::Now => "update_run",
+            Durability::Deferred => "update_run (deferred)",
+        };
+        let write = self.inner.update_run(run_id, durability, change);
+        self.write(what, Some(run_id), write).await
     }
 
     async fn events(&self, run_id: &str, after: u64, limit: usize) -> StoreResult<Vec<Event>> {
@@ -389,7 +390,7 @@ impl SimQueue {
 #[async_trait]
 impl StepQueue for SimQueue {
     async fn enqueue(
-        &self, msg: &StepMessage, dedup_id: &str, delay_ms: u64,
+        &self, msg: &StepMessage, dedup_id: &str, delay_ms: u64, _: Durability,
     ) -> QueueResult<Enqueued> {
         if self.sim.roll(10) {
             self.sim.note(format!("queue: send {dedup_id} failed"));
@@ -655,6 +656,13 @@ impl SimLlm {
             LlmRole::Repair => {
                 Ok(json!({"tool_calls": [write(&format!("fixed/{n}.md"), "f")]}).to_string())
             }
+            // A grader fails, says no, or answers what is not JSON, now and then.
+            LlmRole::Grader if self.sim.chance(50) => Err(LlmErrorKind::Server),
+            LlmRole::Grader if self.sim.chance(20) => Ok("I think it passes.".into()),
+            LlmRole::Grader if self.sim.chance(4) => {
+                Ok(json!({"pass": false, "reasons": "not shown"}).to_string())
+            }
+            LlmRole::Grader => Ok(json!({"pass": true, "reasons": "shown"}).to_string()),
             LlmRole::Reporter if self.sim.chance(100) => Err(LlmErrorKind::Server),
             LlmRole::Reporter => Ok(format!(
                 "The run was asked for its objective. It worked for {n} iteration(s). \

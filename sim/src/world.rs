@@ -232,8 +232,23 @@ impl World {
         }
         // Some runs name criteria their completion claim must map to evidence.
         req.completion_criteria = (1..=self.sim.below(3))
-            .map(|i| format!("criterion {i}"))
+            .map(|i| longrun_domain::criteria::Criterion::Text(format!("criterion {i}")))
             .collect();
+        // Some check a document too; some leave grading off.
+        if !req.completion_criteria.is_empty() && self.sim.chance(3) {
+            req.completion_criteria.push(longrun_domain::criteria::Criterion::Check(
+                longrun_domain::criteria::Check::Contains {
+                    doc: "final.md".into(),
+                    text: "done".into(),
+                },
+            ));
+        }
+        if self.sim.chance(4) {
+            req.grading = Some(longrun_domain::criteria::Grading {
+                text: false,
+                model: None,
+            });
+        }
         match longrun_http::api::create_run_with_id(&self.p, &user, req, id.clone()).await {
             Ok(_) => self.sim.note(format!("{user} created {id}")),
             Err(e) => self.sim.note(format!("{user} could not create {id}: {e}")),
@@ -291,6 +306,7 @@ fn template(objective: &str, budgets: BudgetsInput, mode: Option<PermissionMode>
         agent: None,
         objective: objective.into(),
         completion_criteria: vec![],
+        grading: None,
         budgets,
         thresholds: None,
         model: None,

@@ -72,6 +72,7 @@ pub fn run_request(
     longrun_http::CreateRun {
         objective: objective.into(),
         completion_criteria: vec![],
+        grading: None,
         budgets,
         thresholds: None,
         model: None,
@@ -105,6 +106,8 @@ pub struct CountingLlm {
     pub tokens: AtomicU64,
     /// (run id, iteration, every message's text) of each planner call.
     pub planner_prompts: Mutex<Vec<(String, u32, String)>>,
+    /// (run id, iteration, role) of each call answered.
+    pub answered: Mutex<Vec<(String, u32, longrun_ports::LlmRole)>>,
 }
 
 impl CountingLlm {
@@ -114,7 +117,17 @@ impl CountingLlm {
             calls: AtomicU64::new(0),
             tokens: AtomicU64::new(0),
             planner_prompts: Mutex::new(vec![]),
+            answered: Mutex::new(vec![]),
         }
+    }
+
+    /// How many calls of `role` were answered for `run_id`.
+    pub fn answered(&self, run_id: &str, role: longrun_ports::LlmRole) -> usize {
+        let answered = self.answered.lock().unwrap();
+        answered
+            .iter()
+            .filter(|(r, _, k)| r == run_id && *k == role)
+            .count()
     }
 
     /// The last planner prompt of iteration `n` of `run_id`.
@@ -141,6 +154,10 @@ impl LlmClient for CountingLlm {
         }
         let resp = self.inner.chat(req).await?;
         self.calls.fetch_add(1, Ordering::SeqCst);
+        self.answered
+            .lock()
+            .unwrap()
+            .push((req.run_id.clone(), req.iteration, req.role));
         let u = &resp.usage;
         self.tokens.fetch_add(
             u.input_tokens + u.cache_read_tokens + u.cache_write_tokens + u.output_tokens,

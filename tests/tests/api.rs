@@ -1465,6 +1465,7 @@ fn notes_request() -> longrun_http::CreateRun {
     longrun_http::CreateRun {
         objective: "write notes".into(),
         completion_criteria: vec![],
+        grading: None,
         budgets: Default::default(),
         thresholds: None,
         model: None,

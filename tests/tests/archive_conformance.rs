@@ -49,6 +49,7 @@ fn record(run_id: &str, n: u32) -> IterationRecord {
         error: None,
         progress: true,
         hints: vec!["keep going".into()],
+        criteria: vec![],
         stopping_reason: None,
         started_at: n as i64,
         committed_at: n as i64 + 1,

@@ -80,6 +80,7 @@ fn start_request() -> CreateRun {
         agent: None,
         objective: "compare three teas".into(),
         completion_criteria: vec![],
+        grading: None,
         budgets: BudgetsInput {
             max_tokens: Some(1_000),
             ..Default::default()

@@ -26,6 +26,7 @@ async fn start(t: &TestPlatform) -> String {
         agent: None,
         objective: "write notes".into(),
         completion_criteria: vec![],
+        grading: None,
         budgets: Default::default(),
         thresholds: None,
         permission_mode: None,
@@ -153,11 +154,11 @@ struct TwiceQueue(Arc<dyn StepQueue>);
 #[async_trait]
 impl StepQueue for TwiceQueue {
     async fn enqueue(
-        &self, msg: &StepMessage, dedup_id: &str, delay_ms: u64,
+        &self, msg: &StepMessage, dedup_id: &str, delay_ms: u64, durability: Durability,
     ) -> Result<Enqueued, QueueError> {
-        let first = self.0.enqueue(msg, dedup_id, delay_ms).await?;
+        let first = self.0.enqueue(msg, dedup_id, delay_ms, durability).await?;
         self.0
-            .enqueue(msg, &format!("{dedup_id}#again"), delay_ms)
+            .enqueue(msg, &format!("{dedup_id}#again"), delay_ms, durability)
             .await?;
         Ok(first)
     }
@@ -328,14 +329,9 @@ impl Recording {
 #[async_trait]
 impl StepQueue for Recording {
     async fn enqueue(
-        &self, msg: &StepMessage, dedup_id: &str, delay_ms: u64,
+        &self, msg: &StepMessage, dedup_id: &str, delay_ms: u64, durability: Durability,
     ) -> Result<Enqueued, QueueError> {
-        self.inner.enqueue(msg, dedup_id, delay_ms).await
-    }
-    async fn enqueue_deferred(
-        &self, msg: &StepMessage, dedup_id: &str, delay_ms: u64,
-    ) -> Result<Enqueued, QueueError> {
-        self.inner.enqueue_deferred(msg, dedup_id, delay_ms).await
+        self.inner.enqueue(msg, dedup_id, delay_ms, durability).await
     }
     async fn receive(&self, max: usize, visibility_ms: u64) -> Result<Vec<Delivery>, QueueError> {
         let got = self.inner.receive(max, visibility_ms).await?;

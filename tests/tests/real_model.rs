@@ -110,6 +110,7 @@ async fn a_real_small_model_drives_a_run_to_a_legitimate_end_with_exact_token_bo
         agent: None,
         objective: "Write a three-line note about green tea to notes/tea.md.".into(),
         completion_criteria: vec![],
+        grading: None,
         budgets: BudgetsInput {
             max_iterations: Some(3),
             ..Default::default()

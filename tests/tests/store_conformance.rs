@@ -616,6 +616,7 @@ mod suite {
                 agent: None,
                 objective: "hourly".into(),
                 completion_criteria: vec![],
+                grading: None,
                 budgets: Default::default(),
                 thresholds: None,
                 model: None,

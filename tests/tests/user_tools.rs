@@ -113,6 +113,7 @@ async fn start(t: &TestPlatform) -> String {
         agent: None,
         objective: "price some tea".into(),
         completion_criteria: vec![],
+        grading: None,
         budgets: Default::default(),
         thresholds: None,
         model: None,

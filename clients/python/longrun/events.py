@@ -19,7 +19,14 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, Union
 
-from .openapi.models import Budgets, EventKind, PlanStepEdit, RunStatus, StoppingReason
+from .openapi.models import (
+    Budgets,
+    CriterionVerdict,
+    EventKind,
+    PlanStepEdit,
+    RunStatus,
+    StoppingReason,
+)
 
 
 @dataclass(frozen=True)
@@ -104,6 +111,16 @@ class IterationCommitted(Payload):
     updated_docs: List[str]
     tokens: int
     cost_usd: float
+
+
+@dataclass(frozen=True)
+class CriteriaChecked(Payload):
+    """A completion claim's criteria, checked: each one's verdict, and whether the claim was
+    accepted."""
+
+    iteration: int
+    accepted: bool
+    verdicts: List[CriterionVerdict]
 
 
 @dataclass(frozen=True)
@@ -261,6 +278,7 @@ PAYLOADS: Dict[str, Type[Payload]] = {
     "waiting_for_capacity": WaitingForCapacity,
     "warning": RunWarning,
     "iteration_committed": IterationCommitted,
+    "criteria_checked": CriteriaChecked,
     "child_spawned": ChildSpawned,
     "run_paused": RunPaused,
     "run_waiting": RunWaiting,
@@ -282,7 +300,7 @@ PAYLOADS: Dict[str, Type[Payload]] = {
 
 EventPayload = Union[
     RunCreated, IterationStarted, IterationDeferred, IterationCostUpdate, WaitingForCapacity,
-    RunWarning, IterationCommitted, ChildSpawned, RunPaused, RunWaiting, ChildWaitTimedOut,
+    RunWarning, IterationCommitted, CriteriaChecked, ChildSpawned, RunPaused, RunWaiting, ChildWaitTimedOut,
     RunEnded, CancelRequested, PauseRequested, RunPatched, RunResumed, UserResponded,
     MessagePosted, RunContinued, FollowUpAsked, ChildFinished, UnknownPayload,
 ]

@@ -14,6 +14,7 @@ type Budgets = Sent<S["Budgets"]>;
 type StoppingReason = Sent<S["StoppingReason"]>;
 type RunStatus = S["RunStatus"];
 type PlanStepEdit = Sent<S["PlanStepEdit"]>;
+type CriterionVerdict = Sent<S["CriterionVerdict"]>;
 
 /** Every event type the server writes. */
 export type EventKind = S["EventKind"];
@@ -60,6 +61,8 @@ export interface EventPayloads {
     iteration: number; status: RunStatus; summary: string; progress: boolean;
     created_docs: string[]; updated_docs: string[]; tokens: number; cost_usd: number;
   };
+  /** A completion claim's criteria, checked: each one's verdict, and whether it was accepted. */
+  criteria_checked: Open & { iteration: number; accepted: boolean; verdicts: CriterionVerdict[] };
   child_spawned: Open & { child_run_id: string; objective: string; budgets: Budgets; detached: boolean };
   run_paused: Open & { after_iteration: number };
   /** Waiting on the user (`questions`) or on its children (`children`, the ones still active). */

@@ -867,6 +867,35 @@ export interface components {
             title: string;
             type: components["schemas"]["EntityType"];
         };
+        /** @description A check: `{"check": "contains", "doc": "guide.md", "text": "oolong"}` and its kin. */
+        Check: {
+            /** @constant */
+            check: "contains";
+            doc: string;
+            text: string;
+        } | {
+            /** @constant */
+            check: "matches";
+            doc: string;
+            pattern: string;
+        } | {
+            /** @constant */
+            check: "command";
+            run: string;
+        } | {
+            /** @constant */
+            check: "grader";
+            rubric: string;
+        };
+        /**
+         * @description What a verdict's criterion was, as events, records and reports name it.
+         *
+         *     `mapped`: Plain text, mapped to evidence only (the run turned grading off).
+         *
+         *     `grader`: Plain text or a rubric, judged by the grader.
+         * @enum {string}
+         */
+        CheckKind: "contains" | "matches" | "command" | "mapped" | "grader";
         /** @description A child run as its parent sees it. */
         ChildRun: {
             /** @description Carved out of the parent's remainder when the child was spawned. */
@@ -917,6 +946,8 @@ export interface components {
             /** @description The run each occurrence starts (the body of `POST /v1/runs`). */
             template: components["schemas"]["RunTemplate"];
         };
+        /** @description One condition the result must meet. */
+        Criterion: string | components["schemas"]["Check"];
         /** @description One criterion mapped to its evidence in a completion claim (`criteria_evidence`). */
         CriterionEvidence: {
             /** @description The criterion: its id as the prompt lists it (`c1`, `c2`, …) or its exact text. */
@@ -927,6 +958,22 @@ export interface components {
              * @default []
              */
             evidence?: string[];
+        };
+        /** @description The outcome of one criterion at one completion claim. */
+        CriterionVerdict: {
+            /** @description The criterion as written (a check's, described). */
+            criterion: string;
+            /** @description `c1`, `c2`, … as the prompt lists the criteria. */
+            id: string;
+            kind: components["schemas"]["CheckKind"];
+            /** @description What the verdict looked at: documents by path, the command run. */
+            looked_at?: string[];
+            passed: boolean;
+            /**
+             * @description Why it passed or failed: the grader's reasons, a command's exit code and output tail,
+             *     the text looked for.
+             */
+            reason: string;
         };
         Decision: {
             /** @constant */
@@ -1064,6 +1111,8 @@ export interface components {
          *
          *     `waiting_for_capacity`: A model call waited for the model's shared capacity (per-model limits) before it was made; the wait is not running time.
          *
+         *     `criteria_checked`: A completion claim's criteria were checked: each one's verdict, and whether the claim was accepted.
+         *
          *     `message_posted`: The user posted a message to the run; the next planner prompt carries it.
          *
          *     `follow_up_asked`: An ended run was asked a follow-up question; the payload sums up the report it supersedes.
@@ -1071,7 +1120,7 @@ export interface components {
          *     `child_wait_timed_out`: A run's wait for its children timed out; it goes on without those still running.
          * @enum {string}
          */
-        EventKind: "run_created" | "iteration_started" | "iteration_cost_update" | "iteration_committed" | "run_waiting" | "run_completed" | "run_stopped" | "run_canceled" | "run_failed" | "cancel_requested" | "user_responded" | "run_continued" | "pause_requested" | "run_paused" | "run_resumed" | "run_patched" | "child_spawned" | "child_finished" | "warning" | "iteration_deferred" | "waiting_for_capacity" | "message_posted" | "follow_up_asked" | "child_wait_timed_out";
+        EventKind: "run_created" | "iteration_started" | "iteration_cost_update" | "iteration_committed" | "run_waiting" | "run_completed" | "run_stopped" | "run_canceled" | "run_failed" | "cancel_requested" | "user_responded" | "run_continued" | "pause_requested" | "run_paused" | "run_resumed" | "run_patched" | "child_spawned" | "child_finished" | "warning" | "iteration_deferred" | "waiting_for_capacity" | "criteria_checked" | "message_posted" | "follow_up_asked" | "child_wait_timed_out";
         ExecutorBrief: {
             summary: string;
             title: string;
@@ -1095,6 +1144,17 @@ export interface components {
             budgets?: components["schemas"]["BudgetsInput"];
             question: string;
         };
+        /** @description How a run's plain-text criteria are graded. */
+        Grading: {
+            /** @description The grader's `provider:model`, one of the server's models; the run's model when absent. */
+            model?: string | null;
+            /**
+             * @description Whether a grader judges the cited content against each plain-text criterion (default
+             *     true); checks run either way.
+             * @default true
+             */
+            text?: boolean;
+        };
         IterationMetrics: {
             /** Format: double */
             cost_usd: number;
@@ -1116,6 +1176,8 @@ export interface components {
             /** Format: int64 */
             committed_at: number;
             created_docs: string[];
+            /** @description The verdicts on the run's criteria, when this iteration claimed completion. */
+            criteria?: components["schemas"]["CriterionVerdict"][];
             error?: unknown;
             executor_results: components["schemas"]["ExecutorBrief"][];
             hints: string[];
@@ -1561,10 +1623,10 @@ export interface components {
              */
             children_wait_until?: number | null;
             /**
-             * @description Plain-language conditions the result must meet: a completion claim must map each one
-             *     (`c1`, `c2`, … in order) to accepted evidence.
+             * @description Conditions the result must meet: plain text, which a completion claim must map (`c1`,
+             *     `c2`, … in order) to accepted evidence and a grader judges, or checks the platform runs.
              */
-            completion_criteria?: string[];
+            completion_criteria?: components["schemas"]["Criterion"][];
             /** @description What the run is about in the caller's world (`GET /v1/runs?context_type=&entity_id=`). */
             context?: components["schemas"]["RunContext"] | null;
             /** Format: int64 */
@@ -1583,6 +1645,8 @@ export interface components {
              *     every planner prompt from then on carries it, until another follow-up replaces it.
              */
             follow_up_question?: string | null;
+            /** @description How the plain-text criteria are graded. */
+            grading?: components["schemas"]["Grading"];
             /** @description Guidance for the next planner prompt (failed exit-gate conditions, anti-repetition). */
             hints: string[];
             id: string;
@@ -1730,16 +1794,21 @@ export interface components {
              */
             budgets?: components["schemas"]["BudgetsInput"];
             /**
-             * @description Plain-language conditions the result must meet (at most 20, each 1 to 500
-             *     characters). The run completes only when the planner's claim maps every criterion to
-             *     evidence: documents this run wrote that are not empty, or plan steps that are done.
+             * @description Conditions the result must meet (at most 20). Plain text (1 to 500 characters): the
+             *     planner's claim must map it to evidence (documents this run wrote that are not empty,
+             *     or plan steps that are done), and a grader judges that evidence against it. Or a check
+             *     the platform runs when completion is claimed: `{"check": "contains", "doc", "text"}`,
+             *     `{"check": "matches", "doc", "pattern"}`, `{"check": "command", "run"}` (agent runs)
+             *     or `{"check": "grader", "rubric"}`.
              */
-            completion_criteria?: string[];
+            completion_criteria?: components["schemas"]["Criterion"][];
             /**
              * @description What the run is about in your application, to list its runs by
              *     (`GET /v1/runs?context_type=&entity_id=`).
              */
             context?: components["schemas"]["RunContext"] | null;
+            /** @description Whether plain-text criteria are graded (default: yes) and by which model. */
+            grading?: components["schemas"]["Grading"] | null;
             /**
              * @description `provider:model`; one of the server's configured models.
              * @default null

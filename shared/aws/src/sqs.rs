@@ -98,8 +98,9 @@ impl SqsStepQueue {
 
 #[async_trait]
 impl StepQueue for SqsStepQueue {
+    /// A send is durable when SQS answers, so both durabilities are the same.
     async fn enqueue(
-        &self, msg: &StepMessage, dedup: &str, delay_ms: u64,
+        &self, msg: &StepMessage, dedup: &str, delay_ms: u64, _: Durability,
     ) -> QueueResult<Enqueued> {
         if delay_ms > 0 {
             // FIFO queues only have a queue-wide delay.

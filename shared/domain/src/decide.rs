@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::evidence::{ClaimEvidence, EvidenceProblem, judge_evidence};
+use crate::evidence::{ClaimEvidence, EvidenceProblem, awaits_grading, judge_evidence};
 use crate::planner::StatusBlock;
 use crate::progress;
 use crate::run::{Budgets, Metrics, PlanStep, Run, RunStatus, StopType, StoppingReason, Streaks};
@@ -259,6 +259,27 @@ pub fn exit_gate_failures(
     failed
 }
 
+/// How the hint of a completion claim the exit gate turned down begins: an agent run's next
+/// start removes the DONE it wrote and tells the agent why.
+pub const CLAIM_REJECTED: &str = "Your completion claim was rejected because";
+
+/// Whether a grader's verdicts are all that a completion claim lacks: the gate's other
+/// conditions hold and every evidence problem is a criterion not graded yet. The engine asks
+/// the grader only then, so a claim that fails anyway costs no grader call.
+pub fn grading_decides(
+    run: &Run, status: &StatusBlock, plan: &[PlanStep], claim: &ClaimEvidence, iteration: u32,
+) -> bool {
+    status.exit_signal
+        && exit_gate_failures(status, plan, &[]).is_empty()
+        && awaits_grading(&judge_evidence(
+            &run.completion_criteria,
+            run.grading.text,
+            claim,
+            plan,
+            iteration,
+        ))
+}
+
 /// A stop rule: an outcome when the rule decides the iteration, else `None`. A rule may leave
 /// guidance for the next prompt in `hints` (kept when the run waits or goes on).
 type Rule = fn(&Run, &IterationFacts, &Streaks, &mut Vec<String>) -> Option<Outcome>;
@@ -429,6 +450,7 @@ fn completed(
     }
     let evidence = judge_evidence(
         &run.completion_criteria,
+        run.grading.text,
         &facts.claim,
         &facts.plan,
         facts.iteration,
@@ -443,7 +465,7 @@ fn completed(
         return finish(StopType::Completed, detail);
     }
     hints.push(format!(
-        "Your completion claim was rejected because: {}. Fix these before claiming completion again.",
+        "{CLAIM_REJECTED}: {}. Fix these before claiming completion again.",
         failures.join("; ")
     ));
     None

@@ -110,6 +110,7 @@ fn a_claim_citing_an_empty_or_stale_doc_is_rejected() {
 fn a_run_with_criteria_completes_only_when_each_is_mapped_to_evidence() {
     let mut run = sample_run();
     run.completion_criteria = vec!["covers three teas".into(), "cites sources".into()];
+    run.grading.text = false;
     let mut st = status(true, &[]);
     st.criteria_evidence = vec![CriterionEvidence {
         criterion: "c1".into(),
@@ -130,6 +131,40 @@ fn a_run_with_criteria_completes_only_when_each_is_mapped_to_evidence() {
         partial.hints
     );
     assert_eq!(full.outcome.status(), RunStatus::Completed);
+}
+
+#[test]
+fn a_graded_criterion_completes_only_on_a_passing_grade_and_the_grader_is_asked_only_then() {
+    let mut run = sample_run();
+    run.completion_criteria = vec!["covers three teas".into()];
+    let mut st = status(true, &[]);
+    st.criteria_evidence = vec![CriterionEvidence {
+        criterion: "c1".into(),
+        evidence: vec!["report.md".into()],
+    }];
+    let grade = |passed: bool| crate::criteria::CriterionVerdict {
+        id: "c1".into(),
+        kind: crate::criteria::CheckKind::Grader,
+        criterion: "covers three teas".into(),
+        passed,
+        reason: "only two teas".into(),
+        looked_at: vec!["report.md".into()],
+    };
+    let ungraded = facts(2, st.clone());
+    let mut failed = facts(2, st.clone());
+    failed.claim.verdicts = vec![grade(false)];
+    let mut passed = facts(2, st.clone());
+    passed.claim.verdicts = vec![grade(true)];
+    let mut open = st.clone();
+    open.remaining_work = vec!["one more tea".into()];
+
+    assert!(grading_decides(&run, &st, &[], &ungraded.claim, 2));
+    assert!(!grading_decides(&run, &open, &[], &ungraded.claim, 2));
+    assert_eq!(decide(&run, &ungraded).outcome, Outcome::Continue);
+    let rejected = decide(&run, &failed);
+    assert_eq!(rejected.outcome, Outcome::Continue);
+    assert!(rejected.hints[0].contains("only two teas"), "{:?}", rejected.hints);
+    assert_eq!(decide(&run, &passed).outcome.status(), RunStatus::Completed);
 }
 
 #[test]

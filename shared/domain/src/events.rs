@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use crate::criteria::CriterionVerdict;
 use crate::record::{EventDraft, EventKind};
 use crate::run::{Budgets, Decision, PlanStepEdit, RunStatus, StoppingReason};
 
@@ -58,6 +59,11 @@ pub enum RunEvent {
         updated_docs: Vec<String>,
         tokens: u64,
         cost_usd: f64,
+    },
+    CriteriaChecked {
+        iteration: u32,
+        accepted: bool,
+        verdicts: Vec<CriterionVerdict>,
     },
     ChildSpawned {
         child_run_id: String,
@@ -175,6 +181,7 @@ impl RunEvent {
             RunEvent::WaitingForCapacity { .. } => EventKind::WaitingForCapacity,
             RunEvent::Warning { .. } => EventKind::Warning,
             RunEvent::IterationCommitted { .. } => EventKind::IterationCommitted,
+            RunEvent::CriteriaChecked { .. } => EventKind::CriteriaChecked,
             RunEvent::ChildSpawned { .. } => EventKind::ChildSpawned,
             RunEvent::RunPaused { .. } => EventKind::RunPaused,
             RunEvent::WaitingOnChildren { .. } | RunEvent::WaitingOnUser { .. } => {

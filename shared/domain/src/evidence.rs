@@ -4,6 +4,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::criteria::{CheckKind, Criterion, CriterionVerdict, criterion_id};
+use crate::planner::StatusBlock;
 use crate::run::{PlanStep, StepStatus};
 
 /// A reference an evidence item names: a workspace document by path, or a plan step by id
@@ -114,6 +116,18 @@ pub enum EvidenceProblem {
     },
     /// The claim maps evidence to a criterion the run does not have.
     UnknownCriterion(String),
+    /// A check (or the grader) found the criterion not met.
+    CheckFailed {
+        id: String,
+        criterion: String,
+        reason: String,
+    },
+    /// A criterion the grader must judge and has not: the engine grades a claim only once
+    /// nothing else is wrong with it.
+    Ungraded {
+        id: String,
+        criterion: String,
+    },
 }
 
 impl std::fmt::Display for EvidenceProblem {
@@ -144,6 +158,15 @@ impl std::fmt::Display for EvidenceProblem {
                 f,
                 "criteria_evidence names criterion \"{c}\", which this run does not have"
             ),
+            EvidenceProblem::CheckFailed {
+                id,
+                criterion,
+                reason,
+            } => write!(f, "criterion {id} ({criterion}) is not met: {reason}"),
+            EvidenceProblem::Ungraded { id, criterion } => write!(
+                f,
+                "criterion {id} (\"{criterion}\") could not be graded; claim again"
+            ),
         }
     }
 }
@@ -158,6 +181,8 @@ pub struct ClaimEvidence {
     pub mapped: Vec<(String, Vec<Reference>)>,
     /// Every reference the claim names, in order.
     pub references: Vec<Reference>,
+    /// The verdicts of the run's checked and graded criteria at this claim.
+    pub verdicts: Vec<CriterionVerdict>,
 }
 
 impl ClaimEvidence {
@@ -168,6 +193,7 @@ impl ClaimEvidence {
             docs: vec![],
             mapped,
             references,
+            verdicts: vec![],
         }
     }
 
@@ -209,7 +235,7 @@ pub fn claim_references(
 
 /// The criterion a claim's name means: `c{n}` (1-based) or the criterion's text, ignoring
 /// case and surrounding whitespace.
-fn criterion_index(criteria: &[String], name: &str) -> Option<usize> {
+fn criterion_index(criteria: &[Criterion], name: &str) -> Option<usize> {
     let name = name.trim();
     if let Some(n) = name
         .strip_prefix(['c', 'C'])
@@ -218,17 +244,41 @@ fn criterion_index(criteria: &[String], name: &str) -> Option<usize> {
     {
         return Some(n - 1);
     }
-    criteria
-        .iter()
-        .position(|c| c.trim().eq_ignore_ascii_case(name))
+    criteria.iter().position(|c| {
+        c.text()
+            .map_or_else(|| c.label(), str::to_string)
+            .trim()
+            .eq_ignore_ascii_case(name)
+    })
+}
+
+/// What the claim cites for criterion `i`: the references it mapped to it, or, when it mapped
+/// none, everything it cites (what a grader is shown).
+pub fn cited_for(criteria: &[Criterion], claim: &ClaimEvidence, i: usize) -> Vec<Reference> {
+    let mut refs: Vec<Reference> = vec![];
+    for (name, mapped) in &claim.mapped {
+        if criterion_index(criteria, name) == Some(i) {
+            for r in mapped {
+                if !refs.contains(r) {
+                    refs.push(r.clone());
+                }
+            }
+        }
+    }
+    if refs.is_empty() {
+        refs = claim.references.clone();
+    }
+    refs
 }
 
 /// Judges a completion claim's evidence: accepted (empty) only when it names at least one
 /// document or plan step, every one it names exists in this run, documents are not empty and
-/// were written by one of this run's iterations (`1..=iteration`), plan steps are done, and
-/// each of the run's `criteria` is mapped to at least one such reference.
+/// were written by one of this run's iterations (`1..=iteration`), plan steps are done, each
+/// plain-text criterion is mapped to at least one such reference, and every checked criterion
+/// (and, when `graded`, every plain-text one) has a passing verdict in `claim.verdicts`.
 pub fn judge_evidence(
-    criteria: &[String], claim: &ClaimEvidence, plan: &[PlanStep], iteration: u32,
+    criteria: &[Criterion], graded: bool, claim: &ClaimEvidence, plan: &[PlanStep],
+    iteration: u32,
 ) -> Vec<EvidenceProblem> {
     let mut problems = vec![];
     if claim.references.is_empty() {
@@ -252,15 +302,93 @@ pub fn judge_evidence(
             None => problems.push(EvidenceProblem::UnknownCriterion(name.clone())),
         }
     }
+    let mut ungraded = vec![];
     for (i, criterion) in criteria.iter().enumerate() {
-        if !proven[i] {
+        let id = criterion_id(i);
+        if criterion.needs_mapping() && !proven[i] {
             problems.push(EvidenceProblem::Unproven {
-                id: format!("c{}", i + 1),
-                criterion: criterion.clone(),
+                id: id.clone(),
+                criterion: criterion.label(),
             });
         }
+        let kind = criterion.kind(graded);
+        if kind == CheckKind::Mapped {
+            continue;
+        }
+        match claim.verdicts.iter().find(|v| v.id == id) {
+            Some(v) if v.passed => {}
+            Some(v) => problems.push(EvidenceProblem::CheckFailed {
+                id,
+                criterion: criterion.label(),
+                reason: v.reason.clone(),
+            }),
+            None if kind == CheckKind::Grader => ungraded.push(EvidenceProblem::Ungraded {
+                id,
+                criterion: criterion.label(),
+            }),
+            None => problems.push(EvidenceProblem::CheckFailed {
+                id,
+                criterion: criterion.label(),
+                reason: "it was not checked".into(),
+            }),
+        }
+    }
+    // Ungraded only matters once nothing else is wrong: that is when the grader is asked.
+    if problems.is_empty() {
+        problems = ungraded;
     }
     problems
+}
+
+/// Whether the grader is what stands between this claim and acceptance: every problem is a
+/// criterion not graded yet.
+pub fn awaits_grading(problems: &[EvidenceProblem]) -> bool {
+    !problems.is_empty()
+        && problems
+            .iter()
+            .all(|p| matches!(p, EvidenceProblem::Ungraded { .. }))
+}
+
+/// The claim a status block makes: its own evidence, or, when it names none, what the
+/// platform derives (`derived_evidence`), on which each plain-text criterion then rests for
+/// the grader to judge (with grading off they stay unproven). Returns the evidence items too.
+pub fn claim_of(
+    status: &StatusBlock, criteria: &[Criterion], graded: bool, plan: &[PlanStep],
+    written_docs: &[String],
+) -> (Vec<String>, ClaimEvidence) {
+    let items = status.completion_evidence.clone();
+    let claim = ClaimEvidence::of(&items, &status.criteria_evidence);
+    if !status.exit_signal || !claim.references.is_empty() {
+        return (items, claim);
+    }
+    let Some(derived) = derived_evidence(plan, written_docs) else {
+        return (items, claim);
+    };
+    let mut mapped = status.criteria_evidence.clone();
+    if graded {
+        for (i, c) in criteria.iter().enumerate() {
+            if c.needs_mapping() {
+                mapped.push(CriterionEvidence {
+                    criterion: criterion_id(i),
+                    evidence: derived.clone(),
+                });
+            }
+        }
+    }
+    let claim = ClaimEvidence::of(&derived, &mapped);
+    (derived, claim)
+}
+
+/// Evidence the platform derives for a claim that names none (README, "How a run ends"): when
+/// the run has a plan and every step of it is done, its steps and the documents this run
+/// wrote are the evidence. `None`: nothing to derive, and the claim stands as made.
+pub fn derived_evidence(plan: &[PlanStep], written_docs: &[String]) -> Option<Vec<String>> {
+    if plan.is_empty() || plan.iter().any(|s| s.status != StepStatus::Done) {
+        return None;
+    }
+    let mut items: Vec<String> = plan.iter().map(|s| format!("plan:{}", s.id)).collect();
+    items.extend(written_docs.iter().take(20).cloned());
+    Some(items)
 }
 
 fn reference_problem(
@@ -327,7 +455,12 @@ mod tests {
             docs,
             mapped,
             references,
+            verdicts: vec![],
         }
+    }
+
+    fn texts(criteria: &[&str]) -> Vec<Criterion> {
+        criteria.iter().map(|c| Criterion::from(*c)).collect()
     }
 
     fn step(id: &str, status: StepStatus) -> PlanStep {
@@ -362,7 +495,7 @@ mod tests {
             vec![doc("guide.md", false, 3)],
         );
 
-        assert_eq!(judge_evidence(&[], &c, &[], 3), vec![]);
+        assert_eq!(judge_evidence(&[], false, &c, &[], 3), vec![]);
     }
 
     #[test]
@@ -370,7 +503,7 @@ mod tests {
         let c = claim(&[], &[], vec![doc("unrelated.md", false, 1)]);
 
         assert_eq!(
-            judge_evidence(&[], &c, &[], 2),
+            judge_evidence(&[], false, &c, &[], 2),
             vec![EvidenceProblem::Empty]
         );
     }
@@ -380,7 +513,7 @@ mod tests {
         let c = claim(&["plan_completed", "no_pending_tasks"], &[], vec![]);
 
         assert_eq!(
-            judge_evidence(&[], &c, &[], 2),
+            judge_evidence(&[], false, &c, &[], 2),
             vec![EvidenceProblem::Empty]
         );
     }
@@ -393,7 +526,7 @@ mod tests {
             vec![doc("guide.md", false, 1)],
         );
 
-        let problems = judge_evidence(&[], &c, &[], 2);
+        let problems = judge_evidence(&[], false, &c, &[], 2);
 
         assert_eq!(
             problems,
@@ -411,7 +544,7 @@ mod tests {
         let c = claim(&["guide.md"], &[], vec![doc("guide.md", true, 2)]);
 
         assert_eq!(
-            judge_evidence(&[], &c, &[], 2),
+            judge_evidence(&[], false, &c, &[], 2),
             vec![EvidenceProblem::EmptyDocument("guide.md".into())]
         );
     }
@@ -425,7 +558,7 @@ mod tests {
         );
 
         assert_eq!(
-            judge_evidence(&[], &c, &[], 4),
+            judge_evidence(&[], false, &c, &[], 4),
             vec![
                 EvidenceProblem::Stale("old.md".into()),
                 EvidenceProblem::Stale("future.md".into())
@@ -441,11 +574,11 @@ mod tests {
         ];
 
         assert_eq!(
-            judge_evidence(&[], &claim(&["plan:s1"], &[], vec![]), &plan, 2),
+            judge_evidence(&[], false, &claim(&["plan:s1"], &[], vec![]), &plan, 2),
             vec![]
         );
         assert_eq!(
-            judge_evidence(&[], &claim(&["plan:s2", "plan:s9"], &[], vec![]), &plan, 2),
+            judge_evidence(&[], false, &claim(&["plan:s2", "plan:s9"], &[], vec![]), &plan, 2),
             vec![
                 EvidenceProblem::StepNotDone("s2".into()),
                 EvidenceProblem::Missing(Reference::Step("s9".into()))
@@ -455,14 +588,14 @@ mod tests {
 
     #[test]
     fn a_criterion_without_evidence_is_rejected_by_id_and_text() {
-        let criteria = vec!["covers three teas".to_string(), "cites sources".to_string()];
+        let criteria = texts(&["covers three teas", "cites sources"]);
         let c = claim(
             &["guide.md"],
             &[("c1", &["guide.md"])],
             vec![doc("guide.md", false, 2)],
         );
 
-        let problems = judge_evidence(&criteria, &c, &[], 2);
+        let problems = judge_evidence(&criteria, false, &c, &[], 2);
 
         assert_eq!(
             problems,
@@ -476,11 +609,11 @@ mod tests {
 
     #[test]
     fn a_criterion_mapped_only_to_bad_evidence_is_unproven() {
-        let criteria = vec!["covers three teas".to_string()];
+        let criteria = texts(&["covers three teas"]);
         let c = claim(&[], &[("c1", &["missing.md"])], vec![]);
 
         assert_eq!(
-            judge_evidence(&criteria, &c, &[], 2),
+            judge_evidence(&criteria, false, &c, &[], 2),
             vec![
                 EvidenceProblem::Missing(Reference::Doc("missing.md".into())),
                 EvidenceProblem::Unproven {
@@ -493,7 +626,7 @@ mod tests {
 
     #[test]
     fn every_criterion_mapped_to_accepted_evidence_is_accepted() {
-        let criteria = vec!["covers three teas".to_string(), "Cites sources".to_string()];
+        let criteria = texts(&["covers three teas", "Cites sources"]);
         let c = claim(
             &[],
             &[("c1", &["guide.md"]), (" cites sources ", &["plan:s1"])],
@@ -501,7 +634,7 @@ mod tests {
         );
 
         assert_eq!(
-            judge_evidence(&criteria, &c, &[step("s1", StepStatus::Done)], 2),
+            judge_evidence(&criteria, false, &c, &[step("s1", StepStatus::Done)], 2),
             vec![]
         );
     }
@@ -515,7 +648,7 @@ mod tests {
         );
 
         assert_eq!(
-            judge_evidence(&["one".to_string()], &c, &[], 2),
+            judge_evidence(&texts(&["one"]), false, &c, &[], 2),
             vec![
                 EvidenceProblem::UnknownCriterion("c3".into()),
                 EvidenceProblem::Unproven {
@@ -524,5 +657,97 @@ mod tests {
                 }
             ]
         );
+    }
+
+    fn verdict(id: &str, passed: bool, reason: &str) -> CriterionVerdict {
+        CriterionVerdict {
+            id: id.into(),
+            kind: CheckKind::Contains,
+            criterion: "x".into(),
+            passed,
+            reason: reason.into(),
+            looked_at: vec![],
+        }
+    }
+
+    fn contains(doc: &str, text: &str) -> Criterion {
+        Criterion::Check(crate::criteria::Check::Contains {
+            doc: doc.into(),
+            text: text.into(),
+        })
+    }
+
+    #[test]
+    fn a_claim_whose_document_lacks_the_criterions_text_fails() {
+        let criteria = vec![contains("guide.md", "oolong")];
+        let mut c = claim(&["guide.md"], &[], vec![doc("guide.md", false, 2)]);
+        c.verdicts = vec![verdict("c1", false, "`guide.md` does not hold the text \"oolong\"")];
+
+        let problems = judge_evidence(&criteria, false, &c, &[], 2);
+
+        assert_eq!(problems.len(), 1);
+        assert!(
+            problems[0]
+                .to_string()
+                .contains("c1 (`guide.md` contains \"oolong\") is not met: `guide.md` does not hold"),
+            "{}",
+            problems[0]
+        );
+    }
+
+    #[test]
+    fn a_check_needs_no_mapping_but_a_passing_verdict() {
+        let criteria = vec![contains("guide.md", "oolong")];
+        let mut c = claim(&["guide.md"], &[], vec![doc("guide.md", false, 2)]);
+
+        let unchecked = judge_evidence(&criteria, false, &c, &[], 2);
+        c.verdicts = vec![verdict("c1", true, "holds it")];
+        let checked = judge_evidence(&criteria, false, &c, &[], 2);
+
+        assert!(matches!(unchecked[..], [EvidenceProblem::CheckFailed { .. }]));
+        assert_eq!(checked, vec![]);
+    }
+
+    #[test]
+    fn graded_text_waits_for_the_grader_only_when_nothing_else_is_wrong() {
+        let criteria = texts(&["covers three teas"]);
+        let good = claim(&[], &[("c1", &["guide.md"])], vec![doc("guide.md", false, 2)]);
+        let bad = claim(&[], &[("c1", &["gone.md"])], vec![]);
+
+        let waiting = judge_evidence(&criteria, true, &good, &[], 2);
+        let broken = judge_evidence(&criteria, true, &bad, &[], 2);
+
+        assert!(awaits_grading(&waiting));
+        assert!(!awaits_grading(&broken));
+        assert!(
+            !broken
+                .iter()
+                .any(|p| matches!(p, EvidenceProblem::Ungraded { .. }))
+        );
+    }
+
+    #[test]
+    fn a_failing_grade_keeps_the_claim_out_with_the_graders_reason() {
+        let criteria = texts(&["covers three teas"]);
+        let mut c = claim(&[], &[("c1", &["guide.md"])], vec![doc("guide.md", false, 2)]);
+        c.verdicts = vec![verdict("c1", false, "only two teas are described")];
+
+        let problems = judge_evidence(&criteria, true, &c, &[], 2);
+
+        assert_eq!(problems.len(), 1);
+        assert!(problems[0].to_string().contains("only two teas are described"));
+    }
+
+    #[test]
+    fn a_plan_all_done_is_evidence_the_platform_derives() {
+        let done = [step("s1", StepStatus::Done), step("s2", StepStatus::Done)];
+        let open = [step("s1", StepStatus::Done), step("s2", StepStatus::Pending)];
+
+        assert_eq!(
+            derived_evidence(&done, &["guide.md".to_string()]),
+            Some(vec!["plan:s1".into(), "plan:s2".into(), "guide.md".into()])
+        );
+        assert_eq!(derived_evidence(&open, &[]), None);
+        assert_eq!(derived_evidence(&[], &["guide.md".to_string()]), None);
     }
 }

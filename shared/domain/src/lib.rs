@@ -3,6 +3,7 @@
 pub mod agent;
 pub mod catalog;
 pub mod change;
+pub mod criteria;
 pub mod decide;
 pub mod events;
 pub mod evidence;

@@ -3,6 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::criteria::CriterionVerdict;
 use crate::decide::IterationError;
 use crate::planner::StatusBlock;
 use crate::run::{ExecutorBrief, RunStatus, StoppingReason, ToolResultBrief};
@@ -19,6 +20,9 @@ pub enum EventKind {
     /// made; the wait is not running time.
     WaitingForCapacity,
     IterationCommitted,
+    /// A completion claim's criteria were checked: each one's verdict, and whether the
+    /// claim was accepted.
+    CriteriaChecked,
     RunWaiting,
     RunCompleted,
     RunStopped,
@@ -238,6 +242,9 @@ pub struct IterationRecord {
     pub error: Option<IterationError>,
     pub progress: bool,
     pub hints: Vec<String>,
+    /// The verdicts on the run's criteria, when this iteration claimed completion.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub criteria: Vec<CriterionVerdict>,
     pub stopping_reason: Option<StoppingReason>,
     pub started_at: i64,
     pub committed_at: i64,

@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::DomainError;
+use crate::criteria::{Criterion, Grading};
 use crate::run::{BudgetsInput, PermissionMode, RunContext, Scope, Thresholds};
 
 /// A run to start: the body of `POST /v1/runs`, and what a schedule starts at each occurrence.
@@ -18,15 +19,18 @@ pub struct RunTemplate {
     /// What the run must achieve (not blank).
     #[schemars(length(min = 1), regex(pattern = crate::NOT_BLANK))]
     pub objective: String,
-    /// Plain-language conditions the result must meet (at most 20, each 1 to 500
-    /// characters). The run completes only when the planner's claim maps every criterion to
-    /// evidence: documents this run wrote that are not empty, or plan steps that are done.
+    /// Conditions the result must meet (at most 20). Plain text (1 to 500 characters): the
+    /// planner's claim must map it to evidence (documents this run wrote that are not empty,
+    /// or plan steps that are done), and a grader judges that evidence against it. Or a check
+    /// the platform runs when completion is claimed: `{"check": "contains", "doc", "text"}`,
+    /// `{"check": "matches", "doc", "pattern"}`, `{"check": "command", "run"}` (agent runs)
+    /// or `{"check": "grader", "rubric"}`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(
-        length(max = 20),
-        inner(length(min = 1, max = 500), regex(pattern = crate::NOT_BLANK))
-    )]
-    pub completion_criteria: Vec<String>,
+    #[schemars(length(max = 20))]
+    pub completion_criteria: Vec<Criterion>,
+    /// Whether plain-text criteria are graded (default: yes) and by which model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grading: Option<Grading>,
     #[serde(default)]
     pub budgets: BudgetsInput,
     #[serde(default)]

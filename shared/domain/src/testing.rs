@@ -66,6 +66,7 @@ pub fn sample_record(n: u32) -> crate::IterationRecord {
         error: None,
         progress: true,
         hints: vec![],
+        criteria: vec![],
         stopping_reason: None,
         started_at: 0,
         committed_at: 0,

@@ -1,6 +1,7 @@
 //! Prompts. Every section is bounded, so a prompt at iteration 1,000 is no bigger than at 10.
 
 use longrun_domain::PadEntry;
+use longrun_domain::criteria::Criterion;
 use longrun_domain::planner::ExecutorTask;
 use longrun_domain::run::{LastIteration, PermissionMode, PlanStep, Run, RunScope};
 use serde::Serialize;
@@ -50,7 +51,9 @@ pub fn planner_messages(
          is empty, no plan step is pending or in_progress, and completion_evidence names the proof: \
          workspace documents by path (each must exist, be non-empty and have been written by this run) \
          or plan steps as plan:ID (each must be done). When the state lists completion_criteria, \
-         criteria_evidence must map every criterion (c1, c2, ...) to such evidence.\n\n{PLANNER_CONTRACT}\n\nTools:\n{tools_block}\n\n\
+         criteria_evidence must map every criterion (c1, c2, ...) to such evidence; the platform checks \
+         each criterion marked [checked] itself, and a grader reads what you cite for the others, so \
+         cite the documents that show it.\n\n{PLANNER_CONTRACT}\n\nTools:\n{tools_block}\n\n\
          Executor tasks run in parallel and may use only doc_write, doc_read, doc_list, doc_search, \
          and the server.tool tools their task names in tools; a task's plan_steps are the plan steps \
          (by id) its executor may mark (status and a note), no others.\n\
@@ -109,11 +112,19 @@ fn objective_block(objective: Value, run: &Run) -> Value {
             .completion_criteria
             .iter()
             .enumerate()
-            .map(|(i, c)| (format!("c{}", i + 1), Value::String(clip(c, MAX_FIELD))))
+            .map(|(i, c)| (format!("c{}", i + 1), Value::String(clip(&criterion_line(c), MAX_FIELD))))
             .collect();
         block["completion_criteria"] = criteria.into();
     }
     block
+}
+
+/// A criterion as the planner reads it: the platform's own checks say so.
+fn criterion_line(c: &Criterion) -> String {
+    match c {
+        Criterion::Text(t) => t.clone(),
+        Criterion::Check(_) => format!("[checked] {}", c.label()),
+    }
 }
 
 /// A run's scope as its prompts state it; the ids were bounded when the run was created.

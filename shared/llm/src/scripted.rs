@@ -49,6 +49,9 @@ pub struct Script {
     /// The narrative summary at a run's end; without it, reports use the records' summary.
     #[serde(default)]
     pub reporter: Vec<Step>,
+    /// The grader's answers (`{"pass": …, "reasons": …}`); without them every grade passes.
+    #[serde(default)]
+    pub grader: Vec<Step>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +77,7 @@ impl Script {
             .chain(&script.executor)
             .chain(&script.repair)
             .chain(&script.reporter)
+            .chain(&script.grader)
         {
             if let Step::Error { error } = step
                 && parse_kind(&error.kind).is_none()
@@ -165,7 +169,7 @@ fn place(req: &ChatRequest) -> usize {
     match req.role {
         LlmRole::Planner => iteration + of_role,
         LlmRole::Executor => of_role,
-        LlmRole::Repair | LlmRole::Reporter => iteration,
+        LlmRole::Repair | LlmRole::Reporter | LlmRole::Grader => iteration,
     }
 }
 
@@ -178,7 +182,13 @@ pub struct ScriptedLlm {
     executor: Vec<Turn>,
     repair: Vec<Turn>,
     reporter: Vec<Turn>,
+    grader: Vec<Turn>,
 }
+
+/// What a script without grader steps answers every grade: criteria then rest on the claim's
+/// evidence, as before grading.
+const PASSING_GRADE: &str =
+    r#"{"pass": true, "reasons": "the script has no grader steps, so every grade passes"}"#;
 
 impl ScriptedLlm {
     pub fn new(name: &str, script: Script) -> Self {
@@ -188,6 +198,14 @@ impl ScriptedLlm {
             executor: turns(&script.executor),
             repair: turns(&script.repair),
             reporter: turns(&script.reporter),
+            grader: match script.grader.is_empty() {
+                true => turns(&[Step::Answer {
+                    content: serde_json::Value::String(PASSING_GRADE.into()),
+                    usage: None,
+                    latency_ms: 0,
+                }]),
+                false => turns(&script.grader),
+            },
         }
     }
 
@@ -198,6 +216,7 @@ impl ScriptedLlm {
             LlmRole::Executor => &self.executor,
             LlmRole::Repair => &self.repair,
             LlmRole::Reporter => &self.reporter,
+            LlmRole::Grader => &self.grader,
         };
         let turn = turns.get(place(req)).or(turns.last())?;
         match (turn.errors.get(req.attempt as usize), &turn.answer) {

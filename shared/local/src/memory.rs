@@ -147,7 +147,9 @@ impl RunLog for InMemoryRunStore {
         Ok(runs)
     }
 
-    async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run> {
+    async fn update_run(
+        &self, run_id: &str, _: Durability, change: ChangeFn<'_>,
+    ) -> StoreResult<Run> {
         let mut state = self.lock();
         let run = state.runs.get(run_id).ok_or(Rejection::NotFound)?;
         let base = run.event_seq;
@@ -526,7 +528,7 @@ impl InMemoryStepQueue {
 #[async_trait]
 impl StepQueue for InMemoryStepQueue {
     async fn enqueue(
-        &self, msg: &StepMessage, dedup_id: &str, delay_ms: u64,
+        &self, msg: &StepMessage, dedup_id: &str, delay_ms: u64, _: Durability,
     ) -> QueueResult<Enqueued> {
         let now = self.clock.now_ms();
         let body =

@@ -41,6 +41,17 @@ pub struct AgentTurn {
     pub failure: Option<String>,
 }
 
+/// How a completion criterion's command ended in an agent run's task folder.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CheckRun {
+    /// `None`: it did not exit on its own (timed out, killed by a signal).
+    pub exit_code: Option<i32>,
+    /// The end of its output, stdout and stderr as they came.
+    pub tail: String,
+    /// Why there is no exit code, when there is none.
+    pub detail: String,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
     /// The run names an agent the host does not know, or its task folder cannot be used.
@@ -67,6 +78,10 @@ pub trait AgentHost: Send + Sync {
     /// before a new process starts (messages went there at once, by `post`). Blocks until the
     /// process ends.
     async fn turn(&self, run: &Run, n: u32) -> Result<AgentTurn, AgentError>;
+
+    /// Runs a completion criterion's command (`sh -c`) in the run's task folder, in a process
+    /// group of its own, killed with it when it outlives the host's check timeout.
+    async fn check(&self, run: &Run, command: &str) -> Result<CheckRun, AgentError>;
 
     /// Stops the run's live agent processes (SIGTERM, then SIGKILL after the grace).
     async fn stop(&self, run: &Run) -> Result<(), AgentError>;

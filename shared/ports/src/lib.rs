@@ -21,7 +21,7 @@ pub mod signing;
 pub mod store;
 pub mod tools;
 
-pub use agent::{AgentError, AgentHost, AgentTurn, BusPage, Folder};
+pub use agent::{AgentError, AgentHost, AgentTurn, BusPage, CheckRun, Folder};
 pub use archive::{RunArchive, RunRetention};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use faults::{FaultPoint, Faults, NoFaults};

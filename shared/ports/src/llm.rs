@@ -11,6 +11,8 @@ pub enum LlmRole {
     Repair,
     /// The final call that writes a run's narrative summary.
     Reporter,
+    /// A completion criterion judged in a fresh context, apart from the planner's conversation.
+    Grader,
 }
 
 impl LlmRole {
@@ -20,6 +22,7 @@ impl LlmRole {
             LlmRole::Executor => "executor",
             LlmRole::Repair => "repair",
             LlmRole::Reporter => "reporter",
+            LlmRole::Grader => "grader",
         }
     }
 }

@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use longrun_domain::clip;
+use longrun_domain::decide::CLAIM_REJECTED;
 use longrun_domain::run::Run;
 use longrun_domain::{AgentProcessInfo, AgentView, TaskSummary, TaskView};
-use longrun_ports::{AgentError, AgentHost, AgentTurn, BusPage, Folder};
+use longrun_ports::{AgentError, AgentHost, AgentTurn, BusPage, CheckRun, Folder};
 use tokio::sync::OnceCell;
 
 use crate::RunnerError;
@@ -193,6 +194,19 @@ impl AgentHost for LocalAgentHost {
         result.map_err(AgentError::Io)
     }
 
+    async fn check(&self, run: &Run, command: &str) -> Result<CheckRun, AgentError> {
+        let (cfg, run, command) = (self.cfg.clone(), run.clone(), command.to_string());
+        blocking(move || {
+            let dir = make_task_dir(&cfg, &run)?;
+            Ok(crate::check::run_check(
+                &dir,
+                &command,
+                crate::check::CHECK_TIMEOUT,
+            )?)
+        })
+        .await
+    }
+
     async fn stop(&self, run: &Run) -> Result<(), AgentError> {
         let (cfg, dir, id) = (self.cfg.clone(), self.task_dir(run), run.id.clone());
         blocking(move || {
@@ -356,6 +370,19 @@ fn turn(
             adopt(cfg, &dir, run_dir.clone(), info, None)?.run_dir
         }
         _ => {
+            // The gate turned the last DONE down: it goes, and the agent is told why.
+            let rejected: Vec<&str> = run
+                .hints
+                .iter()
+                .map(String::as_str)
+                .filter(|h| h.starts_with(CLAIM_REJECTED))
+                .collect();
+            if !rejected.is_empty() && dir.join(DONE_FILE).exists() {
+                std::fs::remove_file(dir.join(DONE_FILE))?;
+                for hint in &rejected {
+                    post_best_effort(&dir, MessageType::Warning, "", hint);
+                }
+            }
             if dir.join(DONE_FILE).exists() {
                 return Ok(AgentTurn {
                     ended: "done_before_start".into(),
@@ -375,7 +402,14 @@ fn turn(
                 project: folder_name(&run.user_id),
                 task: folder_name(&run.id),
                 agent: run.agent.clone(),
-                prompt: root_prompt(&dir, &run.objective),
+                prompt: match rejected.is_empty() {
+                    true => root_prompt(&dir, &run.objective),
+                    false => format!(
+                        "{}\n\nThe platform did not accept your last DONE. {}\nFix what it names, then write DONE again.",
+                        root_prompt(&dir, &run.objective),
+                        rejected.join("\n")
+                    ),
+                },
                 parent_run_id: None,
                 previous_run_id: previous,
                 depth: 0,

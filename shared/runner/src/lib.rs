@@ -7,6 +7,7 @@
 
 pub mod backend;
 pub mod bus;
+pub mod check;
 pub mod config;
 pub mod host;
 pub mod job;

@@ -3,6 +3,7 @@
 
 use longrun_domain::AgentView;
 use longrun_domain::change;
+use longrun_domain::criteria::{Criterion, Grading};
 use longrun_domain::run::{Budgets, BudgetsInput, MAX_PLAN_STEPS, Run, RunPatch, RunScope, RunStatus};
 use longrun_domain::{McpServer, is_blank, no_controls};
 use longrun_ports::{AgentError, CatalogExt, StepReason};
@@ -167,8 +168,9 @@ pub fn prepare_run(
     let now = p.clock.now_ms();
     let mut run = Run::new(&id, user, objective, &model, budgets, thresholds, now);
     run.permission_mode = req.permission_mode.unwrap_or_default();
-    run.completion_criteria = completion_criteria(req.completion_criteria)?;
     run.agent = req.agent.map(|a| agent(p, a)).transpose()?;
+    run.completion_criteria = completion_criteria(req.completion_criteria, run.agent.is_some())?;
+    run.grading = grading(p, req.grading)?;
     run.context = req
         .context
         .map(|c| c.checked())
@@ -213,8 +215,9 @@ fn agent(p: &Platform, name: String) -> Result<String, ServiceError> {
 pub const MAX_CRITERIA: usize = 20;
 pub const MAX_CRITERION_CHARS: usize = 500;
 
-/// The request's criteria, trimmed, or why they cannot be accepted.
-fn completion_criteria(criteria: Vec<String>) -> Result<Vec<String>, ServiceError> {
+/// The request's criteria, trimmed, or why they cannot be accepted (`agent`: the run's
+/// iterations are agent processes, where a command check runs).
+fn completion_criteria(criteria: Vec<Criterion>, agent: bool) -> Result<Vec<Criterion>, ServiceError> {
     if criteria.len() > MAX_CRITERIA {
         return Err(ServiceError::Invalid(format!(
             "completion_criteria lists {} criteria; at most {MAX_CRITERIA} are allowed",
@@ -222,15 +225,46 @@ fn completion_criteria(criteria: Vec<String>) -> Result<Vec<String>, ServiceErro
         )));
     }
     for (i, c) in criteria.iter().enumerate() {
-        let chars = c.chars().count();
-        if is_blank(c) || chars > MAX_CRITERION_CHARS {
+        for (field, text) in c.texts() {
+            let name = match field {
+                "" => format!("completion_criteria[{i}]"),
+                f => format!("completion_criteria[{i}].{f}"),
+            };
+            let chars = text.chars().count();
+            if is_blank(text) || chars > MAX_CRITERION_CHARS {
+                return Err(ServiceError::Invalid(format!(
+                    "{name} must be 1 to {MAX_CRITERION_CHARS} characters and not blank, got {chars}"
+                )));
+            }
+            no_controls(&name, text).map_err(ServiceError::Invalid)?;
+        }
+        if let Some(problem) = c.problem(agent) {
             return Err(ServiceError::Invalid(format!(
-                "completion_criteria[{i}] must be 1 to {MAX_CRITERION_CHARS} characters and not blank, got {chars}"
+                "completion_criteria[{i}]: {problem}"
             )));
         }
-        no_controls(&format!("completion_criteria[{i}]"), c).map_err(ServiceError::Invalid)?;
     }
-    Ok(criteria.into_iter().map(|c| c.trim().to_string()).collect())
+    Ok(criteria
+        .into_iter()
+        .map(|c| match c {
+            Criterion::Text(t) => Criterion::Text(t.trim().to_string()),
+            check => check,
+        })
+        .collect())
+}
+
+/// How the run's criteria are graded: the grader's model must be one the server has.
+fn grading(p: &Platform, grading: Option<Grading>) -> Result<Grading, ServiceError> {
+    let grading = grading.unwrap_or_default();
+    if let Some(model) = &grading.model
+        && !p.config.models.contains(model)
+    {
+        return Err(ServiceError::Invalid(format!(
+            "grading.model `{model}` is not available; choose one of: {}",
+            p.config.models.join(", ")
+        )));
+    }
+    Ok(grading)
 }
 
 /// The caller's run: one of another user is as missing as one that never was.

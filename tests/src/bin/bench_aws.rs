@@ -36,6 +36,7 @@ async fn main() {
         agent: None,
         objective: "benchmark".into(),
         completion_criteria: vec![],
+        grading: None,
         budgets: BudgetsInput {
             max_iterations: Some(ITERATIONS as i64),
             ..Default::default()

@@ -90,7 +90,10 @@ impl RunLog for DynamoDbRunStore {
         }
     }
 
-    async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run> {
+    /// Every write is durable when DynamoDB answers, so both durabilities are the same.
+    async fn update_run(
+        &self, run_id: &str, _: Durability, change: ChangeFn<'_>,
+    ) -> StoreResult<Run> {
         self.apply(run_id, change).await
     }
 

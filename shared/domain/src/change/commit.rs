@@ -1,6 +1,7 @@
 //! The iteration's one commit: everything it staged, applied in one fenced write.
 
 use super::{ActiveDelta, Rejection, RunChange};
+use crate::criteria::CriterionVerdict;
 use crate::decide::{Outcome, Verdict};
 use crate::events::RunEvent;
 use crate::record::{Doc, DocMeta, EventDraft, IterationRecord, PadEntry};
@@ -42,6 +43,8 @@ pub struct CommitPlan {
     /// The hints the iteration's prompt was given; hints added to the run while it worked (a
     /// child's end) are kept for the next prompt.
     pub seen_hints: Vec<String>,
+    /// The verdicts on the run's criteria when this iteration claimed completion.
+    pub verdicts: Vec<CriterionVerdict>,
     pub now: i64,
 }
 
@@ -55,7 +58,18 @@ impl CommitPlan {
         next.transition_to(status, self.now)?;
         let mut record = self.record.clone();
         record.outcome = status;
-        let mut events = vec![self.committed_event(&next, &record)];
+        let mut events = vec![];
+        if !self.verdicts.is_empty() {
+            events.push(
+                RunEvent::CriteriaChecked {
+                    iteration: self.n,
+                    accepted: status == RunStatus::Completed,
+                    verdicts: self.verdicts.clone(),
+                }
+                .into(),
+            );
+        }
+        events.push(self.committed_event(&next, &record));
         events.extend(spawned);
         let active = self.settle(&outcome, run, &mut next, &mut record, &mut events);
         Ok(RunChange {
@@ -94,6 +108,8 @@ impl CommitPlan {
         let mut next = run.clone();
         next.iteration = self.n;
         next.lease = None;
+        // Grades held for a redelivery of this iteration are its record's now.
+        next.grades.clear();
         next.plan = self.plan.clone();
         next.streaks = self.verdict.streaks.clone();
         next.hints = self.verdict.hints.clone();
@@ -292,6 +308,7 @@ pub(super) mod tests {
             pending_calls: vec![],
             children: vec![],
             seen_hints: vec![],
+            verdicts: vec![],
             now: 0,
         }
     }

@@ -16,6 +16,7 @@ pub use self::plan::{
     ExecutorPlanEdit, MAX_PLAN_STEPS, MAX_STEP_NOTE_CHARS, PlanStep, PlanStepEdit, RunPatch,
     StepStatus, apply_executor_updates, apply_plan_updates,
 };
+use crate::criteria::{Criterion, Grade, Grading};
 use crate::record::DocMeta;
 use crate::report::Report;
 pub use crate::status::{CurrentStatus, RunStatus};
@@ -356,10 +357,18 @@ pub struct Run {
     /// instead of planner calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
-    /// Plain-language conditions the result must meet: a completion claim must map each one
-    /// (`c1`, `c2`, … in order) to accepted evidence.
+    /// Conditions the result must meet: plain text, which a completion claim must map (`c1`,
+    /// `c2`, … in order) to accepted evidence and a grader judges, or checks the platform runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub completion_criteria: Vec<String>,
+    pub completion_criteria: Vec<Criterion>,
+    /// How the plain-text criteria are graded.
+    #[serde(default, skip_serializing_if = "Grading::is_default")]
+    pub grading: Grading,
+    // The grader's verdicts on the iteration in flight, so a redelivery of it asks no grader
+    // twice; cleared by its commit. Internal: not in the API document, and not served.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(skip)]
+    pub grades: Vec<Grade>,
     /// What the run is about in the caller's world (`GET /v1/runs?context_type=&entity_id=`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<RunContext>,
@@ -459,6 +468,8 @@ impl Run {
             iteration: 0,
             model: model.to_string(),
             completion_criteria: vec![],
+            grading: Grading::default(),
+            grades: vec![],
             agent: None,
             context: None,
             scope: None,

@@ -7,7 +7,8 @@ use longrun_domain::change::CommitPlan;
 use longrun_domain::decide::{
     BudgetExhausted, CallSeen, IterationFacts, Outcome, Progress, WorkspaceAfter,
 };
-use longrun_domain::evidence::{ClaimEvidence, DocFound};
+use longrun_domain::criteria::CriterionVerdict;
+use longrun_domain::evidence::{ClaimEvidence, DocFound, claim_of};
 use longrun_domain::fingerprint;
 use longrun_domain::planner::{StatusBlock, ToolCall};
 use longrun_domain::record::normalize_doc_path;
@@ -33,6 +34,8 @@ struct Judged {
     budget: Option<BudgetExhausted>,
     metrics: IterationMetrics,
     verdict: Verdict,
+    /// The claim's criteria verdicts, for the record, the events and the report.
+    criteria: Vec<CriterionVerdict>,
 }
 
 impl Engine {
@@ -40,7 +43,14 @@ impl Engine {
     pub(super) async fn conclude(
         &self, it: &Iter<'_>, staging: Staging, draft: Draft,
     ) -> Result<CommitPlan, EngineError> {
-        let (evidence, claim) = evidence(&staging, &draft).await;
+        let (evidence, mut claim) = evidence(it, &staging, &draft).await;
+        if let Some(status) = draft.planner.as_ref().map(|p| &p.status)
+            && status.exit_signal
+            && !it.run.completion_criteria.is_empty()
+            && !draft.cancel
+        {
+            claim.verdicts = self.verdicts(it, &staging, status, &claim).await?;
+        }
         let staged = staging.finish();
         // Only listed here: they are created after the commit (`FollowUp::start_children`), so
         // an attempt whose commit is refused leaves no child behind.
@@ -98,13 +108,27 @@ impl Engine {
     }
 }
 
-/// The planner's completion evidence, and the claim it makes with every document it names
-/// looked up in the workspace as this commit will leave it.
-async fn evidence(staging: &Staging, draft: &Draft) -> (Vec<String>, ClaimEvidence) {
+/// The planner's completion evidence (or, for a claim that names none, what the platform
+/// derives: a plan all done and the documents this run wrote), and the claim it makes with
+/// every document it names looked up in the workspace as this commit will leave it.
+async fn evidence(it: &Iter<'_>, staging: &Staging, draft: &Draft) -> (Vec<String>, ClaimEvidence) {
     let Some(status) = draft.planner.as_ref().map(|p| &p.status) else {
         return (vec![], ClaimEvidence::default());
     };
-    let mut claim = ClaimEvidence::of(&status.completion_evidence, &status.criteria_evidence);
+    let mut written = staging.written();
+    for d in it.run.recent_docs.iter() {
+        if d.updated_iteration > 0 && d.bytes > 0 && !written.contains(&d.path) {
+            written.push(d.path.clone());
+        }
+    }
+    let run = it.run;
+    let (items, mut claim) = claim_of(
+        status,
+        &run.completion_criteria,
+        run.grading.text,
+        &staging.plan(),
+        &written,
+    );
     if status.exit_signal {
         for path in claim.doc_paths() {
             let doc = match normalize_doc_path(&path) {
@@ -118,7 +142,7 @@ async fn evidence(staging: &Staging, draft: &Draft) -> (Vec<String>, ClaimEviden
             claim.docs.push((path, found));
         }
     }
-    (status.completion_evidence.clone(), claim)
+    (items, claim)
 }
 
 /// The facts of the iteration, judged by the domain's `decide`.
@@ -162,6 +186,7 @@ fn judge(
         }))
     });
     let metrics = it.spent().iteration.clone();
+    let criteria = claim.verdicts.clone();
     let facts = IterationFacts {
         iteration: it.n,
         status: status.clone(),
@@ -189,6 +214,7 @@ fn judge(
         budget,
         metrics,
         verdict,
+        criteria,
     }
 }
 
@@ -257,6 +283,7 @@ fn commit_plan(
         error: draft.error,
         progress: j.progress.made(),
         hints: j.verdict.hints.clone(),
+        criteria: j.criteria.clone(),
         stopping_reason: None,
         started_at: it.started_at,
         committed_at: now,
@@ -281,6 +308,7 @@ fn commit_plan(
         pending_calls: draft.pending_calls,
         children,
         seen_hints: run.hints.clone(),
+        verdicts: j.criteria,
         now,
     }
 }

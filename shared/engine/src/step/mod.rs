@@ -17,6 +17,7 @@ mod narrative;
 mod permissions;
 mod phases;
 mod user_tools;
+mod verdicts;
 
 use std::sync::Arc;
 

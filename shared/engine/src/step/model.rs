@@ -20,8 +20,9 @@ use longrun_ports::{FaultPoint, StoreError};
 /// Per-iteration accounting shared by concurrent executors.
 pub(super) struct Spent {
     calls: u32,
-    /// Calls so far per role (planner, executor, repair, reporter): each call's `role_call`.
-    role_calls: [u32; 4],
+    /// Calls so far per role (planner, executor, repair, reporter, grader): each call's
+    /// `role_call`.
+    role_calls: [u32; 5],
     /// Time model calls waited for capacity: not running time.
     queued_ms: u64,
     pub iteration: IterationMetrics,
@@ -73,7 +74,7 @@ impl<'a> Iter<'a> {
             deadline_ms,
             spent: Mutex::new(Spent {
                 calls: 0,
-                role_calls: [0; 4],
+                role_calls: [0; 5],
                 queued_ms: 0,
                 iteration: IterationMetrics::default(),
                 run: run.budget_metrics(),
@@ -167,14 +168,21 @@ impl Engine {
             run_id: it.run.id.clone(),
             iteration: it.n,
             role,
-            model: it.run.model.clone(),
+            model: match (role, &it.run.grading.model) {
+                (LlmRole::Grader, Some(model)) => model.clone(),
+                _ => it.run.model.clone(),
+            },
             messages,
             json_schema,
             max_output_tokens: Some(self.config.max_output_tokens),
             idempotency_key: format!("{}#{}#{}", it.run.id, it.n, call),
             role_call,
             attempt: 0,
-            rotation: it.run.models.iter().skip(1).cloned().collect(),
+            // A grader model of its own is that model alone.
+            rotation: match (role, &it.run.grading.model) {
+                (LlmRole::Grader, Some(_)) => vec![],
+                _ => it.run.models.iter().skip(1).cloned().collect(),
+            },
             deadline_ms: it.deadline_ms,
         };
         if it.claim.to_show_before_a_call() {

@@ -187,6 +187,11 @@ impl Staging {
         Ok(hits)
     }
 
+    /// The paths this iteration wrote so far.
+    pub fn written(&self) -> Vec<String> {
+        self.lock().docs.keys().cloned().collect()
+    }
+
     pub fn plan(&self) -> Vec<PlanStep> {
         self.lock().plan.clone()
     }

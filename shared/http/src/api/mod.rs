@@ -126,6 +126,7 @@ pub fn run_view(p: &Platform, run: &Run) -> Value {
     let mut v = serde_json::to_value(run).unwrap_or_default();
     if let Some(obj) = v.as_object_mut() {
         obj.remove("lease");
+        obj.remove("grades");
         obj.insert("link".into(), json!(p.follow_up.link(&run.id)));
         obj.insert("tokens".into(), json!(run.metrics.tokens()));
     }

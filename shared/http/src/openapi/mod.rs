@@ -184,6 +184,17 @@ pub fn for_deployment(config: &AppConfig, agents: &[String]) -> Value {
         |m| json!({"properties": {"model": {"const": m}, "models": {"prefixItems": [{"const": m}]}}}),
     ));
     template["anyOf"] = Value::Array(same);
+    template["properties"]["grading"] = json!({"anyOf": [{"type": "null"}, {
+        "type": "object", "additionalProperties": false,
+        "description": "Whether plain-text criteria are graded (default: yes) and by which model",
+        "properties": {"text": {"type": "boolean"},
+            "model": {"enum": models.iter().map(|m| json!(m)).chain([Value::Null]).collect::<Vec<_>>()}}}]});
+    // A command check runs in an agent run's task folder: a run without an agent has none.
+    template["allOf"] = json!([{"anyOf": [
+        {"required": ["agent"], "properties": {"agent": {"type": "string"}}},
+        {"properties": {"completion_criteria": {"items": {"not": {
+            "type": "object", "required": ["check"], "properties": {"check": {"const": "command"}}}}}}}
+    ]}]);
     let mut agents: Vec<Value> = agents.iter().map(|a| json!(a)).collect();
     agents.push(Value::Null);
     template["properties"]["agent"] = json!({"enum": agents,

@@ -195,15 +195,10 @@ impl SqliteStepQueue {
 #[async_trait]
 impl StepQueue for SqliteStepQueue {
     async fn enqueue(
-        &self, msg: &StepMessage, dedup_id: &str, delay_ms: u64,
+        &self, msg: &StepMessage, dedup_id: &str, delay_ms: u64, durability: Durability,
     ) -> QueueResult<Enqueued> {
-        self.send(msg, dedup_id, delay_ms, true).await
-    }
-
-    async fn enqueue_deferred(
-        &self, msg: &StepMessage, dedup_id: &str, delay_ms: u64,
-    ) -> QueueResult<Enqueued> {
-        self.send(msg, dedup_id, delay_ms, false).await
+        self.send(msg, dedup_id, delay_ms, durability == Durability::Now)
+            .await
     }
 
     async fn receive(&self, max: usize, visibility_ms: u64) -> QueueResult<Vec<Delivery>> {

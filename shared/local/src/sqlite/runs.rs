@@ -337,12 +337,11 @@ impl RunLog for SqliteRunStore {
             .await
     }
 
-    async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run> {
-        self.apply(true, run_id, change).await
-    }
-
-    async fn update_run_deferred(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run> {
-        self.apply(false, run_id, change).await
+    async fn update_run(
+        &self, run_id: &str, durability: Durability, change: ChangeFn<'_>,
+    ) -> StoreResult<Run> {
+        self.apply(durability == Durability::Now, run_id, change)
+            .await
     }
 
     async fn events(&self, run_id: &str, after: u64, limit: usize) -> StoreResult<Vec<Event>> {

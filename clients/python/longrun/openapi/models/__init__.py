@@ -10,11 +10,17 @@ from .budgets_input import BudgetsInput
 from .bus_message import BusMessage
 from .call_decision import CallDecision
 from .change import Change
+from .check_kind import CheckKind
+from .check_type_0 import CheckType0
+from .check_type_1 import CheckType1
+from .check_type_2 import CheckType2
+from .check_type_3 import CheckType3
 from .child_run import ChildRun
 from .confidence import Confidence
 from .continue_body import ContinueBody
 from .create_schedule import CreateSchedule
 from .criterion_evidence import CriterionEvidence
+from .criterion_verdict import CriterionVerdict
 from .decision_type_0 import DecisionType0
 from .decision_type_1 import DecisionType1
 from .delivery_state import DeliveryState
@@ -42,6 +48,7 @@ from .get_schedules_response_200 import GetSchedulesResponse200
 from .get_tasks_response_200 import GetTasksResponse200
 from .get_webhooks_response_200 import GetWebhooksResponse200
 from .get_webhooks_response_200_webhooks_item import GetWebhooksResponse200WebhooksItem
+from .grading import Grading
 from .iteration_metrics import IterationMetrics
 from .iteration_record import IterationRecord
 from .last_iteration import LastIteration
@@ -118,11 +125,17 @@ __all__ = (
     "BusMessage",
     "CallDecision",
     "Change",
+    "CheckKind",
+    "CheckType0",
+    "CheckType1",
+    "CheckType2",
+    "CheckType3",
     "ChildRun",
     "Confidence",
     "ContinueBody",
     "CreateSchedule",
     "CriterionEvidence",
+    "CriterionVerdict",
     "DecisionType0",
     "DecisionType1",
     "DeliveryState",
@@ -148,6 +161,7 @@ __all__ = (
     "GetTasksResponse200",
     "GetWebhooksResponse200",
     "GetWebhooksResponse200WebhooksItem",
+    "Grading",
     "IterationMetrics",
     "IterationRecord",
     "LastIteration",

@@ -26,6 +26,9 @@ class Event:
             `waiting_for_capacity`: A model call waited for the model's shared capacity (per-model limits) before it was
             made; the wait is not running time.
 
+            `criteria_checked`: A completion claim's criteria were checked: each one's verdict, and whether the claim was
+            accepted.
+
             `message_posted`: The user posted a message to the run; the next planner prompt carries it.
 
             `follow_up_asked`: An ended run was asked a follow-up question; the payload sums up the report it supersedes.

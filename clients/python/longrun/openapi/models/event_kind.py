@@ -6,6 +6,7 @@ class EventKind(StrEnum):
     CHILD_FINISHED = "child_finished"
     CHILD_SPAWNED = "child_spawned"
     CHILD_WAIT_TIMED_OUT = "child_wait_timed_out"
+    CRITERIA_CHECKED = "criteria_checked"
     FOLLOW_UP_ASKED = "follow_up_asked"
     ITERATION_COMMITTED = "iteration_committed"
     ITERATION_COST_UPDATE = "iteration_cost_update"

@@ -11,6 +11,7 @@ from ..models.run_status import RunStatus
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.criterion_verdict import CriterionVerdict
     from ..models.executor_brief import ExecutorBrief
     from ..models.iteration_metrics import IterationMetrics
     from ..models.status_block import StatusBlock
@@ -38,6 +39,8 @@ class IterationRecord:
         summary (str):
         tool_results (list[ToolResultBrief]):
         updated_docs (list[str]):
+        criteria (list[CriterionVerdict] | Unset): The verdicts on the run's criteria, when this iteration claimed
+            completion.
         error (Any | Unset):
         status_block (None | StatusBlock | Unset):
         stopping_reason (None | StoppingReason | Unset):
@@ -56,6 +59,7 @@ class IterationRecord:
     summary: str
     tool_results: list[ToolResultBrief]
     updated_docs: list[str]
+    criteria: list[CriterionVerdict] | Unset = UNSET
     error: Any | Unset = UNSET
     status_block: None | StatusBlock | Unset = UNSET
     stopping_reason: None | StoppingReason | Unset = UNSET
@@ -97,6 +101,13 @@ class IterationRecord:
 
         updated_docs = self.updated_docs
 
+        criteria: list[dict[str, Any]] | Unset = UNSET
+        if not isinstance(self.criteria, Unset):
+            criteria = []
+            for criteria_item_data in self.criteria:
+                criteria_item = criteria_item_data.to_dict()
+                criteria.append(criteria_item)
+
         error = self.error
 
         status_block: dict[str, Any] | None | Unset
@@ -134,6 +145,8 @@ class IterationRecord:
                 "updated_docs": updated_docs,
             }
         )
+        if criteria is not UNSET:
+            field_dict["criteria"] = criteria
         if error is not UNSET:
             field_dict["error"] = error
         if status_block is not UNSET:
@@ -145,6 +158,7 @@ class IterationRecord:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.criterion_verdict import CriterionVerdict
         from ..models.executor_brief import ExecutorBrief
         from ..models.iteration_metrics import IterationMetrics
         from ..models.status_block import StatusBlock
@@ -187,6 +201,15 @@ class IterationRecord:
             tool_results.append(tool_results_item)
 
         updated_docs = cast(list[str], d.pop("updated_docs"))
+
+        _criteria = d.pop("criteria", UNSET)
+        criteria: list[CriterionVerdict] | Unset = UNSET
+        if _criteria is not UNSET:
+            criteria = []
+            for criteria_item_data in _criteria:
+                criteria_item = CriterionVerdict.from_dict(criteria_item_data)
+
+                criteria.append(criteria_item)
 
         error = d.pop("error", UNSET)
 
@@ -238,6 +261,7 @@ class IterationRecord:
             summary=summary,
             tool_results=tool_results,
             updated_docs=updated_docs,
+            criteria=criteria,
             error=error,
             status_block=status_block,
             stopping_reason=stopping_reason,

@@ -13,8 +13,13 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.budgets import Budgets
+    from ..models.check_type_0 import CheckType0
+    from ..models.check_type_1 import CheckType1
+    from ..models.check_type_2 import CheckType2
+    from ..models.check_type_3 import CheckType3
     from ..models.child_run import ChildRun
     from ..models.doc_meta import DocMeta
+    from ..models.grading import Grading
     from ..models.last_iteration import LastIteration
     from ..models.lease import Lease
     from ..models.metrics import Metrics
@@ -69,15 +74,16 @@ class Run:
         children_wait_until (int | None | Unset): While `waiting_on_children`: when the wait times out
             (`child_wait_timeout_s` after it
             began) and the run goes on without the children still running.
-        completion_criteria (list[str] | Unset): Plain-language conditions the result must meet: a completion claim must
-            map each one
-            (`c1`, `c2`, … in order) to accepted evidence.
+        completion_criteria (list[CheckType0 | CheckType1 | CheckType2 | CheckType3 | str] | Unset): Conditions the
+            result must meet: plain text, which a completion claim must map (`c1`,
+            `c2`, … in order) to accepted evidence and a grader judges, or checks the platform runs.
         context (None | RunContext | Unset): What the run is about in the caller's world (`GET
             /v1/runs?context_type=&entity_id=`).
         ended_at (int | None | Unset):
         follow_up_question (None | str | Unset): The user's follow-up question to the run after it ended (`POST
             /v1/runs/{id}/follow-up`):
             every planner prompt from then on carries it, until another follow-up replaces it.
+        grading (Grading | Unset): How a run's plain-text criteria are graded.
         last_iteration (LastIteration | None | Unset):
         lease (Lease | None | Unset):
         models (list[str] | Unset): Models the run rotates over (round robin, failing over past degraded ones) when more
@@ -137,10 +143,13 @@ class Run:
     allowed_tools: list[str] | None | Unset = UNSET
     children: list[ChildRun] | Unset = UNSET
     children_wait_until: int | None | Unset = UNSET
-    completion_criteria: list[str] | Unset = UNSET
+    completion_criteria: (
+        list[CheckType0 | CheckType1 | CheckType2 | CheckType3 | str] | Unset
+    ) = UNSET
     context: None | RunContext | Unset = UNSET
     ended_at: int | None | Unset = UNSET
     follow_up_question: None | str | Unset = UNSET
+    grading: Grading | Unset = UNSET
     last_iteration: LastIteration | None | Unset = UNSET
     lease: Lease | None | Unset = UNSET
     models: list[str] | Unset = UNSET
@@ -159,6 +168,10 @@ class Run:
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.check_type_0 import CheckType0
+        from ..models.check_type_1 import CheckType1
+        from ..models.check_type_2 import CheckType2
+        from ..models.check_type_3 import CheckType3
         from ..models.last_iteration import LastIteration
         from ..models.lease import Lease
         from ..models.report import Report
@@ -243,9 +256,21 @@ class Run:
         else:
             children_wait_until = self.children_wait_until
 
-        completion_criteria: list[str] | Unset = UNSET
+        completion_criteria: list[dict[str, Any] | str] | Unset = UNSET
         if not isinstance(self.completion_criteria, Unset):
-            completion_criteria = self.completion_criteria
+            completion_criteria = []
+            for completion_criteria_item_data in self.completion_criteria:
+                completion_criteria_item: dict[str, Any] | str
+                if (
+                    isinstance(completion_criteria_item_data, CheckType0)
+                    or isinstance(completion_criteria_item_data, CheckType1)
+                    or isinstance(completion_criteria_item_data, CheckType2)
+                    or isinstance(completion_criteria_item_data, CheckType3)
+                ):
+                    completion_criteria_item = completion_criteria_item_data.to_dict()
+                else:
+                    completion_criteria_item = completion_criteria_item_data
+                completion_criteria.append(completion_criteria_item)
 
         context: dict[str, Any] | None | Unset
         if isinstance(self.context, Unset):
@@ -266,6 +291,10 @@ class Run:
             follow_up_question = UNSET
         else:
             follow_up_question = self.follow_up_question
+
+        grading: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.grading, Unset):
+            grading = self.grading.to_dict()
 
         last_iteration: dict[str, Any] | None | Unset
         if isinstance(self.last_iteration, Unset):
@@ -401,6 +430,8 @@ class Run:
             field_dict["ended_at"] = ended_at
         if follow_up_question is not UNSET:
             field_dict["follow_up_question"] = follow_up_question
+        if grading is not UNSET:
+            field_dict["grading"] = grading
         if last_iteration is not UNSET:
             field_dict["last_iteration"] = last_iteration
         if lease is not UNSET:
@@ -437,8 +468,13 @@ class Run:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.budgets import Budgets
+        from ..models.check_type_0 import CheckType0
+        from ..models.check_type_1 import CheckType1
+        from ..models.check_type_2 import CheckType2
+        from ..models.check_type_3 import CheckType3
         from ..models.child_run import ChildRun
         from ..models.doc_meta import DocMeta
+        from ..models.grading import Grading
         from ..models.last_iteration import LastIteration
         from ..models.lease import Lease
         from ..models.metrics import Metrics
@@ -552,7 +588,58 @@ class Run:
             d.pop("children_wait_until", UNSET)
         )
 
-        completion_criteria = cast(list[str], d.pop("completion_criteria", UNSET))
+        _completion_criteria = d.pop("completion_criteria", UNSET)
+        completion_criteria: (
+            list[CheckType0 | CheckType1 | CheckType2 | CheckType3 | str] | Unset
+        ) = UNSET
+        if _completion_criteria is not UNSET:
+            completion_criteria = []
+            for completion_criteria_item_data in _completion_criteria:
+
+                def _parse_completion_criteria_item(
+                    data: object,
+                ) -> CheckType0 | CheckType1 | CheckType2 | CheckType3 | str:
+                    try:
+                        if not isinstance(data, dict):
+                            raise TypeError()
+                        componentsschemas_check_type_0 = CheckType0.from_dict(data)
+
+                        return componentsschemas_check_type_0
+                    except (TypeError, ValueError, AttributeError, KeyError):
+                        pass
+                    try:
+                        if not isinstance(data, dict):
+                            raise TypeError()
+                        componentsschemas_check_type_1 = CheckType1.from_dict(data)
+
+                        return componentsschemas_check_type_1
+                    except (TypeError, ValueError, AttributeError, KeyError):
+                        pass
+                    try:
+                        if not isinstance(data, dict):
+                            raise TypeError()
+                        componentsschemas_check_type_2 = CheckType2.from_dict(data)
+
+                        return componentsschemas_check_type_2
+                    except (TypeError, ValueError, AttributeError, KeyError):
+                        pass
+                    try:
+                        if not isinstance(data, dict):
+                            raise TypeError()
+                        componentsschemas_check_type_3 = CheckType3.from_dict(data)
+
+                        return componentsschemas_check_type_3
+                    except (TypeError, ValueError, AttributeError, KeyError):
+                        pass
+                    return cast(
+                        CheckType0 | CheckType1 | CheckType2 | CheckType3 | str, data
+                    )
+
+                completion_criteria_item = _parse_completion_criteria_item(
+                    completion_criteria_item_data
+                )
+
+                completion_criteria.append(completion_criteria_item)
 
         def _parse_context(data: object) -> None | RunContext | Unset:
             if data is None:
@@ -590,6 +677,13 @@ class Run:
         follow_up_question = _parse_follow_up_question(
             d.pop("follow_up_question", UNSET)
         )
+
+        _grading = d.pop("grading", UNSET)
+        grading: Grading | Unset
+        if isinstance(_grading, Unset):
+            grading = UNSET
+        else:
+            grading = Grading.from_dict(_grading)
 
         def _parse_last_iteration(data: object) -> LastIteration | None | Unset:
             if data is None:
@@ -774,6 +868,7 @@ class Run:
             context=context,
             ended_at=ended_at,
             follow_up_question=follow_up_question,
+            grading=grading,
             last_iteration=last_iteration,
             lease=lease,
             models=models,

@@ -12,6 +12,11 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.budgets_input import BudgetsInput
+    from ..models.check_type_0 import CheckType0
+    from ..models.check_type_1 import CheckType1
+    from ..models.check_type_2 import CheckType2
+    from ..models.check_type_3 import CheckType3
+    from ..models.grading import Grading
     from ..models.run_context import RunContext
     from ..models.thresholds import Thresholds
 
@@ -34,12 +39,16 @@ class RunTemplate:
         budgets (BudgetsInput | Unset): Budget values as a user may send them: every field optional, negatives rejected
             by validation
             (not by the type) so the error can name the field and the value.
-        completion_criteria (list[str] | Unset): Plain-language conditions the result must meet (at most 20, each 1 to
-            500
-            characters). The run completes only when the planner's claim maps every criterion to
-            evidence: documents this run wrote that are not empty, or plan steps that are done.
+        completion_criteria (list[CheckType0 | CheckType1 | CheckType2 | CheckType3 | str] | Unset): Conditions the
+            result must meet (at most 20). Plain text (1 to 500 characters): the
+            planner's claim must map it to evidence (documents this run wrote that are not empty,
+            or plan steps that are done), and a grader judges that evidence against it. Or a check
+            the platform runs when completion is claimed: `{"check": "contains", "doc", "text"}`,
+            `{"check": "matches", "doc", "pattern"}`, `{"check": "command", "run"}` (agent runs)
+            or `{"check": "grader", "rubric"}`.
         context (None | RunContext | Unset): What the run is about in your application, to list its runs by
             (`GET /v1/runs?context_type=&entity_id=`).
+        grading (Grading | None | Unset): Whether plain-text criteria are graded (default: yes) and by which model.
         model (None | str | Unset): `provider:model`; one of the server's configured models.
         models (list[str] | Unset): Several `provider:model`s to rotate over, round robin, failing over past degraded
             ones; the first is the run's model. Instead of `model`, or starting with it.
@@ -56,8 +65,11 @@ class RunTemplate:
     agent: None | str | Unset = UNSET
     allowed_tools: list[str] | None | Unset = UNSET
     budgets: BudgetsInput | Unset = UNSET
-    completion_criteria: list[str] | Unset = UNSET
+    completion_criteria: (
+        list[CheckType0 | CheckType1 | CheckType2 | CheckType3 | str] | Unset
+    ) = UNSET
     context: None | RunContext | Unset = UNSET
+    grading: Grading | None | Unset = UNSET
     model: None | str | Unset = UNSET
     models: list[str] | Unset = UNSET
     permission_mode: None | PermissionMode | Unset = UNSET
@@ -66,6 +78,11 @@ class RunTemplate:
     thresholds: None | Thresholds | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.check_type_0 import CheckType0
+        from ..models.check_type_1 import CheckType1
+        from ..models.check_type_2 import CheckType2
+        from ..models.check_type_3 import CheckType3
+        from ..models.grading import Grading
         from ..models.run_context import RunContext
         from ..models.thresholds import Thresholds
 
@@ -90,9 +107,21 @@ class RunTemplate:
         if not isinstance(self.budgets, Unset):
             budgets = self.budgets.to_dict()
 
-        completion_criteria: list[str] | Unset = UNSET
+        completion_criteria: list[dict[str, Any] | str] | Unset = UNSET
         if not isinstance(self.completion_criteria, Unset):
-            completion_criteria = self.completion_criteria
+            completion_criteria = []
+            for completion_criteria_item_data in self.completion_criteria:
+                completion_criteria_item: dict[str, Any] | str
+                if (
+                    isinstance(completion_criteria_item_data, CheckType0)
+                    or isinstance(completion_criteria_item_data, CheckType1)
+                    or isinstance(completion_criteria_item_data, CheckType2)
+                    or isinstance(completion_criteria_item_data, CheckType3)
+                ):
+                    completion_criteria_item = completion_criteria_item_data.to_dict()
+                else:
+                    completion_criteria_item = completion_criteria_item_data
+                completion_criteria.append(completion_criteria_item)
 
         context: dict[str, Any] | None | Unset
         if isinstance(self.context, Unset):
@@ -101,6 +130,14 @@ class RunTemplate:
             context = self.context.to_dict()
         else:
             context = self.context
+
+        grading: dict[str, Any] | None | Unset
+        if isinstance(self.grading, Unset):
+            grading = UNSET
+        elif isinstance(self.grading, Grading):
+            grading = self.grading.to_dict()
+        else:
+            grading = self.grading
 
         model: None | str | Unset
         if isinstance(self.model, Unset):
@@ -162,6 +199,8 @@ class RunTemplate:
             field_dict["completion_criteria"] = completion_criteria
         if context is not UNSET:
             field_dict["context"] = context
+        if grading is not UNSET:
+            field_dict["grading"] = grading
         if model is not UNSET:
             field_dict["model"] = model
         if models is not UNSET:
@@ -180,6 +219,11 @@ class RunTemplate:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.budgets_input import BudgetsInput
+        from ..models.check_type_0 import CheckType0
+        from ..models.check_type_1 import CheckType1
+        from ..models.check_type_2 import CheckType2
+        from ..models.check_type_3 import CheckType3
+        from ..models.grading import Grading
         from ..models.run_context import RunContext
         from ..models.thresholds import Thresholds
 
@@ -219,7 +263,58 @@ class RunTemplate:
         else:
             budgets = BudgetsInput.from_dict(_budgets)
 
-        completion_criteria = cast(list[str], d.pop("completion_criteria", UNSET))
+        _completion_criteria = d.pop("completion_criteria", UNSET)
+        completion_criteria: (
+            list[CheckType0 | CheckType1 | CheckType2 | CheckType3 | str] | Unset
+        ) = UNSET
+        if _completion_criteria is not UNSET:
+            completion_criteria = []
+            for completion_criteria_item_data in _completion_criteria:
+
+                def _parse_completion_criteria_item(
+                    data: object,
+                ) -> CheckType0 | CheckType1 | CheckType2 | CheckType3 | str:
+                    try:
+                        if not isinstance(data, dict):
+                            raise TypeError()
+                        componentsschemas_check_type_0 = CheckType0.from_dict(data)
+
+                        return componentsschemas_check_type_0
+                    except (TypeError, ValueError, AttributeError, KeyError):
+                        pass
+                    try:
+                        if not isinstance(data, dict):
+                            raise TypeError()
+                        componentsschemas_check_type_1 = CheckType1.from_dict(data)
+
+                        return componentsschemas_check_type_1
+                    except (TypeError, ValueError, AttributeError, KeyError):
+                        pass
+                    try:
+                        if not isinstance(data, dict):
+                            raise TypeError()
+                        componentsschemas_check_type_2 = CheckType2.from_dict(data)
+
+                        return componentsschemas_check_type_2
+                    except (TypeError, ValueError, AttributeError, KeyError):
+                        pass
+                    try:
+                        if not isinstance(data, dict):
+                            raise TypeError()
+                        componentsschemas_check_type_3 = CheckType3.from_dict(data)
+
+                        return componentsschemas_check_type_3
+                    except (TypeError, ValueError, AttributeError, KeyError):
+                        pass
+                    return cast(
+                        CheckType0 | CheckType1 | CheckType2 | CheckType3 | str, data
+                    )
+
+                completion_criteria_item = _parse_completion_criteria_item(
+                    completion_criteria_item_data
+                )
+
+                completion_criteria.append(completion_criteria_item)
 
         def _parse_context(data: object) -> None | RunContext | Unset:
             if data is None:
@@ -237,6 +332,23 @@ class RunTemplate:
             return cast(None | RunContext | Unset, data)
 
         context = _parse_context(d.pop("context", UNSET))
+
+        def _parse_grading(data: object) -> Grading | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                grading_type_0 = Grading.from_dict(data)
+
+                return grading_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(Grading | None | Unset, data)
+
+        grading = _parse_grading(d.pop("grading", UNSET))
 
         def _parse_model(data: object) -> None | str | Unset:
             if data is None:
@@ -324,6 +436,7 @@ class RunTemplate:
             budgets=budgets,
             completion_criteria=completion_criteria,
             context=context,
+            grading=grading,
             model=model,
             models=models,
             permission_mode=permission_mode,
