@@ -76,6 +76,11 @@ async fn a_claim_whose_cited_document_lacks_the_criterions_text_fails_until_it_h
         records[0].hints
     );
     assert!(records[1].criteria[0].passed);
+    assert_eq!(
+        run.report.as_ref().unwrap().criteria,
+        records[1].criteria,
+        "the report carries the verdicts of the claim that completed the run"
+    );
     let second = t.llm.planner_prompt(&id, 2).unwrap();
     assert!(second.contains("does not hold the text"), "{second}");
     let events = t.p().store.events(&id, 0, 200).await.unwrap();

@@ -169,6 +169,7 @@ class Sync(unittest.TestCase):
         created = [(c.type_.value, c.id) for c in report.what_changed.created]
         self.assertEqual(created, [("document", "notes/1.md"), ("document", "notes/2.md")])
         self.assertEqual(report.metrics.total_tokens, 30)
+        self.assertEqual(report.criteria, [], "a run without criteria has no verdicts")
         self.assertEqual(self.lr.deliveries(run.id), [], "no webhooks, no deliveries")
         with self.assertRaises(NotFound):
             self.lr.doc(run.id, "notes/none.md")

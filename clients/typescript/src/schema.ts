@@ -1524,6 +1524,12 @@ export interface components {
             artifacts: components["schemas"]["Artifacts"];
             /** @description Child runs and their outcomes. */
             children?: components["schemas"]["ChildRun"][];
+            /**
+             * @description The verdict on each of the run's completion criteria at the completion claim the
+             *     iteration that ended the run made: empty when it made none or the run has none.
+             * @default []
+             */
+            criteria?: components["schemas"]["CriterionVerdict"][];
             /** Format: int64 */
             generated_at: number;
             /** @description The last iteration's one-line progress summary. */

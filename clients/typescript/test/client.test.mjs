@@ -75,6 +75,7 @@ test('a report says what the run made, typed, with its title, narrative and head
   assert.deepEqual(report.what_changed.updated, []);
   assert.equal(report.metrics.total_tokens, 30);
   assert.equal(report.stopping_reason.type, 'max_iterations');
+  assert.deepEqual(report.criteria, [], 'a run without criteria has no verdicts');
 });
 
 test('runs are listed page after page, newest first, and steered by pause, patch, continue, a message and cancel', async () => {

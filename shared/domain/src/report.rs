@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::criteria::CriterionVerdict;
 use crate::evidence::{Reference, references};
 use crate::record::DocMeta;
 use crate::run::{ChildRun, ModelMetrics, PlanStep, Run, RunStatus, StepStatus, StoppingReason};
@@ -301,6 +302,10 @@ pub struct Report {
     /// The last iteration's one-line progress summary.
     pub headline: String,
     pub what_changed: WhatChanged,
+    /// The verdict on each of the run's completion criteria at the completion claim the
+    /// iteration that ended the run made: empty when it made none or the run has none.
+    #[serde(default)]
+    pub criteria: Vec<CriterionVerdict>,
     /// Every source the workspace cites, in the order first cited (by doc path).
     pub sources: Vec<SourceRef>,
     pub artifacts: Artifacts,
@@ -381,6 +386,7 @@ pub fn build_report(
             linked,
             sources: by_doc,
         },
+        criteria: vec![],
         sources,
         artifacts: Artifacts {
             documents: docs
@@ -413,6 +419,14 @@ pub fn build_report(
         questions: run.questions.clone(),
         children: run.children.clone(),
         generated_at: now,
+    }
+}
+
+impl Report {
+    /// The report with the verdicts on the run's criteria at the claim that ended it.
+    pub fn with_criteria(mut self, verdicts: &[CriterionVerdict]) -> Self {
+        self.criteria = verdicts.to_vec();
+        self
     }
 }
 
@@ -759,7 +773,16 @@ mod tests {
         run.metrics.cost_usd = 0.5;
         let n = Narrative::by_model("It wrote the guide. It checked it.");
         // Act
-        let r = build_report(&run, &[meta("a.md", 1)], "Guide written.", &[], n, 10);
+        let verdict = CriterionVerdict {
+            id: "c1".into(),
+            kind: crate::criteria::CheckKind::Grader,
+            criterion: "covers three teas".into(),
+            passed: true,
+            reason: "green, black and oolong are each covered".into(),
+            looked_at: vec!["a.md".into()],
+        };
+        let r = build_report(&run, &[meta("a.md", 1)], "Guide written.", &[], n, 10)
+            .with_criteria(std::slice::from_ref(&verdict));
         let v = serde_json::to_value(&r).unwrap();
         // Assert
         assert_eq!(v["summary"], "It wrote the guide. It checked it.");
@@ -773,6 +796,8 @@ mod tests {
         assert_eq!(v["metrics"]["total_tokens"], 120);
         assert_eq!(v["metrics"]["total_cost_usd"], 0.5);
         assert_eq!(v["stopping_reason"]["type"], "completed");
+        assert_eq!(v["criteria"][0]["id"], "c1");
+        assert_eq!(v["criteria"][0]["passed"], true);
         assert_eq!(serde_json::from_value::<Report>(v).unwrap(), r);
     }
 
@@ -913,5 +938,6 @@ mod tests {
         );
         assert_eq!(r.artifacts.documents[0].path, "b.md");
         assert!(r.artifacts.plans.is_empty());
+        assert!(r.criteria.is_empty(), "no verdicts were kept then");
     }
 }

@@ -247,14 +247,15 @@ impl CommitPlan {
                 "no final model call was made for this stop",
             )
         });
-        next.report = Some(build_report(
+        let report = build_report(
             next,
             &self.workspace,
             &self.summary,
             &self.evidence,
             narrative,
             self.now,
-        ));
+        );
+        next.report = Some(report.with_criteria(&self.verdicts));
         record.stopping_reason = Some(reason);
     }
 }
@@ -423,6 +424,33 @@ pub(super) mod tests {
             assert!(committed.run.questions.is_empty());
             assert!(committed.run.report.is_some());
         }
+    }
+
+    #[test]
+    fn the_report_of_a_completing_commit_carries_the_verdicts_of_its_claim() {
+        // Arrange
+        let run = claim(&sample_run(), 1, "me", 0, 1_000).unwrap().run;
+        let verdict = CriterionVerdict {
+            id: "c1".into(),
+            kind: crate::criteria::CheckKind::Contains,
+            criterion: "`guide.md` contains \"oolong\"".into(),
+            passed: true,
+            reason: "found \"oolong\"".into(),
+            looked_at: vec!["guide.md".into()],
+        };
+        let mut plan = continue_plan(&run, "me");
+        plan.verdict.outcome = Outcome::Finish(StoppingReason::new(
+            StopType::Completed,
+            "evidence accepted",
+        ));
+        plan.verdicts = vec![verdict.clone()];
+
+        // Act
+        let committed = plan.apply(&run).unwrap();
+
+        // Assert
+        assert_eq!(committed.run.status, RunStatus::Completed);
+        assert_eq!(committed.run.report.unwrap().criteria, vec![verdict]);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use super::{
     ArtifactRef, Artifacts, Change, EntityType, Link, Narrative, NarrativeSource, PlanArtifact,
     Relationship, Report, ReportMetrics, SourceRef, WhatChanged,
 };
+use crate::criteria::CriterionVerdict;
 use crate::run::{ChildRun, PlanStep, RunStatus, StoppingReason};
 
 /// A report as any version stored it. Before `headline`, `summary` was the one-line headline
@@ -29,6 +30,8 @@ struct Stored {
     #[serde(default)]
     narrative: Option<Narrative>,
     what_changed: StoredChanges,
+    #[serde(default)]
+    criteria: Vec<CriterionVerdict>,
     #[serde(default)]
     sources: Vec<SourceRef>,
     artifacts: StoredArtifacts,
@@ -144,6 +147,7 @@ impl From<Stored> for Report {
         };
         Report {
             what_changed: s.what_changed.read(&s.run_id),
+            criteria: s.criteria,
             run_id: s.run_id,
             title: s.title,
             objective: s.objective,

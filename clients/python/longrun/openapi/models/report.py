@@ -14,6 +14,7 @@ from ..types import UNSET, Unset
 if TYPE_CHECKING:
     from ..models.artifacts import Artifacts
     from ..models.child_run import ChildRun
+    from ..models.criterion_verdict import CriterionVerdict
     from ..models.report_metrics import ReportMetrics
     from ..models.source_ref import SourceRef
     from ..models.stopping_reason import StoppingReason
@@ -50,6 +51,9 @@ class Report:
                 in `created`, or in `updated` once it was written again (a document) or moved past pending
                 (a plan step).
             children (list[ChildRun] | Unset): Child runs and their outcomes.
+            criteria (list[CriterionVerdict] | Unset): The verdict on each of the run's completion criteria at the
+                completion claim the
+                iteration that ended the run made: empty when it made none or the run has none.
             questions (list[str] | Unset):
             summary_note (None | str | Unset): Why no model wrote `summary` (records only).
     """
@@ -68,6 +72,7 @@ class Report:
     title: str
     what_changed: WhatChanged
     children: list[ChildRun] | Unset = UNSET
+    criteria: list[CriterionVerdict] | Unset = UNSET
     questions: list[str] | Unset = UNSET
     summary_note: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -109,6 +114,13 @@ class Report:
                 children_item = children_item_data.to_dict()
                 children.append(children_item)
 
+        criteria: list[dict[str, Any]] | Unset = UNSET
+        if not isinstance(self.criteria, Unset):
+            criteria = []
+            for criteria_item_data in self.criteria:
+                criteria_item = criteria_item_data.to_dict()
+                criteria.append(criteria_item)
+
         questions: list[str] | Unset = UNSET
         if not isinstance(self.questions, Unset):
             questions = self.questions
@@ -140,6 +152,8 @@ class Report:
         )
         if children is not UNSET:
             field_dict["children"] = children
+        if criteria is not UNSET:
+            field_dict["criteria"] = criteria
         if questions is not UNSET:
             field_dict["questions"] = questions
         if summary_note is not UNSET:
@@ -151,6 +165,7 @@ class Report:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.artifacts import Artifacts
         from ..models.child_run import ChildRun
+        from ..models.criterion_verdict import CriterionVerdict
         from ..models.report_metrics import ReportMetrics
         from ..models.source_ref import SourceRef
         from ..models.stopping_reason import StoppingReason
@@ -197,6 +212,15 @@ class Report:
 
                 children.append(children_item)
 
+        _criteria = d.pop("criteria", UNSET)
+        criteria: list[CriterionVerdict] | Unset = UNSET
+        if _criteria is not UNSET:
+            criteria = []
+            for criteria_item_data in _criteria:
+                criteria_item = CriterionVerdict.from_dict(criteria_item_data)
+
+                criteria.append(criteria_item)
+
         questions = cast(list[str], d.pop("questions", UNSET))
 
         def _parse_summary_note(data: object) -> None | str | Unset:
@@ -223,6 +247,7 @@ class Report:
             title=title,
             what_changed=what_changed,
             children=children,
+            criteria=criteria,
             questions=questions,
             summary_note=summary_note,
         )
