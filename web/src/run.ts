@@ -484,7 +484,10 @@ export const runPage: Page = (ctx, root, params) => {
     const by = r.summary_source === "model" ? "Written by the model at the run's end."
       : `Built from the iteration records: ${r.summary_note ?? "no model wrote it"}.`;
     // The last completion claim the planner made, as the exit gate judged it.
-    const claim = [...s.iterations].reverse().find((it) => it.status_block?.exit_signal)?.status_block;
+    const claimed = [...s.iterations].reverse().find((it) => it.status_block?.exit_signal);
+    const claim = claimed?.status_block;
+    // What the gate found of each criterion at that claim (checks and the grader).
+    const verdicts = claimed?.criteria ?? [];
     const mapped = (i: number, text: string) => claim?.criteria_evidence?.find((c) =>
       c.criterion === `c${i + 1}` || c.criterion === text)?.evidence ?? [];
     const criteria = run.completion_criteria ?? [];
@@ -502,8 +505,14 @@ export const runPage: Page = (ctx, root, params) => {
       h("p", { class: "report-title" }, h("strong", {}, r.title)),
       r.summary ? [h("p", { "data-testid": "report-summary" }, run.questions.filter((q) => q.trim()).reduce((t, q) => t.split(q).join(asked(q)), r.summary)), h("p", { class: "muted" }, by)] : null,
       r.headline ? h("p", { "data-testid": "report-headline" }, h("span", { class: "muted" }, "Last step: "), r.headline) : null,
-      criteria.length ? [h("h3", {}, "Completion criteria"), h("ol", { "data-testid": "report-criteria" }, criteria.map((c, i) =>
-        h("li", {}, c, h("span", { class: "muted" }, mapped(i, c).length ? ` — evidence: ${mapped(i, c).join(", ")}` : " — no evidence claimed"))))] : null,
+      criteria.length ? [h("h3", {}, "Completion criteria"), h("ol", { "data-testid": "report-criteria" }, criteria.map((c, i) => {
+        const v = verdicts.find((x) => x.id === `c${i + 1}`);
+        const text = criterionLabel(c);
+        const evidence = typeof c === "string" && mapped(i, c).length ? ` — evidence: ${mapped(i, c).join(", ")}` : "";
+        return h("li", { "data-testid": "report-criterion" }, text, h("span", { class: "muted" }, evidence),
+          v ? h("span", { class: v.passed ? "verdict-pass" : "verdict-fail" }, ` — ${v.passed ? "✓ passed" : "✗ failed"} (${v.kind}): ${v.reason}`)
+            : h("span", { class: "muted" }, typeof c === "string" && !evidence ? " — no evidence claimed" : " — not checked"));
+      }))] : null,
       claim?.completion_evidence?.length ? [h("h3", {}, "Evidence"), h("ul", { "data-testid": "report-evidence" },
         claim.completion_evidence.map((e) => h("li", {}, e)))] : null,
       changes.length ? [h("h3", {}, "What changed"), h("ul", { "data-testid": "report-changes" },
@@ -517,6 +526,17 @@ export const runPage: Page = (ctx, root, params) => {
       r.sources?.length ? [h("h3", {}, "Sources"), h("ul", { "data-testid": "report-sources" }, r.sources.map((src) =>
         h("li", {}, sourceLink(src.source), h("span", { class: "muted" }, " cited by "),
           src.docs.map((p, i) => [i ? ", " : "", h("button", { type: "button", class: "link", onclick: () => openDoc(p) }, p)]))))] : null);
+  }
+
+  /** A criterion as a person reads it: its text, or what its check asks. */
+  function criterionLabel(c: Run["completion_criteria"][number]): string {
+    if (typeof c === "string") return c;
+    switch (c.check) {
+      case "contains": return `${c.doc} contains “${c.text}”`;
+      case "matches": return `${c.doc} matches /${c.pattern}/`;
+      case "command": return `\`${c.run}\` exits 0`;
+      case "grader": return `graded: ${c.rubric}`;
+    }
   }
 
   /** The outcome webhooks of this run, oldest first; only when it has any. */

@@ -732,6 +732,33 @@ test("the inbox shows each notification's message, not the run's last summary", 
   await context.close();
 });
 
+test("a report shows each criterion's verdict: what was checked and why it passed or failed", { timeout: 60_000 }, async () => {
+  // Arrange: the guide holds "75" but no "oolong"; the run stops at its budget.
+  const api = (method, path, body) => fetch(`${base}${path}`, {
+    method, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+    body: body && JSON.stringify(body),
+  });
+  const run = await (await api("POST", "/v1/runs", { objective: "Write the green tea guide",
+    model: `script:${join(dir, "planned.json")}`, budgets: { max_iterations: 2 },
+    completion_criteria: [{ check: "contains", doc: "guide.md", text: "75" },
+      { check: "contains", doc: "guide.md", text: "oolong" }] })).json();
+  assert.ok(run.id, JSON.stringify(run));
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+
+  // Act
+  await page.goto(`${base}/runs/${run.id}`);
+  await signIn(page);
+
+  // Assert
+  await page.locator('.run-status [data-status="stopped"]').waitFor({ timeout: 20_000 });
+  const items = page.getByTestId("report-criterion");
+  await items.first().waitFor();
+  assert.match(await items.nth(0).textContent(), /^guide\.md contains “75” — ✓ passed \(contains\): `guide\.md` holds the text "75"$/);
+  assert.match(await items.nth(1).textContent(), /^guide\.md contains “oolong” — ✗ failed \(contains\): `guide\.md` does not hold the text "oolong"$/);
+  await context.close();
+});
+
 test("the API's failures show as readable messages, never a blank page", { timeout: 60_000 }, async () => {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
