@@ -10,10 +10,11 @@ use longrun_domain::run::{Run, RunStatus};
 use longrun_domain::{Doc, DocMeta, Event, IterationRecord, PadEntry, RunChange, Schedule};
 use longrun_domain::{DocHit, Notification, OutcomeMessage, WebhookDelivery};
 use longrun_local::InMemoryRunStore;
+use longrun_ports::Durability;
 use longrun_ports::{
     CatalogEntry, CatalogScope, ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, Enqueued, FaultPoint,
     Faults, Inbox, Notifier, NotifyError, QueueError, RunLog, RunQuery, ScheduleStore, StepMessage,
-    StepQueue, StoreError, UserCatalog, WebhookOutbox, Workspace,
+    StepQueue, StoreError, UserCatalog, WebhookOutbox, Workspace, send_then_ack_and_next,
 };
 use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError, LlmErrorKind, LlmRole, Usage};
 use longrun_ports::{IdempotencyKeys, IdempotencyRecord, QueueResult, StoreResult};
@@ -443,8 +444,11 @@ impl StepQueue for SimQueue {
     /// The ack (lost now and then, as any ack), then the run's next message when it is the
     /// only one a receive could deliver.
     async fn ack_and_next(
-        &self, receipt: &str, visibility_ms: u64,
+        &self, receipt: &str, send: Option<&StepMessage>, visibility_ms: u64,
     ) -> QueueResult<Option<Delivery>> {
+        if let Some(msg) = send {
+            return send_then_ack_and_next(self, msg, receipt, visibility_ms).await;
+        }
         let group = {
             let st = self.lock();
             let pos = st.received(receipt)?;

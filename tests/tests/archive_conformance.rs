@@ -13,6 +13,7 @@ use longrun_domain::{
     PadEntry, Rejection, RunChange, RunExport, WebhookDelivery,
 };
 use longrun_local::{InMemoryRunStore, SqliteDb, SqliteRunStore};
+use longrun_ports::Durability;
 use longrun_ports::{RunArchive, RunRetention, Store, StoreError, WebhookOutbox};
 use longrun_service::retention::RetentionStore;
 use longrun_tests::new_run;
@@ -122,10 +123,12 @@ async fn worked_run(s: &dyn Store, id: &str, user: &str, parent: Option<&str>) {
     run.parent_run_id = parent.map(str::to_string);
     s.create_run(change::create(run, 50)).await.unwrap();
     for n in 1..=2u32 {
-        s.update_run(id, &|r| change::claim(r, n, "w1", 20, 1000))
-            .await
-            .unwrap();
-        s.update_run(id, &|r| {
+        s.update_run(id, Durability::Now, &|r| {
+            change::claim(r, n, "w1", 20, 1000)
+        })
+        .await
+        .unwrap();
+        s.update_run(id, Durability::Now, &|r| {
             let mut next = r.clone();
             next.iteration = n;
             next.lease = None;
@@ -162,7 +165,7 @@ async fn ended_run(
         delivery(&n, 1, second),
     ];
     s.put_outcome(&n, &ds).await.unwrap();
-    s.update_run(id, &|r| {
+    s.update_run(id, Durability::Now, &|r| {
         let next = change::mark_notified(r, 2, RunStatus::Completed).ok_or(Rejection::NotFound)?;
         Ok(RunChange::of(next, vec![]))
     })
@@ -175,7 +178,7 @@ async fn end(s: &dyn Store, id: &str, at: i64) {
 }
 
 async fn end_as(s: &dyn Store, id: &str, status: RunStatus, at: i64) {
-    s.update_run(id, &|r| {
+    s.update_run(id, Durability::Now, &|r| {
         let mut next = r.clone();
         next.transition_to(status, at)?;
         Ok(RunChange {
@@ -327,7 +330,7 @@ mod suite {
         worked_run(s, "parent", "alice", None).await;
         worked_run(s, "child", "alice", Some("parent")).await;
         end(s, "child", 100).await;
-        s.update_run("child", &|r| {
+        s.update_run("child", Durability::Now, &|r| {
             let next =
                 change::mark_notified(r, 2, RunStatus::Completed).ok_or(Rejection::NotFound)?;
             Ok(RunChange::of(next, vec![]))
@@ -537,7 +540,7 @@ mod dynamodb_ttl {
 
         // Act
         store
-            .update_run("r1", &|r| {
+            .update_run("r1", Durability::Now, &|r| {
                 let next =
                     change::mark_notified(r, 2, RunStatus::Stopped).ok_or(Rejection::NotFound)?;
                 Ok(RunChange::of(next, vec![]))
@@ -550,7 +553,9 @@ mod dynamodb_ttl {
             ..Default::default()
         };
         store
-            .update_run("r1", &|r| change::continue_run(r, &more, 50, 2_000_000))
+            .update_run("r1", Durability::Now, &|r| {
+                change::continue_run(r, &more, 50, 2_000_000)
+            })
             .await
             .unwrap();
         let continued = expiries(&c.dynamodb, &table, "r1").await;

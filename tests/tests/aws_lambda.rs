@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 use longrun_ports::CatalogExt;
+use longrun_ports::Durability;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -257,7 +258,12 @@ async fn a_duplicate_delivered_after_the_dedup_window_is_dropped_by_the_claim() 
     // The same step again, past the dedup window (a new dedup id gets it through).
     let again = StepMessage::new(&run_id, 1, StepReason::Start);
     s.steps
-        .enqueue(&again, &format!("{}#late", again.dedup_id()), 0)
+        .enqueue(
+            &again,
+            &format!("{}#late", again.dedup_id()),
+            0,
+            Durability::Now,
+        )
         .await
         .unwrap();
     s.drive(&run_id, 200).await;
@@ -319,7 +325,7 @@ async fn the_sweeper_republishes_an_outcome_that_was_never_marked_published() {
     s.next_outcome().await;
     s.p()
         .store
-        .update_run(&run_id, &|r| {
+        .update_run(&run_id, Durability::Now, &|r| {
             let mut next = r.clone();
             next.notified = false;
             Ok(longrun_domain::RunChange::of(next, vec![]))
@@ -465,7 +471,7 @@ async fn a_record_that_must_wait_fails_with_the_later_records_of_its_run() {
     // Another worker holds a live lease on iteration 1.
     s.p()
         .store
-        .update_run("run-fixture-a", &|r| {
+        .update_run("run-fixture-a", Durability::Now, &|r| {
             change::claim(
                 r,
                 1,

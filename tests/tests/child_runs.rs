@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use longrun_domain::change;
 use longrun_domain::run::{BudgetsInput, RunStatus};
 use longrun_http::{CreateRun, create_run};
+use longrun_ports::Durability;
 use longrun_ports::{ChatRequest, ChatResponse, LlmClient, LlmError};
 use longrun_ports::{Clock, FaultPoint, Faults, NoFaults};
 use longrun_tests::{CrashOnce, TestPlatform, platform_with_llm, scripted};
@@ -259,7 +260,9 @@ async fn canceling_the_parent_cancels_every_child_within_one_iteration() {
     let canceled = t
         .p()
         .store
-        .update_run(&id, &|r| change::request_cancel(r, &docs, now))
+        .update_run(&id, Durability::Now, &|r| {
+            change::request_cancel(r, &docs, now)
+        })
         .await
         .unwrap();
     t.p().follow_up.send(&canceled).await.unwrap();

@@ -11,6 +11,7 @@ use longrun_domain::run::RunStatus;
 use longrun_engine::EngineConfig;
 use longrun_http::{AppConfig, Tokens, create_run};
 use longrun_local::{RecordingNotifier, SqliteDb, SqliteRunStore, SqliteStepQueue};
+use longrun_ports::Durability;
 use longrun_ports::{
     Clock, Delivery, Enqueued, FaultPoint, ManualClock, NoFaults, QueueError, StepMessage,
     StepQueue,
@@ -331,7 +332,9 @@ impl StepQueue for Recording {
     async fn enqueue(
         &self, msg: &StepMessage, dedup_id: &str, delay_ms: u64, durability: Durability,
     ) -> Result<Enqueued, QueueError> {
-        self.inner.enqueue(msg, dedup_id, delay_ms, durability).await
+        self.inner
+            .enqueue(msg, dedup_id, delay_ms, durability)
+            .await
     }
     async fn receive(&self, max: usize, visibility_ms: u64) -> Result<Vec<Delivery>, QueueError> {
         let got = self.inner.receive(max, visibility_ms).await?;
@@ -342,9 +345,12 @@ impl StepQueue for Recording {
         self.inner.ack(receipt).await
     }
     async fn ack_and_next(
-        &self, receipt: &str, visibility_ms: u64,
+        &self, receipt: &str, send: Option<&StepMessage>, visibility_ms: u64,
     ) -> Result<Option<Delivery>, QueueError> {
-        let next = self.inner.ack_and_next(receipt, visibility_ms).await?;
+        let next = self
+            .inner
+            .ack_and_next(receipt, send, visibility_ms)
+            .await?;
         next.iter().for_each(|d| self.note(d, true));
         Ok(next)
     }

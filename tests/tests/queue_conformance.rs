@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use longrun_local::{InMemoryStepQueue, MAX_RECEIVES, SqliteDb, SqliteStepQueue};
 use longrun_ports::{
-    DEDUP_WINDOW_MS, Enqueued, ManualClock, QueueError, StepMessage, StepQueue, StepReason,
+    DEDUP_WINDOW_MS, Durability, Enqueued, ManualClock, QueueError, StepMessage, StepQueue,
+    StepReason,
 };
 
 struct Fixture {
@@ -102,7 +103,9 @@ fn msg(run: &str, n: u32) -> StepMessage {
 }
 
 async fn send(q: &dyn StepQueue, m: &StepMessage) -> Enqueued {
-    q.enqueue(m, &m.dedup_id(), 0).await.unwrap()
+    q.enqueue(m, &m.dedup_id(), 0, Durability::Now)
+        .await
+        .unwrap()
 }
 
 mod suite {
@@ -176,18 +179,47 @@ mod suite {
         let Some(clock) = &f.clock else {
             // SQS FIFO queues have no per-message delay: refused, never silently sent at once.
             assert!(matches!(
-                f.queue.enqueue(&m, &m.dedup_id(), 2_000).await,
+                f.queue
+                    .enqueue(&m, &m.dedup_id(), 2_000, Durability::Now)
+                    .await,
                 Err(QueueError::Unsupported(_))
             ));
             assert!(f.queue.receive(10, 1000).await.unwrap().is_empty());
             return;
         };
-        f.queue.enqueue(&m, &m.dedup_id(), 2_000).await.unwrap();
+        f.queue
+            .enqueue(&m, &m.dedup_id(), 2_000, Durability::Now)
+            .await
+            .unwrap();
         send(&*f.queue, &msg("r1", 2)).await;
         assert!(f.queue.receive(10, 1000).await.unwrap().is_empty());
         clock.advance(2_000);
         let got = f.queue.receive(10, 1000).await.unwrap();
         assert_eq!(StepMessage::parse(&got[0].body).unwrap(), m);
+    }
+
+    /// A deferred send (its cause not yet acknowledged) is delivered, ordered and
+    /// deduplicated as a durable one is.
+    pub async fn a_deferred_send_is_delivered_and_deduplicated_as_a_durable_one(f: Fixture) {
+        let (first, second) = (msg("r1", 1), msg("r1", 2));
+        f.queue
+            .enqueue(&first, &first.dedup_id(), 0, Durability::Deferred)
+            .await
+            .unwrap();
+        send(&*f.queue, &second).await;
+        let again = f
+            .queue
+            .enqueue(&first, &first.dedup_id(), 0, Durability::Deferred)
+            .await
+            .unwrap();
+
+        let got = f.receive_due().await;
+        assert_eq!(bodies(got.clone()), vec![first]);
+        f.queue.ack(&got[0].receipt).await.unwrap();
+        assert_eq!(bodies(f.receive_due().await), vec![second]);
+        if f.reports_everything() {
+            assert_eq!(again, Enqueued::Duplicate);
+        }
     }
 
     pub async fn extend_moves_the_visibility(f: Fixture) {
@@ -205,7 +237,11 @@ mod suite {
         let got = f.queue.receive(10, 1000).await.unwrap();
         send(&*f.queue, &msg("r1", 2)).await;
 
-        let next = f.queue.ack_and_next(&got[0].receipt, 1000).await.unwrap();
+        let next = f
+            .queue
+            .ack_and_next(&got[0].receipt, None, 1000)
+            .await
+            .unwrap();
 
         assert_eq!(f.reaching_a_worker(next).await, vec![msg("r1", 2)]);
     }
@@ -216,12 +252,7 @@ mod suite {
 
         let next = f
             .queue
-            .send_ack_and_next(
-                &msg("r1", 2),
-                &msg("r1", 2).dedup_id(),
-                &got[0].receipt,
-                1000,
-            )
+            .ack_and_next(&got[0].receipt, Some(&msg("r1", 2)), 1000)
             .await
             .unwrap();
 
@@ -231,7 +262,7 @@ mod suite {
         }
         assert_eq!(
             f.queue
-                .enqueue(&msg("r1", 2), &msg("r1", 2).dedup_id(), 0)
+                .enqueue(&msg("r1", 2), &msg("r1", 2).dedup_id(), 0, Durability::Now)
                 .await
                 .unwrap(),
             Enqueued::Duplicate,
@@ -245,7 +276,11 @@ mod suite {
         send(&*f.queue, &msg("r2", 1)).await;
         send(&*f.queue, &msg("r1", 2)).await;
 
-        let next = f.queue.ack_and_next(&got[0].receipt, 1000).await.unwrap();
+        let next = f
+            .queue
+            .ack_and_next(&got[0].receipt, None, 1000)
+            .await
+            .unwrap();
 
         assert!(
             next.is_none(),
@@ -291,6 +326,7 @@ macro_rules! conformance {
                 #[tokio::test] async fn an_unacknowledged_message_comes_back_after_its_visibility_timeout() { super::suite::an_unacknowledged_message_comes_back_after_its_visibility_timeout(super::$adapter().await).await }
                 #[tokio::test] async fn one_message_per_run_is_in_flight_and_order_is_kept() { super::suite::one_message_per_run_is_in_flight_and_order_is_kept(super::$adapter().await).await }
                 #[tokio::test] async fn a_delayed_message_waits_and_blocks_its_run() { super::suite::a_delayed_message_waits_and_blocks_its_run(super::$adapter().await).await }
+                #[tokio::test] async fn a_deferred_send_is_delivered_and_deduplicated_as_a_durable_one() { super::suite::a_deferred_send_is_delivered_and_deduplicated_as_a_durable_one(super::$adapter().await).await }
                 #[tokio::test] async fn extend_moves_the_visibility() { super::suite::extend_moves_the_visibility(super::$adapter().await).await }
                 #[tokio::test] async fn a_run_carried_on_by_its_worker_gets_its_next_message_exactly_once() { super::suite::a_run_carried_on_by_its_worker_gets_its_next_message_exactly_once(super::$adapter().await).await }
                 #[tokio::test] async fn a_next_step_sent_with_the_ack_is_delivered_exactly_once() { super::suite::a_next_step_sent_with_the_ack_is_delivered_exactly_once(super::$adapter().await).await }

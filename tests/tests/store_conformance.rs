@@ -11,7 +11,7 @@ use longrun_domain::{
 };
 use longrun_domain::{McpServer, Notification, UserTool, Webhook};
 use longrun_local::{InMemoryRunStore, SqliteDb, SqliteRunStore};
-use longrun_ports::{ContextFilter, IdempotencyRecord, RunQuery, Store, StoreError};
+use longrun_ports::{ContextFilter, Durability, IdempotencyRecord, RunQuery, Store, StoreError};
 use longrun_tests::new_run;
 use serde_json::json;
 
@@ -36,7 +36,7 @@ async fn sqlite() -> Fixture {
 /// Records `times` one-token model calls of `iteration` on run r1, one write each.
 async fn spends(s: &dyn Store, iteration: u32, times: u32) {
     for _ in 0..times {
-        s.update_run("r1", &|r| {
+        s.update_run("r1", Durability::Now, &|r| {
             Ok(change::record_spend(r, iteration, &spend(1), 11))
         })
         .await
@@ -152,7 +152,7 @@ mod suite {
         s.create_run(change::create(new_run("b1", "bob", 1), 2))
             .await
             .unwrap();
-        s.update_run("r0", &|r| {
+        s.update_run("r0", Durability::Now, &|r| {
             let mut next = r.clone();
             next.transition_to(RunStatus::Canceled, r.updated_at)?;
             Ok(RunChange {
@@ -176,19 +176,23 @@ mod suite {
             .await
             .unwrap();
         for i in 0..3 {
-            s.update_run("r1", &|r| {
+            s.update_run("r1", Durability::Now, &|r| {
                 Ok(change::record_spend(r, 1, &spend(10 + i), 11))
             })
             .await
             .unwrap();
         }
         let err = s
-            .update_run("r1", &|_| Err(Rejection::Conflict("no".into())))
+            .update_run("r1", Durability::Now, &|_| {
+                Err(Rejection::Conflict("no".into()))
+            })
             .await
             .unwrap_err();
         assert!(matches!(err, StoreError::Rejected(_)));
         let missing = s
-            .update_run("nope", &|r| Ok(RunChange::of(r.clone(), vec![])))
+            .update_run("nope", Durability::Now, &|r| {
+                Ok(RunChange::of(r.clone(), vec![]))
+            })
             .await
             .unwrap_err();
         assert!(matches!(missing, StoreError::Rejected(Rejection::NotFound)));
@@ -227,7 +231,7 @@ mod suite {
             .unwrap();
         for n in 1..=4u32 {
             spends(s, n, 2 * n + 1).await;
-            s.update_run("r1", &|r| {
+            s.update_run("r1", Durability::Now, &|r| {
                 let mut next = r.clone();
                 next.iteration = n;
                 let mut rec = longrun_domain::testing::sample_record(n);
@@ -318,9 +322,11 @@ mod suite {
             .map(|_| {
                 let s = s.clone();
                 tokio::spawn(async move {
-                    s.update_run("r1", &|r| Ok(change::record_spend(r, 1, &spend(1), 11)))
-                        .await
-                        .unwrap()
+                    s.update_run("r1", Durability::Now, &|r| {
+                        Ok(change::record_spend(r, 1, &spend(1), 11))
+                    })
+                    .await
+                    .unwrap()
                 })
             })
             .collect();
@@ -344,9 +350,11 @@ mod suite {
         s.create_run(change::create(new_run("r1", "alice", 10), 5))
             .await
             .unwrap();
-        s.update_run("r1", &|r| change::claim(r, 1, "w1", 20, 1000))
-            .await
-            .unwrap();
+        s.update_run("r1", Durability::Now, &|r| {
+            change::claim(r, 1, "w1", 20, 1000)
+        })
+        .await
+        .unwrap();
         let commit = |r: &longrun_domain::Run| {
             if r.iteration >= 1 {
                 return Err(Rejection::AlreadyCommitted {
@@ -371,8 +379,11 @@ mod suite {
                 )
             })
         };
-        s.update_run("r1", &commit).await.unwrap();
-        let again = s.update_run("r1", &commit).await.unwrap_err();
+        s.update_run("r1", Durability::Now, &commit).await.unwrap();
+        let again = s
+            .update_run("r1", Durability::Now, &commit)
+            .await
+            .unwrap_err();
         assert!(matches!(
             again,
             StoreError::Rejected(Rejection::AlreadyCommitted { .. })
@@ -396,12 +407,79 @@ mod suite {
         assert_eq!(s.scratchpad("r1", 3).await.unwrap()[0], pad(1));
     }
 
+    /// The engine claims and commits deferred (its message is not yet acknowledged): such a
+    /// write reads back as a durable one, is fenced the same, and is committed by the next
+    /// `Now` write at the latest.
+    pub async fn deferred_writes_read_back_fenced_and_are_committed_by_the_next_durable_one(
+        s: &dyn Store,
+    ) {
+        s.create_run(change::create(new_run("r1", "alice", 10), 5))
+            .await
+            .unwrap();
+        let claimed = s
+            .update_run("r1", Durability::Deferred, &|r| {
+                change::claim(r, 1, "w1", 20, 1000)
+            })
+            .await
+            .unwrap();
+        assert_eq!(claimed.status, RunStatus::Running);
+        let commit = |r: &longrun_domain::Run| {
+            if r.iteration >= 1 {
+                return Err(Rejection::AlreadyCommitted {
+                    iteration: r.iteration,
+                });
+            }
+            let mut next = r.clone();
+            next.iteration = 1;
+            next.lease = None;
+            let mut rec = longrun_domain::testing::sample_record(1);
+            rec.run_id = "r1".into();
+            Ok(RunChange {
+                iteration: Some(rec),
+                docs: vec![doc("notes/a.md", "Alpha beta", 1)],
+                pad: Some(pad(1)),
+                ..RunChange::of(
+                    next,
+                    vec![EventDraft::new(
+                        EventKind::IterationCommitted,
+                        json!({"iteration": 1}),
+                    )],
+                )
+            })
+        };
+        s.update_run("r1", Durability::Deferred, &commit)
+            .await
+            .unwrap();
+        let again = s.update_run("r1", Durability::Deferred, &commit).await;
+        assert!(matches!(
+            again,
+            Err(StoreError::Rejected(Rejection::AlreadyCommitted { .. }))
+        ));
+        assert_eq!(s.get_run("r1").await.unwrap().unwrap().iteration, 1);
+
+        spends(s, 2, 1).await;
+
+        let committed = s.get_committed_run("r1").await.unwrap().unwrap();
+        assert_eq!(committed.iteration, 1);
+        assert_eq!(committed.metrics.input_tokens, 1);
+        assert_eq!(s.iterations("r1", 0, 10).await.unwrap().len(), 1);
+        assert_eq!(s.scratchpad("r1", 3).await.unwrap(), vec![pad(1)]);
+        let seqs: Vec<u64> = s
+            .events("r1", 0, 100)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| e.seq)
+            .collect();
+        assert_eq!(seqs, (1..=committed.event_seq).collect::<Vec<_>>());
+    }
+
     pub async fn the_scratchpad_returns_the_last_entries_oldest_first(s: &dyn Store) {
         s.create_run(change::create(new_run("r1", "alice", 10), 5))
             .await
             .unwrap();
         for n in 1..=5 {
-            s.update_run("r1", &|r| {
+            s.update_run("r1", Durability::Now, &|r| {
                 Ok(RunChange {
                     pad: Some(pad(n)),
                     ..RunChange::of(r.clone(), vec![])
@@ -429,12 +507,20 @@ mod suite {
                 Ok::<_, Rejection>(RunChange::of(next, vec![]))
             }
         };
-        s.update_run("done", &finish(RunStatus::Completed, true, 250))
-            .await
-            .unwrap();
-        s.update_run("stopped", &finish(RunStatus::Stopped, false, 260))
-            .await
-            .unwrap();
+        s.update_run(
+            "done",
+            Durability::Now,
+            &finish(RunStatus::Completed, true, 250),
+        )
+        .await
+        .unwrap();
+        s.update_run(
+            "stopped",
+            Durability::Now,
+            &finish(RunStatus::Stopped, false, 260),
+        )
+        .await
+        .unwrap();
 
         let ids =
             |runs: Vec<longrun_domain::Run>| runs.into_iter().map(|r| r.id).collect::<Vec<_>>();
@@ -466,7 +552,7 @@ mod suite {
             }
         };
         for id in ["w2", "w1", "late"] {
-            s.update_run(id, &wait(100)).await.unwrap();
+            s.update_run(id, Durability::Now, &wait(100)).await.unwrap();
         }
         let ids =
             |runs: Vec<longrun_domain::Run>| runs.into_iter().map(|r| r.id).collect::<Vec<_>>();
@@ -475,7 +561,7 @@ mod suite {
         let due = ids(s.waits_due(2_100, 10).await.unwrap());
         let first = ids(s.waits_due(2_100, 1).await.unwrap());
         let none = s.waits_due(1_099, 10).await.unwrap();
-        s.update_run("w1", &|r: &longrun_domain::Run| {
+        s.update_run("w1", Durability::Now, &|r: &longrun_domain::Run| {
             let mut next = r.clone();
             next.transition_to(RunStatus::Queued, 1_500)?;
             Ok::<_, Rejection>(RunChange::of(next, vec![]))
@@ -677,7 +763,7 @@ mod suite {
         s.create_run(change::create(new_run("b0", "bob", 200), 50))
             .await
             .unwrap();
-        s.update_run("a1", &|r| {
+        s.update_run("a1", Durability::Now, &|r| {
             let mut next = r.clone();
             next.transition_to(RunStatus::Running, r.updated_at)?;
             Ok(RunChange::of(next, vec![]))
@@ -1059,6 +1145,7 @@ macro_rules! all_adapters {
                 events_page_by_after_and_limit,
                 paging_the_log_from_every_position_sees_each_event_once_in_order,
                 a_commit_writes_iteration_docs_and_pad_together_and_only_once,
+                deferred_writes_read_back_fenced_and_are_committed_by_the_next_durable_one,
                 the_scratchpad_returns_the_last_entries_oldest_first,
                 runs_are_listed_per_user_newest_first_with_filters_and_cursor,
                 runs_are_listed_by_their_context_type_entity_or_both,

@@ -4,6 +4,7 @@
 use async_trait::async_trait;
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::MessageSystemAttributeName;
+use longrun_ports::Durability;
 use longrun_ports::QueueResult;
 use longrun_ports::{Delivery, Enqueued, QueueError, StepMessage, StepQueue};
 

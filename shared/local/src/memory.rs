@@ -12,6 +12,7 @@ use longrun_domain::{DeliveryState, DocHit, Notification, WebhookDelivery, seque
 use longrun_domain::{
     Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange, Schedule,
 };
+use longrun_ports::Durability;
 use longrun_ports::{CatalogEntry, CatalogScope, QueueResult, StoreResult};
 use longrun_ports::{
     CatalogKind, ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, Enqueued, Inbox, QueueError, RunLog,

@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod archive;
 pub mod clock;
+pub mod durability;
 pub mod faults;
 pub mod fetch;
 pub mod git;
@@ -24,6 +25,7 @@ pub mod tools;
 pub use agent::{AgentError, AgentHost, AgentTurn, BusPage, CheckRun, Folder};
 pub use archive::{RunArchive, RunRetention};
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use durability::Durability;
 pub use faults::{FaultPoint, Faults, NoFaults};
 pub use fetch::{FetchPolicy, HostLookup, Refusal};
 pub use idempotency::{IDEMPOTENCY_WINDOW_MS, IdempotencyKeys, IdempotencyRecord};

@@ -3,6 +3,8 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use crate::durability::Durability;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StepReason {
@@ -90,49 +92,45 @@ pub const DEDUP_WINDOW_MS: i64 = 5 * 60 * 1000;
 /// message becomes visible again after its visibility timeout.
 #[async_trait]
 pub trait StepQueue: Send + Sync {
+    /// `Durability::Deferred` is for a send a crash may lose harmlessly because the message
+    /// that caused it is not yet acknowledged (it is redelivered and sends again).
     async fn enqueue(
-        &self, msg: &StepMessage, dedup_id: &str, delay_ms: u64,
+        &self, msg: &StepMessage, dedup_id: &str, delay_ms: u64, durability: Durability,
     ) -> QueueResult<Enqueued>;
-    /// `enqueue` for a send a crash may lose harmlessly because the message that caused it is
-    /// not yet acknowledged (it is redelivered and re-sends). Defaults to `enqueue`.
-    async fn enqueue_deferred(
-        &self, msg: &StepMessage, dedup_id: &str, delay_ms: u64,
-    ) -> QueueResult<Enqueued> {
-        self.enqueue(msg, dedup_id, delay_ms).await
-    }
     async fn receive(&self, max: usize, visibility_ms: u64) -> QueueResult<Vec<Delivery>>;
     async fn ack(&self, receipt: &str) -> QueueResult<()>;
     /// Acknowledges a delivery and, when its run's next message is due and no other run waits
     /// for a turn, delivers that message to the caller in the same operation, so a worker
     /// carries on with the run without a receive. Fair share is untouched: a receive would
     /// have had nothing else to deliver. `None`: acknowledged only; the next message goes out
-    /// by receive. Defaults to `ack`.
+    /// by receive.
+    ///
+    /// With `send`, the run's next step is sent first (undelayed, under its own dedup id,
+    /// `Durability::Deferred`: the delivery it follows is not yet acknowledged), in one
+    /// operation with the ack where the adapter can (SQLite: one write). Nothing is
+    /// acknowledged when the send fails; a receipt gone stale (the message delivered again
+    /// since) keeps the send and carries nothing on. Defaults to the send, then `ack`.
     async fn ack_and_next(
-        &self, receipt: &str, visibility_ms: u64,
+        &self, receipt: &str, send: Option<&StepMessage>, visibility_ms: u64,
     ) -> QueueResult<Option<Delivery>> {
-        let _ = visibility_ms;
+        if let Some(msg) = send {
+            return send_then_ack_and_next(self, msg, receipt, visibility_ms).await;
+        }
         self.ack(receipt).await.map(|()| None)
-    }
-    /// A run's next step sent (as by `enqueue_deferred`, undelayed) and the delivery that made
-    /// it acknowledged, as `ack_and_next` does, in one operation where the adapter can (SQLite:
-    /// one write). Nothing is acknowledged when the send fails; a receipt gone stale (the
-    /// message delivered again since) keeps the send and carries nothing on.
-    async fn send_ack_and_next(
-        &self, msg: &StepMessage, dedup_id: &str, receipt: &str, visibility_ms: u64,
-    ) -> QueueResult<Option<Delivery>> {
-        send_then_ack_and_next(self, msg, dedup_id, receipt, visibility_ms).await
     }
     /// Sets the message's remaining invisibility (0 releases it now).
     async fn extend(&self, receipt: &str, visibility_ms: u64) -> QueueResult<()>;
 }
 
-/// `send_ack_and_next` as two calls: the send, then `ack_and_next`. The default, and the way
-/// an adapter goes when it cannot make them one write.
+/// `ack_and_next` with a send as two calls: the send, then `ack_and_next` without one. The
+/// default, and the way an adapter goes when it cannot make them one write.
 pub async fn send_then_ack_and_next<Q: StepQueue + ?Sized>(
-    queue: &Q, msg: &StepMessage, dedup_id: &str, receipt: &str, visibility_ms: u64,
+    queue: &Q, msg: &StepMessage, receipt: &str, visibility_ms: u64,
 ) -> QueueResult<Option<Delivery>> {
-    queue.enqueue_deferred(msg, dedup_id, 0).await?;
-    match queue.ack_and_next(receipt, visibility_ms).await {
+    queue
+        .enqueue(msg, &msg.dedup_id(), 0, Durability::Deferred)
+        .await?;
+    match queue.ack_and_next(receipt, None, visibility_ms).await {
         Err(QueueError::StaleReceipt) => Ok(None),
         carried => carried,
     }

@@ -13,6 +13,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::durability::Durability;
 use crate::idempotency::IdempotencyKeys;
 use crate::outbox::WebhookOutbox;
 
@@ -85,15 +86,14 @@ pub trait RunLog: Send + Sync {
         self.get_run(run_id).await
     }
     async fn list_runs(&self, user_id: &str, query: &RunQuery) -> StoreResult<Vec<Run>>;
-    async fn update_run(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run>;
-    /// `update_run` for a change a crash may lose harmlessly: a claim (the lease is taken
-    /// again) or an iteration commit whose message is not yet acknowledged (the message is
-    /// redelivered and the iteration redone). Stores that batch durability may acknowledge it
-    /// before it is durable; it becomes durable no later than the next `update_run`, and a
-    /// crash loses it only together with every later write.
-    async fn update_run_deferred(&self, run_id: &str, change: ChangeFn<'_>) -> StoreResult<Run> {
-        self.update_run(run_id, change).await
-    }
+    /// `Durability::Deferred` is for a change a crash may lose harmlessly: a claim (the lease
+    /// is taken again) or an iteration commit whose message is not yet acknowledged (the
+    /// message is redelivered and the iteration redone). Stores that batch durability may
+    /// return before it is durable; it becomes durable no later than the next
+    /// `Durability::Now` write, and a crash loses it only together with every later write.
+    async fn update_run(
+        &self, run_id: &str, durability: Durability, change: ChangeFn<'_>,
+    ) -> StoreResult<Run>;
     async fn events(&self, run_id: &str, after: u64, limit: usize) -> StoreResult<Vec<Event>>;
     async fn iterations(
         &self, run_id: &str, after: u32, limit: usize,

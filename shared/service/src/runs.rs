@@ -6,6 +6,7 @@ use longrun_domain::change;
 use longrun_domain::criteria::{Criterion, Grading};
 use longrun_domain::run::{Budgets, BudgetsInput, MAX_PLAN_STEPS, Run, RunPatch, RunScope, RunStatus};
 use longrun_domain::{McpServer, is_blank, no_controls};
+use longrun_ports::Durability;
 use longrun_ports::{AgentError, CatalogExt, StepReason};
 
 use crate::error::ServiceError;
@@ -284,7 +285,9 @@ pub async fn cancel_run(p: &Platform, user: &str, id: &str) -> Result<Run, Servi
     let now = p.clock.now_ms();
     let run = p
         .store
-        .update_run(id, &|r| change::request_cancel(r, &docs, now))
+        .update_run(id, Durability::Now, &|r| {
+            change::request_cancel(r, &docs, now)
+        })
         .await?;
     if run.status == RunStatus::Canceled {
         // Ends its children too, and tells its parent.
@@ -317,7 +320,9 @@ pub async fn respond_run(
     let now = p.clock.now_ms();
     let run = p
         .store
-        .update_run(id, &|r| change::respond(r, answer, &approval, &docs, now))
+        .update_run(id, Durability::Now, &|r| {
+            change::respond(r, answer, &approval, &docs, now)
+        })
         .await?;
     if run.status == RunStatus::Stopped {
         // No budget left for the answer: the run ended; its outcome goes out now.
@@ -336,7 +341,9 @@ pub async fn continue_run_with(
     let limit = p.config.active_limit;
     let run = p
         .store
-        .update_run(id, &|r| change::continue_run(r, budgets, limit, now))
+        .update_run(id, Durability::Now, &|r| {
+            change::continue_run(r, budgets, limit, now)
+        })
         .await?;
     p.follow_up.enqueue_next(&run, StepReason::Resume).await?;
     Ok(run)
@@ -361,7 +368,9 @@ pub async fn follow_up_run(
     let limit = p.config.active_limit;
     let run = p
         .store
-        .update_run(id, &|r| change::follow_up(r, question, budgets, limit, now))
+        .update_run(id, Durability::Now, &|r| {
+            change::follow_up(r, question, budgets, limit, now)
+        })
         .await?;
     p.follow_up.enqueue_next(&run, StepReason::Resume).await?;
     Ok(run)
@@ -384,7 +393,7 @@ pub async fn post_message(
     let (text, now) = (text.trim(), p.clock.now_ms());
     let run = p
         .store
-        .update_run(id, &|r| change::post_message(r, text, now))
+        .update_run(id, Durability::Now, &|r| change::post_message(r, text, now))
         .await?;
     if let (Some(_), Some(host)) = (&run.agent, &p.engine.agents) {
         // The agent at work reads the bus now; the run's log keeps the message as for any run.
@@ -421,7 +430,7 @@ pub async fn pause_run(p: &Platform, user: &str, id: &str) -> Result<Run, Servic
     run_of(p, user, id).await?;
     let now = p.clock.now_ms();
     Ok(p.store
-        .update_run(id, &|r| change::request_pause(r, now))
+        .update_run(id, Durability::Now, &|r| change::request_pause(r, now))
         .await?)
 }
 
@@ -433,6 +442,8 @@ pub async fn patch_run_with(
     check_patch(&edit)?;
     let now = p.clock.now_ms();
     Ok(p.store
-        .update_run(id, &|r| change::patch(r, edit.clone(), now))
+        .update_run(id, Durability::Now, &|r| {
+            change::patch(r, edit.clone(), now)
+        })
         .await?)
 }

@@ -214,28 +214,18 @@ async fn settle_delivery(
         warn!(run_id, error = %e, "ack failed; the message will be redelivered and healed");
     };
     match (handled.settle, carry_on) {
-        (Settle::Ack, Some(visibility)) if let Some(next) = &handled.next => {
-            let sent = queue
-                .send_ack_and_next(next, &next.dedup_id(), &d.receipt, visibility)
-                .await;
-            match sent {
+        (Settle::Ack, Some(visibility)) => {
+            let next = handled.next.as_ref();
+            match queue.ack_and_next(&d.receipt, next, visibility).await {
                 Ok(carried) => return carried,
-                Err(e) => {
+                Err(e) if next.is_some() => {
                     // Unacknowledged: it comes back soon, finds its iteration committed and
                     // sends the next step again.
                     warn!(run_id, error = %e, "the next step was not sent with the ack");
                     let _ = queue.extend(&d.receipt, RETRYABLE_DELAY_MS).await;
                 }
+                Err(e) => failed(e),
             }
-        }
-        (Settle::Ack, Some(visibility)) => {
-            return queue
-                .ack_and_next(&d.receipt, visibility)
-                .await
-                .unwrap_or_else(|e| {
-                    failed(e);
-                    None
-                });
         }
         (Settle::Ack, None) => {
             if let Err(e) = queue.ack(&d.receipt).await {

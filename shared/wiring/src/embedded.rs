@@ -8,6 +8,7 @@ use longrun_domain::OutcomeMessage;
 use longrun_engine::EngineConfig;
 use longrun_llm::ModelRouter;
 use longrun_local::{SqliteDb, SqliteRunStore, SqliteStepQueue};
+use longrun_ports::Durability;
 use longrun_ports::{AgentHost, LlmClient};
 use longrun_ports::{Clock, Faults, Notifier, NotifyError, StepQueue, Store};
 use longrun_ports::{NoFaults, SystemClock};
@@ -95,7 +96,9 @@ impl Running {
             match self
                 .platform
                 .store
-                .update_run(&run.id, &|r| longrun_domain::change::expire_lease(r, now))
+                .update_run(&run.id, Durability::Now, &|r| {
+                    longrun_domain::change::expire_lease(r, now)
+                })
                 .await
             {
                 Ok(_) | Err(longrun_ports::StoreError::Rejected(_)) => {}

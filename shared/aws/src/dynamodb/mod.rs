@@ -43,7 +43,7 @@ use longrun_domain::{
     Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange, Schedule,
 };
 use longrun_domain::{DocHit, Notification, sequence_events};
-use longrun_ports::{CatalogEntry, CatalogScope, StoreResult};
+use longrun_ports::{CatalogEntry, CatalogScope, Durability, StoreResult};
 use longrun_ports::{
     CatalogKind, ChangeFn, Inbox, RunLog, RunQuery, ScheduleStore, StoreError, UserCatalog,
     Workspace,

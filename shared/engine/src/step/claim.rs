@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use longrun_domain::run::{Run, RunPatch, RunStatus};
 use longrun_domain::{Rejection, RunChange, change};
+use longrun_ports::Durability;
 use longrun_ports::StoreError;
 
 use super::{Engine, EngineError, StepOutcome};
@@ -100,9 +101,13 @@ impl Engine {
         let change =
             |r: &Run| claim.and_then(false, r, now, |c| Ok(RunChange::of(c.clone(), vec![])));
         let claimed = if durable {
-            self.store().update_run(&run.id, &change).await
+            self.store()
+                .update_run(&run.id, Durability::Now, &change)
+                .await
         } else {
-            self.store().update_run_deferred(&run.id, &change).await
+            self.store()
+                .update_run(&run.id, Durability::Deferred, &change)
+                .await
         };
         match claimed {
             Ok(_) => {

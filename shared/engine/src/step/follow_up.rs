@@ -11,6 +11,7 @@ use tracing::info;
 
 use super::EngineError;
 use longrun_domain::OutcomeMessage;
+use longrun_ports::Durability;
 use longrun_ports::{Clock, Notifier, StepMessage, StepQueue, StepReason, Store, StoreError};
 
 /// What one sweep did.
@@ -65,7 +66,7 @@ impl FollowUp {
     pub async fn enqueue_next(&self, run: &Run, reason: StepReason) -> Result<(), EngineError> {
         let msg = StepMessage::new(&run.id, run.iteration + 1, reason);
         let dedup = format!("{}@{}", msg.dedup_id(), run.event_seq);
-        self.queue.enqueue(&msg, &dedup, 0).await?;
+        self.queue.enqueue(&msg, &dedup, 0, Durability::Now).await?;
         Ok(())
     }
 
@@ -102,7 +103,7 @@ impl FollowUp {
         self.notifier.publish(&msg).await?;
         let marked = self
             .store
-            .update_run(&run.id, &|r| {
+            .update_run(&run.id, Durability::Now, &|r| {
                 change::mark_notified(r, msg.iteration, msg.status)
                     .map(|next| RunChange::of(next, vec![]))
                     .ok_or(Rejection::Conflict("already notified, or moved on".into()))
@@ -137,7 +138,9 @@ impl FollowUp {
             let docs = self.store.docs(&run.id, "", 10_000).await?;
             match self
                 .store
-                .update_run(&run.id, &|r| change::child_wait_timed_out(r, &docs, now))
+                .update_run(&run.id, Durability::Now, &|r| {
+                    change::child_wait_timed_out(r, &docs, now)
+                })
                 .await
             {
                 Ok(run) => {
@@ -167,7 +170,7 @@ impl FollowUp {
                 }
                 let msg = StepMessage::new(&run.id, run.iteration + 1, StepReason::Sweep);
                 let dedup = format!("{}#{tag}", msg.dedup_id());
-                self.queue.enqueue(&msg, &dedup, 0).await?;
+                self.queue.enqueue(&msg, &dedup, 0, Durability::Now).await?;
                 info!(run_id = %run.id, iteration = run.iteration + 1, "re-sent a stalled step");
                 report.requeued.push(run.id);
             } else if !run.notified {
@@ -186,7 +189,7 @@ impl FollowUp {
             && let Some(msg) = next_step(run)
         {
             self.queue
-                .enqueue_deferred(&msg, &msg.dedup_id(), 0)
+                .enqueue(&msg, &msg.dedup_id(), 0, Durability::Deferred)
                 .await?;
             return Ok(());
         }
@@ -196,7 +199,9 @@ impl FollowUp {
     /// What must follow a committed iteration: the next message, or the outcome.
     pub async fn send(&self, run: &Run) -> Result<(), EngineError> {
         if let Some(msg) = next_step(run) {
-            self.queue.enqueue(&msg, &msg.dedup_id(), 0).await?;
+            self.queue
+                .enqueue(&msg, &msg.dedup_id(), 0, Durability::Now)
+                .await?;
             return Ok(());
         }
         match *run.status {
@@ -220,7 +225,9 @@ impl FollowUp {
             let now = self.clock.now_ms();
             match self
                 .store
-                .update_run(&child.id, &|r| change::request_cancel(r, &docs, now))
+                .update_run(&child.id, Durability::Now, &|r| {
+                    change::request_cancel(r, &docs, now)
+                })
                 .await
             {
                 Ok(c) if c.status.is_ended() => Box::pin(self.send(&c)).await?,
@@ -240,7 +247,9 @@ impl FollowUp {
         let now = self.clock.now_ms();
         match self
             .store
-            .update_run(parent_id, &|p| change::child_finished(p, child, &docs, now))
+            .update_run(parent_id, Durability::Now, &|p| {
+                change::child_finished(p, child, &docs, now)
+            })
             .await
         {
             Ok(parent) if parent.status == RunStatus::Queued => {

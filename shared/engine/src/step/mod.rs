@@ -30,6 +30,7 @@ use self::claim::{Claim, turned_away};
 use self::model::Iter;
 use self::phases::Draft;
 use crate::tools::{Staging, ToolRegistry};
+use longrun_ports::Durability;
 use longrun_ports::LlmClient;
 use longrun_ports::{AgentHost, McpConnector, ToolFactory};
 use longrun_ports::{FaultPoint, Faults, NotifyError, QueueError, StepMessage, Store, StoreError};
@@ -109,7 +110,7 @@ pub enum StepOutcome {
     /// again after `delay_ms`.
     Retry { delay_ms: u64 },
     /// Iteration committed and the run goes on: its next step, not sent, for a caller that
-    /// asked for it to send it with this message's ack (`StepQueue::send_ack_and_next`).
+    /// asked for it to send it with this message's ack (`StepQueue::ack_and_next`).
     Next(StepMessage),
 }
 
@@ -286,7 +287,7 @@ impl Engine {
         let now = self.now();
         match self
             .store()
-            .update_run_deferred(&run.id, &|r| {
+            .update_run(&run.id, Durability::Deferred, &|r| {
                 claim.and_then(taken, r, now, |c| plan.apply(c))
             })
             .await
@@ -303,7 +304,7 @@ impl Engine {
         let now = self.now();
         let released = self
             .store()
-            .update_run(&run.id, &|r| {
+            .update_run(&run.id, Durability::Now, &|r| {
                 claim.and_then(taken, r, now, |c| {
                     change::release(c, claim.n, claim.owner, reason, now)
                 })

@@ -14,6 +14,7 @@ use longrun_domain::run::{Metrics, Run, Spend};
 use super::claim::Claim;
 use super::{Engine, EngineError};
 use crate::tools::ToolRegistry;
+use longrun_ports::Durability;
 use longrun_ports::{ChatMessage, ChatRequest, ChatResponse, LlmError, LlmRole};
 use longrun_ports::{FaultPoint, StoreError};
 
@@ -246,7 +247,7 @@ impl Engine {
             let now = self.now();
             let written = self
                 .store()
-                .update_run(&it.run.id, &|r| {
+                .update_run(&it.run.id, Durability::Now, &|r| {
                     let spent = |c: &Run| Ok(change::record_spend_once(c, it.n, spend, key, now));
                     if claiming {
                         it.claim.and_then(false, r, now, spent)
@@ -282,7 +283,7 @@ impl Engine {
             let now = self.now();
             match self
                 .store()
-                .update_run(&it.run.id, &|r| {
+                .update_run(&it.run.id, Durability::Now, &|r| {
                     Ok(change::record_spend_once(r, it.n, spend, key, now))
                 })
                 .await

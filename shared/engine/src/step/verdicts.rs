@@ -15,6 +15,7 @@ use longrun_domain::evidence::{ClaimEvidence, Reference, cited_for};
 use longrun_domain::planner::StatusBlock;
 use longrun_domain::record::normalize_doc_path;
 use longrun_domain::{RunChange, clip, fingerprint};
+use longrun_ports::Durability;
 use longrun_ports::{ChatMessage, LlmRole, StoreError};
 use serde_json::{Value, json};
 
@@ -174,7 +175,7 @@ impl Engine {
         let now = self.now();
         let written = self
             .store()
-            .update_run(&it.run.id, &|r| {
+            .update_run(&it.run.id, Durability::Now, &|r| {
                 it.claim.if_held(r, |c| {
                     Ok(RunChange::of(hold_grade(c, it.n, key, verdict, now), vec![]))
                 })

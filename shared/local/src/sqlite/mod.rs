@@ -19,7 +19,7 @@ use longrun_domain::{
     Doc, DocMeta, Event, IterationRecord, PadEntry, Rejection, RunChange, Schedule,
 };
 use longrun_domain::{DocHit, Notification, sequence_events};
-use longrun_ports::{CatalogEntry, CatalogScope, QueueResult, StoreResult};
+use longrun_ports::{CatalogEntry, CatalogScope, Durability, QueueResult, StoreResult};
 use longrun_ports::{
     ChangeFn, Clock, DEDUP_WINDOW_MS, Delivery, Enqueued, Inbox, QueueError, RunLog, RunQuery,
     ScheduleStore, StepMessage, StepQueue, StoreError, UserCatalog, Workspace,

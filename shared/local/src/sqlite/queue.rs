@@ -258,39 +258,30 @@ impl StepQueue for SqliteStepQueue {
     }
 
     async fn ack_and_next(
-        &self, receipt: &str, visibility_ms: u64,
+        &self, receipt: &str, send: Option<&StepMessage>, visibility_ms: u64,
     ) -> QueueResult<Option<Delivery>> {
         let (seq, count) = parse_receipt(receipt)?;
         let now = self.clock.now_ms();
-        // Another run due, or a receipt the index cannot vouch for: a plain ack, and the
-        // next message waits for a receive's fair turn.
+        // Another run due, or a receipt the index cannot vouch for: a plain ack (after the
+        // send), and the next message waits for a receive's fair turn.
         if !self.alone(seq, count, now) {
-            return self.ack(receipt).await.map(|()| None);
+            return match send {
+                Some(msg) => send_then_ack_and_next(self, msg, receipt, visibility_ms).await,
+                None => self.ack(receipt).await.map(|()| None),
+            };
         }
+        let body = send.map(serde_json::to_string).transpose().map_err(q_err)?;
+        let sent = send
+            .zip(body)
+            .map(|(m, b)| (m.run_id.clone(), b, m.dedup_id()));
         let max_receives = self.max_receives;
         let db = self.db.clone();
         self.db
             .write_owned(false, move |c| {
-                ack_next_in(&db, c, (seq, count), now, visibility_ms, max_receives)
-            })
-            .await
-    }
-
-    async fn send_ack_and_next(
-        &self, msg: &StepMessage, dedup_id: &str, receipt: &str, visibility_ms: u64,
-    ) -> QueueResult<Option<Delivery>> {
-        let (seq, count) = parse_receipt(receipt)?;
-        let now = self.clock.now_ms();
-        if !self.alone(seq, count, now) {
-            return send_then_ack_and_next(self, msg, dedup_id, receipt, visibility_ms).await;
-        }
-        let body = serde_json::to_string(msg).map_err(q_err)?;
-        let (run_id, dedup_id) = (msg.run_id.clone(), dedup_id.to_string());
-        let max_receives = self.max_receives;
-        let db = self.db.clone();
-        self.db
-            .write_owned(false, move |c| {
-                send_in(&db, c, &run_id, &body, &dedup_id, now, 0)?;
+                let Some((run_id, body, dedup_id)) = &sent else {
+                    return ack_next_in(&db, c, (seq, count), now, visibility_ms, max_receives);
+                };
+                send_in(&db, c, run_id, body, dedup_id, now, 0)?;
                 // A receipt gone stale (delivered again since) keeps the send: that delivery
                 // finds the iteration committed. Failing here would roll the group back.
                 match ack_next_in(&db, c, (seq, count), now, visibility_ms, max_receives) {
@@ -587,7 +578,10 @@ mod tests {
         /// Run a1's first step, sent and received (in flight for `visibility_ms`).
         async fn one_in_flight(&self, visibility_ms: u64) -> Delivery {
             let m = StepMessage::new("a1", 1, StepReason::Start);
-            self.queue.enqueue(&m, &m.dedup_id(), 0).await.unwrap();
+            self.queue
+                .enqueue(&m, &m.dedup_id(), 0, Durability::Now)
+                .await
+                .unwrap();
             let mut got = self.queue.receive(1, visibility_ms).await.unwrap();
             assert_eq!(got.len(), 1);
             got.remove(0)
@@ -597,7 +591,7 @@ mod tests {
         async fn second_sent(&self, delay_ms: u64) -> StepMessage {
             let next = StepMessage::new("a1", 2, StepReason::Continue);
             self.queue
-                .enqueue_deferred(&next, &next.dedup_id(), delay_ms)
+                .enqueue(&next, &next.dedup_id(), delay_ms, Durability::Deferred)
                 .await
                 .unwrap();
             next
@@ -669,14 +663,11 @@ mod tests {
                 Some(run) if with_send => {
                     self.next_iteration += 1;
                     let msg = StepMessage::new(run, self.next_iteration, StepReason::Continue);
-                    let sent = self
-                        .queue
-                        .send_ack_and_next(&msg, &msg.dedup_id(), receipt, 1_000)
-                        .await;
+                    let sent = self.queue.ack_and_next(receipt, Some(&msg), 1_000).await;
                     assert!(sent.is_ok(), "seed {seed}: {sent:?}");
                     sent
                 }
-                _ => self.queue.ack_and_next(receipt, 1_000).await,
+                _ => self.queue.ack_and_next(receipt, None, 1_000).await,
             };
             let Ok(next) = carried else {
                 return;
@@ -709,7 +700,7 @@ mod tests {
                     let msg = StepMessage::new(run, self.next_iteration, StepReason::Continue);
                     let delay = [0, 0, 0, 500, 2_000][rng.below(5) as usize];
                     self.queue
-                        .enqueue_deferred(&msg, &msg.dedup_id(), delay)
+                        .enqueue(&msg, &msg.dedup_id(), delay, Durability::Deferred)
                         .await
                         .unwrap();
                 }
@@ -774,12 +765,15 @@ mod tests {
         let w = World::new().await;
         let send = |run: &str, n: u32| StepMessage::new(run, n, StepReason::Continue);
         for (m, delay) in [(send("a1", 1), 0), (send("a1", 2), 0), (send("b1", 1), 0)] {
-            w.queue.enqueue(&m, &m.dedup_id(), delay).await.unwrap();
+            w.queue
+                .enqueue(&m, &m.dedup_id(), delay, Durability::Now)
+                .await
+                .unwrap();
         }
         let first = w.queue.receive(1, 10_000).await.unwrap();
         let delayed = send("c1", 1);
         w.queue
-            .enqueue(&delayed, &delayed.dedup_id(), 5_000)
+            .enqueue(&delayed, &delayed.dedup_id(), 5_000, Durability::Now)
             .await
             .unwrap();
 
@@ -794,7 +788,10 @@ mod tests {
         };
         let dup = send("a1", 2);
         assert_eq!(
-            w.queue.enqueue(&dup, &dup.dedup_id(), 0).await.unwrap(),
+            w.queue
+                .enqueue(&dup, &dup.dedup_id(), 0, Durability::Now)
+                .await
+                .unwrap(),
             Enqueued::Duplicate
         );
         assert_eq!(
@@ -872,7 +869,11 @@ mod tests {
         let next = w.second_sent(0).await;
 
         // Act
-        let carried = w.queue.ack_and_next(&d.receipt, 60_000).await.unwrap();
+        let carried = w
+            .queue
+            .ack_and_next(&d.receipt, None, 60_000)
+            .await
+            .unwrap();
 
         // Assert
         let carried = carried.expect("nothing else waits, so a1 carries on");
@@ -895,7 +896,7 @@ mod tests {
         // Act
         let carried = w
             .queue
-            .send_ack_and_next(&next, &next.dedup_id(), &first.receipt, 60_000)
+            .ack_and_next(&first.receipt, Some(&next), 60_000)
             .await
             .unwrap();
 
@@ -914,7 +915,11 @@ mod tests {
         let later = w.second_sent(5_000).await;
 
         // Act
-        let carried = w.queue.ack_and_next(&d.receipt, 60_000).await.unwrap();
+        let carried = w
+            .queue
+            .ack_and_next(&d.receipt, None, 60_000)
+            .await
+            .unwrap();
 
         // Assert
         assert!(carried.is_none());
@@ -932,7 +937,7 @@ mod tests {
         let again = w.queue.receive(1, 1_000).await.unwrap();
 
         // Act
-        let stale = w.queue.ack_and_next(&first.receipt, 1_000).await;
+        let stale = w.queue.ack_and_next(&first.receipt, None, 1_000).await;
 
         // Assert
         assert!(matches!(stale, Err(QueueError::StaleReceipt)), "{stale:?}");
@@ -965,7 +970,10 @@ mod tests {
         for (run, user) in [("a1", "a"), ("a2", "a"), ("a3", "a"), ("b1", "b")] {
             insert_queued_run(&db, run, user).await;
             let msg = StepMessage::new(run, 1, longrun_ports::StepReason::Start);
-            queue.enqueue(&msg, &msg.dedup_id(), 0).await.unwrap();
+            queue
+                .enqueue(&msg, &msg.dedup_id(), 0, Durability::Now)
+                .await
+                .unwrap();
         }
 
         // Act
@@ -1004,7 +1012,10 @@ mod tests {
             .await
             .unwrap();
             let msg = StepMessage::new(run, 1, longrun_ports::StepReason::Start);
-            queue.enqueue(&msg, &msg.dedup_id(), 0).await.unwrap();
+            queue
+                .enqueue(&msg, &msg.dedup_id(), 0, Durability::Now)
+                .await
+                .unwrap();
         }
 
         // Act: one slot at a time, as a busy worker frees them.

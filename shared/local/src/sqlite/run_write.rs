@@ -262,11 +262,14 @@ mod tests {
                 ..RunChange::of(next, vec![draft])
             })
         };
-        store.update_run(&id, &commit_one).await.unwrap();
+        store
+            .update_run(&id, Durability::Now, &commit_one)
+            .await
+            .unwrap();
         let before = store.get_run(&id).await.unwrap().unwrap();
 
         // Act: the same record again, past a change function that does not check.
-        let again = store.update_run(&id, &commit_one).await;
+        let again = store.update_run(&id, Durability::Now, &commit_one).await;
 
         // Assert
         assert!(matches!(again, Err(StoreError::Corrupt(_))), "{again:?}");

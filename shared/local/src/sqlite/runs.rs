@@ -542,11 +542,16 @@ mod tests {
         };
 
         // Act
-        store.update_run_deferred(&id, change).await.unwrap();
+        store
+            .update_run(&id, Durability::Deferred, change)
+            .await
+            .unwrap();
         let engine_sees = store.get_run(&id).await.unwrap().unwrap();
         let api_sees = store.get_committed_run(&id).await.unwrap().unwrap();
         store
-            .update_run(&id, &|r: &Run| Ok(RunChange::of(r.clone(), vec![])))
+            .update_run(&id, Durability::Now, &|r: &Run| {
+                Ok(RunChange::of(r.clone(), vec![]))
+            })
             .await
             .unwrap();
         let api_sees_later = store.get_committed_run(&id).await.unwrap().unwrap();
@@ -568,7 +573,7 @@ mod tests {
         // Arrange: two docs noted, then a write that leaves them alone.
         let (_dir, store, id) = store_with_a_run().await;
         store
-            .update_run(&id, &|r: &Run| {
+            .update_run(&id, Durability::Now, &|r: &Run| {
                 let mut next = r.clone();
                 next.note_docs([
                     longrun_domain::testing::sample_doc_meta("a.md"),
@@ -625,7 +630,7 @@ mod tests {
     /// Writes `run_id` as last written at `at`.
     async fn write_at(store: &SqliteRunStore, run_id: &str, at: i64) {
         store
-            .update_run(run_id, &|r: &Run| {
+            .update_run(run_id, Durability::Now, &|r: &Run| {
                 let mut next = r.clone();
                 next.updated_at = at;
                 Ok(RunChange::of(next, vec![]))
@@ -672,10 +677,15 @@ mod tests {
         };
 
         // Act
-        store.update_run_deferred(&id, change).await.unwrap();
+        store
+            .update_run(&id, Durability::Deferred, change)
+            .await
+            .unwrap();
         let before_commit = store.scratchpad(&id, 5).await.unwrap();
         store
-            .update_run(&id, &|r: &Run| Ok(RunChange::of(r.clone(), vec![])))
+            .update_run(&id, Durability::Now, &|r: &Run| {
+                Ok(RunChange::of(r.clone(), vec![]))
+            })
             .await
             .unwrap();
         let held = store.db.lock();
@@ -700,7 +710,10 @@ mod tests {
             change.pad = Some(entry.clone());
             Ok(change)
         };
-        store.update_run_deferred(id, change).await.unwrap();
+        store
+            .update_run(id, Durability::Deferred, change)
+            .await
+            .unwrap();
     }
 
     async fn pad_numbers(store: &SqliteRunStore, id: &str, last: usize) -> Vec<u32> {
@@ -723,7 +736,9 @@ mod tests {
         let after_a_commit = pad_numbers(&store, &id, 3).await;
         let longer = pad_numbers(&store, &id, 10).await;
         store
-            .update_run(&id, &|r: &Run| Ok(RunChange::of(r.clone(), vec![])))
+            .update_run(&id, Durability::Now, &|r: &Run| {
+                Ok(RunChange::of(r.clone(), vec![]))
+            })
             .await
             .unwrap();
         commit_pad(&store, &id, 8).await;

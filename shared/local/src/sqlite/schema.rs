@@ -455,7 +455,7 @@ mod tests {
         let store = SqliteRunStore::new(SqliteDb::open(&path).unwrap());
         let read = store.get_run(&run.id).await.unwrap().unwrap();
         store
-            .update_run(&run.id, &|r: &Run| {
+            .update_run(&run.id, Durability::Now, &|r: &Run| {
                 let mut next = r.clone();
                 next.updated_at = 9;
                 Ok(RunChange::of(next, vec![]))
@@ -612,8 +612,14 @@ mod tests {
         let db = SqliteDb::open(&path).unwrap();
         let clock = Arc::new(longrun_ports::ManualClock::new(1_000));
         let queue = SqliteStepQueue::new(db.clone(), clock);
-        let again = queue.enqueue(&msg, &msg.dedup_id(), 0).await.unwrap();
-        let after = queue.enqueue(&gone, &gone.dedup_id(), 0).await.unwrap();
+        let again = queue
+            .enqueue(&msg, &msg.dedup_id(), 0, Durability::Now)
+            .await
+            .unwrap();
+        let after = queue
+            .enqueue(&gone, &gone.dedup_id(), 0, Durability::Now)
+            .await
+            .unwrap();
 
         // Assert
         assert_eq!(again, Enqueued::Duplicate);
