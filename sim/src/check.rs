@@ -162,7 +162,9 @@ async fn nothing_written_after_cancel(store: &InMemoryRunStore, run: &Run, out: 
         }
     }
     if run.status == RunStatus::Canceled {
-        let canceled = events.iter().rposition(|e| e.kind == EventKind::RunCanceled);
+        let canceled = events
+            .iter()
+            .rposition(|e| e.kind == EventKind::RunCanceled);
         let last_commit = events
             .iter()
             .rposition(|e| e.kind == EventKind::IterationCommitted);

@@ -544,7 +544,11 @@ async fn an_approved_write_is_not_made_by_a_redelivery_that_sees_the_cancel() {
         }
     }
     let stranded = t.p().store.get_run(&id).await.unwrap().unwrap();
-    assert_eq!(stranded.status, RunStatus::Running, "the crash left it claimed");
+    assert_eq!(
+        stranded.status,
+        RunStatus::Running,
+        "the crash left it claimed"
+    );
 
     // Act
     longrun_http::api::cancel_run(t.p(), "alice", &id)
@@ -555,5 +559,8 @@ async fn an_approved_write_is_not_made_by_a_redelivery_that_sees_the_cancel() {
     // Assert
     assert_eq!(run.status, RunStatus::Canceled);
     let docs = t.p().store.docs(&id, "", 10).await.unwrap();
-    assert!(docs.is_empty(), "nothing written after the cancel: {docs:?}");
+    assert!(
+        docs.is_empty(),
+        "nothing written after the cancel: {docs:?}"
+    );
 }

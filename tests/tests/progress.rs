@@ -91,11 +91,18 @@ async fn the_forced_replan_refuses_the_same_calls() {
     let third = t.llm.planner_prompt(&id, 3).unwrap();
     assert!(third.contains("REPLAN REQUIRED"), "{third}");
     assert!(third.contains(r#""replan_required":true"#), "{third}");
-    assert!(third.contains("this iteration must replan"), "the corrective retry: {third}");
+    assert!(
+        third.contains("this iteration must replan"),
+        "the corrective retry: {third}"
+    );
     let records = t.p().store.iterations(&id, 0, 10).await.unwrap();
     assert!(records[1].tool_results[0].ok, "iteration 2's call was made");
     let refused = &records[2].tool_results[0];
     assert!(!refused.ok);
-    assert!(refused.result.starts_with("refused: the same call"), "{}", refused.result);
+    assert!(
+        refused.result.starts_with("refused: the same call"),
+        "{}",
+        refused.result
+    );
     assert_eq!(run.metrics.tool_calls, 2, "the refused call was not made");
 }

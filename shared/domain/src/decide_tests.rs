@@ -163,7 +163,11 @@ fn a_graded_criterion_completes_only_on_a_passing_grade_and_the_grader_is_asked_
     assert_eq!(decide(&run, &ungraded).outcome, Outcome::Continue);
     let rejected = decide(&run, &failed);
     assert_eq!(rejected.outcome, Outcome::Continue);
-    assert!(rejected.hints[0].contains("only two teas"), "{:?}", rejected.hints);
+    assert!(
+        rejected.hints[0].contains("only two teas"),
+        "{:?}",
+        rejected.hints
+    );
     assert_eq!(decide(&run, &passed).outcome.status(), RunStatus::Completed);
 }
 
@@ -617,8 +621,16 @@ fn a_repeated_remaining_work_fires_the_anti_repetition_hint() {
 
     // Assert
     let hint = "remaining_work is the same as the iteration before's";
-    assert!(same.hints.iter().any(|h| h.contains(hint)), "{:?}", same.hints);
-    assert!(!other.hints.iter().any(|h| h.contains(hint)), "{:?}", other.hints);
+    assert!(
+        same.hints.iter().any(|h| h.contains(hint)),
+        "{:?}",
+        same.hints
+    );
+    assert!(
+        !other.hints.iter().any(|h| h.contains(hint)),
+        "{:?}",
+        other.hints
+    );
 }
 
 fn call(tool: &str, fingerprint: &str) -> CallSeen {
@@ -650,7 +662,10 @@ fn no_progress_with_the_same_tools_again_forces_a_replan_refusing_those_calls() 
     assert_eq!(stuck.outcome, Outcome::Continue);
     assert_eq!(stuck.streaks.replan, ["page-b"]);
     assert!(
-        stuck.hints.iter().any(|h| h.starts_with("REPLAN REQUIRED") && h.contains("http_fetch")),
+        stuck
+            .hints
+            .iter()
+            .any(|h| h.starts_with("REPLAN REQUIRED") && h.contains("http_fetch")),
         "{:?}",
         stuck.hints
     );

@@ -44,7 +44,10 @@ pub fn workspace_state(docs_hash: u64, plan: &[PlanStep]) -> String {
         h.update(step.status.as_str().as_bytes());
         h.update([0]);
     }
-    h.finalize()[..8].iter().map(|b| format!("{b:02x}")).collect()
+    h.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// `states` with `state` as its newest, each state once, at most [`STATES_KEPT`].
@@ -84,10 +87,7 @@ mod tests {
         let third = second ^ v2 ^ v1;
 
         // Assert
-        assert_eq!(
-            workspace_state(third, &plan),
-            workspace_state(first, &plan)
-        );
+        assert_eq!(workspace_state(third, &plan), workspace_state(first, &plan));
         assert_ne!(
             workspace_state(second, &plan),
             workspace_state(first, &plan)

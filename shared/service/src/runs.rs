@@ -4,7 +4,9 @@
 use longrun_domain::AgentView;
 use longrun_domain::change;
 use longrun_domain::criteria::{Criterion, Grading};
-use longrun_domain::run::{Budgets, BudgetsInput, MAX_PLAN_STEPS, Run, RunPatch, RunScope, RunStatus};
+use longrun_domain::run::{
+    Budgets, BudgetsInput, MAX_PLAN_STEPS, Run, RunPatch, RunScope, RunStatus,
+};
 use longrun_domain::{McpServer, is_blank, no_controls};
 use longrun_ports::Durability;
 use longrun_ports::{AgentError, CatalogExt, StepReason};
@@ -218,7 +220,9 @@ pub const MAX_CRITERION_CHARS: usize = 500;
 
 /// The request's criteria, trimmed, or why they cannot be accepted (`agent`: the run's
 /// iterations are agent processes, where a command check runs).
-fn completion_criteria(criteria: Vec<Criterion>, agent: bool) -> Result<Vec<Criterion>, ServiceError> {
+fn completion_criteria(
+    criteria: Vec<Criterion>, agent: bool,
+) -> Result<Vec<Criterion>, ServiceError> {
     if criteria.len() > MAX_CRITERIA {
         return Err(ServiceError::Invalid(format!(
             "completion_criteria lists {} criteria; at most {MAX_CRITERIA} are allowed",

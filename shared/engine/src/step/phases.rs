@@ -289,13 +289,8 @@ impl Engine {
         let allowed = permissions::executor_tools(it.run, &it.tools, task);
         let max = self.config.executor_tool_calls;
         let steps = staging.plan_steps(&task.plan_steps);
-        let messages = prompt::executor_messages(
-            it.run,
-            task,
-            &steps,
-            &it.tools.specs(Some(&allowed)),
-            max,
-        );
+        let messages =
+            prompt::executor_messages(it.run, task, &steps, &it.tools.specs(Some(&allowed)), max);
         let brief = |summary: String, tool_results| ExecutorBrief {
             title: clip(&task.title, 200),
             summary,
@@ -419,9 +414,11 @@ fn refuse_for_replan(run: &Run, calls: Vec<ToolCall>) -> (Vec<ToolCall>, Vec<Too
         .map(|c| ToolOutcome {
             name: c.name,
             args: c.args,
-            result: Err("refused: the same call as the last iteration's, which changed \
+            result: Err(
+                "refused: the same call as the last iteration's, which changed \
                          nothing; replan with other calls"
-                .into()),
+                    .into(),
+            ),
             refused: None,
         })
         .collect();
