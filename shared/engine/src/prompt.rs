@@ -112,7 +112,12 @@ fn objective_block(objective: Value, run: &Run) -> Value {
             .completion_criteria
             .iter()
             .enumerate()
-            .map(|(i, c)| (format!("c{}", i + 1), Value::String(clip(&criterion_line(c), MAX_FIELD))))
+            .map(|(i, c)| {
+                (
+                    format!("c{}", i + 1),
+                    Value::String(clip(&criterion_line(c), MAX_FIELD)),
+                )
+            })
             .collect();
         block["completion_criteria"] = criteria.into();
     }

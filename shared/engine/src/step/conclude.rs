@@ -4,10 +4,10 @@
 //! inputs) gathered in a `CommitPlan`.
 
 use longrun_domain::change::CommitPlan;
+use longrun_domain::criteria::CriterionVerdict;
 use longrun_domain::decide::{
     BudgetExhausted, CallSeen, IterationFacts, Outcome, Progress, WorkspaceAfter,
 };
-use longrun_domain::criteria::CriterionVerdict;
 use longrun_domain::evidence::{ClaimEvidence, DocFound, claim_of};
 use longrun_domain::fingerprint;
 use longrun_domain::planner::{StatusBlock, ToolCall};
