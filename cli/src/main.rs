@@ -35,6 +35,7 @@ use longrun_wiring::{Adapters, Embedded, init_tracing};
 use tokio::sync::watch;
 
 const DEMO_SCRIPT: &str = include_str!("../../examples/demo.json");
+const DEMO_CRITERION: &str = "gives a brewing temperature and time for each tea";
 const DEMO_OBJECTIVE: &str = "Write a short field guide to green, black and oolong tea: how each is made, how it tastes, how to brew it.";
 
 // glibc's allocator was a fifth of the embedded engine's CPU (many short-lived strings and
@@ -183,13 +184,15 @@ async fn demo(data_dir: &Path, json: bool) -> Result<u8> {
             "longrun demo — a scripted agent writes a small tea guide, one bounded iteration at a time.\n"
         );
     }
+    // One criterion, graded: the demo shows a claim the grader turns down, then passes.
+    let criteria = [Criterion::Text(DEMO_CRITERION.into())];
     let run = RunFlags {
         budgets: &BudgetFlags::default(),
         models: std::slice::from_ref(&model),
         mode: None,
         tools: &[],
         agent: None,
-        criteria: &[],
+        criteria: &criteria,
         grading: None,
     };
     let report = run_embedded(data_dir, DEMO_OBJECTIVE, run, json).await?;
@@ -701,14 +704,26 @@ fn iteration_notes(it: &longrun_domain::IterationRecord) -> Vec<String> {
             (false, true) => {}
         }
     }
+    // What the gate found of each criterion: a check's or the grader's verdict.
+    for v in &it.criteria {
+        let kind = serde_json::to_value(v.kind).unwrap_or_default();
+        notes.push(format!(
+            "{} criterion {} ({}) {}: {}",
+            if v.passed { "✓" } else { "✗" },
+            v.id,
+            kind.as_str().unwrap_or("check"),
+            if v.passed { "passed" } else { "failed" },
+            truncate(&v.reason, 120)
+        ));
+    }
     let claimed = it.status_block.as_ref().is_some_and(|s| s.exit_signal);
     if claimed && it.outcome != RunStatus::Completed {
         let why = it
             .hints
             .iter()
-            .find(|h| h.contains("completion claim was rejected"))
+            .find(|h| h.starts_with(longrun_domain::decide::CLAIM_REJECTED))
             .map(|h| {
-                h.trim_start_matches("Your completion claim was rejected because")
+                h.trim_start_matches(longrun_domain::decide::CLAIM_REJECTED)
                     .trim_start_matches(':')
                     .trim()
                     .trim_end_matches(" Fix these before claiming completion again.")
@@ -834,6 +849,18 @@ fn print_report(report: &Report, json: bool) -> Result<()> {
             "plan:        {}, {done} of {} step(s) done",
             p.status.as_str(),
             p.steps.len()
+        );
+    }
+    if !report.criteria.is_empty() {
+        outln!("criteria:");
+    }
+    for v in &report.criteria {
+        outln!(
+            "  {} {} {}: {}",
+            if v.passed { "✓" } else { "✗" },
+            v.id,
+            v.criterion,
+            truncate(&v.reason, 120)
         );
     }
     if !report.questions.is_empty() {

@@ -228,7 +228,7 @@ fn the_demo_completes_with_fan_out_repair_and_docs() {
     );
     assert!(stdout.contains("status:      completed"), "{stdout}");
     assert!(stdout.contains("3 executors"), "{stdout}");
-    assert!(stdout.contains("5 iterations"), "{stdout}");
+    assert!(stdout.contains("6 iterations"), "{stdout}");
     assert!(
         stdout.contains("notes/sources.md"),
         "the repaired call's doc exists: {stdout}"
@@ -242,6 +242,19 @@ fn the_demo_completes_with_fan_out_repair_and_docs() {
             && stdout.contains("remaining_work"),
         "{stdout}"
     );
+    // A criterion graded: the grader turns a claim down with its reason, then passes it.
+    assert!(
+        stdout.contains("✗ criterion c1 (grader) failed: Oolong has a brewing temperature"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("✓ criterion c1 (grader) passed: Each tea has a brewing temperature and a time."),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("criteria:\n  ✓ c1 gives a brewing temperature and time for each tea"),
+        "{stdout}"
+    );
     // The report a person reads: its title, the final call's narrative and the typed changes.
     assert!(stdout.contains("== Report: Complete: "), "{stdout}");
     assert!(
@@ -250,7 +263,7 @@ fn the_demo_completes_with_fan_out_repair_and_docs() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("document  guide.md           created (iteration  3)"),
+        stdout.contains("document  guide.md           updated (iteration  6)"),
         "{stdout}"
     );
     assert!(stdout.contains("plan step s4"), "{stdout}");

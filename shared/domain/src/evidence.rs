@@ -162,7 +162,11 @@ impl std::fmt::Display for EvidenceProblem {
                 id,
                 criterion,
                 reason,
-            } => write!(f, "criterion {id} ({criterion}) is not met: {reason}"),
+            } => write!(
+                f,
+                "criterion {id} ({criterion}) is not met: {}",
+                reason.trim_end_matches('.')
+            ),
             EvidenceProblem::Ungraded { id, criterion } => write!(
                 f,
                 "criterion {id} (\"{criterion}\") could not be graded; claim again"
