@@ -299,13 +299,7 @@ async fn completed_with_evidence(store: &InMemoryRunStore, run: &Run, out: &mut 
         .filter(|d| d.updated_iteration > 0 && d.bytes > 0)
         .map(|d| d.path.clone())
         .collect();
-    let (_, mut claim) = longrun_domain::evidence::claim_of(
-        &status,
-        &run.completion_criteria,
-        run.grading.text,
-        &run.plan,
-        &written,
-    );
+    let (_, mut claim) = longrun_domain::evidence::claim_of(&status, &run.plan, &written);
     claim.verdicts = last[0].criteria.clone();
     for path in claim.doc_paths() {
         let found = match store.doc(&run.id, &path).await.ok().flatten() {

@@ -220,5 +220,24 @@ pub fn run_seed(seed: u64, options: &Options) -> Result<Summary, Failure> {
             });
         }
     };
-    rt.block_on(world::run(seed, options))
+    // On a thread of its own with a deep stack: a model call in the simulator may carry another
+    // worker's whole step inside it (a takeover while it is in flight), nested several deep,
+    // and unoptimised builds keep every frame of that on the stack.
+    let options = options.clone();
+    let ran = std::thread::Builder::new()
+        .name(format!("sim-{seed}"))
+        .stack_size(SIM_STACK_BYTES)
+        .spawn(move || rt.block_on(world::run(seed, &options)));
+    match ran.map(|h| h.join()) {
+        Ok(Ok(result)) => result,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(e) => Err(Failure {
+            seed,
+            violations: vec![format!("cannot start the simulation's thread: {e}")],
+            trace: vec![],
+        }),
+    }
 }
+
+/// The simulation thread's stack.
+const SIM_STACK_BYTES: usize = 64 << 20;

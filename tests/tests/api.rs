@@ -1858,7 +1858,8 @@ async fn a_run_with_criteria_completes_only_once_its_claim_proves_every_one() {
         .post(
             "/v1/runs",
             ALICE,
-            json!({"objective": "a tea guide", "completion_criteria": criteria}),
+            json!({"objective": "a tea guide", "completion_criteria": criteria,
+                   "grading": {"text": false}}),
         )
         .await;
     let id = run["id"].as_str().unwrap().to_string();

@@ -154,9 +154,10 @@ impl Criterion {
         }
     }
 
-    /// Whether a claim must map this criterion to evidence itself: a check finds its own.
-    pub fn needs_mapping(&self) -> bool {
-        matches!(self, Criterion::Text(_))
+    /// Whether a claim must map this criterion to evidence itself: a check finds its own, and
+    /// a grader (`graded`) reads what the claim maps to it or, when nothing is, all it cites.
+    pub fn needs_mapping(&self, graded: bool) -> bool {
+        matches!(self, Criterion::Text(_)) && !graded
     }
 
     /// Why this criterion cannot be accepted as written (`None`: it can). `agent` says

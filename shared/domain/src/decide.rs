@@ -448,13 +448,17 @@ fn completed(
     if facts.awaiting_approval {
         return None;
     }
-    let evidence = judge_evidence(
+    let mut evidence = judge_evidence(
         &run.completion_criteria,
         run.grading.text,
         &facts.claim,
         &facts.plan,
         facts.iteration,
     );
+    // Not graded because something else was wrong first: that is the reason to give.
+    if !exit_gate_failures(status, &facts.plan, &[]).is_empty() {
+        evidence.retain(|p| !matches!(p, EvidenceProblem::Ungraded { .. }));
+    }
     let failures = exit_gate_failures(status, &facts.plan, &evidence);
     if failures.is_empty() {
         let detail = if status.progress_summary.trim().is_empty() {

@@ -279,7 +279,8 @@ pub fn cited_for(criteria: &[Criterion], claim: &ClaimEvidence, i: usize) -> Vec
 /// document or plan step, every one it names exists in this run, documents are not empty and
 /// were written by one of this run's iterations (`1..=iteration`), plan steps are done, each
 /// plain-text criterion is mapped to at least one such reference, and every checked criterion
-/// (and, when `graded`, every plain-text one) has a passing verdict in `claim.verdicts`.
+/// (and, when `graded`, every plain-text one) has a passing verdict in `claim.verdicts`;
+/// ungraded plain text needs the mapping instead.
 pub fn judge_evidence(
     criteria: &[Criterion], graded: bool, claim: &ClaimEvidence, plan: &[PlanStep],
     iteration: u32,
@@ -309,7 +310,7 @@ pub fn judge_evidence(
     let mut ungraded = vec![];
     for (i, criterion) in criteria.iter().enumerate() {
         let id = criterion_id(i);
-        if criterion.needs_mapping() && !proven[i] {
+        if criterion.needs_mapping(graded) && !proven[i] {
             problems.push(EvidenceProblem::Unproven {
                 id: id.clone(),
                 criterion: criterion.label(),
@@ -354,33 +355,20 @@ pub fn awaits_grading(problems: &[EvidenceProblem]) -> bool {
 }
 
 /// The claim a status block makes: its own evidence, or, when it names none, what the
-/// platform derives (`derived_evidence`), on which each plain-text criterion then rests for
-/// the grader to judge (with grading off they stay unproven). Returns the evidence items too.
-pub fn claim_of(
-    status: &StatusBlock, criteria: &[Criterion], graded: bool, plan: &[PlanStep],
-    written_docs: &[String],
-) -> (Vec<String>, ClaimEvidence) {
+/// platform derives (`derived_evidence`). Returns the evidence items too.
+pub fn claim_of(status: &StatusBlock, plan: &[PlanStep], written_docs: &[String]) -> (Vec<String>, ClaimEvidence) {
     let items = status.completion_evidence.clone();
     let claim = ClaimEvidence::of(&items, &status.criteria_evidence);
     if !status.exit_signal || !claim.references.is_empty() {
         return (items, claim);
     }
-    let Some(derived) = derived_evidence(plan, written_docs) else {
-        return (items, claim);
-    };
-    let mut mapped = status.criteria_evidence.clone();
-    if graded {
-        for (i, c) in criteria.iter().enumerate() {
-            if c.needs_mapping() {
-                mapped.push(CriterionEvidence {
-                    criterion: criterion_id(i),
-                    evidence: derived.clone(),
-                });
-            }
+    match derived_evidence(plan, written_docs) {
+        Some(derived) => {
+            let claim = ClaimEvidence::of(&derived, &status.criteria_evidence);
+            (derived, claim)
         }
+        None => (items, claim),
     }
-    let claim = ClaimEvidence::of(&derived, &mapped);
-    (derived, claim)
 }
 
 /// Evidence the platform derives for a claim that names none (README, "How a run ends"): when

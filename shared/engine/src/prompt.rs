@@ -51,9 +51,9 @@ pub fn planner_messages(
          is empty, no plan step is pending or in_progress, and completion_evidence names the proof: \
          workspace documents by path (each must exist, be non-empty and have been written by this run) \
          or plan steps as plan:ID (each must be done). When the state lists completion_criteria, \
-         criteria_evidence must map every criterion (c1, c2, ...) to such evidence; the platform checks \
-         each criterion marked [checked] itself, and a grader reads what you cite for the others, so \
-         cite the documents that show it.\n\n{PLANNER_CONTRACT}\n\nTools:\n{tools_block}\n\n\
+         criteria_evidence maps each criterion (c1, c2, ...) to the evidence that shows it: the platform \
+         checks each criterion marked [checked] itself, and a grader reads what you map to each other \
+         one (or everything you cite), so cite the documents that show it.\n\n{PLANNER_CONTRACT}\n\nTools:\n{tools_block}\n\n\
          Executor tasks run in parallel and may use only doc_write, doc_read, doc_list, doc_search, \
          and the server.tool tools their task names in tools; a task's plan_steps are the plan steps \
          (by id) its executor may mark (status and a note), no others.\n\

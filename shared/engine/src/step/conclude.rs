@@ -49,7 +49,8 @@ impl Engine {
             && !it.run.completion_criteria.is_empty()
             && !draft.cancel
         {
-            claim.verdicts = self.verdicts(it, &staging, status, &claim).await?;
+            // Boxed: the checks' futures would otherwise sit on every step's stack.
+            claim.verdicts = Box::pin(self.verdicts(it, &staging, status, &claim)).await?;
         }
         let staged = staging.finish();
         // Only listed here: they are created after the commit (`FollowUp::start_children`), so
@@ -121,14 +122,7 @@ async fn evidence(it: &Iter<'_>, staging: &Staging, draft: &Draft) -> (Vec<Strin
             written.push(d.path.clone());
         }
     }
-    let run = it.run;
-    let (items, mut claim) = claim_of(
-        status,
-        &run.completion_criteria,
-        run.grading.text,
-        &staging.plan(),
-        &written,
-    );
+    let (items, mut claim) = claim_of(status, &staging.plan(), &written);
     if status.exit_signal {
         for path in claim.doc_paths() {
             let doc = match normalize_doc_path(&path) {
