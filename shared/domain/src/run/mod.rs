@@ -180,7 +180,7 @@ impl RunScope {
         };
         for (i, id) in ids.iter().enumerate() {
             let n = id.chars().count();
-            if crate::is_blank(id) || n > MAX_PROJECT_ID || id.chars().any(char::is_control) {
+            if crate::is_blank(id) || n > MAX_PROJECT_ID || crate::control_char(id).is_some() {
                 return Err(format!(
                     "project_ids[{i}] must be 1 to {MAX_PROJECT_ID} characters, not blank, \
                      without control characters, got {n}"

@@ -189,12 +189,30 @@ pub fn for_deployment(config: &AppConfig, agents: &[String]) -> Value {
         "description": "Whether plain-text criteria are graded (default: yes) and by which model",
         "properties": {"text": {"type": "boolean"},
             "model": {"enum": models.iter().map(|m| json!(m)).chain([Value::Null]).collect::<Vec<_>>()}}}]});
-    // A command check runs in an agent run's task folder: a run without an agent has none.
-    template["allOf"] = json!([{"anyOf": [
-        {"required": ["agent"], "properties": {"agent": {"type": "string"}}},
-        {"properties": {"completion_criteria": {"items": {"not": {
-            "type": "object", "required": ["check"], "properties": {"check": {"const": "command"}}}}}}}
-    ]}]);
+    // What the service checks across fields, stated so a client can check it first: a command
+    // check runs in an agent run's task folder (a run without an agent has none); `project`
+    // names one project, `multi_project` one or more, any other scope none; no id twice.
+    let scoped = |scope: &str, max: Option<usize>| {
+        json!({"if": {"required": ["scope"], "properties": {"scope": {"const": scope}}},
+               "then": {"required": ["project_ids"], "properties": {"project_ids": match max {
+                   Some(max) => json!({"type": "array", "minItems": 1, "maxItems": max}),
+                   None => json!({"type": "array", "minItems": 1}),
+               }}}})
+    };
+    template["allOf"] = json!([
+        {"anyOf": [
+            {"required": ["agent"], "properties": {"agent": {"type": "string"}}},
+            {"properties": {"completion_criteria": {"items": {"not": {
+                "type": "object", "required": ["check"], "properties": {"check": {"const": "command"}}}}}}}
+        ]},
+        scoped("project", Some(1)),
+        scoped("multi_project", None),
+        {"if": {"not": {"required": ["scope"], "properties": {"scope": {"enum": ["project", "multi_project"]}}}},
+         "then": {"properties": {"project_ids": {"anyOf": [{"type": "null"}, {"type": "array", "maxItems": 0}]}}}}
+    ]);
+    if let Some(ids) = template["properties"]["project_ids"].as_object_mut() {
+        ids.insert("uniqueItems".into(), json!(true));
+    }
     let mut agents: Vec<Value> = agents.iter().map(|a| json!(a)).collect();
     agents.push(Value::Null);
     template["properties"]["agent"] = json!({"enum": agents,
