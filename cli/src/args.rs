@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use longrun_domain::run::BudgetsInput;
 use longrun_domain::criteria::{Check, Criterion};
+use longrun_domain::run::BudgetsInput;
 
 #[derive(Parser)]
 #[command(

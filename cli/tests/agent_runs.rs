@@ -219,7 +219,11 @@ async fn a_command_check_that_exits_1_blocks_completion_until_the_agent_makes_it
     assert_eq!(run["iteration"], 2);
     assert_eq!(s.agent_runs(&id).len(), 2);
     let (_, iterations) = s
-        .send(reqwest::Method::GET, &format!("/v1/runs/{id}/iterations"), None)
+        .send(
+            reqwest::Method::GET,
+            &format!("/v1/runs/{id}/iterations"),
+            None,
+        )
         .await;
     let first = &iterations["iterations"][0];
     assert_eq!(first["criteria"][0]["kind"], "command", "{first}");

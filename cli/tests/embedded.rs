@@ -248,7 +248,9 @@ fn the_demo_completes_with_fan_out_repair_and_docs() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("✓ criterion c1 (grader) passed: Each tea has a brewing temperature and a time."),
+        stdout.contains(
+            "✓ criterion c1 (grader) passed: Each tea has a brewing temperature and a time."
+        ),
         "{stdout}"
     );
     assert!(

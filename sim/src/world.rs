@@ -236,12 +236,13 @@ impl World {
             .collect();
         // Some check a document too; some leave grading off.
         if !req.completion_criteria.is_empty() && self.sim.chance(3) {
-            req.completion_criteria.push(longrun_domain::criteria::Criterion::Check(
-                longrun_domain::criteria::Check::Contains {
-                    doc: "final.md".into(),
-                    text: "done".into(),
-                },
-            ));
+            req.completion_criteria
+                .push(longrun_domain::criteria::Criterion::Check(
+                    longrun_domain::criteria::Check::Contains {
+                        doc: "final.md".into(),
+                        text: "done".into(),
+                    },
+                ));
         }
         if self.sim.chance(4) {
             req.grading = Some(longrun_domain::criteria::Grading {

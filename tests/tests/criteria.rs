@@ -126,8 +126,11 @@ async fn a_grader_that_answers_fail_keeps_the_run_going_with_its_reason() {
     assert_eq!(t.llm.answered(&id, LlmRole::Grader), 2);
     assert_eq!(records[0].metrics.llm_calls, 2);
     let events = t.p().store.events(&id, 0, 200).await.unwrap();
-    assert!(events.iter().any(|e| e.kind == EventKind::IterationCostUpdate
-        && e.payload["role"] == "grader"));
+    assert!(
+        events
+            .iter()
+            .any(|e| e.kind == EventKind::IterationCostUpdate && e.payload["role"] == "grader")
+    );
 }
 
 #[tokio::test]
@@ -221,7 +224,10 @@ async fn a_run_whose_plan_is_all_done_completes_without_cited_evidence() {
     assert_eq!(run.iteration, 2);
     let records = t.p().store.iterations(&id, 0, 10).await.unwrap();
     let claim = records[1].status_block.as_ref().unwrap();
-    assert!(claim.completion_evidence.is_empty(), "the claim itself cited nothing");
+    assert!(
+        claim.completion_evidence.is_empty(),
+        "the claim itself cited nothing"
+    );
 }
 
 #[tokio::test]
@@ -267,7 +273,10 @@ async fn a_check_the_run_cannot_hold_is_refused_with_the_field_named() {
             json!([{"check": "contains", "doc": "a.md", "text": " "}]),
             "completion_criteria[0].text must be 1 to 500 characters",
         ),
-        (json!([{"check": "smells", "doc": "a.md"}]), "unknown variant `smells`"),
+        (
+            json!([{"check": "smells", "doc": "a.md"}]),
+            "unknown variant `smells`",
+        ),
     ];
 
     for (criteria, needle) in cases {
@@ -296,7 +305,8 @@ async fn a_check_the_run_cannot_hold_is_refused_with_the_field_named() {
 async fn criteria_and_grading_are_served_as_they_were_written() {
     // Arrange
     let t = platform("{}", Arc::new(NoFaults), &[("tok", "alice")], 5);
-    let criteria = json!(["covers three teas", {"check": "contains", "doc": "guide.md", "text": "oolong"}]);
+    let criteria =
+        json!(["covers three teas", {"check": "contains", "doc": "guide.md", "text": "oolong"}]);
 
     // Act
     let (status, _, run) = t

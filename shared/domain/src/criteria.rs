@@ -239,7 +239,9 @@ pub struct Grade {
 }
 
 /// The run with a grade of iteration `n` held (grades of other iterations dropped).
-pub fn hold_grade(run: &crate::Run, n: u32, key: &str, verdict: &CriterionVerdict, now: i64) -> crate::Run {
+pub fn hold_grade(
+    run: &crate::Run, n: u32, key: &str, verdict: &CriterionVerdict, now: i64,
+) -> crate::Run {
     let mut next = run.clone();
     next.grades.retain(|g| g.iteration == n && g.key != key);
     next.grades.push(Grade {
@@ -257,11 +259,17 @@ pub fn check_document(
     id: &str, criterion: &Criterion, content: Option<&str>,
 ) -> Option<CriterionVerdict> {
     let (doc, found, wanted) = match criterion {
-        Criterion::Check(Check::Contains { doc, text }) => {
-            (doc, content.map(|c| c.contains(text.as_str())), format!("the text \"{text}\""))
-        }
+        Criterion::Check(Check::Contains { doc, text }) => (
+            doc,
+            content.map(|c| c.contains(text.as_str())),
+            format!("the text \"{text}\""),
+        ),
         Criterion::Check(Check::Matches { doc, pattern }) => match compile(pattern) {
-            Ok(re) => (doc, content.map(|c| re.is_match(c)), format!("a match for /{pattern}/")),
+            Ok(re) => (
+                doc,
+                content.map(|c| re.is_match(c)),
+                format!("a match for /{pattern}/"),
+            ),
             Err(e) => {
                 return Some(CriterionVerdict {
                     id: id.to_string(),
@@ -276,7 +284,10 @@ pub fn check_document(
         _ => return None,
     };
     let (passed, reason) = match found {
-        None => (false, format!("document `{doc}` does not exist in this run")),
+        None => (
+            false,
+            format!("document `{doc}` does not exist in this run"),
+        ),
         Some(true) => (true, format!("`{doc}` holds {wanted}")),
         Some(false) => (false, format!("`{doc}` does not hold {wanted}")),
     };
@@ -422,7 +433,10 @@ mod tests {
 
         assert!(held.passed);
         assert!(!lacking.passed);
-        assert_eq!(lacking.reason, "`guide.md` does not hold the text \"oolong\"");
+        assert_eq!(
+            lacking.reason,
+            "`guide.md` does not hold the text \"oolong\""
+        );
         assert!(!missing.passed);
         assert!(missing.reason.contains("does not exist"));
         assert_eq!(held.looked_at, vec!["guide.md".to_string()]);
@@ -439,11 +453,23 @@ mod tests {
             pattern: "(".into(),
         });
 
-        assert!(check_document("c1", &c, Some("x\n## Sources\n")).unwrap().passed);
-        assert!(!check_document("c1", &c, Some("## Sourcesx")).unwrap().passed);
+        assert!(
+            check_document("c1", &c, Some("x\n## Sources\n"))
+                .unwrap()
+                .passed
+        );
+        assert!(
+            !check_document("c1", &c, Some("## Sourcesx"))
+                .unwrap()
+                .passed
+        );
         let verdict = check_document("c1", &bad, Some("(")).unwrap();
         assert!(!verdict.passed);
-        assert!(verdict.reason.contains("is not a regular expression"), "{}", verdict.reason);
+        assert!(
+            verdict.reason.contains("is not a regular expression"),
+            "{}",
+            verdict.reason
+        );
     }
 
     #[test]
@@ -467,7 +493,10 @@ mod tests {
         let hung = command_verdict("c2", &c, None, "", "timed out after 300 s");
 
         assert!(!red.passed);
-        assert_eq!(red.reason, "`cargo test` exited 101; output ends: test a ... FAILED");
+        assert_eq!(
+            red.reason,
+            "`cargo test` exited 101; output ends: test a ... FAILED"
+        );
         assert!(green.passed);
         assert!(!hung.passed);
         assert!(hung.reason.contains("timed out"));

@@ -282,8 +282,7 @@ pub fn cited_for(criteria: &[Criterion], claim: &ClaimEvidence, i: usize) -> Vec
 /// (and, when `graded`, every plain-text one) has a passing verdict in `claim.verdicts`;
 /// ungraded plain text needs the mapping instead.
 pub fn judge_evidence(
-    criteria: &[Criterion], graded: bool, claim: &ClaimEvidence, plan: &[PlanStep],
-    iteration: u32,
+    criteria: &[Criterion], graded: bool, claim: &ClaimEvidence, plan: &[PlanStep], iteration: u32,
 ) -> Vec<EvidenceProblem> {
     let mut problems = vec![];
     if claim.references.is_empty() {
@@ -356,7 +355,9 @@ pub fn awaits_grading(problems: &[EvidenceProblem]) -> bool {
 
 /// The claim a status block makes: its own evidence, or, when it names none, what the
 /// platform derives (`derived_evidence`). Returns the evidence items too.
-pub fn claim_of(status: &StatusBlock, plan: &[PlanStep], written_docs: &[String]) -> (Vec<String>, ClaimEvidence) {
+pub fn claim_of(
+    status: &StatusBlock, plan: &[PlanStep], written_docs: &[String],
+) -> (Vec<String>, ClaimEvidence) {
     let items = status.completion_evidence.clone();
     let claim = ClaimEvidence::of(&items, &status.criteria_evidence);
     if !status.exit_signal || !claim.references.is_empty() {
@@ -570,7 +571,13 @@ mod tests {
             vec![]
         );
         assert_eq!(
-            judge_evidence(&[], false, &claim(&["plan:s2", "plan:s9"], &[], vec![]), &plan, 2),
+            judge_evidence(
+                &[],
+                false,
+                &claim(&["plan:s2", "plan:s9"], &[], vec![]),
+                &plan,
+                2
+            ),
             vec![
                 EvidenceProblem::StepNotDone("s2".into()),
                 EvidenceProblem::Missing(Reference::Step("s9".into()))
@@ -673,15 +680,19 @@ mod tests {
     fn a_claim_whose_document_lacks_the_criterions_text_fails() {
         let criteria = vec![contains("guide.md", "oolong")];
         let mut c = claim(&["guide.md"], &[], vec![doc("guide.md", false, 2)]);
-        c.verdicts = vec![verdict("c1", false, "`guide.md` does not hold the text \"oolong\"")];
+        c.verdicts = vec![verdict(
+            "c1",
+            false,
+            "`guide.md` does not hold the text \"oolong\"",
+        )];
 
         let problems = judge_evidence(&criteria, false, &c, &[], 2);
 
         assert_eq!(problems.len(), 1);
         assert!(
-            problems[0]
-                .to_string()
-                .contains("c1 (`guide.md` contains \"oolong\") is not met: `guide.md` does not hold"),
+            problems[0].to_string().contains(
+                "c1 (`guide.md` contains \"oolong\") is not met: `guide.md` does not hold"
+            ),
             "{}",
             problems[0]
         );
@@ -696,14 +707,21 @@ mod tests {
         c.verdicts = vec![verdict("c1", true, "holds it")];
         let checked = judge_evidence(&criteria, false, &c, &[], 2);
 
-        assert!(matches!(unchecked[..], [EvidenceProblem::CheckFailed { .. }]));
+        assert!(matches!(
+            unchecked[..],
+            [EvidenceProblem::CheckFailed { .. }]
+        ));
         assert_eq!(checked, vec![]);
     }
 
     #[test]
     fn graded_text_waits_for_the_grader_only_when_nothing_else_is_wrong() {
         let criteria = texts(&["covers three teas"]);
-        let good = claim(&[], &[("c1", &["guide.md"])], vec![doc("guide.md", false, 2)]);
+        let good = claim(
+            &[],
+            &[("c1", &["guide.md"])],
+            vec![doc("guide.md", false, 2)],
+        );
         let bad = claim(&[], &[("c1", &["gone.md"])], vec![]);
 
         let waiting = judge_evidence(&criteria, true, &good, &[], 2);
@@ -721,19 +739,30 @@ mod tests {
     #[test]
     fn a_failing_grade_keeps_the_claim_out_with_the_graders_reason() {
         let criteria = texts(&["covers three teas"]);
-        let mut c = claim(&[], &[("c1", &["guide.md"])], vec![doc("guide.md", false, 2)]);
+        let mut c = claim(
+            &[],
+            &[("c1", &["guide.md"])],
+            vec![doc("guide.md", false, 2)],
+        );
         c.verdicts = vec![verdict("c1", false, "only two teas are described")];
 
         let problems = judge_evidence(&criteria, true, &c, &[], 2);
 
         assert_eq!(problems.len(), 1);
-        assert!(problems[0].to_string().contains("only two teas are described"));
+        assert!(
+            problems[0]
+                .to_string()
+                .contains("only two teas are described")
+        );
     }
 
     #[test]
     fn a_plan_all_done_is_evidence_the_platform_derives() {
         let done = [step("s1", StepStatus::Done), step("s2", StepStatus::Done)];
-        let open = [step("s1", StepStatus::Done), step("s2", StepStatus::Pending)];
+        let open = [
+            step("s1", StepStatus::Done),
+            step("s2", StepStatus::Pending),
+        ];
 
         assert_eq!(
             derived_evidence(&done, &["guide.md".to_string()]),

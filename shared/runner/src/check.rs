@@ -96,7 +96,12 @@ mod tests {
     fn a_check_that_outlives_its_timeout_is_killed_with_its_children() {
         let dir = tempfile::tempdir().unwrap();
 
-        let hung = run_check(dir.path(), "sleep 30 & sleep 30", Duration::from_millis(300)).unwrap();
+        let hung = run_check(
+            dir.path(),
+            "sleep 30 & sleep 30",
+            Duration::from_millis(300),
+        )
+        .unwrap();
 
         assert_eq!(hung.exit_code, None);
         assert!(hung.detail.contains("timed out"), "{}", hung.detail);

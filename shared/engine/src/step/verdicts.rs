@@ -111,7 +111,12 @@ impl Engine {
         let id = criterion_id(i);
         let (evidence, looked_at) = shown(staging, refs).await;
         let key = fingerprint::of_json(&json!([criterion, evidence]));
-        if let Some(held) = it.run.grades.iter().find(|g| g.iteration == it.n && g.key == key) {
+        if let Some(held) = it
+            .run
+            .grades
+            .iter()
+            .find(|g| g.iteration == it.n && g.key == key)
+        {
             return Ok(Some(held.verdict.clone()));
         }
         let ask = json!({
@@ -121,13 +126,18 @@ impl Engine {
         });
         let mut messages = vec![
             ChatMessage::system(GRADER_SYSTEM),
-            ChatMessage::user(&serde_json::to_string_pretty(&ask).unwrap_or_default()),
+            ChatMessage::user(serde_json::to_string_pretty(&ask).unwrap_or_default()),
         ];
         let mut unreadable = String::new();
         // One more ask when the answer is not the JSON asked for: repaired, never a crash.
         for _ in 0..2 {
             let answer = match self
-                .call_llm(it, LlmRole::Grader, messages.clone(), Some(GRADE_SCHEMA.clone()))
+                .call_llm(
+                    it,
+                    LlmRole::Grader,
+                    messages.clone(),
+                    Some(GRADE_SCHEMA.clone()),
+                )
                 .await?
             {
                 Llm::Answer(a) => a.content,
@@ -144,7 +154,10 @@ impl Engine {
                     criterion: c.label(),
                     passed,
                     reason: match reasons.is_empty() {
-                        true => format!("the grader answered {}", if passed { "pass" } else { "fail" }),
+                        true => format!(
+                            "the grader answered {}",
+                            if passed { "pass" } else { "fail" }
+                        ),
                         false => reasons,
                     },
                     looked_at,
@@ -177,7 +190,10 @@ impl Engine {
             .store()
             .update_run(&it.run.id, Durability::Now, &|r| {
                 it.claim.if_held(r, |c| {
-                    Ok(RunChange::of(hold_grade(c, it.n, key, verdict, now), vec![]))
+                    Ok(RunChange::of(
+                        hold_grade(c, it.n, key, verdict, now),
+                        vec![],
+                    ))
                 })
             })
             .await;
@@ -192,7 +208,12 @@ impl Engine {
 /// A document's content as this commit leaves it; `None` when there is none at that path.
 async fn read(staging: &Staging, path: &str) -> Option<String> {
     let path = normalize_doc_path(path).ok()?;
-    staging.read_doc(&path).await.ok().flatten().map(|d| d.content)
+    staging
+        .read_doc(&path)
+        .await
+        .ok()
+        .flatten()
+        .map(|d| d.content)
 }
 
 /// What the grader is shown for `refs` (documents' content, plan steps), and their names.

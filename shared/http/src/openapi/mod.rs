@@ -194,10 +194,10 @@ pub fn for_deployment(config: &AppConfig, agents: &[String]) -> Value {
     // names one project, `multi_project` one or more, any other scope none; no id twice.
     let scoped = |scope: &str, max: Option<usize>| {
         json!({"if": {"required": ["scope"], "properties": {"scope": {"const": scope}}},
-               "then": {"required": ["project_ids"], "properties": {"project_ids": match max {
-                   Some(max) => json!({"type": "array", "minItems": 1, "maxItems": max}),
-                   None => json!({"type": "array", "minItems": 1}),
-               }}}})
+        "then": {"required": ["project_ids"], "properties": {"project_ids": match max {
+            Some(max) => json!({"type": "array", "minItems": 1, "maxItems": max}),
+            None => json!({"type": "array", "minItems": 1}),
+        }}}})
     };
     template["allOf"] = json!([
         {"anyOf": [
