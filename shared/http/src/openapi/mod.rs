@@ -195,8 +195,8 @@ pub fn for_deployment(config: &AppConfig, agents: &[String]) -> Value {
     let scoped = |scope: &str, max: Option<usize>| {
         json!({"if": {"required": ["scope"], "properties": {"scope": {"const": scope}}},
         "then": {"required": ["project_ids"], "properties": {"project_ids": match max {
-            Some(max) => json!({"type": "array", "minItems": 1, "maxItems": max}),
-            None => json!({"type": "array", "minItems": 1}),
+            Some(max) => json!({"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": max}),
+            None => json!({"type": "array", "items": {"type": "string"}, "minItems": 1}),
         }}}})
     };
     template["allOf"] = json!([
@@ -208,7 +208,8 @@ pub fn for_deployment(config: &AppConfig, agents: &[String]) -> Value {
         scoped("project", Some(1)),
         scoped("multi_project", None),
         {"if": {"not": {"required": ["scope"], "properties": {"scope": {"enum": ["project", "multi_project"]}}}},
-         "then": {"properties": {"project_ids": {"anyOf": [{"type": "null"}, {"type": "array", "maxItems": 0}]}}}}
+         "then": {"properties": {"project_ids": {"anyOf": [{"type": "null"},
+             {"type": "array", "items": {"type": "string"}, "maxItems": 0}]}}}}
     ]);
     if let Some(ids) = template["properties"]["project_ids"].as_object_mut() {
         ids.insert("uniqueItems".into(), json!(true));
