@@ -1,4 +1,4 @@
-//! The `Git` port's adapters (DESIGN §12): `CliGit` drives the `git` binary (no libgit2: the
+//! The `Git` port's adapters (ARCHITECTURE.md, "Repository runs"): `CliGit` drives the `git` binary (no libgit2: the
 //! binary is what users' repositories, hooks and credentials are set up for), `InMemoryGit`
 //! keeps branches, commits and worktrees in memory for the simulator and fast tests. Both pass
 //! the one conformance suite in `tests/conformance.rs`. Depends on ports and domain only.

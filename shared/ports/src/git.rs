@@ -1,4 +1,4 @@
-//! The git operations repository runs make (DESIGN §12), as one narrow port: git is the run's
+//! The git operations repository runs make (ARCHITECTURE.md, "Repository runs"), as one narrow port: git is the run's
 //! second store, so every operation here is idempotent or checkable, and the engine asks git
 //! what an earlier attempt already did before it does anything again. Adapters: `CliGit` (the
 //! `git` binary) and `InMemoryGit` (the simulator's), both in `longrun-git`.

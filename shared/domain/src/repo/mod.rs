@@ -1,4 +1,4 @@
-//! Repository runs (DESIGN §12): a goal worked in cycles by coding agents on branches of their
+//! Repository runs (ARCHITECTURE.md, "Repository runs"): a goal worked in cycles by coding agents on branches of their
 //! own, merged by a queue that never strands work. This module is the pure part: the spec, the
 //! cycle and task model, the names git side effects derive from, the discovery answer and the
 //! selection, TASKLIST.md, the prompts, the merge order and the stop rule. Git itself is the

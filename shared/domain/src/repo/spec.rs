@@ -1,4 +1,4 @@
-//! What a repository run is asked to work on (DESIGN §12): the repository, its branches, how
+//! What a repository run is asked to work on (ARCHITECTURE.md, "Repository runs"): the repository, its branches, how
 //! many agents at once, the checks that certify the work, and where to push. Checked once, at
 //! creation, into a `RepoSpec`; nothing after that re-validates it.
 

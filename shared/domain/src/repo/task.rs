@@ -1,4 +1,4 @@
-//! A repository run's cycles and tasks as the run stores them (DESIGN §12), and the names every
+//! A repository run's cycles and tasks as the run stores them (ARCHITECTURE.md, "Repository runs"), and the names every
 //! git side effect derives from (run, cycle, task), so a redelivered phase finds in git what an
 //! earlier attempt already did instead of doing it again.
 
