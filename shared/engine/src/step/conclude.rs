@@ -116,10 +116,14 @@ async fn evidence(it: &Iter<'_>, staging: &Staging, draft: &Draft) -> (Vec<Strin
     let Some(status) = draft.planner.as_ref().map(|p| &p.status) else {
         return (vec![], ClaimEvidence::default());
     };
-    let mut written = staging.written();
-    for d in it.run.recent_docs.iter() {
-        if d.updated_iteration > 0 && d.bytes > 0 && !written.contains(&d.path) {
-            written.push(d.path.clone());
+    // What the run wrote, for evidence derived for a claim that names none: only a claim needs it.
+    let mut written = vec![];
+    if status.exit_signal {
+        written = staging.written();
+        for d in it.run.recent_docs.iter() {
+            if d.updated_iteration > 0 && d.bytes > 0 && !written.contains(&d.path) {
+                written.push(d.path.clone());
+            }
         }
     }
     let (items, mut claim) = claim_of(status, &staging.plan(), &written);
